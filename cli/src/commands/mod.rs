@@ -1,0 +1,13 @@
+//! One module per subcommand; `dispatch` routes a parsed command line to it.
+
+mod validate;
+
+use crate::cli::{Cli, Command};
+use crate::exit::{CliError, Status};
+
+/// Runs the parsed command.
+pub fn dispatch(cli: Cli) -> Result<Status, CliError> {
+    match cli.command {
+        Command::Validate(args) => validate::run(&args, &cli.global),
+    }
+}

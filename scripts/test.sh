@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly as CI runs it (.ci/run calls this script).
+# Installs what it needs; safe to run on a fresh machine with the preinstalled Rust toolchain.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain: $(rustc --version)"
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+
+step "format"
+cargo fmt --all --check
+
+step "lint (clippy, warnings are errors)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "tests"
+cargo test --workspace --locked
