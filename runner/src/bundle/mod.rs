@@ -276,8 +276,8 @@ pub fn import_with(input: &Path, limits: &Limits) -> Result<Bundle, Rejected> {
         )])
     })?;
     if meta.is_dir() {
-        let files = source::read_folder(input, limits).map_err(reject)?;
-        assemble(files, SourceKind::Folder, limits).map_err(reject)
+        let gathered = source::read_folder(input, limits).map_err(reject)?;
+        assemble(gathered, SourceKind::Folder, limits).map_err(reject)
     } else {
         if meta.len() > limits.max_archive_bytes {
             return Err(reject(vec![zip_too_large(meta.len(), limits)]));
@@ -304,8 +304,9 @@ pub fn import_zip_bytes(bytes: &[u8], limits: &Limits) -> Result<Bundle, Vec<Rej
     if bytes.len() as u64 > limits.max_archive_bytes {
         return Err(vec![zip_too_large(bytes.len() as u64, limits)]);
     }
-    let files = source::read_zip(bytes, limits)?;
-    assemble(strip_single_root(files), SourceKind::Zip, limits)
+    let mut gathered = source::read_zip(bytes, limits)?;
+    gathered.files = strip_single_root(gathered.files);
+    assemble(gathered, SourceKind::Zip, limits)
 }
 
 fn zip_too_large(size: u64, limits: &Limits) -> Rejection {
@@ -339,11 +340,14 @@ fn strip_single_root(mut files: Vec<source::RawFile>) -> Vec<source::RawFile> {
 
 /// Applies the whole-bundle rules and builds the [`Bundle`].
 fn assemble(
-    files: Vec<source::RawFile>,
+    gathered: source::Gathered,
     source: SourceKind,
     limits: &Limits,
 ) -> Result<Bundle, Vec<Rejection>> {
-    let mut errors = Vec::new();
+    let source::Gathered { files, mut errors } = gathered;
+    // When entries were already rejected, SKILL.md may be among them: judging its presence or
+    // front matter then would only add noise.
+    let entries_rejected = !errors.is_empty();
 
     // Duplicates and case conflicts, judged on normalized paths.
     let mut exact: HashMap<&str, usize> = HashMap::new();
@@ -413,6 +417,7 @@ fn assemble(
 
     let skill = classified.iter().find(|(f, _)| f.path == SKILL_FILE);
     let front = match skill {
+        _ if entries_rejected => None,
         None => {
             let hint = classified
                 .iter()

@@ -14,6 +14,17 @@ use flate2::read::DeflateDecoder;
 use super::path::normalize;
 use super::{Limits, RejectCode, Rejection};
 
+/// What a reader gathered: the files it could read safely, and the entries it rejected. Errors
+/// here are not fatal: the whole-bundle rules still run on `files` so that one report lists every
+/// problem. Fatal problems (too large, too many files, a bomb) come back as `Err` instead.
+#[derive(Debug, Default)]
+pub struct Gathered {
+    /// Regular files that passed every per-entry rule.
+    pub files: Vec<RawFile>,
+    /// Per-entry rejections.
+    pub errors: Vec<Rejection>,
+}
+
 /// One regular file, its path already normalized.
 #[derive(Debug, Clone)]
 pub struct RawFile {
@@ -24,7 +35,7 @@ pub struct RawFile {
 }
 
 /// Reads a folder. Symlinks are never followed (the root itself may be one).
-pub fn read_folder(root: &Path, limits: &Limits) -> Result<Vec<RawFile>, Vec<Rejection>> {
+pub fn read_folder(root: &Path, limits: &Limits) -> Result<Gathered, Vec<Rejection>> {
     let mut files = Vec::new();
     let mut errors = Vec::new();
     let mut total_bytes: u64 = 0;
@@ -129,11 +140,7 @@ pub fn read_folder(root: &Path, limits: &Limits) -> Result<Vec<RawFile>, Vec<Rej
             }
         }
     }
-    if errors.is_empty() {
-        Ok(files)
-    } else {
-        Err(errors)
-    }
+    Ok(Gathered { files, errors })
 }
 
 fn join(prefix: &str, name: &str) -> String {
@@ -165,7 +172,7 @@ use zip::CompressionMethod;
 /// Reads a ZIP held in memory. Entry contents are inflated here, by us, under a byte budget: a
 /// bomb is judged by the bytes it actually produces, never by what its headers claim, and memory
 /// never grows with the claim.
-pub fn read_zip(archive_bytes: &[u8], limits: &Limits) -> Result<Vec<RawFile>, Vec<Rejection>> {
+pub fn read_zip(archive_bytes: &[u8], limits: &Limits) -> Result<Gathered, Vec<Rejection>> {
     if !archive_bytes.starts_with(b"PK") {
         return Err(vec![Rejection::new(
             RejectCode::InvalidZip,
@@ -317,11 +324,7 @@ pub fn read_zip(archive_bytes: &[u8], limits: &Limits) -> Result<Vec<RawFile>, V
             }
         }
     }
-    if errors.is_empty() {
-        Ok(files)
-    } else {
-        Err(errors)
-    }
+    Ok(Gathered { files, errors })
 }
 
 enum Inflate {
