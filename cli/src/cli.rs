@@ -37,6 +37,8 @@ pub enum Command {
     ///
     /// Exits 1 if any bundle is rejected. Nothing is written to disk.
     Validate(ValidateArgs),
+    /// Show this installation: version, and where state lives and why.
+    Info,
 }
 
 #[derive(Debug, Args)]

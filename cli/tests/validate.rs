@@ -279,3 +279,47 @@ fn version_help_and_usage_errors_use_the_exit_code_map() {
     let doc: serde_json::Value = serde_json::from_str(&stdout(&unknown)).unwrap();
     assert_eq!(doc["error"]["kind"], "usage");
 }
+
+#[test]
+fn info_reports_the_state_directory_by_precedence_and_creates_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |args: &[&str], envs: &[(&str, &Path)]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_skilltrial"));
+        cmd.args(args)
+            .env_remove("SKILLTRIAL_HOME")
+            .env_remove("XDG_DATA_HOME");
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(code(&out), 0);
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let flag = tmp.path().join("flag");
+    let env = tmp.path().join("env");
+    let xdg = tmp.path().join("xdg");
+    let doc = run(
+        &["info", "--json", "--home", flag.to_str().unwrap()],
+        &[("SKILLTRIAL_HOME", &env)],
+    );
+    assert_eq!(
+        (
+            doc["home"].as_str().unwrap(),
+            doc["home_source"].as_str().unwrap()
+        ),
+        (flag.to_str().unwrap(), "flag")
+    );
+    let doc = run(
+        &["info", "--json"],
+        &[("SKILLTRIAL_HOME", &env), ("XDG_DATA_HOME", &xdg)],
+    );
+    assert_eq!(doc["home_source"], "env");
+    let doc = run(&["info", "--json"], &[("XDG_DATA_HOME", &xdg)]);
+    assert_eq!(doc["home"], xdg.join("skilltrial").to_str().unwrap());
+    assert_eq!(doc["home_exists"], false);
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "info created something"
+    );
+}

@@ -1,5 +1,6 @@
 //! One module per subcommand; `dispatch` routes a parsed command line to it.
 
+mod info;
 mod validate;
 
 use crate::cli::{Cli, Command};
@@ -9,5 +10,6 @@ use crate::exit::{CliError, Status};
 pub fn dispatch(cli: Cli) -> Result<Status, CliError> {
     match cli.command {
         Command::Validate(args) => validate::run(&args, &cli.global),
+        Command::Info => info::run(&cli.global),
     }
 }
