@@ -7,6 +7,7 @@
 pub mod bundle;
 pub mod digest;
 pub mod home;
+pub mod solana;
 
 /// The application version recorded in manifests and printed by `--version`.
 pub const APP_VERSION: &str = env!("CARGO_PKG_VERSION");
