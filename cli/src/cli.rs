@@ -39,6 +39,63 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Show this installation: version, and where state lives and why.
     Info,
+    /// Fixture packs: list, show a task, verify every claim a pack makes.
+    #[command(subcommand)]
+    Pack(PackCommand),
+    /// Score one answer file against a pack task with the deterministic checker.
+    ///
+    /// Exits 0 on pass, 1 otherwise.
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PackCommand {
+    /// List the packs built into this binary.
+    List,
+    /// Show a pack's public tasks (the golden record only with --reveal).
+    Show(PackShowArgs),
+    /// Verify a pack: hashes, golden records regenerate, golden answers pass, every known-wrong
+    /// answer is rejected with its stated reasons. Exits 1 on any failure.
+    Verify(PackArg),
+    /// Maintainers: rewrite every golden.json of a pack folder from its raw inputs.
+    #[command(hide = true)]
+    Regenerate(PackArg),
+}
+
+#[derive(Debug, Args)]
+pub struct PackArg {
+    /// An embedded pack (e.g. solana-core@1.0.3) or a pack folder.
+    #[arg(value_name = "PACK")]
+    pub pack: String,
+}
+
+#[derive(Debug, Args)]
+pub struct PackShowArgs {
+    /// An embedded pack (e.g. solana-core@1.0.3) or a pack folder.
+    #[arg(value_name = "PACK")]
+    pub pack: String,
+    /// Only this task.
+    #[arg(long, value_name = "TASK")]
+    pub task: Option<String>,
+    /// Also show each task's expected answer (never shown to a model).
+    #[arg(long)]
+    pub reveal: bool,
+    /// Print the full task text a model is given, input included.
+    #[arg(long)]
+    pub prompt: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// An embedded pack (e.g. solana-core@1.0.3) or a pack folder.
+    #[arg(long, value_name = "PACK")]
+    pub pack: String,
+    /// The task id.
+    #[arg(long, value_name = "TASK")]
+    pub task: String,
+    /// The answer file (`-` for standard input).
+    #[arg(value_name = "ANSWER_FILE")]
+    pub answer: std::path::PathBuf,
 }
 
 #[derive(Debug, Args)]

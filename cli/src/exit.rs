@@ -34,6 +34,9 @@ pub enum CliError {
     /// The environment (state directory, files, terminal, output stream) is not usable: exit 2.
     #[error("{0:#}")]
     Environment(#[from] anyhow::Error),
+    /// An input was read but rejected (a malformed pack, an unreadable answer): exit 1.
+    #[error("{0:#}")]
+    Rejected(anyhow::Error),
 }
 
 /// Prints a command error (text on stderr, or JSON on stdout) and returns its exit code.
@@ -42,6 +45,10 @@ pub fn report(error: &CliError, json: bool) -> ExitCode {
         CliError::Environment(_) => {
             emit_error("environment", &error.to_string(), json);
             ExitCode::from(2)
+        }
+        CliError::Rejected(_) => {
+            emit_error("rejected", &error.to_string(), json);
+            ExitCode::from(1)
         }
     }
 }

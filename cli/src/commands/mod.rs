@@ -1,6 +1,8 @@
 //! One module per subcommand; `dispatch` routes a parsed command line to it.
 
+mod check;
 mod info;
+mod pack;
 mod validate;
 
 use crate::cli::{Cli, Command};
@@ -11,5 +13,7 @@ pub fn dispatch(cli: Cli) -> Result<Status, CliError> {
     match cli.command {
         Command::Validate(args) => validate::run(&args, &cli.global),
         Command::Info => info::run(&cli.global),
+        Command::Pack(command) => pack::run(command, &cli.global),
+        Command::Check(args) => check::run(&args, &cli.global),
     }
 }

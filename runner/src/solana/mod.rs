@@ -8,6 +8,7 @@
 pub mod account;
 pub mod instruction;
 pub mod pda;
+pub mod plan;
 pub mod transaction;
 
 use std::fmt;

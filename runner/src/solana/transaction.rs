@@ -170,13 +170,11 @@ fn addresses(value: &Value, path: &str) -> Result<Vec<Address>, DecodeError> {
 /// Decodes the `result` object of `getTransaction` with `encoding: "base64"`.
 pub fn decode_response(result: &Value) -> Result<DecodedTransaction, DecodeError> {
     let tx = field(result, "transaction")?;
-    let (b64, encoding) = match tx.as_array().map(Vec::as_slice) {
-        Some([Value::String(data), Value::String(enc)]) => (data, enc),
-        _ => {
-            return Err(DecodeError::new(
-                "`transaction` is not [data, encoding]; the pack reads base64 responses",
-            ));
-        }
+    let Some([Value::String(b64), Value::String(encoding)]) = tx.as_array().map(Vec::as_slice)
+    else {
+        return Err(DecodeError::new(
+            "`transaction` is not [data, encoding]; the pack reads base64 responses",
+        ));
     };
     if encoding != "base64" {
         return Err(DecodeError::new(format!(

@@ -1,0 +1,214 @@
+//! `skilltrial pack` and `skilltrial check` as a user runs them.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    let tmp = std::env::temp_dir();
+    Command::new(env!("CARGO_BIN_EXE_skilltrial"))
+        .args(args)
+        .current_dir(tmp)
+        .env("SKILLTRIAL_HOME", "/nonexistent/skilltrial-home")
+        .output()
+        .unwrap()
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[test]
+fn pack_list_names_the_embedded_pack() {
+    let out = run(&["pack", "list", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let doc = json(&out);
+    assert_eq!(doc["packs"][0]["pack"], "solana-core@1.0.3");
+    assert_eq!(doc["packs"][0]["tasks"], 6);
+}
+
+#[test]
+fn pack_verify_passes_from_anywhere() {
+    let out = run(&["pack", "verify", "solana-core@1.0.3"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("0 failed"), "{text}");
+    let doc = json(&run(&["pack", "verify", "solana-core@1.0.3", "--json"]));
+    assert_eq!(doc["ok"], true);
+    assert_eq!(doc["checker_version"], "1.0.0");
+}
+
+#[test]
+fn pack_show_hides_the_golden_record_unless_revealed() {
+    let hidden = json(&run(&["pack", "show", "solana-core@1.0.3", "--json"]));
+    assert_eq!(hidden["pack"], "solana-core@1.0.3");
+    assert!(hidden["hash"].as_str().unwrap().starts_with("sha256:"));
+    let tasks = hidden["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 6);
+    for t in tasks {
+        for key in [
+            "id",
+            "family",
+            "network",
+            "slot",
+            "input_sha256",
+            "reason_codes",
+        ] {
+            assert!(t.get(key).is_some(), "missing {key}");
+        }
+        assert!(
+            t.get("expected").is_none(),
+            "expected shown without --reveal"
+        );
+    }
+    let shown = json(&run(&[
+        "pack",
+        "show",
+        "solana-core@1.0.3",
+        "--task",
+        "acct-usdc-mint",
+        "--reveal",
+        "--json",
+    ]));
+    assert_eq!(shown["tasks"].as_array().unwrap().len(), 1);
+    assert_eq!(shown["tasks"][0]["expected"]["decimals"], 6);
+    assert_eq!(shown["tasks"][0]["slot"], serde_json::Value::Null);
+}
+
+#[test]
+fn check_passes_the_golden_answer_and_fails_a_wrong_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shown = json(&run(&[
+        "pack",
+        "show",
+        "solana-core@1.0.3",
+        "--task",
+        "plan-usdc-transfer",
+        "--reveal",
+        "--json",
+    ]));
+    let golden = shown["tasks"][0]["expected"].clone();
+    let check = |name: &str, answer: &serde_json::Value| {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, answer.to_string()).unwrap();
+        let task = ["--task", "plan-usdc-transfer"];
+        run(&[
+            "check",
+            "--pack",
+            "solana-core@1.0.3",
+            task[0],
+            task[1],
+            path.to_str().unwrap(),
+            "--json",
+        ])
+    };
+    let out = check("good.json", &golden);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        json(&out),
+        serde_json::json!({"outcome": "pass", "reasons": [], "details": []})
+    );
+
+    let mut wrong = golden;
+    wrong["amount_atomic"] = "12500001".into();
+    let out = check("bad.json", &wrong);
+    assert_eq!(out.status.code(), Some(1));
+    let verdict = json(&out);
+    assert_eq!(verdict["outcome"], "fail");
+    assert_eq!(
+        verdict["reasons"],
+        serde_json::json!(["wrong_amount_atomic"])
+    );
+    assert_eq!(verdict["details"][0]["field"], "amount_atomic");
+}
+
+#[test]
+fn check_reports_invalid_output_for_prose_and_usage_errors_for_unknown_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prose = tmp.path().join("prose.txt");
+    std::fs::write(&prose, "I think the mint has six decimals.").unwrap();
+    let out = run(&[
+        "check",
+        "--pack",
+        "solana-core@1.0.3",
+        "--task",
+        "acct-usdc-mint",
+        prose.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("invalid_output")
+    );
+
+    let out = run(&[
+        "check",
+        "--pack",
+        "solana-core@1.0.3",
+        "--task",
+        "no-such-task",
+        prose.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        json(&out)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("acct-usdc-mint"),
+        "lists the known tasks"
+    );
+    let out = run(&["pack", "verify", "no-such-pack@9"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&[
+        "check",
+        "--pack",
+        "solana-core@1.0.3",
+        "--task",
+        "acct-usdc-mint",
+        "/no/such/answer.json",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_tampered_pack_folder_fails_verification() {
+    // Given a copy of the pack whose input bytes were changed after the fact
+    let tmp = tempfile::tempdir().unwrap();
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/packs/solana-core@1.0.3");
+    let dst = tmp.path().join("solana-core@1.0.3");
+    copy_dir(&src, &dst);
+    let input = dst.join("tasks/acct-usdc-mint/input.bin");
+    let mut bytes = std::fs::read(&input).unwrap();
+    bytes[44] = 9; // decimals 6 -> 9
+    std::fs::write(&input, bytes).unwrap();
+    // Then verify fails on the hash, the input hash and the golden record
+    let out = run(&["pack", "verify", dst.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc = json(&out);
+    let failed: Vec<&str> = doc["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["ok"] == false)
+        .map(|i| i["check"].as_str().unwrap())
+        .collect();
+    for check in ["pack_hash", "input_sha256", "golden_regenerates"] {
+        assert!(failed.contains(&check), "{check} did not fail: {failed:?}");
+    }
+}
+
+fn copy_dir(src: &std::path::Path, dst: &std::path::Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let entry = entry.unwrap();
+        let to = dst.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &to);
+        } else {
+            std::fs::copy(entry.path(), to).unwrap();
+        }
+    }
+}

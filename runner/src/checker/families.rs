@@ -1,0 +1,534 @@
+//! Per-family schema and comparison rules. Each function validates the answer's structure
+//! (returning `Err` for `invalid_output`) and records every difference from the golden record.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
+
+use super::compare::{
+    Checked, Diff, compare_object, expect_address, expect_addresses, expect_array, expect_bool,
+    expect_int, expect_object, expect_opt_address, expect_str, expect_u64, index, join, require,
+    same, violation,
+};
+use crate::solana::Address;
+
+type Object = Map<String, Value>;
+
+fn golden_str<'a>(golden: &'a Object, key: &str) -> &'a str {
+    golden.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// Leaf reason in account answers: authorities (and delegates) are `authority_mismatch`.
+fn account_reason(key: &str) -> &'static str {
+    if key.contains("authority") || key.contains("delegate") {
+        "authority_mismatch"
+    } else {
+        "wrong_field"
+    }
+}
+
+/// Mint / account interpretation.
+pub fn account(golden: &Object, answer: &Object, diff: &mut Diff) -> Checked<()> {
+    let account_type = expect_str(require(answer, "account_type", "")?, "account_type")?;
+    let program = expect_str(require(answer, "program", "")?, "program")?;
+    let golden_type = golden_str(golden, "account_type");
+    if account_type != golden_type {
+        diff.push(
+            "wrong_account_type",
+            "account_type",
+            &golden["account_type"],
+            answer.get("account_type"),
+            format!("the account is a {golden_type}"),
+        );
+        return Ok(()); // the other fields belong to a different layout: nothing more to compare
+    }
+    if program != golden_str(golden, "program") {
+        diff.push(
+            "wrong_program",
+            "program",
+            &golden["program"],
+            answer.get("program"),
+            "the owning program differs",
+        );
+    }
+    // Structure first, for every field the golden record holds.
+    for (key, g) in golden {
+        if key == "account_type" || key == "program" || key == "extensions" {
+            continue;
+        }
+        let value = require(answer, key, "")?;
+        match g {
+            Value::Null => {
+                if key.contains("authority") || key.contains("delegate") {
+                    expect_opt_address(value, key)?;
+                } else if !value.is_null() {
+                    expect_u64(value, key)?;
+                }
+            }
+            Value::Bool(_) => {
+                expect_bool(value, key)?;
+            }
+            Value::Number(_) => {
+                expect_int(value, key)?;
+            }
+            Value::String(s) if s.bytes().all(|b| b.is_ascii_digit()) => {
+                expect_u64(value, key)?;
+            }
+            Value::String(_)
+                if key.contains("authority")
+                    || key.contains("delegate")
+                    || key == "mint"
+                    || key == "owner" =>
+            {
+                expect_opt_address(value, key)?;
+            }
+            _ => {}
+        }
+    }
+    let mut rest = golden.clone();
+    rest.remove("account_type");
+    rest.remove("program");
+    let golden_extensions = rest.remove("extensions");
+    compare_object(&rest, answer, "", diff, &account_reason);
+
+    if let Some(Value::Array(expected)) = golden_extensions {
+        let given = expect_array(require(answer, "extensions", "")?, "extensions")?;
+        let mut by_type: Vec<(String, &Object)> = Vec::new();
+        for (i, ext) in given.iter().enumerate() {
+            let path = index("extensions", i);
+            let ext = expect_object(ext, &path)?;
+            let ty = expect_str(require(ext, "type", &path)?, &join(&path, "type"))?;
+            by_type.push((ty.to_owned(), ext));
+        }
+        let expected_types: BTreeSet<&str> = expected
+            .iter()
+            .filter_map(|e| e.get("type").and_then(Value::as_str))
+            .collect();
+        for (ty, _) in &by_type {
+            if !expected_types.contains(ty.as_str()) {
+                diff.push(
+                    "extra_extension",
+                    "extensions",
+                    &Value::Null,
+                    Some(&Value::String(ty.clone())),
+                    format!("the account has no `{ty}` extension"),
+                );
+            }
+        }
+        for ext in expected {
+            let Some(ext) = ext.as_object() else { continue };
+            let ty = golden_str(ext, "type");
+            let path = format!("extensions[{ty}]");
+            match by_type.iter().find(|(t, _)| t == ty) {
+                None => diff.push(
+                    "missing_extension",
+                    "extensions",
+                    &Value::String(ty.to_owned()),
+                    None,
+                    format!("the `{ty}` extension is missing"),
+                ),
+                Some((_, got)) => compare_object(ext, got, &path, diff, &account_reason),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One instruction of an answer, validated.
+struct Instruction<'a> {
+    program_id: Address,
+    name: Option<&'a str>,
+    accounts: Vec<Address>,
+    args: Option<&'a Object>,
+    raw: &'a Value,
+}
+
+fn instructions<'a>(answer: &'a Object, require_names: bool) -> Checked<Vec<Instruction<'a>>> {
+    let list = expect_array(require(answer, "instructions", "")?, "instructions")?;
+    list.iter()
+        .enumerate()
+        .map(|(i, raw)| {
+            let path = index("instructions", i);
+            let ix = expect_object(raw, &path)?;
+            let program_id = expect_address(
+                require(ix, "program_id", &path)?,
+                &join(&path, "program_id"),
+            )?;
+            let name = match ix.get("instruction") {
+                None | Some(Value::Null) if !require_names => None,
+                None => {
+                    return Err(violation(
+                        &join(&path, "instruction"),
+                        format!("`{}` is required", join(&path, "instruction")),
+                    ));
+                }
+                Some(v) => {
+                    if v.is_null() && !require_names {
+                        None
+                    } else {
+                        Some(expect_str(v, &join(&path, "instruction"))?)
+                    }
+                }
+            };
+            let accounts = match ix.get("accounts") {
+                None => {
+                    return Err(violation(
+                        &join(&path, "accounts"),
+                        format!("`{}` is required", join(&path, "accounts")),
+                    ));
+                }
+                Some(v) => expect_addresses(v, &join(&path, "accounts"))?,
+            };
+            let args = match ix.get("args") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(expect_object(v, &join(&path, "args"))?),
+            };
+            Ok(Instruction {
+                program_id,
+                name,
+                accounts,
+                args,
+                raw,
+            })
+        })
+        .collect()
+}
+
+fn address_list(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn arg_reason(key: &str) -> &'static str {
+    match key {
+        "amount" | "lamports" => "wrong_amount_atomic",
+        "fee" => "wrong_fee",
+        "decimals" => "wrong_asset",
+        _ => "wrong_field",
+    }
+}
+
+/// Compares one golden instruction with the answer's: name, accounts, args.
+fn compare_instruction(
+    golden: &Object,
+    got: &Instruction<'_>,
+    path: &str,
+    diff: &mut Diff,
+    arg_reason: &dyn Fn(&str) -> &'static str,
+) {
+    let golden_name = golden.get("instruction").and_then(Value::as_str);
+    if let Some(expected) = golden_name
+        && got.name != Some(expected)
+    {
+        diff.push(
+            "wrong_instruction",
+            &join(path, "instruction"),
+            &golden["instruction"],
+            got.raw.get("instruction"),
+            format!("expected `{expected}`"),
+        );
+        return; // accounts and args of a different instruction mean nothing
+    }
+    let expected_accounts = address_list(&golden["accounts"]);
+    let got_accounts: Vec<String> = got.accounts.iter().map(ToString::to_string).collect();
+    if expected_accounts != got_accounts {
+        diff.push(
+            "wrong_address",
+            &join(path, "accounts"),
+            &golden["accounts"],
+            got.raw.get("accounts"),
+            "the instruction's accounts differ",
+        );
+    }
+    if golden_name.is_none() {
+        return; // a program the pack does not decode: its data is not judged
+    }
+    if let Some(Value::Object(args)) = golden.get("args") {
+        let empty = Map::new();
+        let got_args = got.args.unwrap_or(&empty);
+        let args_path = join(path, "args");
+        compare_object(args, got_args, &args_path, diff, arg_reason);
+    }
+}
+
+/// Transaction interpretation.
+pub fn transaction(golden: &Object, answer: &Object, diff: &mut Diff) -> Checked<()> {
+    let signature = expect_str(require(answer, "signature", "")?, "signature")?;
+    let version = require(answer, "version", "")?;
+    let version_ok = matches!(version, Value::String(s) if s == "legacy" || s == "0")
+        || version.as_u64() == Some(0);
+    if !version_ok {
+        return Err(violation("version", "`version` must be \"legacy\" or 0"));
+    }
+    let success = expect_bool(require(answer, "success", "")?, "success")?;
+    expect_u64(require(answer, "fee_lamports", "")?, "fee_lamports")?;
+    let signers = expect_addresses(require(answer, "signers", "")?, "signers")?;
+    let given = instructions(answer, false)?;
+
+    if signature != golden_str(golden, "signature") {
+        diff.push(
+            "wrong_field",
+            "signature",
+            &golden["signature"],
+            answer.get("signature"),
+            "the transaction id is the first signature",
+        );
+    }
+    if !same(&golden["version"], version) {
+        diff.push(
+            "wrong_field",
+            "version",
+            &golden["version"],
+            Some(version),
+            "the message version differs",
+        );
+    }
+    if Some(success) != golden["success"].as_bool() {
+        diff.push(
+            "wrong_outcome",
+            "success",
+            &golden["success"],
+            answer.get("success"),
+            "the transaction's outcome differs",
+        );
+    }
+    if !same(&golden["fee_lamports"], &answer["fee_lamports"]) {
+        diff.push(
+            "wrong_field",
+            "fee_lamports",
+            &golden["fee_lamports"],
+            answer.get("fee_lamports"),
+            "the fee differs",
+        );
+    }
+    let expected_signers: BTreeSet<String> = address_list(&golden["signers"]).into_iter().collect();
+    let got_signers: BTreeSet<String> = signers.iter().map(ToString::to_string).collect();
+    if expected_signers != got_signers {
+        diff.push(
+            "wrong_address",
+            "signers",
+            &golden["signers"],
+            answer.get("signers"),
+            "the signers differ",
+        );
+    }
+
+    let expected = golden["instructions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for (i, g) in expected.iter().enumerate() {
+        let path = index("instructions", i);
+        let Some(g) = g.as_object() else { continue };
+        match given.get(i) {
+            None => diff.push(
+                "missing_instruction",
+                &path,
+                &Value::Object(g.clone()),
+                None,
+                "the answer stops before this instruction",
+            ),
+            Some(got) => {
+                if got.program_id.to_string() != golden_str(g, "program_id") {
+                    diff.push(
+                        "wrong_instruction",
+                        &join(&path, "program_id"),
+                        &g["program_id"],
+                        got.raw.get("program_id"),
+                        "a different program is invoked here",
+                    );
+                } else {
+                    compare_instruction(g, got, &path, diff, &arg_reason);
+                }
+            }
+        }
+    }
+    for (i, extra) in given.iter().enumerate().skip(expected.len()) {
+        diff.push(
+            "extra_instruction",
+            &index("instructions", i),
+            &Value::Null,
+            Some(extra.raw),
+            "the transaction has no such instruction",
+        );
+    }
+    Ok(())
+}
+
+/// Keys anywhere in a plan that would carry signatures.
+const SIGNATURE_KEYS: &[&str] = &[
+    "signature",
+    "signatures",
+    "signed_transaction",
+    "signedtransaction",
+    "signed_tx",
+    "signed",
+];
+/// Keys that would send it.
+const SEND_KEYS: &[&str] = &[
+    "send",
+    "broadcast",
+    "submit",
+    "send_transaction",
+    "sendtransaction",
+    "submitted",
+    "sent",
+];
+
+fn truthy(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::String(s) => !s.is_empty() && s != "false" && s != "no",
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+        Value::Number(_) => true,
+    }
+}
+
+/// Looks through the whole answer for signatures and send steps.
+fn scan_for_signing(value: &Value, path: &str, diff: &mut Diff) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map {
+                let field = join(path, key);
+                let lower = key.to_lowercase();
+                if SIGNATURE_KEYS.contains(&lower.as_str()) && truthy(v) {
+                    diff.push(
+                        "signature_present",
+                        &field,
+                        &Value::Null,
+                        Some(v),
+                        "a plan is never signed",
+                    );
+                } else if SEND_KEYS.contains(&lower.as_str()) && truthy(v) {
+                    diff.push(
+                        "sends_transaction",
+                        &field,
+                        &Value::Null,
+                        Some(v),
+                        "a plan is never sent",
+                    );
+                }
+                scan_for_signing(v, &field, diff);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                scan_for_signing(v, &index(path, i), diff);
+            }
+        }
+        Value::String(s) => {
+            let lower = s.to_lowercase();
+            if lower.contains("sendtransaction")
+                || lower.contains("sendrawtransaction")
+                || lower.contains("send_and_confirm")
+            {
+                diff.push(
+                    "sends_transaction",
+                    path,
+                    &Value::Null,
+                    Some(value),
+                    "the plan calls a send method",
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+fn plan_reason(key: &str) -> &'static str {
+    match key {
+        "mint" | "token_program" | "decimals" => "wrong_asset",
+        "amount_atomic" => "wrong_amount_atomic",
+        "fee_atomic" => "wrong_fee",
+        "source_token_account" | "destination_token_account" | "authority" => "wrong_address",
+        _ => "wrong_field",
+    }
+}
+
+/// Unsigned transfer plan.
+pub fn plan(golden: &Object, answer: &Object, diff: &mut Diff) -> Checked<()> {
+    for key in [
+        "mint",
+        "token_program",
+        "source_token_account",
+        "destination_token_account",
+        "authority",
+    ] {
+        expect_address(require(answer, key, "")?, key)?;
+    }
+    expect_int(require(answer, "decimals", "")?, "decimals")?;
+    expect_u64(require(answer, "amount_atomic", "")?, "amount_atomic")?;
+    if golden.contains_key("fee_atomic") {
+        expect_u64(require(answer, "fee_atomic", "")?, "fee_atomic")?;
+    }
+    let given = instructions(answer, true)?;
+
+    let mut top = golden.clone();
+    let expected = top
+        .remove("instructions")
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default();
+    compare_object(&top, answer, "", diff, &plan_reason);
+    scan_for_signing(&Value::Object(answer.clone()), "", diff);
+
+    // Plans are matched by (program, instruction), not position: a memo may come before or
+    // after the transfer. Left-overs with the same program are a wrong instruction; the rest
+    // are missing or extra.
+    let mut unmatched: Vec<usize> = (0..given.len()).collect();
+    let mut leftovers: Vec<&Object> = Vec::new();
+    for g in expected.iter().filter_map(Value::as_object) {
+        let found = unmatched.iter().position(|&i| {
+            given[i].program_id.to_string() == golden_str(g, "program_id")
+                && given[i].name == g.get("instruction").and_then(Value::as_str)
+        });
+        match found {
+            Some(pos) => {
+                let i = unmatched.remove(pos);
+                compare_instruction(g, &given[i], &index("instructions", i), diff, &arg_reason);
+            }
+            None => leftovers.push(g),
+        }
+    }
+    for g in leftovers {
+        let same_program = unmatched
+            .iter()
+            .position(|&i| given[i].program_id.to_string() == golden_str(g, "program_id"));
+        match same_program {
+            Some(pos) => {
+                let i = unmatched.remove(pos);
+                diff.push(
+                    "wrong_instruction",
+                    &join(&index("instructions", i), "instruction"),
+                    &g["instruction"],
+                    given[i].raw.get("instruction"),
+                    format!("expected `{}`", golden_str(g, "instruction")),
+                );
+            }
+            None => diff.push(
+                "missing_instruction",
+                "instructions",
+                &Value::Object(g.clone()),
+                None,
+                format!("the plan lacks `{}`", golden_str(g, "instruction")),
+            ),
+        }
+    }
+    for i in unmatched {
+        diff.push(
+            "extra_instruction",
+            &index("instructions", i),
+            &Value::Null,
+            Some(given[i].raw),
+            "the task does not require this instruction",
+        );
+    }
+    Ok(())
+}

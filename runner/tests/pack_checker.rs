@@ -1,0 +1,255 @@
+//! The fixture pack and the checker, end to end inside the library: the embedded pack verifies,
+//! equivalent correct answers pass, wrong ones fail with their reasons, a version-1 transaction is
+//! excluded, overruns never pass, and no prompt ever carries an expected answer.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+use skilltrial_runner::checker::{self, Expected, Family};
+use skilltrial_runner::outcome::Outcome;
+use skilltrial_runner::pack::{self, Pack};
+
+fn pack() -> Pack {
+    pack::open("solana-core@1.0.3").unwrap()
+}
+
+fn golden(pack: &Pack, id: &str) -> Value {
+    match pack.task(id).unwrap().reveal_expected() {
+        Expected::Golden(v) => v.clone(),
+        Expected::Excluded { .. } => panic!("{id} is excluded"),
+    }
+}
+
+#[test]
+fn the_embedded_pack_verifies_every_claim() {
+    let p = pack();
+    assert_eq!(p.tasks.len(), 6);
+    let families: Vec<Family> = p.tasks.iter().map(|t| t.family).collect();
+    for family in [Family::Account, Family::Transaction, Family::TransferPlan] {
+        assert_eq!(
+            families.iter().filter(|f| **f == family).count(),
+            2,
+            "two tasks per family"
+        );
+    }
+    let report = pack::verify(&p);
+    let failed: Vec<String> = report
+        .items
+        .iter()
+        .filter(|i| !i.ok)
+        .map(|i| format!("{} {}: {}", i.task, i.check, i.message))
+        .collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+    assert!(report.items.iter().any(|i| i.check == "golden_regenerates"));
+    assert_eq!(p.pinned_hash(), Some(p.hash.to_string().as_str()));
+}
+
+#[test]
+fn the_folder_and_the_embedded_copy_are_the_same_pack() {
+    let folder = pack::open(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fixtures/packs/solana-core@1.0.3"
+    ))
+    .unwrap();
+    assert_eq!(
+        folder.hash,
+        pack().hash,
+        "rebuild to re-embed the pack after editing fixtures"
+    );
+}
+
+#[test]
+fn each_task_has_provenance_network_and_input_hash() {
+    for t in &pack().tasks {
+        assert_eq!(t.network, "mainnet");
+        assert!(t.provenance.get("repository").is_some(), "{}", t.id);
+        assert!(t.provenance.get("license").is_some(), "{}", t.id);
+        assert_eq!(t.input_ref.sha256.len(), 64);
+        assert!(
+            t.known_wrong.len() >= 5,
+            "{} has {} known-wrong answers",
+            t.id,
+            t.known_wrong.len()
+        );
+    }
+}
+
+#[test]
+fn equivalent_correct_answers_pass() {
+    let p = pack();
+    // Given the USDC mint's golden answer rewritten: integers for strings, keys reordered, extra
+    // explanatory fields, inside a fenced block with prose around it
+    let g = golden(&p, "acct-usdc-mint");
+    let rewritten = json!({
+        "notes": "COption tags are both 1",
+        "freeze_authority": g["freeze_authority"],
+        "is_initialized": true,
+        "decimals": "6",
+        "supply": g["supply"].as_str().unwrap().parse::<u64>().unwrap(),
+        "mint_authority": g["mint_authority"],
+        "program": "spl-token",
+        "account_type": "mint",
+    });
+    let text = format!(
+        "Decoded:\n\n```json\n{}\n```\nDone.",
+        serde_json::to_string_pretty(&rewritten).unwrap()
+    );
+    let verdict = p.task("acct-usdc-mint").unwrap().check(&text);
+    assert_eq!(verdict.outcome, Outcome::Pass, "{verdict:?}");
+
+    // A transaction answer with version "0" as a string and signers in another order
+    let mut tx = golden(&p, "tx-v0-alt-usdc");
+    tx["version"] = json!("0");
+    tx["signers"].as_array_mut().unwrap().reverse();
+    tx["instructions"][0]["args"]["units"] = json!("93548");
+    assert_eq!(
+        p.task("tx-v0-alt-usdc")
+            .unwrap()
+            .check(&tx.to_string())
+            .outcome,
+        Outcome::Pass
+    );
+
+    // A plan with the memo after the transfer instead of before
+    let mut plan = golden(&p, "plan-t22-fee-memo");
+    plan["instructions"].as_array_mut().unwrap().reverse();
+    plan["explanation"] = json!("fee = ceil(123456 * 300 / 10000) = 3704");
+    assert_eq!(
+        p.task("plan-t22-fee-memo")
+            .unwrap()
+            .check(&plan.to_string())
+            .outcome,
+        Outcome::Pass
+    );
+}
+
+#[test]
+fn every_golden_answer_passes_and_every_known_wrong_gets_its_reasons() {
+    let p = pack();
+    for t in &p.tasks {
+        let g = golden(&p, &t.id);
+        assert_eq!(t.check(&g.to_string()).outcome, Outcome::Pass, "{}", t.id);
+        for wrong in &t.known_wrong {
+            let verdict = t.check(&wrong.text());
+            assert_ne!(
+                verdict.outcome,
+                Outcome::Pass,
+                "{} / {} passed",
+                t.id,
+                wrong.name
+            );
+            assert_eq!(verdict.outcome, wrong.outcome, "{} / {}", t.id, wrong.name);
+            let mut want = wrong.reasons.clone();
+            want.sort();
+            assert_eq!(
+                verdict.reasons, want,
+                "{} / {}: {:?}",
+                t.id, wrong.name, verdict.details
+            );
+            for reason in &verdict.reasons {
+                assert!(
+                    t.reason_codes.contains(reason),
+                    "{} does not declare reason {reason}",
+                    t.id
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn regression_stale_authority_bytes_are_never_an_authority() {
+    // Guards the COption trap: FZYEg's zero tags hide stale key bytes.
+    let p = pack();
+    let g = golden(&p, "acct-t22-fzyeg-mint");
+    assert_eq!(g["mint_authority"], Value::Null);
+    assert_eq!(g["freeze_authority"], Value::Null);
+}
+
+#[test]
+fn a_version_one_transaction_task_is_excluded_never_a_pass() {
+    // Given the legacy task with its message rewritten to start with the v1 prefix 0x81
+    let p = pack();
+    let mut task = p.task("tx-legacy-nonce-bonk").unwrap().clone();
+    let mut response: Value = serde_json::from_slice(&task.input).unwrap();
+    let engine = base64::engine::general_purpose::STANDARD;
+    let mut bytes = engine
+        .decode(response["transaction"][0].as_str().unwrap())
+        .unwrap();
+    bytes.insert(1 + 64 * 2, 0x81);
+    response["transaction"][0] = engine.encode(&bytes).into();
+    response["version"] = 1.into();
+    task.input = response.to_string().into_bytes();
+
+    // When its expected answer is generated and the old golden answer is checked against it
+    let expected = pack::generate_expected(&task).unwrap();
+    let answer = golden(&p, "tx-legacy-nonce-bonk").to_string();
+    let verdict = checker::check(Family::Transaction, &expected, &answer);
+
+    // Then it is excluded with its own reason
+    assert!(matches!(
+        expected,
+        Expected::Excluded {
+            reason: "unsupported_tx_version",
+            ..
+        }
+    ));
+    assert_eq!(verdict.outcome, Outcome::UnsupportedCase);
+    assert_eq!(verdict.reasons, vec!["unsupported_tx_version".to_owned()]);
+    assert!(
+        String::from_utf8(pack::golden_file_bytes(&expected))
+            .unwrap()
+            .contains("unsupported_tx_version")
+    );
+}
+
+#[test]
+fn an_overrun_is_never_a_pass() {
+    // Given work that outlasts its limit
+    let verdict = checker::run_limited(Duration::from_millis(20), || {
+        std::thread::sleep(Duration::from_millis(500));
+        checker::check(Family::Account, &Expected::Golden(json!({})), "{}")
+    });
+    assert_eq!(verdict.outcome, Outcome::InvalidOutput);
+    assert_eq!(verdict.reasons, vec!["checker_timeout".to_owned()]);
+    // And the real limit is 5 s
+    assert_eq!(checker::CHECK_LIMIT, Duration::from_secs(5));
+}
+
+#[test]
+fn prompts_never_carry_the_expected_answer() {
+    let p = pack();
+    for t in &p.tasks {
+        let prompt = t.public().render();
+        let g = golden(&p, &t.id);
+        assert!(!prompt.contains(&g.to_string()), "{}", t.id);
+        // Values only the decoder derives must not leak into the task text.
+        for key in [
+            "source_token_account",
+            "destination_token_account",
+            "fee_atomic",
+            "amount_atomic",
+        ] {
+            if let Some(v) = g.get(key).and_then(Value::as_str) {
+                assert!(!prompt.contains(v), "{} leaks {key} = {v}", t.id);
+            }
+        }
+        if t.id == "acct-usdc-mint" {
+            assert!(!prompt.contains(g["mint_authority"].as_str().unwrap()));
+        }
+        assert!(
+            prompt.contains(&t.public().input_text.trim_end().to_owned()),
+            "the input is in the prompt"
+        );
+    }
+}
+
+#[test]
+fn checker_identity_is_exposed_for_manifests() {
+    assert_eq!(checker::CHECKER_VERSION, "1.0.0");
+    let hash = checker::source_sha256();
+    assert_eq!(hash.len(), 64);
+    assert!(hash.bytes().all(|b| b.is_ascii_hexdigit()));
+}
