@@ -7,12 +7,18 @@
 //! resolves where state lives. Nothing in this crate prints to a terminal or picks exit codes.
 
 pub mod bundle;
+pub mod canonical;
 pub mod checker;
 pub mod digest;
 pub mod home;
+pub mod manifest;
+pub mod money;
 pub mod outcome;
 pub mod pack;
+pub mod profile;
+pub mod prompt;
 pub mod solana;
+pub mod store;
 
 /// The application version recorded in manifests and printed by `--version`.
 pub const APP_VERSION: &str = env!("CARGO_PKG_VERSION");
