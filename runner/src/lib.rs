@@ -11,6 +11,7 @@ pub mod canonical;
 pub mod checker;
 pub mod digest;
 pub mod home;
+pub mod journal;
 pub mod manifest;
 pub mod money;
 pub mod outcome;

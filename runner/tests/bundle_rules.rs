@@ -474,3 +474,47 @@ fn flags_grader_invisible_external_and_lint_with_file_and_line() {
     // The flagged text still goes to the model as part of the skill: flags never edit content.
     assert_eq!(bundle.files[0].bytes, skill.as_bytes());
 }
+
+#[test]
+fn regression_case_conflict_between_a_file_and_a_folder() {
+    let codes = codes_of_zip(&[
+        skill(),
+        Entry::stored("README", b"1"),
+        Entry::stored("readme/x.md", b"2"),
+    ]);
+    assert_eq!(
+        codes,
+        vec![(RejectCode::CaseConflict, Some("readme/x.md".into()))]
+    );
+}
+
+#[test]
+fn regression_zip_hidden_behind_junk_is_a_nested_archive() {
+    let mut polyglot = b"\0JUNK".to_vec();
+    polyglot.extend_from_slice(&zip_of(&[("payload.sh", b"echo pwned")]));
+    let codes = codes_of_zip(&[skill(), Entry::stored("data.bin", &polyglot)]);
+    assert_eq!(
+        codes,
+        vec![(RejectCode::NestedArchive, Some("data.bin".into()))]
+    );
+}
+
+#[test]
+fn regression_raw_zip_name_is_checked_even_with_a_unicode_path_field() {
+    // Given an entry whose raw name climbs out but whose Info-ZIP Unicode Path field says ok.md
+    let raw = b"../../evil.md";
+    let mut crc = flate2::Crc::new();
+    crc.update(raw);
+    let mut extra = vec![0x75, 0x70]; // 0x7075 Info-ZIP Unicode Path
+    let body_len = 1 + 4 + "ok.md".len();
+    extra.extend_from_slice(&u16::try_from(body_len).unwrap().to_le_bytes());
+    extra.push(1);
+    extra.extend_from_slice(&crc.sum().to_le_bytes());
+    extra.extend_from_slice(b"ok.md");
+    let mut entry = Entry::stored("../../evil.md", b"x");
+    entry.extra = extra;
+    // Then it is rejected as traversal
+    let codes = codes_of_zip(&[skill(), entry]);
+    assert_eq!(codes.len(), 1, "{codes:?}");
+    assert_eq!(codes[0].0, RejectCode::PathTraversal);
+}

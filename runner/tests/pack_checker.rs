@@ -253,3 +253,132 @@ fn checker_identity_is_exposed_for_manifests() {
     assert_eq!(hash.len(), 64);
     assert!(hash.bytes().all(|b| b.is_ascii_hexdigit()));
 }
+
+fn verdict_of(task: &str, answer: &Value) -> checker::Verdict {
+    pack().task(task).unwrap().check(&answer.to_string())
+}
+
+#[test]
+fn regression_review_loopholes_no_longer_pass() {
+    let p = pack();
+    // Extensions claimed on a classic SPL mint
+    let mut a = golden(&p, "acct-usdc-mint");
+    a["extensions"] = json!([{"type": "transfer_fee_config"}]);
+    assert_eq!(
+        verdict_of("acct-usdc-mint", &a).reasons,
+        vec!["extra_extension"]
+    );
+    // A second, contradictory copy of an extension
+    let mut t = golden(&p, "acct-t22-fzyeg-mint");
+    let mut dup = t["extensions"][0].clone();
+    dup["withheld_amount"] = json!("1");
+    t["extensions"].as_array_mut().unwrap().push(dup);
+    assert_eq!(
+        verdict_of("acct-t22-fzyeg-mint", &t).reasons,
+        vec!["extra_extension"]
+    );
+    // A fee on a mint without a fee
+    let mut plan = golden(&p, "plan-usdc-transfer");
+    plan["fee_atomic"] = json!("999");
+    assert_eq!(
+        verdict_of("plan-usdc-transfer", &plan).reasons,
+        vec!["wrong_fee"]
+    );
+    plan["fee_atomic"] = json!("0");
+    assert_eq!(
+        verdict_of("plan-usdc-transfer", &plan).outcome,
+        Outcome::Pass,
+        "a zero fee is the truth"
+    );
+    // A duplicated signer
+    let mut tx = golden(&p, "tx-legacy-nonce-bonk");
+    let first = tx["signers"][0].clone();
+    tx["signers"].as_array_mut().unwrap().push(first);
+    assert_eq!(
+        verdict_of("tx-legacy-nonce-bonk", &tx).reasons,
+        vec!["wrong_address"]
+    );
+    // A wrong program name on a right program id
+    let mut tx = golden(&p, "tx-legacy-nonce-bonk");
+    tx["instructions"][1]["program"] = json!("spl-token-2022");
+    assert_eq!(
+        verdict_of("tx-legacy-nonce-bonk", &tx).reasons,
+        vec!["wrong_field"]
+    );
+    // Leading zeros are not the same spelling of an amount
+    let mut plan = golden(&p, "plan-usdc-transfer");
+    plan["amount_atomic"] = json!("0012500000");
+    assert_ne!(
+        verdict_of("plan-usdc-transfer", &plan).outcome,
+        Outcome::Pass
+    );
+    // Signed under another key name
+    let mut plan = golden(&p, "plan-usdc-transfer");
+    plan["signedTransactionBase64"] = json!("AQID");
+    assert_eq!(
+        verdict_of("plan-usdc-transfer", &plan).reasons,
+        vec!["signature_present"]
+    );
+}
+
+#[test]
+fn regression_prose_and_stray_values_do_not_change_a_verdict() {
+    let p = pack();
+    // Notes that mention sending are prose, not a send step
+    let mut plan = golden(&p, "plan-usdc-transfer");
+    plan["notes"] =
+        json!("The wallet, not this plan, will later call sendTransaction and sign it.");
+    assert_eq!(
+        verdict_of("plan-usdc-transfer", &plan).outcome,
+        Outcome::Pass
+    );
+    // `unsupported` that is not a well-formed declaration is an ignored extra field
+    for stray in [
+        json!([]),
+        json!("none"),
+        json!(0),
+        json!({"needs": "magic"}),
+    ] {
+        let mut a = golden(&p, "acct-usdc-mint");
+        a["unsupported"] = stray.clone();
+        assert_eq!(
+            verdict_of("acct-usdc-mint", &a).outcome,
+            Outcome::Pass,
+            "{stray}"
+        );
+    }
+}
+
+#[test]
+fn a_folder_cannot_stand_in_for_a_released_pack() {
+    // Given a copy of the released pack with one golden value changed, named like the release
+    let tmp = tempfile::tempdir().unwrap();
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/packs/solana-core@1.0.3");
+    let dst = tmp.path().join("solana-core@1.0.3");
+    copy(&src, &dst);
+    let golden_path = dst.join("tasks/acct-usdc-mint/golden.json");
+    let text = std::fs::read_to_string(&golden_path)
+        .unwrap()
+        .replace("\"decimals\": 6", "\"decimals\": 9");
+    std::fs::write(&golden_path, text).unwrap();
+    // Then the bare id still means the embedded pack, and the folder is refused by path
+    let cwd = std::env::current_dir().unwrap();
+    assert_eq!(pack::open("solana-core@1.0.3").unwrap().hash, pack().hash);
+    let err = pack::open(dst.to_str().unwrap()).unwrap_err().to_string();
+    assert!(err.contains("pinned"), "{err}");
+    assert_eq!(std::env::current_dir().unwrap(), cwd);
+}
+
+fn copy(src: &std::path::Path, dst: &std::path::Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let entry = entry.unwrap();
+        let to = dst.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy(&entry.path(), &to);
+        } else {
+            std::fs::copy(entry.path(), to).unwrap();
+        }
+    }
+}

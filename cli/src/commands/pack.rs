@@ -168,7 +168,16 @@ fn indent(text: &str, prefix: &str) -> String {
 }
 
 fn verify(args: &PackArg, global: &Global) -> Result<Status, CliError> {
-    let p = open(&args.pack)?;
+    // A folder is verified as it is (its pin and checker version are reported as checks); an
+    // embedded pack is opened with the release checks.
+    let p = if pack::is_path_spec(&args.pack) {
+        pack::open_folder(std::path::Path::new(&args.pack)).map_err(|e| match e {
+            PackError::NotFound(_) | PackError::Io { .. } => CliError::Environment(e.into()),
+            other => CliError::Rejected(other.into()),
+        })?
+    } else {
+        open(&args.pack)?
+    };
     let report = pack::verify(&p);
     if global.json {
         output::json(&report)?;

@@ -119,6 +119,21 @@ const ARCHIVE_MAGIC: &[(&[u8], &str)] = &[
     (b"\x1f\x9d", "compress (.Z)"),
     (b"!<arch>\n", "ar"),
     (b"xar!", "xar"),
+    (b"LZIP", "lzip"),
+    (b"070701", "cpio"),
+    (b"070702", "cpio"),
+    (b"070707", "cpio"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "OLE/MSI"),
+];
+
+/// Signatures that betray an archive anywhere in a file, not only at its start: ZIP readers find
+/// the end-of-central-directory record from the end, so junk (or a whole document) in front of
+/// a ZIP still opens as a ZIP. Likewise 7z and RAR self-extractors.
+const EMBEDDED_MAGIC: &[(&[u8], &str)] = &[
+    (b"PK\x03\x04", "ZIP (embedded)"),
+    (b"PK\x05\x06", "ZIP (embedded)"),
+    (b"7z\xbc\xaf\x27\x1c", "7z (embedded)"),
+    (b"Rar!\x1a\x07", "RAR (embedded)"),
 ];
 
 /// Extensions that name an archive, for files too short or too odd for their magic to show.
@@ -138,6 +153,15 @@ pub fn archive_format(path: &str, bytes: &[u8]) -> Option<&'static str> {
     // POSIX tar: "ustar" at offset 257 of the first header block.
     if bytes.get(257..262) == Some(b"ustar".as_slice()) {
         return Some("tar");
+    }
+    // ISO 9660: "CD001" at the first volume descriptor (sector 16).
+    if bytes.get(0x8001..0x8006) == Some(b"CD001".as_slice()) {
+        return Some("ISO 9660");
+    }
+    for (magic, name) in EMBEDDED_MAGIC {
+        if bytes.windows(magic.len()).any(|w| w == *magic) {
+            return Some(name);
+        }
     }
     let ext = extension(path)?;
     ARCHIVE_EXTENSIONS
@@ -175,5 +199,15 @@ mod tests {
             Some("archive (by file name)")
         );
         assert_eq!(archive_format("notes.md", b"# plain"), None);
+        // Regression: a ZIP behind junk or text still opens as a ZIP.
+        let mut polyglot = b"# notes\n\0JUNK".to_vec();
+        polyglot.extend_from_slice(b"PK\x03\x04rest-of-zip");
+        assert_eq!(
+            archive_format("notes.md", &polyglot),
+            Some("ZIP (embedded)")
+        );
+        let mut iso = vec![0u8; 0x8010];
+        iso[0x8001..0x8006].copy_from_slice(b"CD001");
+        assert_eq!(archive_format("disk.img", &iso), Some("ISO 9660"));
     }
 }

@@ -1,6 +1,7 @@
 //! SKILL.md's YAML front matter: `name` (required), `version` (top level or under `metadata:`),
 //! `description`, plus lint warnings against the Agent Skills format.
 
+use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// What the front matter says, once it parsed.
@@ -22,6 +23,37 @@ pub struct FrontMatterError(pub String);
 
 /// Maximum name length in the Agent Skills format.
 pub const MAX_NAME_CHARS: usize = 64;
+/// Largest front matter read. Front matter is a handful of keys; more is not a skill header.
+pub const MAX_FRONT_MATTER_BYTES: usize = 64 * 1024;
+/// Most YAML events the pre-scan accepts.
+const MAX_YAML_EVENTS: usize = 10_000;
+
+/// Walks the YAML events once, refusing aliases: the loader copies the aliased node at every
+/// `*alias`, so a few hundred bytes of nested aliases would expand exponentially in memory.
+fn reject_aliases(yaml: &str) -> Result<(), FrontMatterError> {
+    let mut parser = Parser::new_from_str(yaml);
+    for _ in 0..MAX_YAML_EVENTS {
+        match parser.next_token() {
+            Err(e) => {
+                return Err(FrontMatterError(format!(
+                    "the front matter is not valid YAML: {e}"
+                )));
+            }
+            Ok((Event::Alias(_), mark)) => {
+                return Err(FrontMatterError(format!(
+                    "the front matter uses a YAML alias (line {}); aliases are not allowed",
+                    mark.line() + 2
+                )));
+            }
+            Ok((Event::StreamEnd, _)) => return Ok(()),
+            Ok(_) => {}
+        }
+    }
+    Err(FrontMatterError(
+        "the front matter is too complex to be a skill header".to_owned(),
+    ))
+}
+
 /// Maximum description length in the Agent Skills format.
 pub const MAX_DESCRIPTION_CHARS: usize = 1024;
 
@@ -49,6 +81,13 @@ pub fn parse(text: &str) -> Result<FrontMatter, FrontMatterError> {
         ));
     }
     let yaml_text = yaml_lines.join("\n");
+    if yaml_text.len() > MAX_FRONT_MATTER_BYTES {
+        return Err(FrontMatterError(format!(
+            "the front matter is {} bytes; at most {MAX_FRONT_MATTER_BYTES} are read",
+            yaml_text.len()
+        )));
+    }
+    reject_aliases(&yaml_text)?;
     let docs = YamlLoader::load_from_str(&yaml_text)
         .map_err(|e| FrontMatterError(format!("the front matter is not valid YAML: {e}")))?;
     let Some(Yaml::Hash(map)) = docs.into_iter().next() else {
@@ -202,6 +241,20 @@ mod tests {
         assert!(messages[1].contains("description"));
         assert!(messages[2].contains("version"));
         assert_eq!(fm.lints[0].0, 2, "points at the name line");
+    }
+
+    #[test]
+    fn regression_alias_bombs_are_refused_before_loading() {
+        // A few hundred bytes that would expand to 10^8 nodes if aliases were followed.
+        let mut yaml = String::from("---\nname: bomb\nl0: &l0 [a, a, a, a, a, a, a, a, a, a]\n");
+        for i in 1..9 {
+            let prev = i - 1;
+            let refs = vec![format!("*l{prev}"); 10].join(", ");
+            yaml.push_str(&format!("l{i}: &l{i} [{refs}]\n"));
+        }
+        yaml.push_str("---\n");
+        let err = parse(&yaml).unwrap_err();
+        assert!(err.0.contains("alias"), "{}", err.0);
     }
 
     #[test]

@@ -349,9 +349,10 @@ fn assemble(
     // front matter then would only add noise.
     let entries_rejected = !errors.is_empty();
 
-    // Duplicates and case conflicts, judged on normalized paths.
+    // Duplicates and case conflicts, judged on normalized paths. Folders count too: `README`
+    // and `readme/x.md` collide on a case-insensitive file system.
     let mut exact: HashMap<&str, usize> = HashMap::new();
-    let mut folded: BTreeMap<String, &str> = BTreeMap::new();
+    let mut folded: BTreeMap<String, String> = BTreeMap::new();
     for file in &files {
         if exact.insert(file.path.as_str(), 0).is_some() {
             errors.push(Rejection::new(
@@ -361,18 +362,28 @@ fn assemble(
             ));
             continue;
         }
-        let key = file.path.to_lowercase();
-        if let Some(other) = folded.get(&key) {
-            errors.push(Rejection::new(
-                RejectCode::CaseConflict,
-                Some(file.path.clone()),
-                format!(
-                    "differs from `{}` only in letter case; it would collide on Windows and macOS",
-                    display_safe(other)
-                ),
-            ));
-        } else {
-            folded.insert(key, file.path.as_str());
+        let mut prefixes: Vec<&str> = file
+            .path
+            .match_indices('/')
+            .map(|(i, _)| &file.path[..i])
+            .collect();
+        prefixes.push(file.path.as_str());
+        for name in prefixes {
+            let key = name.to_lowercase();
+            match folded.get(&key) {
+                Some(other) if other != name => {
+                    errors.push(Rejection::new(
+                        RejectCode::CaseConflict,
+                        Some(file.path.clone()),
+                        format!("`{}` differs from `{}` only in letter case; they would collide on Windows and macOS", display_safe(name), display_safe(other)),
+                    ));
+                    break;
+                }
+                Some(_) => {}
+                None => {
+                    folded.insert(key, name.to_owned());
+                }
+            }
         }
     }
     // A path used as a file and as a folder ("a" and "a/b") cannot exist on any file system.

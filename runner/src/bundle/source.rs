@@ -110,8 +110,19 @@ pub fn read_folder(root: &Path, limits: &Limits) -> Result<Gathered, Vec<Rejecti
                     .max_archive_bytes
                     .saturating_sub(total_bytes.saturating_sub(meta.len()));
                 let mut bytes = Vec::new();
-                let read = fs::File::open(entry.path())
-                    .and_then(|f| f.take(budget.saturating_add(1)).read_to_end(&mut bytes));
+                let read = fs::File::open(entry.path()).and_then(|f| {
+                    // The entry was a regular file when listed; make sure the file we opened is
+                    // that same file and not a symlink swapped in since (same device and inode).
+                    use std::os::unix::fs::MetadataExt;
+                    let opened = f.metadata()?;
+                    if !opened.is_file() || opened.dev() != meta.dev() || opened.ino() != meta.ino()
+                    {
+                        return Err(std::io::Error::other(
+                            "the file changed while the bundle was read",
+                        ));
+                    }
+                    f.take(budget.saturating_add(1)).read_to_end(&mut bytes)
+                });
                 if let Err(e) = read {
                     return Err(vec![Rejection::new(
                         RejectCode::Unreadable,
@@ -188,27 +199,65 @@ pub fn read_zip(archive_bytes: &[u8], limits: &Limits) -> Result<Gathered, Vec<R
         )]
     })?;
     let mut errors = Vec::new();
-    if archive.has_duplicate_names() {
-        let start = archive.central_directory_start();
-        for name in duplicate_central_names(archive_bytes, start) {
-            errors.push(Rejection::new(
-                RejectCode::DuplicatePath,
-                Some(name),
-                "the ZIP holds two entries with this exact name",
-            ));
+    // The names exactly as the central directory spells them. The zip crate replaces a name by
+    // its Info-ZIP Unicode Path field when one is present; other tools extract by the raw name,
+    // so the raw names must be safe too, and they are what duplicates are judged on.
+    let raw_names = central_names(archive_bytes, archive.central_directory_start());
+    let mut raw_bad = Vec::with_capacity(raw_names.len());
+    for raw in &raw_names {
+        let name = String::from_utf8_lossy(raw).into_owned();
+        let result = normalize(&name);
+        raw_bad.push(result.is_err());
+        if let Err((code, message)) = result {
+            errors.push(Rejection::new(code, Some(name), message));
         }
-        if errors.is_empty() {
+    }
+    let mut counts: HashMap<&[u8], usize> = HashMap::new();
+    for raw in &raw_names {
+        *counts.entry(raw.as_slice()).or_default() += 1;
+    }
+    let mut duplicates: Vec<String> = counts
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(name, _)| String::from_utf8_lossy(name).into_owned())
+        .collect();
+    duplicates.sort();
+    for name in duplicates {
+        errors.push(Rejection::new(
+            RejectCode::DuplicatePath,
+            Some(name),
+            "the ZIP holds two entries with this exact name",
+        ));
+    }
+    if archive.has_duplicate_names() {
+        if !errors.iter().any(|e| e.code == RejectCode::DuplicatePath) {
             errors.push(Rejection::new(
                 RejectCode::DuplicatePath,
                 None,
                 "the ZIP holds two entries with the same name",
             ));
         }
+        // Entry indexes no longer line up with the directory: stop here.
+        return Err(errors);
+    }
+    // Local headers that disagree with the central directory are a smuggling trick: one tool
+    // sees one file, another tool another.
+    if errors.is_empty()
+        && let Err(e) = archive.validate_header_consistency()
+    {
+        return Err(vec![Rejection::new(
+            RejectCode::InvalidZip,
+            None,
+            format!("local and central headers disagree: {e}"),
+        )]);
     }
 
     let mut files = Vec::new();
     let mut inflated_total: u64 = 0;
     for index in 0..archive.len() {
+        if raw_bad.get(index) == Some(&true) {
+            continue; // already rejected by its raw name
+        }
         let mut entry = match archive.by_index_raw(index) {
             Ok(entry) => entry,
             Err(e) => {
@@ -379,12 +428,10 @@ impl CrcExt for flate2::Crc {
     }
 }
 
-/// Names that occur more than once in the central directory. The zip crate keys entries by name,
-/// so it can say *that* there are duplicates but not which; we walk the directory records
-/// ourselves (signature `PK\x01\x02`, name length at +28, extra length at +30, comment length at
-/// +32, name at +46) only to name them in the error.
-fn duplicate_central_names(bytes: &[u8], start: u64) -> Vec<String> {
-    let mut seen: HashMap<&[u8], usize> = HashMap::new();
+/// Every entry name exactly as the central directory spells it (signature `PK\x01\x02`, name
+/// length at +28, extra length at +30, comment length at +32, name at +46).
+fn central_names(bytes: &[u8], start: u64) -> Vec<Vec<u8>> {
+    let mut names = Vec::new();
     let mut at = usize::try_from(start).unwrap_or(usize::MAX);
     while let Some(record) = bytes.get(at..at.saturating_add(46)) {
         if &record[..4] != b"PK\x01\x02" {
@@ -393,17 +440,15 @@ fn duplicate_central_names(bytes: &[u8], start: u64) -> Vec<String> {
         let name_len = usize::from(u16::from_le_bytes([record[28], record[29]]));
         let extra_len = usize::from(u16::from_le_bytes([record[30], record[31]]));
         let comment_len = usize::from(u16::from_le_bytes([record[32], record[33]]));
-        let Some(name) = bytes.get(at + 46..at + 46 + name_len) else {
+        let name_start = at.saturating_add(46);
+        let Some(name) = bytes.get(name_start..name_start.saturating_add(name_len)) else {
             break;
         };
-        *seen.entry(name).or_default() += 1;
-        at = at + 46 + name_len + extra_len + comment_len;
+        names.push(name.to_vec());
+        at = name_start
+            .saturating_add(name_len)
+            .saturating_add(extra_len)
+            .saturating_add(comment_len);
     }
-    let mut names: Vec<String> = seen
-        .into_iter()
-        .filter(|(_, count)| *count > 1)
-        .map(|(name, _)| String::from_utf8_lossy(name).into_owned())
-        .collect();
-    names.sort();
     names
 }

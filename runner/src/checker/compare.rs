@@ -71,11 +71,14 @@ pub fn require<'a>(object: &'a Map<String, Value>, key: &str, path: &str) -> Che
 pub fn as_u64(value: &Value) -> Option<u64> {
     match value {
         Value::Number(n) => n.as_u64(),
-        Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
-            s.parse().ok()
-        }
+        Value::String(s) if canonical_digits(s) => s.parse().ok(),
         _ => None,
     }
+}
+
+/// Plain decimal digits without leading zeros (`"0"` itself is fine): one spelling per number.
+fn canonical_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && (s == "0" || !s.starts_with('0'))
 }
 
 /// An i64 given as a JSON integer or a decimal string with an optional leading `-`.
@@ -84,9 +87,7 @@ pub fn as_i64(value: &Value) -> Option<i64> {
         Value::Number(n) => n.as_i64(),
         Value::String(s) => {
             let digits = s.strip_prefix('-').unwrap_or(s);
-            (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
-                .then(|| s.parse().ok())
-                .flatten()
+            canonical_digits(digits).then(|| s.parse().ok()).flatten()
         }
         _ => None,
     }
@@ -253,6 +254,11 @@ mod tests {
         assert!(!same(&json!("1"), &json!("+1")));
         assert!(!same(&json!(-5), &json!("5")));
         assert!(same(&json!(-5), &json!("-5")));
+        assert!(
+            !same(&json!("12500000"), &json!("0012500000")),
+            "leading zeros"
+        );
+        assert!(same(&json!("0"), &json!("0")));
     }
 
     #[test]

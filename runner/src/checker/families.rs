@@ -91,44 +91,66 @@ pub fn account(golden: &Object, answer: &Object, diff: &mut Diff) -> Checked<()>
     let golden_extensions = rest.remove("extensions");
     compare_object(&rest, answer, "", diff, &account_reason);
 
-    if let Some(Value::Array(expected)) = golden_extensions {
-        let given = expect_array(require(answer, "extensions", "")?, "extensions")?;
-        let mut by_type: Vec<(String, &Object)> = Vec::new();
-        for (i, ext) in given.iter().enumerate() {
-            let path = index("extensions", i);
-            let ext = expect_object(ext, &path)?;
-            let ty = expect_str(require(ext, "type", &path)?, &join(&path, "type"))?;
-            by_type.push((ty.to_owned(), ext));
+    let expected: Vec<Value> = match golden_extensions {
+        Some(Value::Array(items)) => items,
+        _ => Vec::new(),
+    };
+    let given: &[Value] = match answer.get("extensions") {
+        // Required where the golden record has extensions; optional (and then empty) elsewhere.
+        None if expected.is_empty() => &[],
+        None => {
+            return Err(violation(
+                "extensions",
+                "required field `extensions` is missing",
+            ));
         }
-        let expected_types: BTreeSet<&str> = expected
-            .iter()
-            .filter_map(|e| e.get("type").and_then(Value::as_str))
-            .collect();
-        for (ty, _) in &by_type {
-            if !expected_types.contains(ty.as_str()) {
-                diff.push(
-                    "extra_extension",
-                    "extensions",
-                    &Value::Null,
-                    Some(&Value::String(ty.clone())),
-                    format!("the account has no `{ty}` extension"),
-                );
-            }
+        Some(Value::Null) if expected.is_empty() => &[],
+        Some(v) => expect_array(v, "extensions")?,
+    };
+    let mut by_type: Vec<(String, &Object)> = Vec::new();
+    for (i, ext) in given.iter().enumerate() {
+        let path = index("extensions", i);
+        let ext = expect_object(ext, &path)?;
+        let ty = expect_str(require(ext, "type", &path)?, &join(&path, "type"))?;
+        by_type.push((ty.to_owned(), ext));
+    }
+    let expected_types: BTreeSet<&str> = expected
+        .iter()
+        .filter_map(|e| e.get("type").and_then(Value::as_str))
+        .collect();
+    let mut seen = BTreeSet::new();
+    for (ty, _) in &by_type {
+        if !expected_types.contains(ty.as_str()) {
+            diff.push(
+                "extra_extension",
+                "extensions",
+                &Value::Null,
+                Some(&Value::String(ty.clone())),
+                format!("the account has no `{ty}` extension"),
+            );
+        } else if !seen.insert(ty.as_str()) {
+            diff.push(
+                "extra_extension",
+                "extensions",
+                &Value::Null,
+                Some(&Value::String(ty.clone())),
+                format!("`{ty}` is listed twice"),
+            );
         }
-        for ext in expected {
-            let Some(ext) = ext.as_object() else { continue };
-            let ty = golden_str(ext, "type");
-            let path = format!("extensions[{ty}]");
-            match by_type.iter().find(|(t, _)| t == ty) {
-                None => diff.push(
-                    "missing_extension",
-                    "extensions",
-                    &Value::String(ty.to_owned()),
-                    None,
-                    format!("the `{ty}` extension is missing"),
-                ),
-                Some((_, got)) => compare_object(ext, got, &path, diff, &account_reason),
-            }
+    }
+    for ext in &expected {
+        let Some(ext) = ext.as_object() else { continue };
+        let ty = golden_str(ext, "type");
+        let path = format!("extensions[{ty}]");
+        match by_type.iter().find(|(t, _)| t == ty) {
+            None => diff.push(
+                "missing_extension",
+                "extensions",
+                &Value::String(ty.to_owned()),
+                None,
+                format!("the `{ty}` extension is missing"),
+            ),
+            Some((_, got)) => compare_object(ext, got, &path, diff, &account_reason),
         }
     }
     Ok(())
@@ -307,8 +329,11 @@ pub fn transaction(golden: &Object, answer: &Object, diff: &mut Diff) -> Checked
             "the fee differs",
         );
     }
-    let expected_signers: BTreeSet<String> = address_list(&golden["signers"]).into_iter().collect();
-    let got_signers: BTreeSet<String> = signers.iter().map(ToString::to_string).collect();
+    // The same signers, each once; their order is not judged.
+    let mut expected_signers = address_list(&golden["signers"]);
+    expected_signers.sort();
+    let mut got_signers: Vec<String> = signers.iter().map(ToString::to_string).collect();
+    got_signers.sort();
     if expected_signers != got_signers {
         diff.push(
             "wrong_address",
@@ -344,6 +369,19 @@ pub fn transaction(golden: &Object, answer: &Object, diff: &mut Diff) -> Checked
                         "a different program is invoked here",
                     );
                 } else {
+                    // The short program name is optional, but when given it must be right.
+                    if let (Some(Value::String(expected)), Some(Value::String(named))) =
+                        (g.get("program"), got.raw.get("program"))
+                        && expected != named
+                    {
+                        diff.push(
+                            "wrong_field",
+                            &join(&path, "program"),
+                            &g["program"],
+                            got.raw.get("program"),
+                            format!("the program is {expected}"),
+                        );
+                    }
                     compare_instruction(g, got, &path, diff, &arg_reason);
                 }
             }
@@ -361,25 +399,38 @@ pub fn transaction(golden: &Object, answer: &Object, diff: &mut Diff) -> Checked
     Ok(())
 }
 
-/// Keys anywhere in a plan that would carry signatures.
-const SIGNATURE_KEYS: &[&str] = &[
-    "signature",
-    "signatures",
-    "signed_transaction",
-    "signedtransaction",
-    "signed_tx",
-    "signed",
+/// Free-text fields a plan may carry; never scanned for signing or sending words.
+const PROSE_KEYS: &[&str] = &[
+    "notes",
+    "note",
+    "explanation",
+    "reasoning",
+    "comment",
+    "comments",
+    "description",
+    "summary",
+    "warnings",
 ];
-/// Keys that would send it.
-const SEND_KEYS: &[&str] = &[
-    "send",
-    "broadcast",
-    "submit",
-    "send_transaction",
-    "sendtransaction",
-    "submitted",
-    "sent",
-];
+
+/// Whether a key would carry a signature: `signature(s)`, `signed`, `signed_transaction`,
+/// `signedTransactionBase64`, ...
+fn signature_key(key: &str) -> bool {
+    let k = key.to_lowercase().replace(['_', '-'], "");
+    k.contains("signature")
+        || k.starts_with("signed")
+        || k.contains("signedtx")
+        || k.contains("signedtransaction")
+}
+
+/// Whether a key would send the transaction: `send`, `broadcast`, `submit`, `sendTransaction` ...
+fn send_key(key: &str) -> bool {
+    let k = key.to_lowercase().replace(['_', '-'], "");
+    ["send", "sent", "broadcast", "submit"]
+        .iter()
+        .any(|w| k.starts_with(w))
+        || k.contains("sendtransaction")
+        || k.contains("sendrawtransaction")
+}
 
 fn truthy(value: &Value) -> bool {
     match value {
@@ -392,14 +443,16 @@ fn truthy(value: &Value) -> bool {
     }
 }
 
-/// Looks through the whole answer for signatures and send steps.
+/// Looks through the structured parts of the answer for signatures and send steps.
 fn scan_for_signing(value: &Value, path: &str, diff: &mut Diff) {
     match value {
         Value::Object(map) => {
             for (key, v) in map {
                 let field = join(path, key);
-                let lower = key.to_lowercase();
-                if SIGNATURE_KEYS.contains(&lower.as_str()) && truthy(v) {
+                if PROSE_KEYS.contains(&key.to_lowercase().as_str()) {
+                    continue;
+                }
+                if signature_key(key) && truthy(v) {
                     diff.push(
                         "signature_present",
                         &field,
@@ -407,7 +460,7 @@ fn scan_for_signing(value: &Value, path: &str, diff: &mut Diff) {
                         Some(v),
                         "a plan is never signed",
                     );
-                } else if SEND_KEYS.contains(&lower.as_str()) && truthy(v) {
+                } else if send_key(key) && truthy(v) {
                     diff.push(
                         "sends_transaction",
                         &field,
@@ -422,21 +475,6 @@ fn scan_for_signing(value: &Value, path: &str, diff: &mut Diff) {
         Value::Array(items) => {
             for (i, v) in items.iter().enumerate() {
                 scan_for_signing(v, &index(path, i), diff);
-            }
-        }
-        Value::String(s) => {
-            let lower = s.to_lowercase();
-            if lower.contains("sendtransaction")
-                || lower.contains("sendrawtransaction")
-                || lower.contains("send_and_confirm")
-            {
-                diff.push(
-                    "sends_transaction",
-                    path,
-                    &Value::Null,
-                    Some(value),
-                    "the plan calls a send method",
-                );
             }
         }
         _ => {}
@@ -477,6 +515,19 @@ pub fn plan(golden: &Object, answer: &Object, diff: &mut Diff) -> Checked<()> {
         .and_then(|v| v.as_array().cloned())
         .unwrap_or_default();
     compare_object(&top, answer, "", diff, &plan_reason);
+    if !golden.contains_key("fee_atomic")
+        && let Some(fee) = answer
+            .get("fee_atomic")
+            .filter(|v| !v.is_null() && !same(&Value::String("0".to_owned()), v))
+    {
+        diff.push(
+            "wrong_fee",
+            "fee_atomic",
+            &Value::String("0".to_owned()),
+            Some(fee),
+            "this mint charges no transfer fee",
+        );
+    }
     scan_for_signing(&Value::Object(answer.clone()), "", diff);
 
     // Plans are matched by (program, instruction), not position: a memo may come before or

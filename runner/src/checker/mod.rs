@@ -202,19 +202,19 @@ pub fn run_limited(limit: Duration, work: impl FnOnce() -> Verdict + Send + 'sta
 }
 
 /// A declared need the runner does not support: `{"unsupported": {"needs": "script", ...}}`.
+///
+/// Only an object with a known `needs` counts; anything else under that key is an ignored extra
+/// field and the answer is judged as usual. `unsupported_case` is never a pass, and reports count
+/// it as an executed trial that did not succeed, so declaring it can never improve a score.
 fn unsupported(answer: &Map<String, Value>) -> Option<Verdict> {
-    let declared = answer
-        .get("unsupported")
-        .filter(|v| !v.is_null() && *v != &Value::Bool(false))?;
-    let needs = declared
-        .get("needs")
-        .and_then(Value::as_str)
-        .unwrap_or("other");
+    let declared = answer.get("unsupported")?.as_object()?;
+    let needs = declared.get("needs")?.as_str()?;
     let reason = match needs {
         "script" => "requires_script",
         "binary" => "requires_binary",
         "network" => "requires_network",
-        _ => "requires_other",
+        "other" => "requires_other",
+        _ => return None,
     };
     let why = declared
         .get("reason")

@@ -304,12 +304,55 @@ pub fn embedded_ids() -> Vec<String> {
     ids
 }
 
-/// Opens a pack: an embedded id (`solana-core@1.0.3`) or a folder path.
+/// Whether a pack spec names a folder rather than an embedded id: it must look like a path
+/// (`./x`, `/x`, `dir/x`), so a folder in the working directory can never stand in for a
+/// built-in pack of the same name.
+pub fn is_path_spec(spec: &str) -> bool {
+    spec.contains('/') || spec.contains('\\') || spec.starts_with('.')
+}
+
+/// Opens a pack: an embedded id (`solana-core@1.0.3`) or a folder path (`./my-pack`).
+///
+/// A folder that claims a released pack id must have that release's pinned hash, and a pack
+/// built for another checker version is refused.
 pub fn open(spec: &str) -> Result<Pack, PackError> {
-    let path = Path::new(spec);
-    if path.is_dir() {
-        return open_folder(path);
+    let pack = if is_path_spec(spec) {
+        let path = Path::new(spec);
+        if !path.is_dir() {
+            return Err(PackError::NotFound(spec.to_owned()));
+        }
+        open_folder(path)?
+    } else {
+        open_embedded(spec)?
+    };
+    if let Some(pinned) = pack.pinned_hash()
+        && pinned != pack.hash.to_string()
+    {
+        return Err(invalid(
+            &pack.id(),
+            "(pack)",
+            format!(
+                "its files hash to {}, but release {} is pinned at {pinned}: a released pack never changes; give the copy a new version",
+                pack.hash,
+                pack.id()
+            ),
+        ));
     }
+    if pack.checker.version != checker::CHECKER_VERSION {
+        return Err(invalid(
+            &pack.id(),
+            "pack.json",
+            format!(
+                "built for checker {}, this is checker {}",
+                pack.checker.version,
+                checker::CHECKER_VERSION
+            ),
+        ));
+    }
+    Ok(pack)
+}
+
+fn open_embedded(spec: &str) -> Result<Pack, PackError> {
     let prefix = format!("{spec}/");
     let files: BTreeMap<String, Vec<u8>> = embedded::FILES
         .iter()
@@ -321,11 +364,16 @@ pub fn open(spec: &str) -> Result<Pack, PackError> {
     if files.is_empty() {
         return Err(PackError::NotFound(spec.to_owned()));
     }
-    load(spec, files, Origin::Embedded)
+    load(spec, files, Origin::Embedded, true)
 }
 
-/// Opens a pack folder.
+/// Opens a pack folder without the release checks of [`open`] (for `verify`, which reports
+/// them, and for maintainers).
 pub fn open_folder(root: &Path) -> Result<Pack, PackError> {
+    read_folder(root, true)
+}
+
+fn read_folder(root: &Path, require_golden: bool) -> Result<Pack, PackError> {
     let mut files = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -356,7 +404,12 @@ pub fn open_folder(root: &Path) -> Result<Pack, PackError> {
         }
     }
     let label = root.display().to_string();
-    load(&label, files, Origin::Folder(root.to_path_buf()))
+    load(
+        &label,
+        files,
+        Origin::Folder(root.to_path_buf()),
+        require_golden,
+    )
 }
 
 fn invalid(pack: &str, path: &str, message: impl Into<String>) -> PackError {
@@ -378,7 +431,12 @@ fn json_file<T: serde::de::DeserializeOwned>(
     serde_json::from_slice(bytes).map_err(|e| invalid(pack, path, e.to_string()))
 }
 
-fn load(label: &str, files: BTreeMap<String, Vec<u8>>, origin: Origin) -> Result<Pack, PackError> {
+fn load(
+    label: &str,
+    files: BTreeMap<String, Vec<u8>>,
+    origin: Origin,
+    require_golden: bool,
+) -> Result<Pack, PackError> {
     let meta: PackFile = json_file(label, &files, "pack.json")?;
     if meta.format != "skilltrial-pack-v1" {
         return Err(invalid(
@@ -406,6 +464,13 @@ fn load(label: &str, files: BTreeMap<String, Vec<u8>>, origin: Origin) -> Result
         let golden_path = format!("{dir}/golden.json");
         let golden_bytes = files.get(&golden_path).cloned().unwrap_or_default();
         let expected = if golden_bytes.is_empty() {
+            if require_golden {
+                return Err(invalid(
+                    label,
+                    &golden_path,
+                    "missing: generate it with `skilltrial pack regenerate <folder>`",
+                ));
+            }
             Expected::Golden(Value::Null)
         } else {
             let golden: Value = serde_json::from_slice(&golden_bytes)
@@ -526,7 +591,7 @@ pub fn golden_file_bytes(expected: &Expected) -> Vec<u8> {
 /// Regenerates every `golden.json` of a pack folder (a maintainer's step; the result is
 /// committed and `verify` insists it stays byte-identical). Returns the paths written.
 pub fn regenerate_folder(root: &Path) -> Result<Vec<PathBuf>, PackError> {
-    let pack = open_folder(root)?;
+    let pack = read_folder(root, false)?;
     let mut written = Vec::new();
     for task in &pack.tasks {
         let expected = generate_expected(task)

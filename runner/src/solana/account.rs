@@ -12,6 +12,8 @@ use super::{Address, DecodeError, Reader, program};
 pub const MINT_LEN: usize = 82;
 /// Size of an SPL token account.
 pub const ACCOUNT_LEN: usize = 165;
+/// Size of an SPL multisig account: never a mint or token account, whatever its bytes say.
+pub const MULTISIG_LEN: usize = 355;
 
 /// Which token program owns the account.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -299,7 +301,15 @@ fn decode_extension(type_id: u16, value: &[u8]) -> Result<Extension, DecodeError
             last_update_timestamp: r.i64()?,
             current_rate: r.i16()?,
         },
-        6 => Extension::DefaultAccountState { state: r.u8()? },
+        6 => {
+            let state = r.u8()?;
+            if state > 2 {
+                return Err(DecodeError::new(format!(
+                    "default account state {state} is not 0, 1 or 2"
+                )));
+            }
+            Extension::DefaultAccountState { state }
+        }
         3 => Extension::MintCloseAuthority {
             close_authority: nonzero_address(&mut r)?,
         },
@@ -316,11 +326,19 @@ fn decode_extension(type_id: u16, value: &[u8]) -> Result<Extension, DecodeError
 fn decode_extensions(tlv: &[u8]) -> Result<Vec<Extension>, DecodeError> {
     let mut r = Reader::new(tlv, "TLV extensions");
     let mut out = Vec::new();
-    while r.remaining() >= 4 {
+    // As spl-token-2022's TLV walk: an Uninitialized (0) type ends the list; a partial header
+    // (1–3 bytes) is invalid data.
+    while r.remaining() > 0 {
+        if r.remaining() < 4 {
+            return Err(DecodeError::new(format!(
+                "{} trailing bytes after the last TLV entry",
+                r.remaining()
+            )));
+        }
         let type_id = r.u16()?;
         let len = r.u16()?;
-        if type_id == 0 && len == 0 {
-            break; // zero padding: no more entries
+        if type_id == 0 {
+            break;
         }
         let value = r.take(usize::from(len))?;
         out.push(decode_extension(type_id, value)?);
@@ -341,6 +359,9 @@ pub fn decode(owner: TokenProgram, data: &[u8]) -> Result<DecodedAccount, Decode
             account: decode_token_account(data)?,
             extensions: Vec::new(),
         }),
+        (_, MULTISIG_LEN) => Err(DecodeError::new(
+            "355 bytes is a multisig account, not a mint or token account",
+        )),
         (TokenProgram::Token2022, len) if len > ACCOUNT_LEN => {
             let account_type = data[ACCOUNT_LEN];
             let tlv = &data[ACCOUNT_LEN + 1..];

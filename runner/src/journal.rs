@@ -1,0 +1,1043 @@
+//! The journal: one SQLite file (WAL, `synchronous=FULL`, foreign keys on) holding runs, trials,
+//! attempts, the money ledger and every checker verdict.
+//!
+//! Every state change of an attempt and its ledger rows commit in one transaction; a commit is
+//! durable when the call returns. The `dispatched` row MUST be committed before the request
+//! leaves, so that a crash can never forget a request that may have cost money.
+//!
+//! Money (µUSD) is derived from the ledger only: outstanding reserve = Σ reserve − Σ release,
+//! spent = Σ spend. An `unknown` attempt keeps its reserve until the user resolves it.
+
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use serde::Serialize;
+
+use crate::manifest::{Manifest, PlannedTrial};
+use crate::money::MicroUsd;
+
+/// The schema version: the number of migrations applied.
+///
+/// Log: 1 — first schema (runs, trials, attempts, ledger, checks, payloads).
+pub const SCHEMA_VERSION: u32 = 1;
+
+const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_journal.sql")];
+
+/// Why the journal failed.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("journal {path}: {source}")]
+    Sql {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error(
+        "journal {0} was written by a newer SkillTrial (schema {1}, this one knows {SCHEMA_VERSION})"
+    )]
+    TooNew(PathBuf, u32),
+    #[error("{0}")]
+    State(String),
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn to_u64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+/// An attempt's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptState {
+    Planned,
+    Dispatched,
+    Result,
+    Unknown,
+    Closed,
+}
+
+impl AttemptState {
+    fn parse(text: &str) -> Self {
+        match text {
+            "planned" => Self::Planned,
+            "dispatched" => Self::Dispatched,
+            "result" => Self::Result,
+            "unknown" => Self::Unknown,
+            _ => Self::Closed,
+        }
+    }
+}
+
+/// A run row.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRow {
+    pub id: String,
+    pub manifest_sha256: String,
+    pub pack_id: String,
+    pub created_at_ms: i64,
+    pub started_at_ms: Option<i64>,
+    pub finished_at_ms: Option<i64>,
+    pub status: String,
+    pub cancel_requested: bool,
+    pub cap_micros: Option<u64>,
+    pub max_requests: u32,
+    pub max_tokens: Option<u64>,
+}
+
+/// A trial row.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrialRow {
+    pub idx: u32,
+    pub task: String,
+    pub arm: String,
+    pub repetition: u32,
+    pub reserve_micros: u64,
+    pub input_token_bound: u64,
+    pub max_output_tokens: u64,
+}
+
+/// An attempt row.
+#[derive(Debug, Clone, Serialize)]
+pub struct AttemptRow {
+    pub id: String,
+    pub trial_idx: u32,
+    pub seq: u32,
+    pub retry_of: Option<String>,
+    pub retry_reason: Option<String>,
+    pub state: AttemptState,
+    pub outcome: Option<String>,
+    pub reasons: Vec<String>,
+    pub details: serde_json::Value,
+    pub reserved_micros: u64,
+    pub reserved_tokens: u64,
+    pub spent_micros: Option<u64>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub request_sha256: Option<String>,
+    pub http_status: Option<u16>,
+    pub provider_request_id: Option<String>,
+    pub model_reported: Option<String>,
+    pub system_fingerprint: Option<String>,
+    pub response_sha256: Option<String>,
+    pub answer_sha256: Option<String>,
+    pub latency_ms: Option<u64>,
+    pub error: Option<String>,
+    pub planned_at_ms: i64,
+    pub dispatched_at_ms: Option<i64>,
+    pub finished_at_ms: Option<i64>,
+}
+
+/// Money of a run, from the ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct Money {
+    /// Reserved and not yet released (in flight or held by unknown attempts).
+    pub reserved: MicroUsd,
+    /// Spent: usage at cost, plus reserves the user released as spent.
+    pub spent: MicroUsd,
+    /// Tokens reserved and not yet released.
+    pub reserved_tokens: u64,
+    /// Tokens used.
+    pub used_tokens: u64,
+}
+
+/// What a finished model call reports.
+#[derive(Debug, Clone, Default)]
+pub struct CallRecord {
+    pub http_status: Option<u16>,
+    pub provider_request_id: Option<String>,
+    pub model_reported: Option<String>,
+    pub system_fingerprint: Option<String>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub spent: MicroUsd,
+    pub response_sha256: Option<String>,
+    pub answer_sha256: Option<String>,
+    pub latency_ms: u64,
+    pub error: Option<String>,
+}
+
+/// How the user resolves an `unknown` attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    /// Close it; its reserve counts as spent.
+    Release,
+    /// Close it as with `Release`, and plan a new attempt of the same trial carrying `reason`.
+    Retry { reason: String },
+}
+
+/// The journal.
+#[derive(Debug)]
+pub struct Journal {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Journal {
+    /// Opens (creating and migrating) the journal at `path`.
+    pub fn open(path: &Path) -> Result<Self, JournalError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                JournalError::State(format!("cannot create {}: {e}", dir.display()))
+            })?;
+        }
+        let sql = |source| JournalError::Sql {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(sql)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(sql)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(sql)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(sql)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(sql)?;
+        let mut journal = Self {
+            conn,
+            path: path.to_path_buf(),
+        };
+        journal.migrate()?;
+        Ok(journal)
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn sql(&self) -> impl Fn(rusqlite::Error) -> JournalError + '_ {
+        |source| JournalError::Sql {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn migrate(&mut self) -> Result<(), JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let current: u32 = self
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(sql)?;
+        if current > SCHEMA_VERSION {
+            return Err(JournalError::TooNew(path.clone(), current));
+        }
+        for (i, migration) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+            let tx = self.conn.transaction().map_err(sql)?;
+            tx.execute_batch(migration).map_err(sql)?;
+            tx.pragma_update(
+                None,
+                "user_version",
+                u32::try_from(i + 1).unwrap_or(u32::MAX),
+            )
+            .map_err(sql)?;
+            tx.commit().map_err(sql)?;
+        }
+        Ok(())
+    }
+
+    /// Records a new run and its trials; if the run exists, checks it is the same manifest.
+    pub fn create_run(
+        &mut self,
+        run_id: &str,
+        manifest: &Manifest,
+        trials: &[PlannedTrial],
+    ) -> Result<bool, JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        if let Some(existing) = self.run(run_id)? {
+            if existing.manifest_sha256 != run_id {
+                return Err(JournalError::State(format!(
+                    "run {run_id} exists with a different manifest"
+                )));
+            }
+            return Ok(false);
+        }
+        let tx = self.conn.transaction().map_err(sql)?;
+        tx.execute(
+            "INSERT INTO runs (id, manifest_sha256, pack_id, created_at_ms, status, cap_micros, max_requests, max_tokens)
+             VALUES (?1, ?1, ?2, ?3, 'planned', ?4, ?5, ?6)",
+            params![
+                run_id,
+                manifest.pack.id,
+                now_ms(),
+                manifest.budget.cap_usd_micros.map(to_i64),
+                manifest.budget.max_requests,
+                manifest.budget.max_tokens.map(to_i64)
+            ],
+        )
+        .map_err(sql)?;
+        for t in trials {
+            tx.execute(
+                "INSERT INTO trials (run_id, idx, task, arm, repetition, reserve_micros, input_token_bound, max_output_tokens)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    run_id,
+                    t.index,
+                    t.task,
+                    t.arm.as_str(),
+                    t.repetition,
+                    to_i64(t.reserve.0),
+                    to_i64(t.input_token_bound),
+                    to_i64(t.max_output_tokens)
+                ],
+            )
+            .map_err(sql)?;
+        }
+        tx.commit().map_err(sql)?;
+        Ok(true)
+    }
+
+    fn run_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+        Ok(RunRow {
+            id: row.get(0)?,
+            manifest_sha256: row.get(1)?,
+            pack_id: row.get(2)?,
+            created_at_ms: row.get(3)?,
+            started_at_ms: row.get(4)?,
+            finished_at_ms: row.get(5)?,
+            status: row.get(6)?,
+            cancel_requested: row.get::<_, i64>(7)? != 0,
+            cap_micros: row.get::<_, Option<i64>>(8)?.map(to_u64),
+            max_requests: row.get(9)?,
+            max_tokens: row.get::<_, Option<i64>>(10)?.map(to_u64),
+        })
+    }
+
+    const RUN_COLUMNS: &'static str = "id, manifest_sha256, pack_id, created_at_ms, started_at_ms, finished_at_ms, status, cancel_requested, cap_micros, max_requests, max_tokens";
+
+    /// A run by id, or by a unique prefix of at least 8 hex characters.
+    pub fn run(&self, id: &str) -> Result<Option<RunRow>, JournalError> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!("SELECT {} FROM runs WHERE id = ?1 OR (length(?1) >= 8 AND id LIKE ?1 || '%') ORDER BY created_at_ms DESC", Self::RUN_COLUMNS))
+            .map_err(self.sql())?;
+        let rows: Vec<RunRow> = stmt
+            .query_map([id], Self::run_from)
+            .map_err(self.sql())?
+            .collect::<Result<_, _>>()
+            .map_err(self.sql())?;
+        match rows.len() {
+            0 => Ok(None),
+            1 => Ok(rows.into_iter().next()),
+            n => Err(JournalError::State(format!(
+                "`{id}` matches {n} runs; give more of the id"
+            ))),
+        }
+    }
+
+    /// The most recently created run.
+    pub fn latest_run(&self) -> Result<Option<RunRow>, JournalError> {
+        self.conn
+            .query_row(
+                &format!(
+                    "SELECT {} FROM runs ORDER BY created_at_ms DESC, rowid DESC LIMIT 1",
+                    Self::RUN_COLUMNS
+                ),
+                [],
+                Self::run_from,
+            )
+            .optional()
+            .map_err(self.sql())
+    }
+
+    /// Every run, newest first.
+    pub fn runs(&self) -> Result<Vec<RunRow>, JournalError> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT {} FROM runs ORDER BY created_at_ms DESC, rowid DESC",
+                Self::RUN_COLUMNS
+            ))
+            .map_err(self.sql())?;
+        stmt.query_map([], Self::run_from)
+            .map_err(self.sql())?
+            .collect::<Result<_, _>>()
+            .map_err(self.sql())
+    }
+
+    /// Sets a run's status (and its start/finish time).
+    pub fn set_status(&self, run_id: &str, status: &str) -> Result<(), JournalError> {
+        let now = now_ms();
+        self.conn
+            .execute(
+                "UPDATE runs SET status = ?2,
+                    started_at_ms = CASE WHEN ?2 = 'running' AND started_at_ms IS NULL THEN ?3 ELSE started_at_ms END,
+                    finished_at_ms = CASE WHEN ?2 IN ('finished', 'cancelled', 'stopped') THEN ?3 ELSE finished_at_ms END
+                 WHERE id = ?1",
+                params![run_id, status, now],
+            )
+            .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Asks a run to stop dispatching. Takes effect before its next request.
+    pub fn request_cancel(&self, run_id: &str) -> Result<(), JournalError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET cancel_requested = 1 WHERE id = ?1",
+                [run_id],
+            )
+            .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Whether a cancel was requested.
+    pub fn cancel_requested(&self, run_id: &str) -> Result<bool, JournalError> {
+        self.conn
+            .query_row(
+                "SELECT cancel_requested FROM runs WHERE id = ?1",
+                [run_id],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|v| v != 0)
+            .map_err(self.sql())
+    }
+
+    /// The trials of a run in execution order.
+    pub fn trials(&self, run_id: &str) -> Result<Vec<TrialRow>, JournalError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT idx, task, arm, repetition, reserve_micros, input_token_bound, max_output_tokens FROM trials WHERE run_id = ?1 ORDER BY idx")
+            .map_err(self.sql())?;
+        stmt.query_map([run_id], |r| {
+            Ok(TrialRow {
+                idx: r.get(0)?,
+                task: r.get(1)?,
+                arm: r.get(2)?,
+                repetition: r.get(3)?,
+                reserve_micros: to_u64(r.get(4)?),
+                input_token_bound: to_u64(r.get(5)?),
+                max_output_tokens: to_u64(r.get(6)?),
+            })
+        })
+        .map_err(self.sql())?
+        .collect::<Result<_, _>>()
+        .map_err(self.sql())
+    }
+
+    const ATTEMPT_COLUMNS: &'static str = "id, trial_idx, seq, retry_of, retry_reason, state, outcome, reasons, details, reserved_micros, reserved_tokens, spent_micros, input_tokens, output_tokens, request_sha256, http_status, provider_request_id, model_reported, system_fingerprint, response_sha256, answer_sha256, latency_ms, error, planned_at_ms, dispatched_at_ms, finished_at_ms";
+
+    fn attempt_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<AttemptRow> {
+        let reasons: String = r.get(7)?;
+        let details: String = r.get(8)?;
+        Ok(AttemptRow {
+            id: r.get(0)?,
+            trial_idx: r.get(1)?,
+            seq: r.get(2)?,
+            retry_of: r.get(3)?,
+            retry_reason: r.get(4)?,
+            state: AttemptState::parse(&r.get::<_, String>(5)?),
+            outcome: r.get(6)?,
+            reasons: serde_json::from_str(&reasons).unwrap_or_default(),
+            details: serde_json::from_str(&details).unwrap_or(serde_json::Value::Null),
+            reserved_micros: to_u64(r.get(9)?),
+            reserved_tokens: to_u64(r.get(10)?),
+            spent_micros: r.get::<_, Option<i64>>(11)?.map(to_u64),
+            input_tokens: r.get::<_, Option<i64>>(12)?.map(to_u64),
+            output_tokens: r.get::<_, Option<i64>>(13)?.map(to_u64),
+            request_sha256: r.get(14)?,
+            http_status: r
+                .get::<_, Option<i64>>(15)?
+                .and_then(|v| u16::try_from(v).ok()),
+            provider_request_id: r.get(16)?,
+            model_reported: r.get(17)?,
+            system_fingerprint: r.get(18)?,
+            response_sha256: r.get(19)?,
+            answer_sha256: r.get(20)?,
+            latency_ms: r.get::<_, Option<i64>>(21)?.map(to_u64),
+            error: r.get(22)?,
+            planned_at_ms: r.get(23)?,
+            dispatched_at_ms: r.get(24)?,
+            finished_at_ms: r.get(25)?,
+        })
+    }
+
+    /// Every attempt of a run, by trial and sequence.
+    pub fn attempts(&self, run_id: &str) -> Result<Vec<AttemptRow>, JournalError> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT {} FROM attempts WHERE run_id = ?1 ORDER BY trial_idx, seq",
+                Self::ATTEMPT_COLUMNS
+            ))
+            .map_err(self.sql())?;
+        stmt.query_map([run_id], Self::attempt_from)
+            .map_err(self.sql())?
+            .collect::<Result<_, _>>()
+            .map_err(self.sql())
+    }
+
+    /// One attempt by id.
+    pub fn attempt(&self, id: &str) -> Result<Option<(String, AttemptRow)>, JournalError> {
+        self.conn
+            .query_row(
+                &format!(
+                    "SELECT run_id, {} FROM attempts WHERE id = ?1",
+                    Self::ATTEMPT_COLUMNS
+                ),
+                [id],
+                |r| {
+                    let run: String = r.get(0)?;
+                    // Shift the row by one column for attempt_from.
+                    Ok((
+                        run,
+                        AttemptRow {
+                            id: r.get(1)?,
+                            trial_idx: r.get(2)?,
+                            seq: r.get(3)?,
+                            retry_of: r.get(4)?,
+                            retry_reason: r.get(5)?,
+                            state: AttemptState::parse(&r.get::<_, String>(6)?),
+                            outcome: r.get(7)?,
+                            reasons: serde_json::from_str(&r.get::<_, String>(8)?)
+                                .unwrap_or_default(),
+                            details: serde_json::from_str(&r.get::<_, String>(9)?)
+                                .unwrap_or(serde_json::Value::Null),
+                            reserved_micros: to_u64(r.get(10)?),
+                            reserved_tokens: to_u64(r.get(11)?),
+                            spent_micros: r.get::<_, Option<i64>>(12)?.map(to_u64),
+                            input_tokens: r.get::<_, Option<i64>>(13)?.map(to_u64),
+                            output_tokens: r.get::<_, Option<i64>>(14)?.map(to_u64),
+                            request_sha256: r.get(15)?,
+                            http_status: r
+                                .get::<_, Option<i64>>(16)?
+                                .and_then(|v| u16::try_from(v).ok()),
+                            provider_request_id: r.get(17)?,
+                            model_reported: r.get(18)?,
+                            system_fingerprint: r.get(19)?,
+                            response_sha256: r.get(20)?,
+                            answer_sha256: r.get(21)?,
+                            latency_ms: r.get::<_, Option<i64>>(22)?.map(to_u64),
+                            error: r.get(23)?,
+                            planned_at_ms: r.get(24)?,
+                            dispatched_at_ms: r.get(25)?,
+                            finished_at_ms: r.get(26)?,
+                        },
+                    ))
+                },
+            )
+            .optional()
+            .map_err(self.sql())
+    }
+
+    /// The run's money, from the ledger.
+    pub fn money(&self, run_id: &str) -> Result<Money, JournalError> {
+        let sum = |kind: &str, col: &str| -> Result<u64, JournalError> {
+            self.conn
+                .query_row(
+                    &format!(
+                        "SELECT COALESCE(SUM({col}), 0) FROM ledger WHERE run_id = ?1 AND kind = ?2"
+                    ),
+                    params![run_id, kind],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map(to_u64)
+                .map_err(self.sql())
+        };
+        let reserved = sum("reserve", "micros")?.saturating_sub(sum("release", "micros")?);
+        let reserved_tokens = sum("reserve", "tokens")?.saturating_sub(sum("release", "tokens")?);
+        Ok(Money {
+            reserved: MicroUsd(reserved),
+            spent: MicroUsd(sum("spend", "micros")?),
+            reserved_tokens,
+            used_tokens: sum("spend", "tokens")?,
+        })
+    }
+
+    fn ledger(
+        tx: &Transaction<'_>,
+        run_id: &str,
+        attempt: &str,
+        kind: &str,
+        micros: u64,
+        tokens: u64,
+        note: &str,
+    ) -> rusqlite::Result<()> {
+        tx.execute(
+            "INSERT INTO ledger (run_id, attempt_id, kind, micros, tokens, at_ms, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![run_id, attempt, kind, to_i64(micros), to_i64(tokens), now_ms(), note],
+        )?;
+        Ok(())
+    }
+
+    /// Plans an attempt of a trial and reserves its upper cost, in one transaction.
+    pub fn plan_attempt(
+        &mut self,
+        run_id: &str,
+        trial_idx: u32,
+        reserve: MicroUsd,
+        reserve_tokens: u64,
+        retry: Option<(&str, &str)>,
+    ) -> Result<String, JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let seq: u32 = tx
+            .query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts WHERE run_id = ?1 AND trial_idx = ?2", params![run_id, trial_idx], |r| r.get(0))
+            .map_err(sql)?;
+        let id = format!("{}-{trial_idx:03}-{seq}", &run_id[..12.min(run_id.len())]);
+        tx.execute(
+            "INSERT INTO attempts (id, run_id, trial_idx, seq, retry_of, retry_reason, state, reserved_micros, reserved_tokens, planned_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'planned', ?7, ?8, ?9)",
+            params![id, run_id, trial_idx, seq, retry.map(|r| r.0), retry.map(|r| r.1), to_i64(reserve.0), to_i64(reserve_tokens), now_ms()],
+        )
+        .map_err(sql)?;
+        Self::ledger(
+            &tx,
+            run_id,
+            &id,
+            "reserve",
+            reserve.0,
+            reserve_tokens,
+            "upper cost reserved before dispatch",
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)?;
+        Ok(id)
+    }
+
+    /// Marks an attempt dispatched. MUST return before the request is sent: once committed, a
+    /// crash leaves an `unknown` attempt behind, never a forgotten request.
+    pub fn mark_dispatched(&self, attempt: &str, request_sha256: &str) -> Result<(), JournalError> {
+        let n = self
+            .conn
+            .execute(
+                "UPDATE attempts SET state = 'dispatched', request_sha256 = ?2, dispatched_at_ms = ?3 WHERE id = ?1 AND state = 'planned'",
+                params![attempt, request_sha256, now_ms()],
+            )
+            .map_err(self.sql())?;
+        if n == 1 {
+            Ok(())
+        } else {
+            Err(JournalError::State(format!(
+                "attempt {attempt} is not planned"
+            )))
+        }
+    }
+
+    fn run_of(tx: &Transaction<'_>, attempt: &str) -> rusqlite::Result<(String, u64, u64)> {
+        tx.query_row(
+            "SELECT run_id, reserved_micros, reserved_tokens FROM attempts WHERE id = ?1",
+            [attempt],
+            |r| Ok((r.get(0)?, to_u64(r.get(1)?), to_u64(r.get(2)?))),
+        )
+    }
+
+    /// A model result: usage and fingerprint recorded, reserve released, usage spent.
+    pub fn record_result(&mut self, attempt: &str, call: &CallRecord) -> Result<(), JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let (run_id, reserved, reserved_tokens) = Self::run_of(&tx, attempt).map_err(sql)?;
+        let n = tx
+            .execute(
+                "UPDATE attempts SET state = 'result', spent_micros = ?2, input_tokens = ?3, output_tokens = ?4, http_status = ?5,
+                    provider_request_id = ?6, model_reported = ?7, system_fingerprint = ?8, response_sha256 = ?9, answer_sha256 = ?10,
+                    latency_ms = ?11, finished_at_ms = ?12
+                 WHERE id = ?1 AND state = 'dispatched'",
+                params![
+                    attempt,
+                    to_i64(call.spent.0),
+                    call.input_tokens.map(to_i64),
+                    call.output_tokens.map(to_i64),
+                    call.http_status,
+                    call.provider_request_id,
+                    call.model_reported,
+                    call.system_fingerprint,
+                    call.response_sha256,
+                    call.answer_sha256,
+                    to_i64(call.latency_ms),
+                    now_ms()
+                ],
+            )
+            .map_err(sql)?;
+        if n != 1 {
+            return Err(JournalError::State(format!(
+                "attempt {attempt} is not dispatched"
+            )));
+        }
+        let used = call
+            .input_tokens
+            .unwrap_or(0)
+            .saturating_add(call.output_tokens.unwrap_or(0));
+        Self::ledger(
+            &tx,
+            &run_id,
+            attempt,
+            "release",
+            reserved,
+            reserved_tokens,
+            "result received",
+        )
+        .map_err(sql)?;
+        Self::ledger(
+            &tx,
+            &run_id,
+            attempt,
+            "spend",
+            call.spent.0,
+            used,
+            "usage at cost",
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)
+    }
+
+    /// Closes an attempt with an outcome that has no model result (infrastructure error before the
+    /// model saw the request): reserve released, nothing spent.
+    pub fn close_without_result(
+        &mut self,
+        attempt: &str,
+        outcome: &str,
+        reasons: &[&str],
+        call: &CallRecord,
+    ) -> Result<(), JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let (run_id, reserved, reserved_tokens) = Self::run_of(&tx, attempt).map_err(sql)?;
+        let reasons_json = serde_json::to_string(reasons).unwrap_or_else(|_| "[]".to_owned());
+        tx.execute(
+            "UPDATE attempts SET state = 'closed', outcome = ?2, reasons = ?3, spent_micros = 0, http_status = ?4, provider_request_id = ?5,
+                error = ?6, latency_ms = ?7, finished_at_ms = ?8 WHERE id = ?1",
+            params![attempt, outcome, reasons_json, call.http_status, call.provider_request_id, call.error, to_i64(call.latency_ms), now_ms()],
+        )
+        .map_err(sql)?;
+        Self::ledger(
+            &tx,
+            &run_id,
+            attempt,
+            "release",
+            reserved,
+            reserved_tokens,
+            outcome,
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)
+    }
+
+    /// Dispatched, then no answer: `unknown`. The reserve stays held until the user decides.
+    pub fn mark_unknown(
+        &self,
+        attempt: &str,
+        error: &str,
+        latency_ms: Option<u64>,
+    ) -> Result<(), JournalError> {
+        self.conn
+            .execute(
+                "UPDATE attempts SET state = 'unknown', outcome = 'unknown', reasons = '[\"no_answer\"]', error = ?2, latency_ms = ?3, finished_at_ms = ?4
+                 WHERE id = ?1 AND state IN ('dispatched', 'planned')",
+                params![attempt, error, latency_ms.map(to_i64), now_ms()],
+            )
+            .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// A trial that is never dispatched: an attempt row with `not_run` and its reason.
+    pub fn record_not_run(
+        &mut self,
+        run_id: &str,
+        trial_idx: u32,
+        reason: &str,
+        message: &str,
+    ) -> Result<String, JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let seq: u32 = tx
+            .query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts WHERE run_id = ?1 AND trial_idx = ?2", params![run_id, trial_idx], |r| r.get(0))
+            .map_err(sql)?;
+        let id = format!("{}-{trial_idx:03}-{seq}", &run_id[..12.min(run_id.len())]);
+        let reasons = serde_json::to_string(&[reason]).unwrap_or_default();
+        tx.execute(
+            "INSERT INTO attempts (id, run_id, trial_idx, seq, state, outcome, reasons, error, spent_micros, planned_at_ms, finished_at_ms)
+             VALUES (?1, ?2, ?3, ?4, 'closed', 'not_run', ?5, ?6, 0, ?7, ?7)",
+            params![id, run_id, trial_idx, seq, reasons, message, now_ms()],
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)?;
+        Ok(id)
+    }
+
+    /// Records a checker verdict for an attempt (the first check, or a recheck).
+    pub fn record_verdict(
+        &mut self,
+        attempt: &str,
+        verdict: &crate::checker::Verdict,
+    ) -> Result<(), JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let reasons = serde_json::to_string(&verdict.reasons).unwrap_or_else(|_| "[]".to_owned());
+        let details = serde_json::to_string(&verdict.details).unwrap_or_else(|_| "[]".to_owned());
+        let tx = self.conn.transaction().map_err(sql)?;
+        tx.execute(
+            "INSERT INTO checks (attempt_id, checker_version, checker_source_sha256, outcome, reasons, details, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![attempt, crate::checker::CHECKER_VERSION, crate::checker::source_sha256(), verdict.outcome.as_str(), reasons, details, now_ms()],
+        )
+        .map_err(sql)?;
+        tx.execute("UPDATE attempts SET outcome = ?2, reasons = ?3, details = ?4 WHERE id = ?1 AND state = 'result'", params![attempt, verdict.outcome.as_str(), reasons, details])
+            .map_err(sql)?;
+        tx.commit().map_err(sql)
+    }
+
+    /// After a crash: every attempt of the run still `dispatched` (or planned and never sent)
+    /// becomes `unknown`, keeping its reserve. Nothing is re-sent. Returns the attempts changed.
+    pub fn recover(&mut self, run_id: &str) -> Result<Vec<String>, JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let ids: Vec<String> = {
+            let mut stmt = tx.prepare("SELECT id FROM attempts WHERE run_id = ?1 AND state IN ('dispatched', 'planned')").map_err(sql)?;
+            let rows = stmt
+                .query_map([run_id], |r| r.get::<_, String>(0))
+                .map_err(sql)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(sql)?
+        };
+        for id in &ids {
+            let state: String = tx
+                .query_row("SELECT state FROM attempts WHERE id = ?1", [id], |r| {
+                    r.get(0)
+                })
+                .map_err(sql)?;
+            if state == "planned" {
+                // Never left the machine: release the reserve and let the run plan it again.
+                let (run, reserved, tokens) = Self::run_of(&tx, id).map_err(sql)?;
+                tx.execute(
+                    "UPDATE attempts SET state = 'closed', outcome = 'interrupted', reasons = '[\"never_dispatched\"]', spent_micros = 0, finished_at_ms = ?2 WHERE id = ?1",
+                    params![id, now_ms()],
+                )
+                .map_err(sql)?;
+                Self::ledger(
+                    &tx,
+                    &run,
+                    id,
+                    "release",
+                    reserved,
+                    tokens,
+                    "planned, never dispatched (crash)",
+                )
+                .map_err(sql)?;
+            } else {
+                tx.execute(
+                    "UPDATE attempts SET state = 'unknown', outcome = 'unknown', reasons = '[\"restart\"]', error = 'the runner stopped while this request was in flight', finished_at_ms = ?2 WHERE id = ?1",
+                    params![id, now_ms()],
+                )
+                .map_err(sql)?;
+            }
+        }
+        tx.commit().map_err(sql)?;
+        Ok(ids)
+    }
+
+    /// The user's decision on an `unknown` attempt. `Release` closes it as `interrupted` with its
+    /// reserve counted as spent; `Retry` does the same and plans a new attempt (new id) carrying
+    /// the reason. The old attempt stays in the ledger as its own observation.
+    pub fn resolve(
+        &mut self,
+        attempt: &str,
+        resolution: &Resolution,
+    ) -> Result<Option<String>, JournalError> {
+        let Some((run_id, row)) = self.attempt(attempt)? else {
+            return Err(JournalError::State(format!("no attempt `{attempt}`")));
+        };
+        if row.state != AttemptState::Unknown {
+            return Err(JournalError::State(format!(
+                "attempt {attempt} is {:?}, not unknown: only unknown attempts are resolved",
+                row.state
+            )));
+        }
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        {
+            let tx = self.conn.transaction().map_err(sql)?;
+            let note = match resolution {
+                Resolution::Release => "released by the user as spent".to_owned(),
+                Resolution::Retry { reason } => format!("retried by the user: {reason}"),
+            };
+            tx.execute(
+                "UPDATE attempts SET state = 'closed', outcome = 'interrupted', spent_micros = reserved_micros, error = COALESCE(error, '') || ' | ' || ?2 WHERE id = ?1",
+                params![attempt, note],
+            )
+            .map_err(sql)?;
+            Self::ledger(
+                &tx,
+                &run_id,
+                attempt,
+                "release",
+                row.reserved_micros,
+                row.reserved_tokens,
+                &note,
+            )
+            .map_err(sql)?;
+            Self::ledger(
+                &tx,
+                &run_id,
+                attempt,
+                "spend",
+                row.reserved_micros,
+                row.reserved_tokens,
+                &note,
+            )
+            .map_err(sql)?;
+            tx.commit().map_err(sql)?;
+        }
+        match resolution {
+            Resolution::Release => Ok(None),
+            Resolution::Retry { reason } => {
+                let trial = self
+                    .trials(&run_id)?
+                    .into_iter()
+                    .find(|t| t.idx == row.trial_idx);
+                let trial = trial.ok_or_else(|| JournalError::State("trial missing".to_owned()))?;
+                let id = self.plan_attempt(
+                    &run_id,
+                    row.trial_idx,
+                    MicroUsd(trial.reserve_micros),
+                    trial
+                        .input_token_bound
+                        .saturating_add(trial.max_output_tokens),
+                    Some((attempt, reason)),
+                )?;
+                // A planned retry holds no money until the run dispatches it: release it now and
+                // let the run reserve again when it gets there.
+                self.release_planned(&id)?;
+                Ok(Some(id))
+            }
+        }
+    }
+
+    fn release_planned(&mut self, attempt: &str) -> Result<(), JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let (run_id, reserved, tokens) = Self::run_of(&tx, attempt).map_err(sql)?;
+        Self::ledger(
+            &tx,
+            &run_id,
+            attempt,
+            "release",
+            reserved,
+            tokens,
+            "retry waits for the run",
+        )
+        .map_err(sql)?;
+        tx.execute(
+            "UPDATE attempts SET reserved_micros = 0, reserved_tokens = 0 WHERE id = ?1",
+            [attempt],
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)
+    }
+
+    /// Re-reserves a planned (retry) attempt right before dispatch.
+    pub fn reserve_planned(
+        &mut self,
+        attempt: &str,
+        reserve: MicroUsd,
+        tokens: u64,
+    ) -> Result<(), JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let (run_id, _, _) = Self::run_of(&tx, attempt).map_err(sql)?;
+        tx.execute("UPDATE attempts SET reserved_micros = ?2, reserved_tokens = ?3 WHERE id = ?1 AND state = 'planned'", params![attempt, to_i64(reserve.0), to_i64(tokens)])
+            .map_err(sql)?;
+        Self::ledger(
+            &tx,
+            &run_id,
+            attempt,
+            "reserve",
+            reserve.0,
+            tokens,
+            "upper cost reserved before dispatch",
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)
+    }
+
+    /// Records a payload blob written to the payload store.
+    pub fn record_payload(&self, sha256: &str, kind: &str, bytes: u64) -> Result<(), JournalError> {
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO payloads (sha256, kind, bytes, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
+                params![sha256, kind, to_i64(bytes), now_ms()],
+            )
+            .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Payloads created before `cutoff_ms` and not yet purged.
+    pub fn payloads_before(
+        &self,
+        cutoff_ms: i64,
+    ) -> Result<Vec<(String, String, u64)>, JournalError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT sha256, kind, bytes FROM payloads WHERE created_at_ms < ?1 AND purged_at_ms IS NULL ORDER BY created_at_ms")
+            .map_err(self.sql())?;
+        stmt.query_map([cutoff_ms], |r| {
+            Ok((r.get(0)?, r.get(1)?, to_u64(r.get(2)?)))
+        })
+        .map_err(self.sql())?
+        .collect::<Result<_, _>>()
+        .map_err(self.sql())
+    }
+
+    /// Marks a payload purged.
+    pub fn mark_purged(&self, sha256: &str) -> Result<(), JournalError> {
+        self.conn
+            .execute(
+                "UPDATE payloads SET purged_at_ms = ?2 WHERE sha256 = ?1",
+                params![sha256, now_ms()],
+            )
+            .map_err(self.sql())?;
+        Ok(())
+    }
+}
