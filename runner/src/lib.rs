@@ -18,6 +18,8 @@ pub mod outcome;
 pub mod pack;
 pub mod profile;
 pub mod prompt;
+pub mod provider;
+pub mod scripted;
 pub mod solana;
 pub mod store;
 

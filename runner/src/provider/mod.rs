@@ -1,0 +1,184 @@
+//! Model providers: one request in, one normalized response (or a classified failure) out.
+//!
+//! **Invariant:** only this module speaks HTTP to models. Keys are read from the environment at
+//! call time, sent only in a request header, and never returned, logged or stored.
+//!
+//! Failures are classified by what they mean for money and for the trial:
+//! - [`CallError::NotDelivered`] — the request never reached the provider (connection refused,
+//!   DNS, TLS): `infrastructure_error`, nothing spent.
+//! - [`CallError::Rejected`] — the provider refused it with an error status (429, 5xx, 529, 4xx)
+//!   before the model produced anything: `infrastructure_error`, nothing spent.
+//! - [`CallError::Lost`] — it was sent and no usable answer came back (timeout, connection cut
+//!   mid-response, malformed or truncated body): `unknown`, the reserve stays held and nothing is
+//!   retried automatically.
+
+mod anthropic;
+mod openai;
+
+use std::time::{Duration, Instant};
+
+pub use anthropic::Anthropic;
+pub use openai::OpenAi;
+
+use crate::digest::Sha256Digest;
+use crate::profile::ProviderKind;
+
+/// What a trial asks the model.
+#[derive(Debug, Clone)]
+pub struct ModelRequest {
+    pub model: String,
+    pub system: String,
+    pub user: String,
+    pub max_output_tokens: u64,
+    /// Decimal string, e.g. "0".
+    pub temperature: String,
+}
+
+/// What came back.
+#[derive(Debug, Clone, Default)]
+pub struct ModelResponse {
+    /// The answer text (all text blocks, concatenated).
+    pub text: String,
+    pub http_status: u16,
+    pub request_id: Option<String>,
+    /// The model id the API reports.
+    pub model_reported: Option<String>,
+    /// OpenAI's `system_fingerprint`, where given.
+    pub system_fingerprint: Option<String>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub stop_reason: Option<String>,
+    /// The raw response body, kept as a payload.
+    pub raw_body: Vec<u8>,
+    pub latency: Duration,
+}
+
+/// A failed call, classified.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    #[error("the request never reached the provider: {message}")]
+    NotDelivered { message: String },
+    #[error("the provider refused the request with HTTP {status}: {message}")]
+    Rejected {
+        status: u16,
+        request_id: Option<String>,
+        message: String,
+    },
+    #[error("no usable answer after the request was sent: {message}")]
+    Lost {
+        message: String,
+        http_status: Option<u16>,
+    },
+}
+
+/// A model API.
+pub trait Provider: Send + Sync {
+    /// The provider kind.
+    fn kind(&self) -> ProviderKind;
+    /// The exact body that [`Provider::call`] sends (its SHA-256 is journaled before dispatch).
+    fn body(&self, request: &ModelRequest) -> Vec<u8>;
+    /// Sends one request and waits at most the client's timeout.
+    fn call(&self, request: &ModelRequest) -> Result<ModelResponse, CallError>;
+}
+
+/// SHA-256 of a request body: what the journal records as the request's identity.
+pub fn request_sha256(body: &[u8]) -> Sha256Digest {
+    Sha256Digest::of(body)
+}
+
+/// The HTTP client every provider uses: no redirects (a redirect could carry the key header to
+/// another host), a total timeout per request.
+pub(crate) fn client(timeout: Duration) -> Result<reqwest::blocking::Client, CallError> {
+    reqwest::blocking::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout.min(Duration::from_secs(10)))
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("skilltrial/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| CallError::NotDelivered {
+            message: format!("cannot build the HTTP client: {e}"),
+        })
+}
+
+/// Sends a JSON body and classifies every failure. `parse` turns a 2xx body into a response.
+pub(crate) fn send(
+    client: &reqwest::blocking::Client,
+    url: &str,
+    headers: &[(&str, String)],
+    body: Vec<u8>,
+    request_id_header: &str,
+    parse: impl FnOnce(&[u8]) -> Result<ModelResponse, String>,
+) -> Result<ModelResponse, CallError> {
+    let started = Instant::now();
+    let mut builder = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body);
+    for (name, value) in headers {
+        builder = builder.header(*name, value);
+    }
+    let response = builder.send().map_err(|e| classify_send_error(&e))?;
+    let status = response.status().as_u16();
+    let request_id = response
+        .headers()
+        .get(request_id_header)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let bytes = response.bytes().map_err(|e| CallError::Lost {
+        message: format!("the response body broke off: {}", without_url(&e)),
+        http_status: Some(status),
+    })?;
+    if !(200..300).contains(&status) {
+        let snippet: String = String::from_utf8_lossy(&bytes).chars().take(300).collect();
+        return Err(CallError::Rejected {
+            status,
+            request_id,
+            message: snippet,
+        });
+    }
+    let mut parsed = parse(&bytes).map_err(|message| CallError::Lost {
+        message,
+        http_status: Some(status),
+    })?;
+    parsed.http_status = status;
+    parsed.request_id = parsed.request_id.or(request_id);
+    parsed.raw_body = bytes.to_vec();
+    parsed.latency = started.elapsed();
+    Ok(parsed)
+}
+
+fn classify_send_error(e: &reqwest::Error) -> CallError {
+    // A connect failure means no byte of the request reached the provider; anything else (a
+    // timeout, a reset after sending) may have been processed and billed.
+    if e.is_connect() || e.is_builder() || is_refused(e) {
+        CallError::NotDelivered {
+            message: without_url(e),
+        }
+    } else {
+        CallError::Lost {
+            message: without_url(e),
+            http_status: e.status().map(|s| s.as_u16()),
+        }
+    }
+}
+
+fn is_refused(e: &reqwest::Error) -> bool {
+    let text = format!("{e:?}");
+    text.contains("ConnectionRefused") || text.contains("Connection refused")
+}
+
+/// An error message without the URL (which could carry credentials in userinfo).
+fn without_url(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    if let Some(url) = e.url() {
+        text = text.replace(url.as_str(), "<endpoint>");
+    }
+    text
+}
+
+/// Reads a key from the environment; `None` when unset or empty.
+pub fn key_from_env(kind: ProviderKind) -> Option<String> {
+    std::env::var(kind.key_env())
+        .ok()
+        .filter(|k| !k.trim().is_empty())
+}
