@@ -46,6 +46,106 @@ pub enum Command {
     ///
     /// Exits 0 on pass, 1 otherwise.
     Check(CheckArgs),
+    /// Plan a paired run: copy every input into the store, write the manifest, show the bounds.
+    Plan(PlanArgs),
+    /// Run (or resume) a planned manifest: one request in flight, budget reserved before each.
+    Run(RunArgs),
+    /// Show a run's counts, money and unknown attempts (the latest run by default).
+    Status(RunRef),
+    /// Stop a run's new dispatches (from any terminal); the request in flight finishes.
+    Cancel(RunRef),
+    /// Decide an `unknown` attempt: retry it (new attempt, with a reason) or release it as spent.
+    Resolve(ResolveArgs),
+    /// Re-score a run's stored answers with this binary's checker. No model calls.
+    Recheck(RunRef),
+    /// Delete raw model payloads older than the retention period (30 days by default).
+    Purge(PurgeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The fixture pack (an embedded id such as solana-core@1.0.3, or a pack folder path).
+    #[arg(long, default_value = "solana-core@1.0.3")]
+    pub pack: String,
+    /// The model profile id (see the README's profile table, or your profiles file).
+    #[arg(long, value_name = "PROFILE")]
+    pub model: String,
+    /// Skill bundle A (folder or ZIP).
+    #[arg(long, value_name = "BUNDLE")]
+    pub a: Option<std::path::PathBuf>,
+    /// Skill bundle B (folder or ZIP); needs --a.
+    #[arg(long, value_name = "BUNDLE")]
+    pub b: Option<std::path::PathBuf>,
+    /// Repetitions of every (task, arm).
+    #[arg(long, default_value_t = 3)]
+    pub reps: u32,
+    /// Budget cap in USD (required for priced profiles), e.g. 4 or 0.50.
+    #[arg(long, value_name = "USD")]
+    pub cap_usd: Option<String>,
+    /// Arm-order seed (random when omitted; recorded in the manifest).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Hard cap on requests (default 100; required for unpriced profiles).
+    #[arg(long)]
+    pub max_requests: Option<u32>,
+    /// Hard cap on tokens over the run (required for unpriced profiles).
+    #[arg(long)]
+    pub max_tokens: Option<u64>,
+    /// Output limit per request (default 2048, at most the profile's).
+    #[arg(long)]
+    pub max_output_tokens: Option<u64>,
+    /// Also write the manifest here.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<std::path::PathBuf>,
+    /// A TOML file of extra model profiles (default $XDG_CONFIG_HOME/skilltrial/profiles.toml).
+    #[arg(long, value_name = "FILE")]
+    pub profiles: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The manifest hash printed by `plan`.
+    #[arg(long, value_name = "HASH")]
+    pub manifest: String,
+    /// Show the trials and bounds without sending anything.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Confirm a run without a monetary cap (unpriced profile) without a prompt.
+    #[arg(long)]
+    pub yes: bool,
+    /// Stop after this many dispatches in this invocation (the run can be resumed).
+    #[arg(long, value_name = "N")]
+    pub max_dispatch: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunRef {
+    /// The run id (or a unique prefix of at least 8 characters); the latest run when omitted.
+    #[arg(value_name = "RUN")]
+    pub run: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ResolveArgs {
+    /// The attempt id (shown by `status`).
+    #[arg(value_name = "ATTEMPT")]
+    pub attempt: String,
+    /// Plan a new attempt of the same trial.
+    #[arg(long, requires = "reason", conflicts_with = "release")]
+    pub retry: bool,
+    /// Close the attempt, counting its reserve as spent.
+    #[arg(long)]
+    pub release: bool,
+    /// Why the attempt is retried (kept with the new attempt).
+    #[arg(long)]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PurgeArgs {
+    /// Delete payloads older than this: 30d, 12h, 0d.
+    #[arg(long, default_value = "30d", value_name = "AGE")]
+    pub older_than: String,
 }
 
 #[derive(Debug, Subcommand)]

@@ -126,3 +126,28 @@ mod tests {
         );
     }
 }
+
+/// The files under a state directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// The state directory.
+    pub root: PathBuf,
+    /// The SQLite journal.
+    pub journal: PathBuf,
+    /// Content-addressed run inputs: manifests, bundle files, pack files.
+    pub store: PathBuf,
+    /// Content-addressed raw model payloads (requests, responses, answers); purgeable.
+    pub payloads: PathBuf,
+}
+
+impl Layout {
+    /// The layout under `root`. Creates nothing.
+    pub fn new(root: &Path) -> Self {
+        Self {
+            root: root.to_path_buf(),
+            journal: root.join("journal.sqlite3"),
+            store: root.join("store"),
+            payloads: root.join("payloads"),
+        }
+    }
+}

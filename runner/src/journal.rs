@@ -815,8 +815,10 @@ impl Journal {
         tx.commit().map_err(sql)
     }
 
-    /// After a crash: every attempt of the run still `dispatched` (or planned and never sent)
-    /// becomes `unknown`, keeping its reserve. Nothing is re-sent. Returns the attempts changed.
+    /// After a crash: every attempt of the run still `dispatched` becomes `unknown`, keeping its
+    /// reserve; nothing is re-sent. A `planned` attempt never left the machine: its reserve is
+    /// released and it stays planned, to be reserved again and sent by the run. Returns the
+    /// attempts that became unknown.
     pub fn recover(&mut self, run_id: &str) -> Result<Vec<String>, JournalError> {
         let path = self.path.clone();
         let sql = |source| JournalError::Sql {
@@ -824,47 +826,45 @@ impl Journal {
             source,
         };
         let tx = self.conn.transaction().map_err(sql)?;
-        let ids: Vec<String> = {
-            let mut stmt = tx.prepare("SELECT id FROM attempts WHERE run_id = ?1 AND state IN ('dispatched', 'planned')").map_err(sql)?;
+        let rows: Vec<(String, String)> = {
+            let mut stmt = tx
+                .prepare("SELECT id, state FROM attempts WHERE run_id = ?1 AND state IN ('dispatched', 'planned') ORDER BY trial_idx, seq")
+                .map_err(sql)?;
             let rows = stmt
-                .query_map([run_id], |r| r.get::<_, String>(0))
+                .query_map([run_id], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                })
                 .map_err(sql)?;
             rows.collect::<Result<Vec<_>, _>>().map_err(sql)?
         };
-        for id in &ids {
-            let state: String = tx
-                .query_row("SELECT state FROM attempts WHERE id = ?1", [id], |r| {
-                    r.get(0)
-                })
-                .map_err(sql)?;
+        let mut unknown = Vec::new();
+        for (id, state) in rows {
             if state == "planned" {
-                // Never left the machine: release the reserve and let the run plan it again.
-                let (run, reserved, tokens) = Self::run_of(&tx, id).map_err(sql)?;
-                tx.execute(
-                    "UPDATE attempts SET state = 'closed', outcome = 'interrupted', reasons = '[\"never_dispatched\"]', spent_micros = 0, finished_at_ms = ?2 WHERE id = ?1",
-                    params![id, now_ms()],
-                )
-                .map_err(sql)?;
-                Self::ledger(
-                    &tx,
-                    &run,
-                    id,
-                    "release",
-                    reserved,
-                    tokens,
-                    "planned, never dispatched (crash)",
-                )
-                .map_err(sql)?;
+                let (run, reserved, tokens) = Self::run_of(&tx, &id).map_err(sql)?;
+                if reserved > 0 || tokens > 0 {
+                    Self::ledger(
+                        &tx,
+                        &run,
+                        &id,
+                        "release",
+                        reserved,
+                        tokens,
+                        "planned, not dispatched before the stop",
+                    )
+                    .map_err(sql)?;
+                    tx.execute("UPDATE attempts SET reserved_micros = 0, reserved_tokens = 0 WHERE id = ?1", [&id]).map_err(sql)?;
+                }
             } else {
                 tx.execute(
                     "UPDATE attempts SET state = 'unknown', outcome = 'unknown', reasons = '[\"restart\"]', error = 'the runner stopped while this request was in flight', finished_at_ms = ?2 WHERE id = ?1",
                     params![id, now_ms()],
                 )
                 .map_err(sql)?;
+                unknown.push(id);
             }
         }
         tx.commit().map_err(sql)?;
-        Ok(ids)
+        Ok(unknown)
     }
 
     /// The user's decision on an `unknown` attempt. `Release` closes it as `interrupted` with its

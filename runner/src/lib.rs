@@ -10,6 +10,7 @@ pub mod bundle;
 pub mod canonical;
 pub mod checker;
 pub mod digest;
+pub mod engine;
 pub mod home;
 pub mod journal;
 pub mod manifest;

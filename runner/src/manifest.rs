@@ -300,19 +300,26 @@ pub fn order(
     out
 }
 
-fn endpoint_of(url: &str) -> Result<String, PlanError> {
+/// The endpoint as recorded: scheme, host, port and path, never credentials, query or fragment.
+pub fn endpoint_of(url: &str) -> Result<String, PlanError> {
     let (scheme, rest) = url
         .split_once("://")
         .ok_or_else(|| PlanError::Invalid(format!("`{url}` is not an http(s) URL")))?;
     if scheme != "http" && scheme != "https" {
         return Err(PlanError::Invalid(format!("`{url}` is not an http(s) URL")));
     }
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let rest = rest.split(['?', '#']).next().unwrap_or(rest);
+    let (authority, path) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
     let host = authority.rsplit('@').next().unwrap_or(authority);
     if host.is_empty() {
         return Err(PlanError::Invalid(format!("`{url}` has no host")));
     }
-    Ok(format!("{scheme}://{host}"))
+    let path = path.trim_end_matches('/');
+    Ok(if path.is_empty() {
+        format!("{scheme}://{host}")
+    } else {
+        format!("{scheme}://{host}/{path}")
+    })
 }
 
 /// Builds the manifest for a pack, up to two bundles and a profile.
@@ -554,10 +561,10 @@ mod tests {
     }
 
     #[test]
-    fn endpoints_keep_only_scheme_host_and_port() {
+    fn endpoints_drop_credentials_query_and_fragment() {
         assert_eq!(
-            endpoint_of("https://user:secret@api.example.com:8443/v1?key=x").unwrap(),
-            "https://api.example.com:8443"
+            endpoint_of("https://user:secret@api.example.com:8443/v1?key=x#f").unwrap(),
+            "https://api.example.com:8443/v1"
         );
         assert_eq!(
             endpoint_of("http://127.0.0.1:9/").unwrap(),

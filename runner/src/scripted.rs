@@ -91,6 +91,8 @@ pub struct Logged {
     pub path: String,
     pub body_sha256: Sha256Digest,
     pub had_api_key: bool,
+    /// The `x-skilltrial-attempt` header, if sent.
+    pub attempt: Option<String>,
 }
 
 type Responder = dyn Fn(&ServerRequest) -> Reply + Send + Sync;
@@ -253,6 +255,7 @@ fn serve(
             body_sha256: Sha256Digest::of(&request.body),
             had_api_key: request.header("x-api-key").is_some()
                 || request.header("authorization").is_some(),
+            attempt: request.header("x-skilltrial-attempt").map(str::to_owned),
         });
     }
     let reply = responder(&request);

@@ -14,6 +14,7 @@ fn request() -> ModelRequest {
         user: "the task".into(),
         max_output_tokens: 64,
         temperature: "0".into(),
+        attempt: Some("run-000-1".into()),
     }
 }
 

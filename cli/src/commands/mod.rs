@@ -1,8 +1,16 @@
 //! One module per subcommand; `dispatch` routes a parsed command line to it.
 
+mod cancel;
 mod check;
 mod info;
 mod pack;
+mod plan;
+mod purge;
+mod recheck;
+mod resolve;
+mod run;
+mod state;
+mod status;
 mod validate;
 
 use crate::cli::{Cli, Command};
@@ -15,5 +23,12 @@ pub fn dispatch(cli: Cli) -> Result<Status, CliError> {
         Command::Info => info::run(&cli.global),
         Command::Pack(command) => pack::run(command, &cli.global),
         Command::Check(args) => check::run(&args, &cli.global),
+        Command::Plan(args) => plan::run(&args, &cli.global),
+        Command::Run(args) => run::run(&args, &cli.global),
+        Command::Status(args) => status::run(&args, &cli.global),
+        Command::Cancel(args) => cancel::run(&args, &cli.global),
+        Command::Resolve(args) => resolve::run(&args, &cli.global),
+        Command::Recheck(args) => recheck::run(&args, &cli.global),
+        Command::Purge(args) => purge::run(&args, &cli.global),
     }
 }

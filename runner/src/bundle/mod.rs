@@ -320,6 +320,30 @@ fn zip_too_large(size: u64, limits: &Limits) -> Rejection {
     )
 }
 
+/// Rebuilds a bundle from files already stored (for example in the content-addressed store),
+/// applying every rule again. `files` are `(relative path, bytes)`.
+pub fn from_files(
+    files: Vec<(String, Vec<u8>)>,
+    source: SourceKind,
+    limits: &Limits,
+) -> Result<Bundle, Vec<Rejection>> {
+    let mut gathered = source::Gathered::default();
+    for (path, bytes) in files {
+        match path::normalize(&path) {
+            Ok(normal) if normal == path => gathered.files.push(source::RawFile { path, bytes }),
+            Ok(_) => gathered.errors.push(Rejection::new(
+                RejectCode::InvalidPath,
+                Some(path),
+                "not in normal form",
+            )),
+            Err((code, message)) => gathered
+                .errors
+                .push(Rejection::new(code, Some(path), message)),
+        }
+    }
+    assemble(gathered, source, limits)
+}
+
 /// A ZIP whose files all sit under one top-level folder is read with that folder as its root
 /// (what "Compress folder" produces on every desktop).
 fn strip_single_root(mut files: Vec<source::RawFile>) -> Vec<source::RawFile> {

@@ -367,6 +367,14 @@ fn open_embedded(spec: &str) -> Result<Pack, PackError> {
     load(spec, files, Origin::Embedded, true)
 }
 
+/// Rebuilds a pack from its files (as kept in the content-addressed store), with the same checks
+/// as [`open`].
+pub fn from_files(label: &str, files: BTreeMap<String, Vec<u8>>) -> Result<Pack, PackError> {
+    let mut pack = load(label, files, Origin::Embedded, true)?;
+    pack.origin = Origin::Folder(PathBuf::from(label));
+    Ok(pack)
+}
+
 /// Opens a pack folder without the release checks of [`open`] (for `verify`, which reports
 /// them, and for maintainers).
 pub fn open_folder(root: &Path) -> Result<Pack, PackError> {

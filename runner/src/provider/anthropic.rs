@@ -53,10 +53,13 @@ impl Provider for Anthropic {
     }
 
     fn call(&self, request: &ModelRequest) -> Result<ModelResponse, CallError> {
-        let headers = [
+        let mut headers = vec![
             ("x-api-key", self.key.clone()),
             ("anthropic-version", "2023-06-01".to_owned()),
         ];
+        if let Some(attempt) = &request.attempt {
+            headers.push((super::ATTEMPT_HEADER, attempt.clone()));
+        }
         send(
             &self.client,
             &format!("{}/v1/messages", self.base_url),

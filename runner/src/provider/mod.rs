@@ -32,7 +32,13 @@ pub struct ModelRequest {
     pub max_output_tokens: u64,
     /// Decimal string, e.g. "0".
     pub temperature: String,
+    /// The journal's attempt id, sent as the `x-skilltrial-attempt` header so that every request
+    /// can be traced to exactly one attempt on both sides (bodies repeat across repetitions).
+    pub attempt: Option<String>,
 }
+
+/// The header that carries the attempt id.
+pub const ATTEMPT_HEADER: &str = "x-skilltrial-attempt";
 
 /// What came back.
 #[derive(Debug, Clone, Default)]
@@ -174,6 +180,32 @@ fn without_url(e: &reqwest::Error) -> String {
         text = text.replace(url.as_str(), "<endpoint>");
     }
     text
+}
+
+/// Builds the provider a manifest names, with the key from the environment. The endpoint is the
+/// manifest's, never re-read from the environment: a run goes where its plan said.
+pub fn for_manifest(manifest: &crate::manifest::Manifest) -> Result<Box<dyn Provider>, String> {
+    let timeout = Duration::from_millis(manifest.limits.request_timeout_ms);
+    let endpoint = &manifest.model.endpoint;
+    let kind = manifest.model.provider;
+    let key = key_from_env(kind);
+    match kind {
+        ProviderKind::Anthropic => {
+            let key =
+                key.ok_or_else(|| format!("set {} to run against {endpoint}", kind.key_env()))?;
+            Ok(Box::new(
+                Anthropic::new(endpoint, key, timeout).map_err(|e| e.to_string())?,
+            ))
+        }
+        ProviderKind::Openai => {
+            if key.is_none() && endpoint.starts_with("https://api.openai.com") {
+                return Err(format!("set {} to run against {endpoint}", kind.key_env()));
+            }
+            Ok(Box::new(
+                OpenAi::new(endpoint, key, timeout).map_err(|e| e.to_string())?,
+            ))
+        }
+    }
 }
 
 /// Reads a key from the environment; `None` when unset or empty.

@@ -62,11 +62,14 @@ impl Provider for OpenAi {
     }
 
     fn call(&self, request: &ModelRequest) -> Result<ModelResponse, CallError> {
-        let headers: Vec<(&str, String)> = self
+        let mut headers: Vec<(&str, String)> = self
             .key
             .iter()
             .map(|k| ("authorization", format!("Bearer {k}")))
             .collect();
+        if let Some(attempt) = &request.attempt {
+            headers.push((super::ATTEMPT_HEADER, attempt.clone()));
+        }
         send(
             &self.client,
             &format!("{}/v1/chat/completions", self.base_url),

@@ -1,0 +1,249 @@
+//! `skilltrial plan`: build the manifest, copy every input into the store, show the bounds.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use serde::Serialize;
+use skilltrial_runner::bundle::{self, Bundle};
+use skilltrial_runner::engine;
+use skilltrial_runner::manifest::{self, PlanOptions, Totals};
+use skilltrial_runner::money::MicroUsd;
+use skilltrial_runner::profile;
+
+use crate::cli::{Global, PlanArgs};
+use crate::commands::pack::open as open_pack;
+use crate::commands::state;
+use crate::exit::{CliError, Status};
+use crate::output;
+
+#[derive(Debug, Serialize)]
+struct PlanReport<'a> {
+    manifest_hash: String,
+    run: String,
+    trials: u32,
+    totals: &'a Totals,
+    cap_usd_micros: Option<u64>,
+    requires_confirmation: bool,
+    manifest: &'a manifest::Manifest,
+    out: Option<String>,
+}
+
+fn import(path: &std::path::Path, label: &str) -> Result<Bundle, CliError> {
+    bundle::import(path).map_err(|rejected| {
+        let env = rejected.errors.iter().any(|e| e.code.is_environment());
+        let error = anyhow::anyhow!("bundle {label}: {rejected}");
+        if env {
+            CliError::Environment(error)
+        } else {
+            CliError::Rejected(error)
+        }
+    })
+}
+
+fn user_profiles(explicit: Option<&PathBuf>) -> Option<PathBuf> {
+    if let Some(path) = explicit {
+        return Some(path.clone());
+    }
+    let config = std::env::var("XDG_CONFIG_HOME")
+        .ok()
+        .filter(|v| std::path::Path::new(v).is_absolute())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var("HOME")
+                .ok()
+                .map(|h| PathBuf::from(h).join(".config"))
+        })?;
+    Some(config.join("skilltrial/profiles.toml"))
+}
+
+pub fn run(args: &PlanArgs, global: &Global) -> Result<Status, CliError> {
+    if let Some(path) = &args.profiles
+        && !path.is_file()
+    {
+        return Err(CliError::Environment(anyhow::anyhow!(
+            "profiles file {} does not exist",
+            path.display()
+        )));
+    }
+    let profile = profile::find(
+        &args.model,
+        user_profiles(args.profiles.as_ref()).as_deref(),
+    )
+    .map_err(|e| CliError::Environment(e.into()))?;
+    let pack = open_pack(&args.pack)?;
+    let a = args.a.as_deref().map(|p| import(p, "A")).transpose()?;
+    let b = args.b.as_deref().map(|p| import(p, "B")).transpose()?;
+    let cap = args
+        .cap_usd
+        .as_deref()
+        .map(MicroUsd::parse_usd)
+        .transpose()
+        .map_err(|e| CliError::Environment(anyhow::anyhow!("--cap-usd: {e}")))?;
+    let endpoint = profile
+        .base_url
+        .clone()
+        .or_else(|| {
+            std::env::var(profile.provider.base_url_env())
+                .ok()
+                .filter(|v| !v.is_empty())
+        })
+        .unwrap_or_else(|| profile.provider.default_base_url().to_owned());
+    let seed = args.seed.unwrap_or_else(random_seed);
+    let options = PlanOptions {
+        repetitions: args.reps,
+        seed,
+        cap,
+        max_requests: args.max_requests,
+        max_tokens: args.max_tokens,
+        max_output_tokens: args.max_output_tokens,
+        endpoint,
+        scripted: false,
+    };
+    let plan_error =
+        |e: manifest::PlanError| CliError::Environment(anyhow::anyhow!("cannot plan: {e}"));
+    let manifest =
+        manifest::build(&pack, a.as_ref(), b.as_ref(), &profile, &options).map_err(plan_error)?;
+    let (_, totals) =
+        manifest::trials(&manifest, &pack, a.as_ref(), b.as_ref()).map_err(plan_error)?;
+
+    let layout = state::layout(global)?;
+    let store = state::store(&layout)?;
+    let hash = engine::save_inputs(&store, &manifest, &pack, a.as_ref(), b.as_ref())
+        .map_err(|e| CliError::Environment(e.into()))?;
+    let out = match &args.out {
+        Some(path) => {
+            let mut text =
+                serde_json::to_string_pretty(&manifest).context("cannot encode the manifest")?;
+            text.push('\n');
+            std::fs::write(path, text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            Some(path.display().to_string())
+        }
+        None => None,
+    };
+
+    let report = PlanReport {
+        manifest_hash: hash.to_string(),
+        run: hash.hex(),
+        trials: totals.trials,
+        totals: &totals,
+        cap_usd_micros: manifest.budget.cap_usd_micros,
+        requires_confirmation: manifest.budget.requires_confirmation,
+        manifest: &manifest,
+        out,
+    };
+    if global.json {
+        output::json(&report)?;
+    } else {
+        output::text(&render(&report))?;
+    }
+    Ok(Status::Ok)
+}
+
+fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    hasher.finish()
+}
+
+fn render(r: &PlanReport<'_>) -> String {
+    let m = r.manifest;
+    let mut out = String::new();
+    let _ = writeln!(out, "manifest  {}", r.manifest_hash);
+    if let Some(path) = &r.out {
+        let _ = writeln!(out, "          written to {path}");
+    }
+    let _ = writeln!(
+        out,
+        "pack      {} ({} tasks), checker {} {}",
+        m.pack.id,
+        m.tasks.len(),
+        m.checker.name,
+        m.checker.version
+    );
+    let arms: Vec<String> = m
+        .arms
+        .iter()
+        .map(|a| match &a.bundle {
+            None => "baseline (no skill)".to_owned(),
+            Some(b) => format!(
+                "{} = {} {} ({}{})",
+                a.arm.as_str().to_uppercase(),
+                b.name,
+                b.version.as_deref().unwrap_or("unversioned"),
+                &b.digest[..b.digest.len().min(19)],
+                if b.coverage == "partial" {
+                    ", coverage partial"
+                } else {
+                    ""
+                }
+            ),
+        })
+        .collect();
+    let _ = writeln!(out, "arms      {}", arms.join("; "));
+    let revision = m
+        .model
+        .revision
+        .as_deref()
+        .map(|r| format!(" rev {r}"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "model     {} ({} {}{revision}) at {}",
+        m.model.profile,
+        m.model.provider.as_str(),
+        m.model.model,
+        m.model.endpoint
+    );
+    let _ = writeln!(
+        out,
+        "trials    {} = {} tasks x {} repetitions x {} arms, arm order seeded by {}",
+        r.trials,
+        m.tasks.len(),
+        m.repetitions,
+        m.arms.len(),
+        m.order.seed
+    );
+    let _ = writeln!(
+        out,
+        "requests  at most {} (cap {} per run; nothing is retried automatically)",
+        r.totals.max_requests, m.budget.max_requests
+    );
+    let _ = writeln!(
+        out,
+        "tokens    at most {} input + {} output",
+        r.totals.max_input_tokens, r.totals.max_output_tokens
+    );
+    match (r.totals.upper_cost, m.budget.cap_usd_micros) {
+        (Some(upper), Some(cap)) => {
+            let _ = writeln!(
+                out,
+                "cost      upper bound {upper} if every request used its whole bound; cap {}",
+                MicroUsd(cap)
+            );
+            if upper.0 > cap {
+                let _ = writeln!(
+                    out,
+                    "          the bound is over the cap: a trial whose upper cost could break it is not sent (not_run_budget)"
+                );
+            }
+        }
+        _ => {
+            let _ = writeln!(
+                out,
+                "cost      no verifiable price: no monetary cap; hard caps {} requests, {} tokens; `run` asks for confirmation",
+                m.budget.max_requests,
+                m.budget.max_tokens.unwrap_or(0)
+            );
+        }
+    }
+    let _ = writeln!(out, "next      skilltrial run --manifest {}", r.run);
+    out
+}

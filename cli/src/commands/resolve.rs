@@ -1,0 +1,50 @@
+//! `skilltrial resolve <attempt> --retry --reason "…" | --release`.
+
+use skilltrial_runner::journal::Resolution;
+
+use crate::cli::{Global, ResolveArgs};
+use crate::commands::state;
+use crate::exit::{CliError, Status};
+use crate::output;
+
+pub fn run(args: &ResolveArgs, global: &Global) -> Result<Status, CliError> {
+    let resolution = match (args.retry, args.release, &args.reason) {
+        (true, false, Some(reason)) if !reason.trim().is_empty() => Resolution::Retry {
+            reason: reason.trim().to_owned(),
+        },
+        (true, false, _) => {
+            return Err(CliError::Environment(anyhow::anyhow!(
+                "--retry needs a non-empty --reason"
+            )));
+        }
+        (false, true, _) => Resolution::Release,
+        _ => {
+            return Err(CliError::Environment(anyhow::anyhow!(
+                "give exactly one of --retry --reason \"...\" or --release"
+            )));
+        }
+    };
+    let layout = state::layout(global)?;
+    let mut journal = state::journal(&layout)?;
+    let new_attempt = journal
+        .resolve(&args.attempt, &resolution)
+        .map_err(|e| CliError::Rejected(e.into()))?;
+    if global.json {
+        output::json(
+            &serde_json::json!({ "attempt": args.attempt, "closed_as": "interrupted", "new_attempt": new_attempt }),
+        )?;
+    } else {
+        let text = match &new_attempt {
+            Some(id) => format!(
+                "attempt {} closed as interrupted (its reserve counted as spent); new attempt {id} is planned and will be sent by the next `skilltrial run`\n",
+                args.attempt
+            ),
+            None => format!(
+                "attempt {} closed as interrupted; its reserve is counted as spent\n",
+                args.attempt
+            ),
+        };
+        output::text(&text)?;
+    }
+    Ok(Status::Ok)
+}

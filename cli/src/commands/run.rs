@@ -1,0 +1,162 @@
+//! `skilltrial run --manifest <hash>`: execute or resume a planned run.
+
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write};
+
+use skilltrial_runner::engine::{self, Progress, RunOptions, RunSummary};
+use skilltrial_runner::manifest;
+use skilltrial_runner::provider;
+
+use crate::cli::{Global, RunArgs};
+use crate::commands::state::{self, short};
+use crate::exit::{CliError, Status};
+use crate::output;
+
+pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
+    let layout = state::layout(global)?;
+    let store = state::store(&layout)?;
+    let inputs =
+        engine::load_inputs(&store, &args.manifest).map_err(|e| CliError::Rejected(e.into()))?;
+    let m = &inputs.manifest;
+
+    if args.dry_run {
+        let (trials, totals) =
+            manifest::trials(m, &inputs.pack, inputs.a.as_ref(), inputs.b.as_ref())
+                .map_err(|e| CliError::Rejected(anyhow::anyhow!("{e}")))?;
+        if global.json {
+            output::json(
+                &serde_json::json!({ "run": inputs.hash.hex(), "dry_run": true, "trials": trials, "totals": totals }),
+            )?;
+        } else {
+            let mut out = format!(
+                "dry run of {}: nothing is sent\n",
+                short(&inputs.hash.hex())
+            );
+            for t in &trials {
+                let _ = writeln!(
+                    out,
+                    "  {:>3}  {:<22} {:<8} rep {}  reserve {}",
+                    t.index,
+                    t.task,
+                    t.arm.as_str(),
+                    t.repetition,
+                    t.reserve
+                );
+            }
+            let _ = writeln!(
+                out,
+                "{} trials, at most {} input + {} output tokens",
+                totals.trials, totals.max_input_tokens, totals.max_output_tokens
+            );
+            output::text(&out)?;
+        }
+        return Ok(Status::Ok);
+    }
+
+    if m.budget.requires_confirmation && !args.yes {
+        confirm(m)?;
+    }
+    let provider =
+        provider::for_manifest(m).map_err(|e| CliError::Environment(anyhow::anyhow!(e)))?;
+    let mut journal = state::journal(&layout)?;
+    let payloads = state::payloads(&layout)?;
+    let interactive = std::io::stderr().is_terminal() && !global.json;
+    let mut last_done = u32::MAX;
+    let mut show = |p: &Progress| {
+        if global.json {
+            return;
+        }
+        let counts: Vec<String> = p
+            .counts
+            .iter()
+            .filter(|(k, _)| k.as_str() != "pending")
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let current = p
+            .current
+            .as_ref()
+            .map(|(t, a, r)| format!("  now {t}/{a}/rep {r}"))
+            .unwrap_or_default();
+        let line = format!(
+            "[{}/{}] {}  spent {} reserved {}{current}",
+            p.done,
+            p.total,
+            counts.join(", "),
+            p.spent,
+            p.reserved
+        );
+        let mut err = std::io::stderr().lock();
+        if interactive {
+            let _ = write!(err, "\r\x1b[2K{line}");
+        } else if p.done != last_done {
+            let _ = writeln!(err, "{line}");
+        }
+        last_done = p.done;
+        let _ = err.flush();
+    };
+    let summary = engine::run(
+        &mut journal,
+        &payloads,
+        provider.as_ref(),
+        &inputs,
+        RunOptions {
+            dispatch_limit: args.max_dispatch,
+        },
+        &mut show,
+    )
+    .map_err(|e| CliError::Rejected(e.into()))?;
+    if interactive {
+        let _ = writeln!(std::io::stderr());
+    }
+    if global.json {
+        output::json(&summary)?;
+    } else {
+        output::text(&render(&summary))?;
+    }
+    Ok(Status::Ok)
+}
+
+fn confirm(m: &manifest::Manifest) -> Result<(), CliError> {
+    let question = format!(
+        "profile {} has no verifiable price: this run has no monetary cap, only {} requests and {} tokens.",
+        m.model.profile,
+        m.budget.max_requests,
+        m.budget.max_tokens.unwrap_or(0)
+    );
+    if !std::io::stdin().is_terminal() {
+        return Err(CliError::Environment(anyhow::anyhow!(
+            "{question} Confirm with --yes (no terminal to ask on)."
+        )));
+    }
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "{question}\nType yes to run: ");
+    let _ = err.flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(|e| CliError::Environment(e.into()))?;
+    if answer.trim() == "yes" {
+        Ok(())
+    } else {
+        Err(CliError::Environment(anyhow::anyhow!(
+            "not confirmed; nothing was sent"
+        )))
+    }
+}
+
+fn render(s: &RunSummary) -> String {
+    let mut out = format!("run {}  {}\n", short(&s.run), s.status);
+    if !s.recovered_unknown.is_empty() {
+        let _ = writeln!(
+            out,
+            "recovered after a stop: {} attempt(s) now unknown, holding their reserve: {}",
+            s.recovered_unknown.len(),
+            s.recovered_unknown.join(", ")
+        );
+    }
+    let counts: Vec<String> = s.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let _ = writeln!(out, "trials   {} planned: {}", s.planned, counts.join(", "));
+    let _ = writeln!(out, "money    spent {}, reserved {}", s.spent, s.reserved);
+    let _ = writeln!(out, "next     skilltrial status {}", short(&s.run));
+    out
+}

@@ -1,0 +1,544 @@
+//! The execution engine: runs a planned manifest trial by trial, one request in flight, with
+//! every rule of SPEC §6.
+//!
+//! Per trial, in order: stop if cancelled or past the run's limits; refuse (`not_run_budget`) a
+//! request whose upper cost could break the cap; reserve that upper cost; journal the attempt as
+//! `dispatched` (durable) and only then send; flush the answer to the payload store (fsync) and
+//! journal it before the checker sees it; release the reserve against the usage actually spent.
+//! A request that was sent but not answered is `unknown` and keeps its reserve; nothing is ever
+//! re-sent without the user (`resolve --retry`).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::bundle::{self, Bundle, SourceKind};
+use crate::checker::{self, CHECK_LIMIT};
+use crate::digest::Sha256Digest;
+use crate::journal::{AttemptRow, AttemptState, CallRecord, Journal, JournalError, now_ms};
+use crate::manifest::{self, Arm, Manifest, PlannedTrial};
+use crate::money::MicroUsd;
+use crate::outcome::Outcome;
+use crate::pack::{self, Pack};
+use crate::prompt;
+use crate::provider::{CallError, ModelRequest, Provider};
+use crate::store::{Store, StoreError, parse_hex};
+
+/// Why a run could not start or continue.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}
+
+/// Everything a manifest names, loaded from the store and verified.
+#[derive(Debug, Clone)]
+pub struct Inputs {
+    pub hash: Sha256Digest,
+    pub manifest: Manifest,
+    pub pack: Pack,
+    pub a: Option<Bundle>,
+    pub b: Option<Bundle>,
+}
+
+/// Copies every input of a manifest into the store; returns the manifest hash.
+pub fn save_inputs(
+    store: &Store,
+    manifest: &Manifest,
+    pack: &Pack,
+    a: Option<&Bundle>,
+    b: Option<&Bundle>,
+) -> Result<Sha256Digest, EngineError> {
+    let pack_hash = store.put_tree(pack.files().iter().map(|(p, b)| (p.as_str(), b.as_slice())))?;
+    if pack_hash.to_string() != manifest.pack.hash {
+        return Err(EngineError::Refused(
+            "the pack's stored digest differs from its hash".to_owned(),
+        ));
+    }
+    for bundle in [a, b].into_iter().flatten() {
+        store.put_tree(
+            bundle
+                .files
+                .iter()
+                .map(|f| (f.path.as_str(), f.bytes.as_slice())),
+        )?;
+    }
+    let text = manifest
+        .canonical()
+        .map_err(|e| EngineError::Refused(e.to_string()))?;
+    Ok(store.put(text.as_bytes())?)
+}
+
+/// Loads a manifest and everything it names from the store. Refuses when anything is missing,
+/// differs from its hash, or when this binary's checker or prompt template is not the one the
+/// manifest pins.
+pub fn load_inputs(store: &Store, manifest_ref: &str) -> Result<Inputs, EngineError> {
+    let hash = parse_hex(manifest_ref).ok_or_else(|| {
+        EngineError::Refused(format!(
+            "`{manifest_ref}` is not a manifest hash (64 hex characters)"
+        ))
+    })?;
+    let text = store.get(&hash).map_err(|e| match e {
+        StoreError::Missing(_) => EngineError::Refused(format!(
+            "manifest {hash} is not in the store: run `skilltrial plan` first"
+        )),
+        other => EngineError::Store(other),
+    })?;
+    let manifest: Manifest = serde_json::from_slice(&text)
+        .map_err(|e| EngineError::Refused(format!("manifest {hash} does not parse: {e}")))?;
+    let again = manifest
+        .hash()
+        .map_err(|e| EngineError::Refused(e.to_string()))?;
+    if again != hash {
+        return Err(EngineError::Refused(format!(
+            "manifest {hash} is not canonical: it hashes to {again}"
+        )));
+    }
+    if manifest.format != manifest::FORMAT {
+        return Err(EngineError::Refused(format!(
+            "manifest format `{}` is not {}",
+            manifest.format,
+            manifest::FORMAT
+        )));
+    }
+    if manifest.checker.version != checker::CHECKER_VERSION
+        || manifest.checker.source_sha256 != checker::source_sha256()
+    {
+        return Err(EngineError::Refused(format!(
+            "the manifest pins checker {} ({}), this binary has {} ({}): plan again with this binary",
+            manifest.checker.version,
+            short(&manifest.checker.source_sha256),
+            checker::CHECKER_VERSION,
+            short(checker::source_sha256())
+        )));
+    }
+    if manifest.prompt.template_sha256 != prompt::template_sha256().to_string()
+        || manifest.prompt.template != prompt::TEMPLATE
+    {
+        return Err(EngineError::Refused(
+            "the manifest pins another prompt template than this binary's: plan again".to_owned(),
+        ));
+    }
+    let pack_hash = parse_hex(&manifest.pack.hash)
+        .ok_or_else(|| EngineError::Refused("the manifest's pack hash is malformed".to_owned()))?;
+    let files: BTreeMap<String, Vec<u8>> = store.get_tree(&pack_hash)?.into_iter().collect();
+    let pack = pack::from_files(&manifest.pack.id, files)
+        .map_err(|e| EngineError::Refused(format!("stored pack: {e}")))?;
+    if pack.hash != pack_hash || pack.id() != manifest.pack.id {
+        return Err(EngineError::Refused(format!(
+            "the stored pack is not {} {}",
+            manifest.pack.id, manifest.pack.hash
+        )));
+    }
+    let mut bundles = [None, None];
+    for spec in &manifest.arms {
+        let Some(reference) = &spec.bundle else {
+            continue;
+        };
+        let digest = parse_hex(&reference.digest)
+            .ok_or_else(|| EngineError::Refused("a bundle digest is malformed".to_owned()))?;
+        let files = store.get_tree(&digest)?;
+        let bundle = bundle::from_files(files, SourceKind::Folder, &bundle::Limits::default())
+            .map_err(|e| {
+                EngineError::Refused(format!(
+                    "stored bundle {digest}: {}",
+                    e.first().map(ToString::to_string).unwrap_or_default()
+                ))
+            })?;
+        if bundle.digest != digest {
+            return Err(EngineError::Refused(format!(
+                "the stored bundle hashes to {}, not {digest}",
+                bundle.digest
+            )));
+        }
+        match spec.arm {
+            Arm::A => bundles[0] = Some(bundle),
+            Arm::B => bundles[1] = Some(bundle),
+            Arm::Baseline => {
+                return Err(EngineError::Refused(
+                    "the baseline arm carries no bundle".to_owned(),
+                ));
+            }
+        }
+    }
+    let [a, b] = bundles;
+    Ok(Inputs {
+        hash,
+        manifest,
+        pack,
+        a,
+        b,
+    })
+}
+
+fn short(hex: &str) -> &str {
+    hex.get(..12).unwrap_or(hex)
+}
+
+/// Live progress, for the CLI's progress line.
+#[derive(Debug, Clone, Serialize)]
+pub struct Progress {
+    pub done: u32,
+    pub total: u32,
+    pub counts: BTreeMap<String, u32>,
+    pub spent: MicroUsd,
+    pub reserved: MicroUsd,
+    /// The trial now in flight: (task, arm, repetition).
+    pub current: Option<(String, String, u32)>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    pub run: String,
+    pub status: String,
+    pub planned: u32,
+    pub counts: BTreeMap<String, u32>,
+    pub spent: MicroUsd,
+    pub reserved: MicroUsd,
+    /// Attempts turned `unknown` by this start's crash recovery.
+    pub recovered_unknown: Vec<String>,
+}
+
+/// Run-time settings that are not part of the manifest.
+#[derive(Debug, Clone, Copy)]
+pub struct RunOptions {
+    /// Stop after this many dispatches in this invocation (tests and `--max-dispatch`); `None`
+    /// for no extra limit.
+    pub dispatch_limit: Option<u32>,
+}
+
+/// Whether a trial needs no more work: its latest attempt is a result, an unknown held for the
+/// user, or closed with a final outcome. A planned attempt (a user's retry, or one planned just
+/// before a stop) still needs the run.
+fn settled(latest: Option<&AttemptRow>) -> bool {
+    latest.is_some_and(|a| {
+        matches!(
+            a.state,
+            AttemptState::Result | AttemptState::Unknown | AttemptState::Closed
+        )
+    })
+}
+
+/// Counts of the latest attempt of every trial, by outcome.
+pub fn outcome_counts(trials: u32, attempts: &[AttemptRow]) -> BTreeMap<String, u32> {
+    let mut latest: BTreeMap<u32, &AttemptRow> = BTreeMap::new();
+    for a in attempts {
+        latest.insert(a.trial_idx, a);
+    }
+    let mut counts = BTreeMap::new();
+    for idx in 0..trials {
+        let key = match latest.get(&idx) {
+            None => "pending".to_owned(),
+            Some(a) => a
+                .outcome
+                .clone()
+                .unwrap_or_else(|| format!("{:?}", a.state).to_lowercase()),
+        };
+        *counts.entry(key).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// Executes (or resumes) the run of `inputs` against `provider`.
+pub fn run(
+    journal: &mut Journal,
+    payloads: &Store,
+    provider: &dyn Provider,
+    inputs: &Inputs,
+    options: RunOptions,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<RunSummary, EngineError> {
+    let manifest = &inputs.manifest;
+    let run_id = inputs.hash.hex();
+    let (trials, _totals) =
+        manifest::trials(manifest, &inputs.pack, inputs.a.as_ref(), inputs.b.as_ref())
+            .map_err(|e| EngineError::Refused(e.to_string()))?;
+    journal.create_run(&run_id, manifest, &trials)?;
+    let recovered_unknown = journal.recover(&run_id)?;
+    let run_row = journal
+        .run(&run_id)?
+        .ok_or_else(|| EngineError::Refused("run vanished".to_owned()))?;
+    if matches!(run_row.status.as_str(), "cancelled") {
+        return Err(EngineError::Refused(format!(
+            "run {} was cancelled; plan a new run",
+            short(&run_id)
+        )));
+    }
+    journal.set_status(&run_id, "running")?;
+    let started_at = journal
+        .run(&run_id)?
+        .and_then(|r| r.started_at_ms)
+        .unwrap_or_else(now_ms);
+    let total = u32::try_from(trials.len()).unwrap_or(u32::MAX);
+    let mut dispatched_now = 0u32;
+    let mut stopped = false;
+
+    let report = |journal: &Journal,
+                  current: Option<&PlannedTrial>,
+                  progress: &mut dyn FnMut(&Progress)|
+     -> Result<(), EngineError> {
+        let attempts = journal.attempts(&run_id)?;
+        let counts = outcome_counts(total, &attempts);
+        let money = journal.money(&run_id)?;
+        let pending = counts.get("pending").copied().unwrap_or(0);
+        progress(&Progress {
+            done: total.saturating_sub(pending),
+            total,
+            counts,
+            spent: money.spent,
+            reserved: money.reserved,
+            current: current.map(|t| (t.task.clone(), t.arm.as_str().to_owned(), t.repetition)),
+        });
+        Ok(())
+    };
+    report(journal, None, progress)?;
+
+    for trial in &trials {
+        let attempts = journal.attempts(&run_id)?;
+        let latest = attempts
+            .iter()
+            .filter(|a| a.trial_idx == trial.index)
+            .max_by_key(|a| a.seq);
+        if settled(latest) {
+            continue;
+        }
+        let pending_retry = latest
+            .filter(|a| a.state == AttemptState::Planned)
+            .map(|a| a.id.clone());
+
+        // Stop conditions, checked before every dispatch.
+        if journal.cancel_requested(&run_id)? {
+            journal.record_not_run(
+                &run_id,
+                trial.index,
+                "cancelled",
+                "the run was cancelled before this trial was sent",
+            )?;
+            continue;
+        }
+        if now_ms().saturating_sub(started_at)
+            > i64::try_from(manifest.limits.run_timeout_ms).unwrap_or(i64::MAX)
+        {
+            journal.record_not_run(
+                &run_id,
+                trial.index,
+                "not_run_time_limit",
+                "the run reached its time limit",
+            )?;
+            continue;
+        }
+        let sent = u32::try_from(
+            attempts
+                .iter()
+                .filter(|a| a.dispatched_at_ms.is_some())
+                .count(),
+        )
+        .unwrap_or(u32::MAX);
+        if sent >= manifest.budget.max_requests {
+            journal.record_not_run(
+                &run_id,
+                trial.index,
+                "not_run_request_cap",
+                "the run reached its request cap",
+            )?;
+            continue;
+        }
+        if options
+            .dispatch_limit
+            .is_some_and(|limit| dispatched_now >= limit)
+        {
+            stopped = true;
+            break;
+        }
+        let money = journal.money(&run_id)?;
+        let tokens = trial
+            .input_token_bound
+            .saturating_add(trial.max_output_tokens);
+        if let Some(cap) = manifest.budget.cap_usd_micros {
+            let committed = money
+                .spent
+                .checked_add(money.reserved)
+                .and_then(|c| c.checked_add(trial.reserve));
+            if committed.map_or(true, |c| c.0 > cap) {
+                let message = format!(
+                    "its upper cost {} could break the cap {}: spent {}, reserved {}",
+                    trial.reserve,
+                    MicroUsd(cap),
+                    money.spent,
+                    money.reserved
+                );
+                journal.record_not_run(&run_id, trial.index, "not_run_budget", &message)?;
+                continue;
+            }
+        }
+        if let Some(max_tokens) = manifest.budget.max_tokens
+            && money
+                .used_tokens
+                .saturating_add(money.reserved_tokens)
+                .saturating_add(tokens)
+                > max_tokens
+        {
+            journal.record_not_run(
+                &run_id,
+                trial.index,
+                "not_run_budget",
+                "its token bound could break the token cap",
+            )?;
+            continue;
+        }
+
+        // Reserve, then build and journal the request as dispatched, then send.
+        let attempt = match pending_retry {
+            Some(id) => {
+                journal.reserve_planned(&id, trial.reserve, tokens)?;
+                id
+            }
+            None => journal.plan_attempt(&run_id, trial.index, trial.reserve, tokens, None)?,
+        };
+        report(journal, Some(trial), progress)?;
+        let task = inputs
+            .pack
+            .task(&trial.task)
+            .map_err(|e| EngineError::Refused(e.to_string()))?;
+        let prompt = prompt::build(
+            &task.public(),
+            manifest::bundle_for(trial.arm, inputs.a.as_ref(), inputs.b.as_ref()),
+        );
+        let request = ModelRequest {
+            model: manifest.model.model.clone(),
+            system: prompt.system,
+            user: prompt.user,
+            max_output_tokens: trial.max_output_tokens,
+            temperature: manifest.sampling.temperature.clone(),
+            attempt: Some(attempt.clone()),
+        };
+        let body = provider.body(&request);
+        let request_sha = payloads.put(&body)?;
+        journal.record_payload(&request_sha.hex(), "request", body.len() as u64)?;
+        // The dispatched row MUST be durable before the request leaves.
+        journal.mark_dispatched(&attempt, &request_sha.hex())?;
+        dispatched_now = dispatched_now.saturating_add(1);
+        let started = Instant::now();
+        match provider.call(&request) {
+            Ok(response) => {
+                // The answer is on disk (file fsynced, row committed) before the checker sees it.
+                let answer_sha = payloads.put(response.text.as_bytes())?;
+                journal.record_payload(&answer_sha.hex(), "answer", response.text.len() as u64)?;
+                let response_sha = payloads.put(&response.raw_body)?;
+                journal.record_payload(
+                    &response_sha.hex(),
+                    "response",
+                    response.raw_body.len() as u64,
+                )?;
+                let spent = match (
+                    &manifest.budget.price,
+                    response.input_tokens,
+                    response.output_tokens,
+                ) {
+                    (Some(price), Some(i), Some(o)) => price
+                        .input
+                        .cost(i)
+                        .and_then(|a| price.output.cost(o).and_then(|b| a.checked_add(b)))
+                        .unwrap_or(trial.reserve),
+                    // Usage missing: count the whole reserve, never zero.
+                    (Some(_), _, _) => trial.reserve,
+                    (None, _, _) => MicroUsd::ZERO,
+                };
+                journal.record_result(
+                    &attempt,
+                    &CallRecord {
+                        http_status: Some(response.http_status),
+                        provider_request_id: response.request_id.clone(),
+                        model_reported: response.model_reported.clone(),
+                        system_fingerprint: response.system_fingerprint.clone(),
+                        input_tokens: response.input_tokens,
+                        output_tokens: response.output_tokens,
+                        spent,
+                        response_sha256: Some(response_sha.hex()),
+                        answer_sha256: Some(answer_sha.hex()),
+                        latency_ms: u64::try_from(response.latency.as_millis()).unwrap_or(u64::MAX),
+                        error: None,
+                    },
+                )?;
+                let verdict = task.check(&response.text);
+                journal.record_verdict(&attempt, &verdict)?;
+            }
+            Err(CallError::NotDelivered { message }) => {
+                let call = CallRecord {
+                    error: Some(message),
+                    latency_ms: elapsed_ms(started),
+                    ..CallRecord::default()
+                };
+                journal.close_without_result(
+                    &attempt,
+                    Outcome::InfrastructureError.as_str(),
+                    &["not_delivered"],
+                    &call,
+                )?;
+            }
+            Err(CallError::Rejected {
+                status,
+                request_id,
+                message,
+            }) => {
+                let reason = format!("http_{status}");
+                let call = CallRecord {
+                    http_status: Some(status),
+                    provider_request_id: request_id,
+                    error: Some(message),
+                    latency_ms: elapsed_ms(started),
+                    ..CallRecord::default()
+                };
+                journal.close_without_result(
+                    &attempt,
+                    Outcome::InfrastructureError.as_str(),
+                    &[reason.as_str()],
+                    &call,
+                )?;
+            }
+            Err(CallError::Lost { message, .. }) => {
+                journal.mark_unknown(&attempt, &message, Some(elapsed_ms(started)))?;
+            }
+        }
+        report(journal, None, progress)?;
+    }
+
+    let cancelled = journal.cancel_requested(&run_id)?;
+    let status = if stopped {
+        "stopped"
+    } else if cancelled {
+        "cancelled"
+    } else {
+        "finished"
+    };
+    journal.set_status(&run_id, status)?;
+    let attempts = journal.attempts(&run_id)?;
+    let money = journal.money(&run_id)?;
+    Ok(RunSummary {
+        run: run_id.clone(),
+        status: status.to_owned(),
+        planned: total,
+        counts: outcome_counts(total, &attempts),
+        spent: money.spent,
+        reserved: money.reserved,
+        recovered_unknown,
+    })
+}
+
+fn elapsed_ms(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The checker limit the engine uses (exposed for reports).
+pub const CHECKER_LIMIT: Duration = CHECK_LIMIT;
+
+/// The request timeout a manifest pins.
+pub fn request_timeout(manifest: &Manifest) -> Duration {
+    Duration::from_millis(manifest.limits.request_timeout_ms)
+}
