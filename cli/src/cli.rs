@@ -60,6 +60,26 @@ pub enum Command {
     Recheck(RunRef),
     /// Delete raw model payloads older than the retention period (30 days by default).
     Purge(PurgeArgs),
+    /// Model keys in the OS keychain: set (key read from standard input), remove, status.
+    #[command(subcommand)]
+    Key(KeyCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Store a provider's key, read from standard input (e.g. `printf %s "$KEY" | skilltrial key set anthropic`).
+    Set(KeyProvider),
+    /// Remove a provider's key from the keychain.
+    Remove(KeyProvider),
+    /// Which providers have a key, and where it comes from (never the key itself).
+    Status,
+}
+
+#[derive(Debug, Args)]
+pub struct KeyProvider {
+    /// anthropic or openai
+    #[arg(value_name = "PROVIDER", value_parser = ["anthropic", "openai"])]
+    pub provider: String,
 }
 
 #[derive(Debug, Args)]

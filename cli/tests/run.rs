@@ -429,3 +429,52 @@ fn an_unpriced_profile_needs_hard_caps_and_confirmation() {
     assert!(out.status.success());
     assert_eq!(server.requests().len(), 6, "baseline only: 6 tasks x 1 rep");
 }
+
+#[test]
+fn keys_come_from_the_keychain_when_one_exists_else_the_error_says_what_to_do() {
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    let mut set = env.command(&["key", "set", "anthropic"]);
+    set.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = set.spawn().unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), SECRET.as_bytes()).unwrap();
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    if out.status.success() {
+        // A keychain exists: the run finds the key there with no environment variable.
+        let run_out = env
+            .command(&["run", "--manifest", &run, "--json"])
+            .env_remove("ANTHROPIC_API_KEY")
+            .output()
+            .unwrap();
+        let _ = env.run(&["key", "remove", "anthropic"]);
+        assert!(
+            run_out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run_out.stderr)
+        );
+        assert!(server.requests().iter().all(|r| r.had_api_key));
+    } else {
+        // No keychain here (a headless Linux without a session keyring): the error says so and
+        // what to do, and the key never reaches stdout.
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("keychain") && stderr.contains("environment variable"),
+            "{stderr}"
+        );
+        assert!(!String::from_utf8_lossy(&out.stdout).contains(SECRET));
+        let run_out = env
+            .command(&["run", "--manifest", &run])
+            .env_remove("ANTHROPIC_API_KEY")
+            .output()
+            .unwrap();
+        assert_eq!(run_out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&run_out.stderr).contains("ANTHROPIC_API_KEY"));
+        assert_eq!(server.requests().len(), 0, "nothing sent without a key");
+    }
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(SECRET));
+}

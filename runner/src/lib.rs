@@ -13,6 +13,7 @@ pub mod digest;
 pub mod engine;
 pub mod home;
 pub mod journal;
+pub mod keys;
 pub mod manifest;
 pub mod money;
 pub mod outcome;

@@ -3,6 +3,7 @@
 mod cancel;
 mod check;
 mod info;
+mod key;
 mod pack;
 mod plan;
 mod purge;
@@ -30,5 +31,6 @@ pub fn dispatch(cli: Cli) -> Result<Status, CliError> {
         Command::Resolve(args) => resolve::run(&args, &cli.global),
         Command::Recheck(args) => recheck::run(&args, &cli.global),
         Command::Purge(args) => purge::run(&args, &cli.global),
+        Command::Key(command) => key::run(&command, &cli.global),
     }
 }

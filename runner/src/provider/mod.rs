@@ -188,7 +188,7 @@ pub fn for_manifest(manifest: &crate::manifest::Manifest) -> Result<Box<dyn Prov
     let timeout = Duration::from_millis(manifest.limits.request_timeout_ms);
     let endpoint = &manifest.model.endpoint;
     let kind = manifest.model.provider;
-    let key = key_from_env(kind);
+    let key = crate::keys::lookup(kind).map(|(key, _)| key);
     match kind {
         ProviderKind::Anthropic => {
             let key =
@@ -199,7 +199,10 @@ pub fn for_manifest(manifest: &crate::manifest::Manifest) -> Result<Box<dyn Prov
         }
         ProviderKind::Openai => {
             if key.is_none() && endpoint.starts_with("https://api.openai.com") {
-                return Err(format!("set {} to run against {endpoint}", kind.key_env()));
+                return Err(format!(
+                    "set {} or store a key with `skilltrial key set openai` to run against {endpoint}",
+                    kind.key_env()
+                ));
             }
             Ok(Box::new(
                 OpenAi::new(endpoint, key, timeout).map_err(|e| e.to_string())?,

@@ -1,0 +1,79 @@
+//! `skilltrial key set | remove | status`: keys in the OS keychain. A key is read from standard
+//! input, stored, and never printed.
+
+use std::io::Read;
+
+use skilltrial_runner::keys::{self, KeySource};
+use skilltrial_runner::profile::ProviderKind;
+
+use crate::cli::{Global, KeyCommand};
+use crate::exit::{CliError, Status};
+use crate::output;
+
+fn kind(name: &str) -> ProviderKind {
+    if name == "openai" {
+        ProviderKind::Openai
+    } else {
+        ProviderKind::Anthropic
+    }
+}
+
+pub fn run(command: &KeyCommand, global: &Global) -> Result<Status, CliError> {
+    match command {
+        KeyCommand::Set(p) => {
+            let mut key = String::new();
+            std::io::stdin()
+                .take(16 * 1024)
+                .read_to_string(&mut key)
+                .map_err(|e| CliError::Environment(e.into()))?;
+            keys::store(kind(&p.provider), &key)
+                .map_err(|e| CliError::Environment(anyhow::anyhow!(e)))?;
+            if global.json {
+                output::json(&serde_json::json!({ "provider": p.provider, "stored": true }))?;
+            } else {
+                output::text(&format!(
+                    "stored the {} key in the OS keychain\n",
+                    p.provider
+                ))?;
+            }
+        }
+        KeyCommand::Remove(p) => {
+            let removed = keys::remove(kind(&p.provider))
+                .map_err(|e| CliError::Environment(anyhow::anyhow!(e)))?;
+            if global.json {
+                output::json(&serde_json::json!({ "provider": p.provider, "removed": removed }))?;
+            } else {
+                let text = if removed { "removed" } else { "there was no" };
+                output::text(&format!("{text} {} key in the OS keychain\n", p.provider))?;
+            }
+        }
+        KeyCommand::Status => {
+            let rows: Vec<serde_json::Value> = [ProviderKind::Anthropic, ProviderKind::Openai]
+                .into_iter()
+                .map(|k| {
+                    let source = keys::lookup(k).map(|(_, s)| s);
+                    serde_json::json!({ "provider": k.as_str(), "source": source, "env": k.key_env() })
+                })
+                .collect();
+            if global.json {
+                output::json(&serde_json::json!({ "keys": rows }))?;
+            } else {
+                let mut out = String::new();
+                for k in [ProviderKind::Anthropic, ProviderKind::Openai] {
+                    let from = match keys::lookup(k).map(|(_, s)| s) {
+                        Some(KeySource::Env) => format!("from {}", k.key_env()),
+                        Some(KeySource::Keychain) => "from the OS keychain".to_owned(),
+                        None => format!(
+                            "none (set {} or `skilltrial key set {}`)",
+                            k.key_env(),
+                            k.as_str()
+                        ),
+                    };
+                    out.push_str(&format!("{:<10} {from}\n", k.as_str()));
+                }
+                output::text(&out)?;
+            }
+        }
+    }
+    Ok(Status::Ok)
+}
