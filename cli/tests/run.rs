@@ -478,3 +478,22 @@ fn keys_come_from_the_keychain_when_one_exists_else_the_error_says_what_to_do() 
     }
     assert!(!String::from_utf8_lossy(&out.stderr).contains(SECRET));
 }
+
+#[test]
+fn status_reads_well_for_people() {
+    let server = ScriptedServer::start(|r| match r.index {
+        2 => Reply::Status(429),
+        4 => Reply::DieHalfway(scripted_answer(r)),
+        _ => Reply::Answer(scripted_answer(r)),
+    })
+    .unwrap();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    env.json(&["run", "--manifest", &run, "--json"]);
+    let out = env.run(&["status"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout)
+        .unwrap()
+        .replace(&run[..12], "<run>");
+    insta::assert_snapshot!("status_human", text);
+}

@@ -382,3 +382,49 @@ fn copy(src: &std::path::Path, dst: &std::path::Path) {
         }
     }
 }
+
+#[test]
+fn no_prompt_of_any_arm_carries_an_expected_answer() {
+    // Given every task under the baseline and both example skills
+    let p = pack();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let a = skilltrial_runner::bundle::import(&root.join("fixtures/bundles/solana-reader-1.4.2"))
+        .unwrap();
+    let b = skilltrial_runner::bundle::import(&root.join("fixtures/bundles/solana-reader-1.5.0"))
+        .unwrap();
+    for t in &p.tasks {
+        let g = golden(&p, &t.id);
+        for bundle in [None, Some(&a), Some(&b)] {
+            let prompt = skilltrial_runner::prompt::build(&t.public(), bundle);
+            let text = format!("{}\n{}", prompt.system, prompt.user);
+            // Then neither the golden record nor any value only the decoder derives is in it
+            assert!(!text.contains(&g.to_string()));
+            for key in [
+                "source_token_account",
+                "destination_token_account",
+                "fee_atomic",
+                "amount_atomic",
+            ] {
+                if let Some(v) = g.get(key).and_then(Value::as_str) {
+                    assert!(
+                        !text.contains(&format!("\"{v}\"")) && !text.contains(&format!(" {v}\n")),
+                        "{} leaks {key}",
+                        t.id
+                    );
+                }
+            }
+            // And a skill arm sees its own bundle only
+            match bundle {
+                None => assert!(!text.contains("<skill")),
+                Some(bundle) => {
+                    assert_eq!(text.matches("<skill name=").count(), 1);
+                    assert!(text.contains(&bundle.digest.to_string()));
+                }
+            }
+            assert!(
+                prompt.input_token_bound() >= text.len() as u64,
+                "the bound never under-counts"
+            );
+        }
+    }
+}
