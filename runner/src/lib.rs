@@ -23,6 +23,7 @@ pub mod prompt;
 pub mod provider;
 pub mod scripted;
 pub mod solana;
+pub mod stats;
 pub mod store;
 
 /// The application version recorded in manifests and printed by `--version`.
