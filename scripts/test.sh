@@ -9,6 +9,15 @@ step() { printf '\n==> %s\n' "$*"; }
 step "toolchain: $(rustc --version)"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
+# The HTML report is tested in a real browser: Debian's Chromium.
+if ! command -v chromium >/dev/null 2>&1; then
+    step "installing chromium (browser test of the HTML report)"
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+
 step "format"
 cargo fmt --all --check
 
@@ -17,3 +26,4 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "tests"
 cargo test --workspace --locked
+echo "report screenshots: target/report-screenshots/"

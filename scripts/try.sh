@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# The main job on embedded defaults: no account, no key. Builds the CLI and validates the two
-# example bundles shipped in fixtures/bundles/.
+# The main job on embedded defaults: no account or key needed.
+#
+# Builds the CLI, validates the two example bundles, plans a 54-trial paired run (baseline,
+# solana-reader 1.4.2, solana-reader 1.5.0; 6 tasks x 3 repetitions) on solana-core@1.0.3, runs
+# it, and writes the JSON and HTML reports. Without a key it uses the built-in scripted model,
+# labelled as such everywhere. With ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL set, the
+# same command runs against the real model under a $4 cap (pass --scripted to keep the script).
+# Extra arguments go to `skilltrial demo` (see `skilltrial demo --help`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo build --release --locked -p skilltrial-cli
-./target/release/skilltrial validate \
-    fixtures/bundles/solana-reader-1.4.2 \
-    fixtures/bundles/solana-reader-1.5.0 "$@"
+exec ./target/release/skilltrial demo "$@"

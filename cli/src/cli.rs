@@ -60,9 +60,67 @@ pub enum Command {
     Recheck(RunRef),
     /// Delete raw model payloads older than the retention period (30 days by default).
     Purge(PurgeArgs),
+    /// Write a run's report: canonical JSON (with its report hash) and a self-contained HTML page.
+    ///
+    /// With --json only the JSON, with --html only the HTML, with neither both.
+    Report(ReportArgs),
+    /// Compare two runs side by side; refuses runs of different models, packs or checkers.
+    Compare(CompareArgs),
+    /// The whole local job on embedded defaults: validate the example bundles, plan and run a
+    /// 54-trial paired run, write the reports. Uses the scripted model unless a key is set.
+    Demo(DemoArgs),
     /// Model keys in the OS keychain: set (key read from standard input), remove, status.
     #[command(subcommand)]
     Key(KeyCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run id (or a unique prefix); the latest run when omitted.
+    #[arg(value_name = "RUN")]
+    pub run: Option<String>,
+    /// Write the HTML report.
+    #[arg(long)]
+    pub html: bool,
+    /// Where to write (default: <state dir>/reports/<run>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    #[arg(value_name = "RUN1")]
+    pub first: String,
+    #[arg(value_name = "RUN2")]
+    pub second: String,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Bundle A.
+    #[arg(long, default_value = "fixtures/bundles/solana-reader-1.4.2")]
+    pub a: std::path::PathBuf,
+    /// Bundle B.
+    #[arg(long, default_value = "fixtures/bundles/solana-reader-1.5.0")]
+    pub b: std::path::PathBuf,
+    /// A model profile to use instead of choosing by the keys in the environment.
+    #[arg(long, value_name = "PROFILE")]
+    pub model: Option<String>,
+    /// Repetitions.
+    #[arg(long, default_value_t = 3)]
+    pub reps: u32,
+    /// Budget cap in USD for a real model.
+    #[arg(long, default_value = "4")]
+    pub cap_usd: String,
+    /// Where to write the reports (default: <state dir>/reports/<run>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+    /// Use the scripted model even when a key is set.
+    #[arg(long)]
+    pub scripted: bool,
+    /// Confirm a run on an unpriced profile (a local server) without a prompt.
+    #[arg(long)]
+    pub yes: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -235,10 +235,11 @@ pub fn outcome_counts(trials: u32, attempts: &[AttemptRow]) -> BTreeMap<String, 
     for idx in 0..trials {
         let key = match latest.get(&idx) {
             None => "pending".to_owned(),
-            Some(a) => a
-                .outcome
-                .clone()
-                .unwrap_or_else(|| format!("{:?}", a.state).to_lowercase()),
+            Some(a) => match a.state {
+                AttemptState::Planned => "pending".to_owned(),
+                AttemptState::Dispatched => "in_flight".to_owned(),
+                _ => a.outcome.clone().unwrap_or_else(|| "pending".to_owned()),
+            },
         };
         *counts.entry(key).or_insert(0) += 1;
     }
@@ -286,7 +287,8 @@ pub fn run(
         let attempts = journal.attempts(&run_id)?;
         let counts = outcome_counts(total, &attempts);
         let money = journal.money(&run_id)?;
-        let pending = counts.get("pending").copied().unwrap_or(0);
+        let pending = counts.get("pending").copied().unwrap_or(0)
+            + counts.get("in_flight").copied().unwrap_or(0);
         progress(&Progress {
             done: total.saturating_sub(pending),
             total,

@@ -9,6 +9,7 @@
 pub mod bundle;
 pub mod canonical;
 pub mod checker;
+pub mod demo;
 pub mod digest;
 pub mod engine;
 pub mod home;
@@ -21,6 +22,7 @@ pub mod pack;
 pub mod profile;
 pub mod prompt;
 pub mod provider;
+pub mod report;
 pub mod scripted;
 pub mod solana;
 pub mod stats;

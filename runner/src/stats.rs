@@ -15,7 +15,11 @@ pub struct Fraction {
 impl Fraction {
     /// As a float, for display only.
     pub fn value(self) -> f64 {
-        if self.den == 0 { 0.0 } else { self.num as f64 / self.den as f64 }
+        if self.den == 0 {
+            0.0
+        } else {
+            self.num as f64 / self.den as f64
+        }
     }
 }
 
@@ -63,18 +67,30 @@ pub fn sign_flip(diffs: &[(i64, u64)]) -> Option<Fraction> {
         return None;
     }
     // A common denominator turns every difference into an exact integer.
-    let lcm = diffs.iter().fold(1u64, |acc, (_, d)| acc / gcd(acc, *d) * d);
-    let scaled: Vec<i128> = diffs.iter().map(|(n, d)| i128::from(*n) * i128::from(lcm / d)).collect();
+    let lcm = diffs
+        .iter()
+        .fold(1u64, |acc, (_, d)| acc / gcd(acc, *d) * d);
+    let scaled: Vec<i128> = diffs
+        .iter()
+        .map(|(n, d)| i128::from(*n) * i128::from(lcm / d))
+        .collect();
     let observed: i128 = scaled.iter().sum::<i128>().abs();
     let total = 1u64 << t;
     let mut extreme = 0u64;
     for mask in 0..total {
-        let s: i128 = scaled.iter().enumerate().map(|(i, v)| if mask >> i & 1 == 1 { -v } else { *v }).sum();
+        let s: i128 = scaled
+            .iter()
+            .enumerate()
+            .map(|(i, v)| if mask >> i & 1 == 1 { -v } else { *v })
+            .sum();
         if s.abs() >= observed {
             extreme += 1;
         }
     }
-    Some(reduce(Fraction { num: extreme, den: total }))
+    Some(reduce(Fraction {
+        num: extreme,
+        den: total,
+    }))
 }
 
 /// Holm's step-down adjustment of p-values (returned in the input order).
@@ -98,7 +114,10 @@ fn gcd(a: u64, b: u64) -> u64 {
 
 fn reduce(f: Fraction) -> Fraction {
     let g = gcd(f.num, f.den).max(1);
-    Fraction { num: f.num / g, den: f.den / g }
+    Fraction {
+        num: f.num / g,
+        den: f.den / g,
+    }
 }
 
 #[cfg(test)]
@@ -131,7 +150,15 @@ mod tests {
     /// scipy.stats.binomtest(b, b + c, 0.5).pvalue
     #[test]
     fn mcnemar_matches_scipy_binomtest() {
-        let reference = [(5, 1, 0.21875), (0, 6, 0.03125), (3, 3, 1.0), (9, 2, 0.0654296875), (0, 0, 1.0), (1, 0, 1.0), (10, 0, 0.001953125)];
+        let reference = [
+            (5, 1, 0.21875),
+            (0, 6, 0.03125),
+            (3, 3, 1.0),
+            (9, 2, 0.0654296875),
+            (0, 0, 1.0),
+            (1, 0, 1.0),
+            (10, 0, 0.001953125),
+        ];
         for (b, c, p) in reference {
             assert!(close(mcnemar_exact(b, c).value(), p), "{b},{c}");
         }
@@ -164,7 +191,10 @@ mod tests {
         ];
         for (p, adjusted) in reference {
             let got = holm(p);
-            assert!(got.iter().zip(adjusted).all(|(a, b)| close(*a, *b)), "{p:?} -> {got:?}");
+            assert!(
+                got.iter().zip(adjusted).all(|(a, b)| close(*a, *b)),
+                "{p:?} -> {got:?}"
+            );
         }
     }
 }

@@ -2,12 +2,15 @@
 
 mod cancel;
 mod check;
+mod compare;
+mod demo;
 mod info;
 mod key;
 mod pack;
 mod plan;
 mod purge;
 mod recheck;
+mod report;
 mod resolve;
 mod run;
 mod state;
@@ -32,5 +35,8 @@ pub fn dispatch(cli: Cli) -> Result<Status, CliError> {
         Command::Recheck(args) => recheck::run(&args, &cli.global),
         Command::Purge(args) => purge::run(&args, &cli.global),
         Command::Key(command) => key::run(&command, &cli.global),
+        Command::Report(args) => report::run(&args, &cli.global),
+        Command::Compare(args) => compare::run(&args, &cli.global),
+        Command::Demo(args) => demo::run(&args, &cli.global),
     }
 }

@@ -61,15 +61,66 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
     let mut journal = state::journal(&layout)?;
     let payloads = state::payloads(&layout)?;
     let interactive = std::io::stderr().is_terminal() && !global.json;
+    let mut show = progress_printer(global.json);
+    // A scripted manifest brings its own model: the built-in server, on the port it pinned.
+    let _server = if m.model.scripted {
+        let port = m
+            .model
+            .endpoint
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse::<u16>().ok())
+            .unwrap_or(0);
+        Some(
+            skilltrial_runner::scripted::ScriptedServer::start_on(
+                port,
+                skilltrial_runner::demo::responder(inputs.pack.clone()),
+            )
+            .map_err(|e| {
+                CliError::Environment(anyhow::anyhow!(
+                    "cannot start the scripted model on {}: {e}",
+                    m.model.endpoint
+                ))
+            })?,
+        )
+    } else {
+        None
+    };
+    let summary = engine::run(
+        &mut journal,
+        &payloads,
+        provider.as_ref(),
+        &inputs,
+        RunOptions {
+            dispatch_limit: args.max_dispatch,
+        },
+        &mut show,
+    )
+    .map_err(|e| CliError::Rejected(e.into()))?;
+    if interactive {
+        let _ = writeln!(std::io::stderr());
+    }
+    if global.json {
+        output::json(&summary)?;
+    } else {
+        output::text(&render(&summary))?;
+    }
+    Ok(Status::Ok)
+}
+
+/// Prints progress on stderr: one updating line on a terminal, a line per finished trial
+/// otherwise, nothing in `--json` mode.
+pub fn progress_printer(json: bool) -> impl FnMut(&Progress) {
+    let interactive = std::io::stderr().is_terminal() && !json;
     let mut last_done = u32::MAX;
-    let mut show = |p: &Progress| {
-        if global.json {
+    move |p: &Progress| {
+        if json {
             return;
         }
         let counts: Vec<String> = p
             .counts
             .iter()
-            .filter(|(k, _)| k.as_str() != "pending")
+            .filter(|(k, _)| !matches!(k.as_str(), "pending" | "in_flight"))
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
         let current = p
@@ -93,27 +144,7 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
         }
         last_done = p.done;
         let _ = err.flush();
-    };
-    let summary = engine::run(
-        &mut journal,
-        &payloads,
-        provider.as_ref(),
-        &inputs,
-        RunOptions {
-            dispatch_limit: args.max_dispatch,
-        },
-        &mut show,
-    )
-    .map_err(|e| CliError::Rejected(e.into()))?;
-    if interactive {
-        let _ = writeln!(std::io::stderr());
     }
-    if global.json {
-        output::json(&summary)?;
-    } else {
-        output::text(&render(&summary))?;
-    }
-    Ok(Status::Ok)
 }
 
 fn confirm(m: &manifest::Manifest) -> Result<(), CliError> {

@@ -49,3 +49,23 @@ pub fn find_run(journal: &Journal, run: Option<&str>) -> Result<RunRow, CliError
 pub fn short(id: &str) -> &str {
     id.get(..12).unwrap_or(id)
 }
+
+/// The state directory, opened: journal and both stores.
+#[derive(Debug)]
+pub struct Opened {
+    pub layout: Layout,
+    pub journal: Journal,
+    pub store: Store,
+    pub payloads: Store,
+}
+
+/// Opens everything under the chosen state directory.
+pub fn open(global: &Global) -> Result<Opened, CliError> {
+    let layout = layout(global)?;
+    Ok(Opened {
+        journal: journal(&layout)?,
+        store: store(&layout)?,
+        payloads: payloads(&layout)?,
+        layout,
+    })
+}

@@ -1,0 +1,201 @@
+//! `skilltrial demo`: the whole local job on embedded defaults.
+//!
+//! Validates the two example bundles, plans a 54-trial paired run on `solana-core@1.0.3`, runs
+//! it, writes the JSON and HTML reports and says what they found. Without a model key it runs
+//! against the built-in scripted model (labelled as such everywhere); with `ANTHROPIC_API_KEY`,
+//! `OPENAI_API_KEY` or `OPENAI_BASE_URL` it runs against the real model under a budget cap.
+
+use std::fmt::Write as _;
+use std::io::Write;
+
+use skilltrial_runner::bundle;
+use skilltrial_runner::demo;
+use skilltrial_runner::engine::{self, RunOptions};
+use skilltrial_runner::manifest::{self, PlanOptions};
+use skilltrial_runner::money::MicroUsd;
+use skilltrial_runner::profile::{self, Profile};
+use skilltrial_runner::scripted::ScriptedServer;
+
+use crate::cli::{DemoArgs, Global};
+use crate::commands::pack::open as open_pack;
+use crate::commands::run::progress_printer;
+use crate::commands::{report, state};
+use crate::exit::{CliError, Status};
+use crate::output;
+
+fn say(global: &Global, line: &str) {
+    if !global.json {
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+    }
+}
+
+/// The profile the demo uses and whether it is the scripted one.
+fn choose(args: &DemoArgs) -> Result<Option<Profile>, CliError> {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let id = match (&args.model, args.scripted) {
+        (_, true) => return Ok(None),
+        (Some(id), false) => id.clone(),
+        (None, false) if env("ANTHROPIC_API_KEY").is_some() => {
+            "claude-sonnet-5-5@2026-09-30".to_owned()
+        }
+        (None, false) if env("OPENAI_BASE_URL").is_some() => "openai-compatible-local".to_owned(),
+        (None, false) if env("OPENAI_API_KEY").is_some() => "gpt-4.1@2025-04-14".to_owned(),
+        (None, false) => return Ok(None),
+    };
+    profile::find(&id, None)
+        .map(Some)
+        .map_err(|e| CliError::Environment(e.into()))
+}
+
+pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
+    // 1. Validate the two bundles.
+    let mut bundles = Vec::new();
+    for (label, path) in [("A", &args.a), ("B", &args.b)] {
+        let b = bundle::import(path).map_err(|rejected| {
+            let env = rejected.errors.iter().any(|e| e.code.is_environment());
+            let error = anyhow::anyhow!(
+                "bundle {label}: {rejected} (run `skilltrial validate {}` for details)",
+                path.display()
+            );
+            if env {
+                CliError::Environment(error)
+            } else {
+                CliError::Rejected(error)
+            }
+        })?;
+        say(
+            global,
+            &format!(
+                "validated {label}: {} {} {} ({} files, {} flags)",
+                b.name,
+                b.version.as_deref().unwrap_or("unversioned"),
+                b.digest,
+                b.files.len(),
+                b.flags.len()
+            ),
+        );
+        bundles.push(b);
+    }
+    let (a, b) = (&bundles[0], &bundles[1]);
+    let pack = open_pack("solana-core@1.0.3")?;
+
+    // 2. The model: real when a key is set, else the built-in scripted one.
+    let chosen = choose(args)?;
+    let server = match chosen {
+        Some(_) => None,
+        None => Some(
+            ScriptedServer::start(demo::responder(pack.clone())).map_err(|e| {
+                CliError::Environment(anyhow::anyhow!("cannot start the scripted model: {e}"))
+            })?,
+        ),
+    };
+    let (profile, scripted) = match (&chosen, &server) {
+        (Some(p), _) => (p.clone(), false),
+        (None, Some(s)) => (demo::profile(&s.url()), true),
+        (None, None) => return Err(CliError::Environment(anyhow::anyhow!("no model"))),
+    };
+    if scripted {
+        say(
+            global,
+            "model: the built-in SCRIPTED model (no key set): the results demonstrate the pipeline, not any real model",
+        );
+    } else {
+        say(
+            global,
+            &format!(
+                "model: {} ({}), budget cap ${}",
+                profile.id, profile.model, args.cap_usd
+            ),
+        );
+    }
+    let endpoint = profile
+        .base_url
+        .clone()
+        .or_else(|| {
+            std::env::var(profile.provider.base_url_env())
+                .ok()
+                .filter(|v| !v.is_empty())
+        })
+        .unwrap_or_else(|| profile.provider.default_base_url().to_owned());
+    let cap = MicroUsd::parse_usd(&args.cap_usd)
+        .map_err(|e| CliError::Environment(anyhow::anyhow!("--cap-usd: {e}")))?;
+    let unpriced = profile.price.is_none();
+    if unpriced && !args.yes {
+        return Err(CliError::Environment(anyhow::anyhow!(
+            "profile {} has no verifiable price (no monetary cap): confirm with --yes",
+            profile.id
+        )));
+    }
+    let options = PlanOptions {
+        repetitions: args.reps,
+        seed: 20_261_129,
+        cap: (!unpriced).then_some(cap),
+        max_requests: unpriced.then_some(100),
+        max_tokens: unpriced.then_some(5_000_000),
+        max_output_tokens: None,
+        endpoint,
+        scripted,
+    };
+    let plan_error =
+        |e: manifest::PlanError| CliError::Environment(anyhow::anyhow!("cannot plan: {e}"));
+    let m = manifest::build(&pack, Some(a), Some(b), &profile, &options).map_err(plan_error)?;
+    let (_, totals) = manifest::trials(&m, &pack, Some(a), Some(b)).map_err(plan_error)?;
+
+    // 3. Plan: inputs into the store.
+    let mut opened = state::open(global)?;
+    let hash = engine::save_inputs(&opened.store, &m, &pack, Some(a), Some(b))
+        .map_err(|e| CliError::Environment(e.into()))?;
+    say(
+        global,
+        &format!("planned {} trials, manifest {hash}", totals.trials),
+    );
+
+    // 4. Run.
+    let inputs = engine::load_inputs(&opened.store, &hash.hex())
+        .map_err(|e| CliError::Rejected(e.into()))?;
+    let provider = skilltrial_runner::provider::for_manifest(&m)
+        .map_err(|e| CliError::Environment(anyhow::anyhow!(e)))?;
+    let mut show = progress_printer(global.json);
+    let summary = engine::run(
+        &mut opened.journal,
+        &opened.payloads,
+        provider.as_ref(),
+        &inputs,
+        RunOptions {
+            dispatch_limit: None,
+        },
+        &mut show,
+    )
+    .map_err(|e| CliError::Rejected(e.into()))?;
+    say(global, "");
+    drop(server);
+
+    // 5. Reports.
+    let run = state::find_run(&opened.journal, Some(&summary.run))?;
+    let written = report::write(&opened, &run, args.out.as_deref(), true, true)?;
+    if global.json {
+        output::json(&serde_json::json!({
+            "run": summary.run,
+            "scripted": scripted,
+            "status": summary.status,
+            "report_hash": written.hash,
+            "json": written.json.as_ref().map(|p| p.display().to_string()),
+            "html": written.html.as_ref().map(|p| p.display().to_string()),
+            "summary": written.report["summary"],
+        }))?;
+    } else {
+        let mut out = format!("run {} {}\n", &summary.run[..12], summary.status);
+        out.push_str(&report::render(&written));
+        let _ = writeln!(
+            out,
+            "\nopen the HTML report in a browser; `skilltrial status` and `skilltrial report` work on this run too"
+        );
+        let _ = writeln!(
+            out,
+            "note: {}",
+            skilltrial_runner::report::SENSITIVE_WARNING
+        );
+        output::text(&out)?;
+    }
+    Ok(Status::Ok)
+}

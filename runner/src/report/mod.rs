@@ -1,0 +1,563 @@
+//! Reports (SPEC §8): the canonical JSON export of a run and its statistics, and the HTML view.
+//!
+//! The export holds the manifest, every trial and attempt (outcome, reasons, usage, fingerprint,
+//! the stored answer), per-arm success with Wilson intervals, the paired comparisons, per-task
+//! verdicts, cost and comparability. Its `report_hash` is SHA-256 over the RFC 8785 canonical
+//! form of the whole document *without* the `report_hash` member; the manifest hash is SHA-256
+//! over the canonical form of its `manifest` member. Anyone holding the file can recompute both.
+
+pub mod html;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+
+use crate::canonical;
+use crate::digest::Sha256Digest;
+use crate::journal::{AttemptRow, Journal, JournalError, RunRow, TrialRow};
+use crate::manifest::{Arm, Manifest};
+use crate::stats::{self, Fraction};
+use crate::store::{Store, StoreError, parse_hex};
+
+/// The export format name.
+pub const FORMAT: &str = "skilltrial-report-v1";
+
+/// Shown with every export.
+pub const SENSITIVE_WARNING: &str = "This report holds raw model answers, which may contain sensitive content. It is written to your disk only and never uploaded; review it before sharing.";
+
+/// Outcomes in which the model answered: the executed model trials.
+pub const EXECUTED: [&str; 4] = ["pass", "fail", "invalid_output", "unsupported_case"];
+
+/// Why a report could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn executed(outcome: Option<&str>) -> bool {
+    outcome.is_some_and(|o| EXECUTED.contains(&o))
+}
+
+fn fraction(f: Fraction) -> Value {
+    json!({ "num": f.num, "den": f.den, "value": format!("{:.6}", f.value()) })
+}
+
+fn rate(num: u64, den: u64) -> Value {
+    if den == 0 {
+        return Value::Null;
+    }
+    let (lo, hi) = stats::wilson95(num, den).unwrap_or((0.0, 1.0));
+    json!({ "num": num, "den": den, "value": format!("{:.6}", num as f64 / den as f64), "wilson95": [format!("{lo:.6}"), format!("{hi:.6}")] })
+}
+
+/// One trial's observation: its latest attempt.
+struct Observation<'a> {
+    trial: &'a TrialRow,
+    latest: Option<&'a AttemptRow>,
+}
+
+impl Observation<'_> {
+    fn outcome(&self) -> &str {
+        self.latest
+            .and_then(|a| a.outcome.as_deref())
+            .unwrap_or("pending")
+    }
+    fn passed(&self) -> bool {
+        self.outcome() == "pass"
+    }
+    fn executed(&self) -> bool {
+        executed(Some(self.outcome()))
+    }
+}
+
+/// Builds the report of a run from the journal and the stores.
+pub fn build(
+    journal: &Journal,
+    store: &Store,
+    payloads: &Store,
+    run: &RunRow,
+) -> Result<Value, ReportError> {
+    let manifest_hash = parse_hex(&run.manifest_sha256)
+        .ok_or_else(|| ReportError::Invalid("the run id is not a hash".to_owned()))?;
+    let manifest: Manifest = serde_json::from_slice(&store.get(&manifest_hash)?)
+        .map_err(|e| ReportError::Invalid(format!("manifest: {e}")))?;
+    let manifest_value =
+        serde_json::to_value(&manifest).map_err(|e| ReportError::Invalid(e.to_string()))?;
+    let trials = journal.trials(&run.id)?;
+    let attempts = journal.attempts(&run.id)?;
+    let money = journal.money(&run.id)?;
+    let families = families(store, &manifest)?;
+
+    let mut latest: BTreeMap<u32, &AttemptRow> = BTreeMap::new();
+    for a in &attempts {
+        latest.insert(a.trial_idx, a);
+    }
+    let observations: Vec<Observation<'_>> = trials
+        .iter()
+        .map(|t| Observation {
+            trial: t,
+            latest: latest.get(&t.idx).copied(),
+        })
+        .collect();
+
+    // Every trial with every attempt, the stored answer included.
+    let mut trial_values = Vec::new();
+    for obs in &observations {
+        let mut attempt_values = Vec::new();
+        for a in attempts.iter().filter(|a| a.trial_idx == obs.trial.idx) {
+            let answer = match a.answer_sha256.as_deref().and_then(parse_hex) {
+                Some(sha) => match payloads.get(&sha) {
+                    Ok(bytes) => Value::String(String::from_utf8_lossy(&bytes).into_owned()),
+                    Err(StoreError::Missing(_)) => Value::Null,
+                    Err(e) => return Err(e.into()),
+                },
+                None => Value::Null,
+            };
+            attempt_values.push(json!({
+                "id": a.id,
+                "seq": a.seq,
+                "state": a.state,
+                "outcome": a.outcome,
+                "reasons": a.reasons,
+                "details": a.details,
+                "retry_of": a.retry_of,
+                "retry_reason": a.retry_reason,
+                "reserved_usd_micros": a.reserved_micros,
+                "spent_usd_micros": a.spent_micros,
+                "input_tokens": a.input_tokens,
+                "output_tokens": a.output_tokens,
+                "latency_ms": a.latency_ms,
+                "http_status": a.http_status,
+                "provider_request_id": a.provider_request_id,
+                "model_reported": a.model_reported,
+                "system_fingerprint": a.system_fingerprint,
+                "request_sha256": a.request_sha256,
+                "answer_sha256": a.answer_sha256,
+                "answer": answer,
+                "answer_purged": a.answer_sha256.is_some() && answer.is_null(),
+                "error": a.error,
+            }));
+        }
+        trial_values.push(json!({
+            "index": obs.trial.idx,
+            "task": obs.trial.task,
+            "family": families.get(&obs.trial.task),
+            "arm": obs.trial.arm,
+            "repetition": obs.trial.repetition,
+            "outcome": obs.outcome(),
+            "reasons": obs.latest.map(|a| a.reasons.clone()).unwrap_or_default(),
+            "attempts": attempt_values,
+        }));
+    }
+
+    let arms: Vec<String> = manifest
+        .arms
+        .iter()
+        .map(|a| a.arm.as_str().to_owned())
+        .collect();
+    let complete = observations.iter().all(Observation::executed);
+
+    // Per arm.
+    let mut arm_values = Vec::new();
+    for spec in &manifest.arms {
+        let arm = spec.arm.as_str();
+        let mine: Vec<&Observation<'_>> =
+            observations.iter().filter(|o| o.trial.arm == arm).collect();
+        let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+        for o in &mine {
+            *counts.entry(o.outcome().to_owned()).or_insert(0) += 1;
+        }
+        let count = |k: &str| counts.get(k).copied().unwrap_or(0);
+        let executed_n: u64 = EXECUTED.iter().map(|k| count(k)).sum();
+        arm_values.push(json!({
+            "arm": arm,
+            "bundle": spec.bundle,
+            "planned": mine.len(),
+            "executed": executed_n,
+            "pass": count("pass"),
+            "fail": count("fail"),
+            "invalid_output": count("invalid_output"),
+            "unsupported_case": count("unsupported_case"),
+            "infrastructure_error": count("infrastructure_error"),
+            "unknown": count("unknown"),
+            "interrupted": count("interrupted"),
+            "not_run": count("not_run"),
+            "pending": count("pending"),
+            "success": rate(count("pass"), executed_n),
+        }));
+    }
+
+    let pairs = pairs(&manifest, &observations);
+    let tasks = task_table(&manifest, &observations, &families);
+    let leader = if complete {
+        leader(&arm_values)
+    } else {
+        Value::Null
+    };
+
+    let reported: BTreeSet<String> = attempts
+        .iter()
+        .filter_map(|a| a.model_reported.clone())
+        .collect();
+    let fingerprints: BTreeSet<String> = attempts
+        .iter()
+        .filter_map(|a| a.system_fingerprint.clone())
+        .collect();
+    let spent_by_arm: BTreeMap<String, u64> = arms
+        .iter()
+        .map(|arm| {
+            let spent = attempts
+                .iter()
+                .filter(|a| trials.iter().any(|t| t.idx == a.trial_idx && &t.arm == arm))
+                .filter_map(|a| a.spent_micros)
+                .sum();
+            (arm.clone(), spent)
+        })
+        .collect();
+    let model_latency_ms: u64 = attempts
+        .iter()
+        .filter(|a| a.state == crate::journal::AttemptState::Result)
+        .filter_map(|a| a.latency_ms)
+        .sum();
+    let wall_ms = match (run.started_at_ms, run.finished_at_ms) {
+        (Some(s), Some(f)) => u64::try_from(f.saturating_sub(s)).ok(),
+        _ => None,
+    };
+    let unknown_holding: Vec<Value> = attempts
+        .iter()
+        .filter(|a| a.state == crate::journal::AttemptState::Unknown)
+        .map(|a| json!({ "attempt": a.id, "reserved_usd_micros": a.reserved_micros }))
+        .collect();
+
+    let scripted = manifest.model.scripted;
+    let report = json!({
+        "format": FORMAT,
+        "generated_by": { "app": "skilltrial", "version": crate::APP_VERSION },
+        "warning": SENSITIVE_WARNING,
+        "run": {
+            "id": run.id,
+            "status": run.status,
+            "complete": complete,
+            "created_at_ms": run.created_at_ms,
+            "started_at_ms": run.started_at_ms,
+            "finished_at_ms": run.finished_at_ms,
+        },
+        "manifest_hash": manifest_hash.to_string(),
+        "manifest": manifest_value,
+        "model_label": if scripted { "scripted (not a real model)" } else { "real model" },
+        "comparability": {
+            "model": {
+                "provider": manifest.model.provider,
+                "model": manifest.model.model,
+                "revision": manifest.model.revision,
+                "scripted": scripted,
+                "reported_models": reported,
+                "system_fingerprints": fingerprints,
+            },
+            "pack": { "id": manifest.pack.id, "hash": manifest.pack.hash },
+            "checker": { "version": manifest.checker.version, "source_sha256": manifest.checker.source_sha256 },
+        },
+        "summary": {
+            "planned": trials.len(),
+            "executed": observations.iter().filter(|o| o.executed()).count(),
+            "complete": complete,
+            "arms": arm_values,
+            "leader": leader,
+        },
+        "pairs": pairs,
+        "tasks": tasks,
+        "cost": {
+            "cap_usd_micros": manifest.budget.cap_usd_micros,
+            "spent_usd_micros": money.spent.0,
+            "reserved_usd_micros": money.reserved.0,
+            "spent_by_arm_usd_micros": spent_by_arm,
+            "input_tokens": attempts.iter().filter_map(|a| a.input_tokens).sum::<u64>(),
+            "output_tokens": attempts.iter().filter_map(|a| a.output_tokens).sum::<u64>(),
+            "model_latency_ms": model_latency_ms,
+            "run_wall_ms": wall_ms,
+            "runner_time_ms": wall_ms.map(|w| w.saturating_sub(model_latency_ms)),
+            "unknown_holding_reserve": unknown_holding,
+        },
+        "trials": trial_values,
+    });
+    Ok(report)
+}
+
+/// The report hash: SHA-256 over the canonical form without `report_hash`.
+pub fn hash(report: &Value) -> Result<Sha256Digest, ReportError> {
+    let mut copy = report.clone();
+    if let Some(map) = copy.as_object_mut() {
+        map.remove("report_hash");
+    }
+    canonical::hash(&copy).map_err(|e| ReportError::Invalid(e.to_string()))
+}
+
+/// Adds `report_hash` and returns it.
+pub fn seal(report: &mut Value) -> Result<Sha256Digest, ReportError> {
+    let digest = hash(report)?;
+    if let Some(map) = report.as_object_mut() {
+        map.insert("report_hash".to_owned(), Value::String(digest.to_string()));
+    }
+    Ok(digest)
+}
+
+/// Verifies a report document: its `report_hash` and its manifest hash both recompute.
+pub fn verify(report: &Value) -> Result<(Sha256Digest, Sha256Digest), ReportError> {
+    let claimed = report
+        .get("report_hash")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ReportError::Invalid("no report_hash".to_owned()))?;
+    let actual = hash(report)?;
+    if claimed != actual.to_string() {
+        return Err(ReportError::Invalid(format!(
+            "report_hash says {claimed}, the content hashes to {actual}"
+        )));
+    }
+    let manifest = report
+        .get("manifest")
+        .ok_or_else(|| ReportError::Invalid("no manifest".to_owned()))?;
+    let manifest_hash =
+        canonical::hash(manifest).map_err(|e| ReportError::Invalid(e.to_string()))?;
+    if report.get("manifest_hash").and_then(Value::as_str)
+        != Some(manifest_hash.to_string().as_str())
+    {
+        return Err(ReportError::Invalid(format!(
+            "manifest_hash does not match the manifest ({manifest_hash})"
+        )));
+    }
+    Ok((actual, manifest_hash))
+}
+
+fn families(store: &Store, manifest: &Manifest) -> Result<BTreeMap<String, String>, ReportError> {
+    let Some(hash) = parse_hex(&manifest.pack.hash) else {
+        return Ok(BTreeMap::new());
+    };
+    let files: BTreeMap<String, Vec<u8>> = store.get_tree(&hash)?.into_iter().collect();
+    let pack = crate::pack::from_files(&manifest.pack.id, files)
+        .map_err(|e| ReportError::Invalid(e.to_string()))?;
+    Ok(pack
+        .tasks
+        .iter()
+        .map(|t| (t.id.clone(), t.family.as_str().to_owned()))
+        .collect())
+}
+
+fn leader(arms: &[Value]) -> Value {
+    let pass = |v: &Value| v["pass"].as_u64().unwrap_or(0);
+    let best = arms.iter().map(pass).max().unwrap_or(0);
+    let top: Vec<&str> = arms
+        .iter()
+        .filter(|a| pass(a) == best)
+        .filter_map(|a| a["arm"].as_str())
+        .collect();
+    if top.len() == 1 {
+        json!({ "arm": top[0], "note": "most passes in a complete run; an observed count, not a significance claim" })
+    } else {
+        json!({ "arm": null, "note": format!("tie between {}", top.join(" and ")) })
+    }
+}
+
+/// The contrasts of a manifest: (x, y) meaning x − y.
+fn contrasts(manifest: &Manifest) -> Vec<(Arm, Arm)> {
+    let has = |arm| manifest.arms.iter().any(|a| a.arm == arm);
+    let mut out = Vec::new();
+    if has(Arm::A) {
+        out.push((Arm::A, Arm::Baseline));
+    }
+    if has(Arm::B) {
+        out.push((Arm::B, Arm::Baseline));
+        out.push((Arm::B, Arm::A));
+    }
+    out
+}
+
+fn pairs(manifest: &Manifest, observations: &[Observation<'_>]) -> Value {
+    let mut results = Vec::new();
+    let mut p_values = Vec::new();
+    for (x, y) in contrasts(manifest) {
+        let find = |task: &str, rep: u32, arm: Arm| {
+            observations.iter().find(|o| {
+                o.trial.task == task && o.trial.repetition == rep && o.trial.arm == arm.as_str()
+            })
+        };
+        let mut excluded = Vec::new();
+        let (mut both, mut x_only, mut y_only, mut neither) = (0u64, 0u64, 0u64, 0u64);
+        let mut per_task: BTreeMap<String, (i64, u64)> = BTreeMap::new();
+        for task in &manifest.tasks {
+            for rep in 1..=manifest.repetitions {
+                let (Some(ox), Some(oy)) = (find(task, rep, x), find(task, rep, y)) else {
+                    continue;
+                };
+                if !(ox.executed() && oy.executed()) {
+                    let mut why = Vec::new();
+                    if !ox.executed() {
+                        why.push(format!("{}: {}", x.as_str(), ox.outcome()));
+                    }
+                    if !oy.executed() {
+                        why.push(format!("{}: {}", y.as_str(), oy.outcome()));
+                    }
+                    excluded
+                        .push(json!({ "task": task, "repetition": rep, "reason": why.join(", ") }));
+                    continue;
+                }
+                let entry = per_task.entry(task.clone()).or_insert((0, 0));
+                entry.1 += 1;
+                match (ox.passed(), oy.passed()) {
+                    (true, true) => both += 1,
+                    (true, false) => {
+                        x_only += 1;
+                        entry.0 += 1;
+                    }
+                    (false, true) => {
+                        y_only += 1;
+                        entry.0 -= 1;
+                    }
+                    (false, false) => neither += 1,
+                }
+            }
+        }
+        let complete_pairs = both + x_only + y_only + neither;
+        let x_pass = both + x_only;
+        let y_pass = both + y_only;
+        let diffs: Vec<(i64, u64)> = per_task.values().copied().collect();
+        let (test_name, p) = if manifest.repetitions == 1 {
+            (
+                "exact McNemar over complete pairs",
+                Some(stats::mcnemar_exact(x_only, y_only)),
+            )
+        } else {
+            (
+                "exact sign-flip permutation over per-task differences (task = unit)",
+                stats::sign_flip(&diffs),
+            )
+        };
+        let difference = if complete_pairs == 0 {
+            Value::Null
+        } else {
+            let d = x_pass as i64 - y_pass as i64;
+            json!({ "pairs": complete_pairs, "x_minus_y_passes": d, "value": format!("{:.6}", d as f64 / complete_pairs as f64) })
+        };
+        p_values.push(p.map(Fraction::value));
+        results.push((x, y, json!({
+            "contrast": format!("{}-{}", x.as_str(), y.as_str()),
+            "x": x.as_str(),
+            "y": y.as_str(),
+            "complete_pairs": complete_pairs,
+            "excluded": excluded,
+            "both_pass": both,
+            "x_only": x_only,
+            "y_only": y_only,
+            "neither": neither,
+            "x_pass_rate": rate(x_pass, complete_pairs),
+            "y_pass_rate": rate(y_pass, complete_pairs),
+            "observed_difference": difference,
+            "per_task": per_task.iter().map(|(t, (n, d))| json!({ "task": t, "x_minus_y_passes": n, "pairs": d })).collect::<Vec<_>>(),
+            "test": { "name": test_name, "units": if manifest.repetitions == 1 { complete_pairs } else { diffs.len() as u64 }, "p": p.map(fraction) },
+        })));
+    }
+    // Holm across the contrasts that have a test.
+    let present: Vec<f64> = p_values.iter().flatten().copied().collect();
+    let adjusted = stats::holm(&present);
+    let mut adjusted_iter = adjusted.into_iter();
+    let reps = manifest.repetitions;
+    results
+        .into_iter()
+        .zip(p_values)
+        .map(|((x, y, mut v), p)| {
+            let holm = p.and_then(|_| adjusted_iter.next());
+            v["test"]["holm_p"] = holm.map_or(Value::Null, |h| Value::String(format!("{h:.6}")));
+            v["statement"] = Value::String(statement(x, y, &v, holm, reps));
+            v
+        })
+        .collect()
+}
+
+fn statement(x: Arm, y: Arm, v: &Value, holm: Option<f64>, reps: u32) -> String {
+    let pairs = v["complete_pairs"].as_u64().unwrap_or(0);
+    let xo = v["x_only"].as_u64().unwrap_or(0);
+    let yo = v["y_only"].as_u64().unwrap_or(0);
+    let (xn, yn) = (x.as_str().to_uppercase(), y.as_str().to_uppercase());
+    let mut s = format!(
+        "Over {pairs} complete pairs, {xn} passed where {yn} failed {xo} times and {yn} passed where {xn} failed {yo} times."
+    );
+    if let Some(h) = holm {
+        let raw = v["test"]["p"]["value"].as_str().unwrap_or("?");
+        s.push_str(&format!(
+            " {} gives p = {raw} (Holm-adjusted {h:.4}).",
+            v["test"]["name"].as_str().unwrap_or("the test")
+        ));
+        if reps > 1 {
+            s.push_str(" It asks whether the difference is consistent across these tasks, each task counted once; it says nothing about tasks outside this pack, and with few tasks even a perfect record cannot reach a small p.");
+        } else {
+            s.push_str(" It asks whether discordant pairs lean one way more than chance would; it says nothing about tasks outside this pack.");
+        }
+    }
+    if reps <= 3 {
+        s.push_str(&format!(" With {reps} repetition(s) these are counts and an observed difference, not significance."));
+    }
+    s
+}
+
+fn task_table(
+    manifest: &Manifest,
+    observations: &[Observation<'_>],
+    families: &BTreeMap<String, String>,
+) -> Value {
+    let rate_of = |task: &str, arm: Arm| -> Option<(u64, u64)> {
+        let obs: Vec<&Observation<'_>> = observations
+            .iter()
+            .filter(|o| o.trial.task == task && o.trial.arm == arm.as_str() && o.executed())
+            .collect();
+        (!obs.is_empty() || manifest.arms.iter().any(|a| a.arm == arm)).then(|| {
+            (
+                obs.iter().filter(|o| o.passed()).count() as u64,
+                obs.len() as u64,
+            )
+        })
+    };
+    // Passing in at least half of the executed repetitions counts as passing the task.
+    let majority = |r: Option<(u64, u64)>| r.filter(|(_, n)| *n > 0).map(|(p, n)| p * 2 >= n);
+    manifest
+        .tasks
+        .iter()
+        .map(|task| {
+            let mut per_arm = serde_json::Map::new();
+            let mut passes = BTreeMap::new();
+            for spec in &manifest.arms {
+                if let Some((p, n)) = rate_of(task, spec.arm) {
+                    per_arm.insert(spec.arm.as_str().to_owned(), json!({ "pass": p, "executed": n }));
+                    passes.insert(spec.arm, majority(Some((p, n))));
+                }
+            }
+            let verdict = |skill: Arm| -> Value {
+                match (passes.get(&Arm::Baseline).copied().flatten(), passes.get(&skill).copied().flatten()) {
+                    (Some(false), Some(true)) => json!("skill needed"),
+                    (Some(true), Some(true)) => json!("no-op"),
+                    (Some(true), Some(false)) => json!("broken"),
+                    (Some(false), Some(false)) => json!("still failing"),
+                    _ => Value::Null,
+                }
+            };
+            let mut verdicts = serde_json::Map::new();
+            if passes.contains_key(&Arm::A) {
+                verdicts.insert("a".to_owned(), verdict(Arm::A));
+            }
+            if passes.contains_key(&Arm::B) {
+                verdicts.insert("b".to_owned(), verdict(Arm::B));
+                let ab = match (passes.get(&Arm::A).copied().flatten(), passes.get(&Arm::B).copied().flatten()) {
+                    (Some(true), Some(false)) => json!("regression"),
+                    (Some(false), Some(true)) => json!("improvement"),
+                    (Some(x), Some(y)) if x == y => json!("same"),
+                    _ => Value::Null,
+                };
+                verdicts.insert("b_vs_a".to_owned(), ab);
+            }
+            json!({ "task": task, "family": families.get(task), "arms": per_arm, "verdicts": verdicts })
+        })
+        .collect()
+}
