@@ -66,6 +66,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare two runs side by side; refuses runs of different models, packs or checkers.
     Compare(CompareArgs),
+    /// Recompute a report file's report hash and manifest hash from the file alone.
+    Verify(VerifyArgs),
     /// The whole local job on embedded defaults: validate the example bundles, plan and run a
     /// 54-trial paired run, write the reports. Uses the scripted model unless a key is set.
     Demo(DemoArgs),
@@ -85,6 +87,13 @@ pub struct ReportArgs {
     /// Where to write (default: <state dir>/reports/<run>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// A report.json written by `skilltrial report`.
+    #[arg(value_name = "REPORT_JSON")]
+    pub report: std::path::PathBuf,
 }
 
 #[derive(Debug, Args)]

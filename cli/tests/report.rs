@@ -113,9 +113,18 @@ fn the_demo_runs_54_trials_and_its_report_recomputes_from_the_file_alone() {
     assert_eq!(file["manifest"]["model"]["scripted"], true);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("Scripted model."));
-    // A changed byte breaks the hash.
+    // A changed byte breaks the hash, and `skilltrial verify` says so from the file alone.
     let tampered = text.replacen("\"pass\": 16", "\"pass\": 17", 1);
     assert!(report::verify(&serde_json::from_str(&tampered).unwrap()).is_err());
+    let ok = skilltrial(
+        tmp.path(),
+        &["verify", out.join("report.json").to_str().unwrap()],
+    );
+    assert_eq!(ok.status.code(), Some(0));
+    let bad_path = tmp.path().join("tampered.json");
+    std::fs::write(&bad_path, tampered).unwrap();
+    let bad = skilltrial(tmp.path(), &["verify", bad_path.to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(1));
 }
 
 /// Replaces what differs between runs (ids, hashes, ports, times) with stable placeholders.

@@ -16,6 +16,7 @@ mod run;
 mod state;
 mod status;
 mod validate;
+mod verify;
 
 use crate::cli::{Cli, Command};
 use crate::exit::{CliError, Status};
@@ -37,6 +38,7 @@ pub fn dispatch(cli: Cli) -> Result<Status, CliError> {
         Command::Key(command) => key::run(&command, &cli.global),
         Command::Report(args) => report::run(&args, &cli.global),
         Command::Compare(args) => compare::run(&args, &cli.global),
+        Command::Verify(args) => verify::run(&args, &cli.global),
         Command::Demo(args) => demo::run(&args, &cli.global),
     }
 }
