@@ -1,0 +1,32 @@
+//! `run_cancel`: the user stops new dispatches. Only the run's user.
+
+use anchor_lang::prelude::*;
+
+use crate::constants::RUN_SEED;
+use crate::error::SkillTrialError;
+use crate::events::RunCancelled;
+use crate::state::{Run, RunStatus};
+
+#[derive(Accounts)]
+pub struct RunCancel<'info> {
+    pub user: Signer<'info>,
+    #[account(mut, seeds = [RUN_SEED, user.key().as_ref(), run.manifest_hash.as_ref()], bump = run.bump, has_one = user)]
+    pub run: Account<'info, Run>,
+}
+
+impl RunCancel<'_> {
+    pub fn validate(&self) -> Result<()> {
+        require!(
+            self.run.status == RunStatus::Open,
+            SkillTrialError::RunNotOpen
+        );
+        Ok(())
+    }
+}
+
+pub fn run_cancel(ctx: Context<RunCancel>) -> Result<()> {
+    let run = &mut ctx.accounts.run;
+    run.status = RunStatus::Cancelled;
+    emit!(RunCancelled { run: run.key() });
+    run.invariant()
+}

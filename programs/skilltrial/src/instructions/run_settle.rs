@@ -1,0 +1,115 @@
+//! `run_settle`: the runner charges a batch of executed trials — each at most once, each at most
+//! the per-request cap — paying usage to the runner and the fee to the fee vault. Trials never
+//! dispatched are simply never settled: they pay nothing.
+
+use anchor_lang::prelude::*;
+
+use crate::constants::{CONFIG_SEED, FEE_VAULT_SEED, MAX_SETTLE_BATCH, RUN_SEED};
+use crate::error::SkillTrialError;
+use crate::events::TrialsSettled;
+use crate::lamports;
+use crate::state::{Config, FeeVault, Run, RunStatus};
+
+#[derive(AnchorSerialize, AnchorDeserialize, Clone, Copy, Debug)]
+pub struct TrialCharge {
+    /// The trial's index in the run's plan.
+    pub index: u16,
+    /// Model usage at cost, lamports.
+    pub usage: u64,
+}
+
+#[derive(AnchorSerialize, AnchorDeserialize, Clone, Debug)]
+pub struct RunSettleArgs {
+    pub trials: Vec<TrialCharge>,
+}
+
+#[derive(Accounts)]
+pub struct RunSettle<'info> {
+    /// The run's runner; it also receives the usage.
+    #[account(mut)]
+    pub runner: Signer<'info>,
+    #[account(mut, seeds = [CONFIG_SEED], bump = config.bump)]
+    pub config: Account<'info, Config>,
+    #[account(
+        mut,
+        seeds = [RUN_SEED, run.user.as_ref(), run.manifest_hash.as_ref()],
+        bump = run.bump,
+        has_one = runner
+    )]
+    pub run: Account<'info, Run>,
+    #[account(mut, seeds = [FEE_VAULT_SEED], bump = config.fee_vault_bump)]
+    pub fee_vault: Account<'info, FeeVault>,
+}
+
+impl RunSettle<'_> {
+    pub fn validate(&self, args: &RunSettleArgs) -> Result<()> {
+        require!(
+            !args.trials.is_empty() && args.trials.len() <= MAX_SETTLE_BATCH,
+            SkillTrialError::BadBatch
+        );
+        require!(
+            self.run.status == RunStatus::Open,
+            SkillTrialError::RunNotOpen
+        );
+        Ok(())
+    }
+}
+
+pub fn run_settle(ctx: Context<RunSettle>, args: RunSettleArgs) -> Result<()> {
+    let run = &mut ctx.accounts.run;
+    let mut usage_total: u64 = 0;
+    for charge in &args.trials {
+        require!(
+            charge.usage <= run.per_request_cap,
+            SkillTrialError::ChargeAboveCap
+        );
+        run.mark_settled(charge.index)?;
+        usage_total = usage_total
+            .checked_add(charge.usage)
+            .ok_or(SkillTrialError::Overflow)?;
+    }
+    let count = u64::try_from(args.trials.len()).map_err(|_| SkillTrialError::Overflow)?;
+    let fees = run
+        .fee_per_trial
+        .checked_mul(count)
+        .ok_or(SkillTrialError::Overflow)?;
+    run.settled_usage = run
+        .settled_usage
+        .checked_add(usage_total)
+        .ok_or(SkillTrialError::Overflow)?;
+    run.settled_fees = run
+        .settled_fees
+        .checked_add(fees)
+        .ok_or(SkillTrialError::Overflow)?;
+    // The escrow must still cover what was settled (remaining() fails otherwise).
+    run.invariant()?;
+    let run_info = run.to_account_info();
+    lamports::transfer(
+        &run_info,
+        &ctx.accounts.runner.to_account_info(),
+        usage_total,
+    )?;
+    lamports::transfer(&run_info, &ctx.accounts.fee_vault.to_account_info(), fees)?;
+
+    let config = &mut ctx.accounts.config;
+    config.total_trials_settled = config
+        .total_trials_settled
+        .checked_add(count)
+        .ok_or(SkillTrialError::Overflow)?;
+    config.total_usage = config
+        .total_usage
+        .checked_add(usage_total)
+        .ok_or(SkillTrialError::Overflow)?;
+    config.total_fees = config
+        .total_fees
+        .checked_add(fees)
+        .ok_or(SkillTrialError::Overflow)?;
+    emit!(TrialsSettled {
+        run: ctx.accounts.run.key(),
+        trials: u16::try_from(count).unwrap_or(u16::MAX),
+        usage: usage_total,
+        fees
+    });
+    ctx.accounts.run.invariant()?;
+    ctx.accounts.config.invariant()
+}
