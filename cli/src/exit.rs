@@ -39,6 +39,15 @@ pub enum CliError {
     Rejected(anyhow::Error),
 }
 
+/// Maps an engine error: a refusal about the run's inputs is a rejection (1); a journal or
+/// store failure is the environment (2).
+pub fn engine_error(e: skilltrial_runner::engine::EngineError) -> CliError {
+    match e {
+        skilltrial_runner::engine::EngineError::Refused(_) => CliError::Rejected(e.into()),
+        other => CliError::Environment(other.into()),
+    }
+}
+
 /// Prints a command error (text on stderr, or JSON on stdout) and returns its exit code.
 pub fn report(error: &CliError, json: bool) -> ExitCode {
     match error {

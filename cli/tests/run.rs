@@ -497,3 +497,78 @@ fn status_reads_well_for_people() {
         .replace(&run[..12], "<run>");
     insta::assert_snapshot!("status_human", text);
 }
+
+#[test]
+fn regression_a_second_runner_on_the_same_run_is_refused() {
+    let server =
+        ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(100)))
+            .unwrap();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    let mut first = env
+        .command(&["run", "--manifest", &run])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server.requests().is_empty() {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let second = env.run(&["run", "--manifest", &run]);
+    assert_eq!(second.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&second.stderr).contains("another skilltrial process"));
+    assert!(
+        first.wait().unwrap().success(),
+        "the first runner is undisturbed"
+    );
+    let status = env.json(&["status", "--json"]);
+    assert_eq!(status["executed"], 18);
+    assert_eq!(server.requests().len(), 18);
+}
+
+#[test]
+fn regression_missing_usage_counts_the_whole_token_reservation() {
+    let server = ScriptedServer::start(|r| Reply::AnswerWithoutUsage(scripted_answer(r))).unwrap();
+    let env = Env::new(&server, false);
+    let profiles = env.dir.path().join("profiles.toml");
+    // Room for about three requests' token bounds, not eighteen.
+    let doc = env.json(&[
+        "plan",
+        "--model",
+        "loopback",
+        "--profiles",
+        profiles.to_str().unwrap(),
+        "--reps",
+        "1",
+        "--max-requests",
+        "18",
+        "--max-tokens",
+        "20000",
+        "--json",
+        "--a",
+        "fixtures/bundles/solana-reader-1.4.2",
+        "--b",
+        "fixtures/bundles/solana-reader-1.5.0",
+    ]);
+    let run = doc["run"].as_str().unwrap().to_owned();
+    env.json(&["run", "--manifest", &run, "--yes", "--json"]);
+    let status = env.json(&["status", "--json"]);
+    let sent = server.requests().len() as u64;
+    assert!(sent < 18, "the token cap held: {sent} sent");
+    assert_eq!(status["counts"]["not_run"].as_u64().unwrap(), 18 - sent);
+}
+
+#[test]
+fn regression_an_answer_with_huge_numbers_still_reports() {
+    let server = ScriptedServer::start(|_| Reply::Answer("{\"account_type\":\"mint\",\"program\":\"spl-token\",\"mint_authority\":null,\"supply\":18446744073709551615,\"decimals\":1.5e300,\"is_initialized\":true,\"freeze_authority\":null}".into())).unwrap();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    env.json(&["run", "--manifest", &run, "--json"]);
+    let out_dir = env.dir.path().join("report");
+    let doc = env.json(&["report", &run, "--out", out_dir.to_str().unwrap(), "--json"]);
+    assert!(doc["report_hash"].as_str().unwrap().starts_with("sha256:"));
+    let verified = env.run(&["verify", out_dir.join("report.json").to_str().unwrap()]);
+    assert!(verified.status.success());
+}

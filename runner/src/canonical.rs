@@ -24,6 +24,29 @@ pub enum CanonicalError {
     Number { path: String, number: String },
 }
 
+/// A copy of `value` that always has a canonical form: numbers that are not safe integers
+/// (floats, integers beyond 2^53 − 1) become their decimal strings. For values that come from
+/// outside (a model's answer) and must still enter a hashed report.
+pub fn make_safe(value: &Value) -> Value {
+    match value {
+        Value::Number(n) => {
+            let safe = n.as_u64().is_some_and(|u| u <= MAX_SAFE_INTEGER)
+                || n.as_i64()
+                    .is_some_and(|i| i.unsigned_abs() <= MAX_SAFE_INTEGER);
+            if safe {
+                value.clone()
+            } else {
+                Value::String(n.to_string())
+            }
+        }
+        Value::Array(items) => Value::Array(items.iter().map(make_safe).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), make_safe(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
 /// The canonical text of `value`.
 pub fn to_string(value: &Value) -> Result<String, CanonicalError> {
     let mut out = String::new();

@@ -25,6 +25,39 @@ use crate::prompt;
 use crate::provider::{CallError, ModelRequest, Provider};
 use crate::store::{Store, StoreError, parse_hex};
 
+/// An exclusive lock on one run, held for as long as the value lives.
+#[derive(Debug)]
+pub struct RunLock {
+    _file: std::fs::File,
+}
+
+fn lock_run(journal: &Journal, run_id: &str) -> Result<RunLock, EngineError> {
+    let dir = journal
+        .path()
+        .parent()
+        .map_or_else(|| std::path::PathBuf::from("locks"), |p| p.join("locks"));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| EngineError::Refused(format!("cannot create {}: {e}", dir.display())))?;
+    let path = dir.join(format!("{run_id}.lock"));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| EngineError::Refused(format!("cannot open {}: {e}", path.display())))?;
+    match file.try_lock() {
+        Ok(()) => Ok(RunLock { _file: file }),
+        Err(std::fs::TryLockError::WouldBlock) => Err(EngineError::Refused(format!(
+            "run {} is being run by another skilltrial process; wait for it, or cancel it with `skilltrial cancel`",
+            short(run_id)
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => Err(EngineError::Refused(format!(
+            "cannot lock {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
 /// Why a run could not start or continue.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -261,7 +294,29 @@ pub fn run(
         manifest::trials(manifest, &inputs.pack, inputs.a.as_ref(), inputs.b.as_ref())
             .map_err(|e| EngineError::Refused(e.to_string()))?;
     journal.create_run(&run_id, manifest, &trials)?;
+    // One process per run: a second `run` must not recover (and so orphan) the first one's
+    // request in flight, nor race it past the cap. The lock dies with the process.
+    let _lock = lock_run(journal, &run_id)?;
     let recovered_unknown = journal.recover(&run_id)?;
+    // A stop between journaling an answer and its verdict leaves a result without an outcome:
+    // score it now from the stored answer (the answer is on disk before the checker ever runs).
+    for attempt in journal.attempts(&run_id)? {
+        if attempt.state != AttemptState::Result || attempt.outcome.is_some() {
+            continue;
+        }
+        let (Some(sha), Some(trial)) = (
+            attempt.answer_sha256.as_deref().and_then(parse_hex),
+            trials.iter().find(|t| t.index == attempt.trial_idx),
+        ) else {
+            continue;
+        };
+        let answer = String::from_utf8_lossy(&payloads.get(&sha)?).into_owned();
+        let task = inputs
+            .pack
+            .task(&trial.task)
+            .map_err(|e| EngineError::Refused(e.to_string()))?;
+        journal.record_verdict(&attempt.id, &task.check(&answer))?;
+    }
     let run_row = journal
         .run(&run_id)?
         .ok_or_else(|| EngineError::Refused("run vanished".to_owned()))?;
@@ -272,10 +327,9 @@ pub fn run(
         )));
     }
     journal.set_status(&run_id, "running")?;
-    let started_at = journal
-        .run(&run_id)?
-        .and_then(|r| r.started_at_ms)
-        .unwrap_or_else(now_ms);
+    // The run-time limit counts from this invocation, so a resumed run (or a user's retry) gets
+    // its own window rather than being cut off by an earlier one.
+    let started_at = now_ms();
     let total = u32::try_from(trials.len()).unwrap_or(u32::MAX);
     let mut dispatched_now = 0u32;
     let mut stopped = false;
@@ -470,6 +524,15 @@ pub fn run(
                 )?;
                 let verdict = task.check(&response.text);
                 journal.record_verdict(&attempt, &verdict)?;
+                if spent > trial.reserve {
+                    // The reservation bound was broken (the provider reported more usage than the
+                    // bound allows): the record is kept as reported, and the run stops.
+                    journal.set_status(&run_id, "stopped")?;
+                    return Err(EngineError::Refused(format!(
+                        "attempt {attempt} reported usage costing {spent}, above its reservation {}: the run stopped; check the model profile's limits and prices",
+                        trial.reserve
+                    )));
+                }
             }
             Err(CallError::NotDelivered { message }) => {
                 let call = CallRecord {

@@ -329,7 +329,7 @@ impl Journal {
     pub fn run(&self, id: &str) -> Result<Option<RunRow>, JournalError> {
         let mut stmt = self
             .conn
-            .prepare(&format!("SELECT {} FROM runs WHERE id = ?1 OR (length(?1) >= 8 AND id LIKE ?1 || '%') ORDER BY created_at_ms DESC", Self::RUN_COLUMNS))
+            .prepare(&format!("SELECT {} FROM runs WHERE id = ?1 OR (length(?1) >= 8 AND substr(id, 1, length(?1)) = ?1) ORDER BY created_at_ms DESC", Self::RUN_COLUMNS))
             .map_err(self.sql())?;
         let rows: Vec<RunRow> = stmt
             .query_map([id], Self::run_from)
@@ -682,10 +682,11 @@ impl Journal {
                 "attempt {attempt} is not dispatched"
             )));
         }
-        let used = call
-            .input_tokens
-            .unwrap_or(0)
-            .saturating_add(call.output_tokens.unwrap_or(0));
+        // Usage the provider did not report counts as the whole token reservation, never zero.
+        let used = match (call.input_tokens, call.output_tokens) {
+            (Some(i), Some(o)) => i.saturating_add(o),
+            _ => reserved_tokens,
+        };
         Self::ledger(
             &tx,
             &run_id,
@@ -868,109 +869,85 @@ impl Journal {
     }
 
     /// The user's decision on an `unknown` attempt. `Release` closes it as `interrupted` with its
-    /// reserve counted as spent; `Retry` does the same and plans a new attempt (new id) carrying
-    /// the reason. The old attempt stays in the ledger as its own observation.
+    /// reserve counted as spent; `Retry` does the same and plans a new attempt (new id, no
+    /// reserve until the run dispatches it) carrying the reason. The old attempt stays in the
+    /// ledger as its own observation. All of it commits in one transaction.
     pub fn resolve(
         &mut self,
         attempt: &str,
         resolution: &Resolution,
     ) -> Result<Option<String>, JournalError> {
-        let Some((run_id, row)) = self.attempt(attempt)? else {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        let row: Option<(String, u32, String, u64, u64)> = tx
+            .query_row(
+                "SELECT run_id, trial_idx, state, reserved_micros, reserved_tokens FROM attempts WHERE id = ?1",
+                [attempt],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, to_u64(r.get(3)?), to_u64(r.get(4)?))),
+            )
+            .optional()
+            .map_err(sql)?;
+        let Some((run_id, trial_idx, state, reserved, reserved_tokens)) = row else {
             return Err(JournalError::State(format!("no attempt `{attempt}`")));
         };
-        if row.state != AttemptState::Unknown {
+        if state != "unknown" {
             return Err(JournalError::State(format!(
-                "attempt {attempt} is {:?}, not unknown: only unknown attempts are resolved",
-                row.state
+                "attempt {attempt} is {state}, not unknown: only unknown attempts are resolved"
             )));
         }
-        let path = self.path.clone();
-        let sql = |source| JournalError::Sql {
-            path: path.clone(),
-            source,
+        let note = match resolution {
+            Resolution::Release => "released by the user as spent".to_owned(),
+            Resolution::Retry { reason } => format!("retried by the user: {reason}"),
         };
-        {
-            let tx = self.conn.transaction().map_err(sql)?;
-            let note = match resolution {
-                Resolution::Release => "released by the user as spent".to_owned(),
-                Resolution::Retry { reason } => format!("retried by the user: {reason}"),
-            };
-            tx.execute(
-                "UPDATE attempts SET state = 'closed', outcome = 'interrupted', spent_micros = reserved_micros, error = COALESCE(error, '') || ' | ' || ?2 WHERE id = ?1",
-                params![attempt, note],
-            )
-            .map_err(sql)?;
-            Self::ledger(
-                &tx,
-                &run_id,
-                attempt,
-                "release",
-                row.reserved_micros,
-                row.reserved_tokens,
-                &note,
-            )
-            .map_err(sql)?;
-            Self::ledger(
-                &tx,
-                &run_id,
-                attempt,
-                "spend",
-                row.reserved_micros,
-                row.reserved_tokens,
-                &note,
-            )
-            .map_err(sql)?;
-            tx.commit().map_err(sql)?;
-        }
-        match resolution {
-            Resolution::Release => Ok(None),
-            Resolution::Retry { reason } => {
-                let trial = self
-                    .trials(&run_id)?
-                    .into_iter()
-                    .find(|t| t.idx == row.trial_idx);
-                let trial = trial.ok_or_else(|| JournalError::State("trial missing".to_owned()))?;
-                let id = self.plan_attempt(
-                    &run_id,
-                    row.trial_idx,
-                    MicroUsd(trial.reserve_micros),
-                    trial
-                        .input_token_bound
-                        .saturating_add(trial.max_output_tokens),
-                    Some((attempt, reason)),
-                )?;
-                // A planned retry holds no money until the run dispatches it: release it now and
-                // let the run reserve again when it gets there.
-                self.release_planned(&id)?;
-                Ok(Some(id))
-            }
-        }
-    }
-
-    fn release_planned(&mut self, attempt: &str) -> Result<(), JournalError> {
-        let path = self.path.clone();
-        let sql = |source| JournalError::Sql {
-            path: path.clone(),
-            source,
-        };
-        let tx = self.conn.transaction().map_err(sql)?;
-        let (run_id, reserved, tokens) = Self::run_of(&tx, attempt).map_err(sql)?;
+        tx.execute(
+            "UPDATE attempts SET state = 'closed', outcome = 'interrupted', spent_micros = reserved_micros, error = COALESCE(error, '') || ' | ' || ?2 WHERE id = ?1",
+            params![attempt, note],
+        )
+        .map_err(sql)?;
         Self::ledger(
             &tx,
             &run_id,
             attempt,
             "release",
             reserved,
-            tokens,
-            "retry waits for the run",
+            reserved_tokens,
+            &note,
         )
         .map_err(sql)?;
-        tx.execute(
-            "UPDATE attempts SET reserved_micros = 0, reserved_tokens = 0 WHERE id = ?1",
-            [attempt],
+        Self::ledger(
+            &tx,
+            &run_id,
+            attempt,
+            "spend",
+            reserved,
+            reserved_tokens,
+            &note,
         )
         .map_err(sql)?;
-        tx.commit().map_err(sql)
+        let new_attempt = match resolution {
+            Resolution::Release => None,
+            Resolution::Retry { reason } => {
+                let seq: u32 = tx
+                    .query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts WHERE run_id = ?1 AND trial_idx = ?2", params![run_id, trial_idx], |r| r.get(0))
+                    .map_err(sql)?;
+                let id = format!("{}-{trial_idx:03}-{seq}", &run_id[..12.min(run_id.len())]);
+                tx.execute(
+                    "INSERT INTO attempts (id, run_id, trial_idx, seq, retry_of, retry_reason, state, planned_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'planned', ?7)",
+                    params![id, run_id, trial_idx, seq, attempt, reason, now_ms()],
+                )
+                .map_err(sql)?;
+                Some(id)
+            }
+        };
+        tx.commit().map_err(sql)?;
+        Ok(new_attempt)
     }
 
     /// Re-reserves a planned (retry) attempt right before dispatch.
@@ -987,8 +964,13 @@ impl Journal {
         };
         let tx = self.conn.transaction().map_err(sql)?;
         let (run_id, _, _) = Self::run_of(&tx, attempt).map_err(sql)?;
-        tx.execute("UPDATE attempts SET reserved_micros = ?2, reserved_tokens = ?3 WHERE id = ?1 AND state = 'planned'", params![attempt, to_i64(reserve.0), to_i64(tokens)])
+        let updated = tx.execute("UPDATE attempts SET reserved_micros = ?2, reserved_tokens = ?3 WHERE id = ?1 AND state = 'planned' AND reserved_micros = 0 AND reserved_tokens = 0", params![attempt, to_i64(reserve.0), to_i64(tokens)])
             .map_err(sql)?;
+        if updated != 1 {
+            return Err(JournalError::State(format!(
+                "attempt {attempt} is not a planned attempt without a reserve"
+            )));
+        }
         Self::ledger(
             &tx,
             &run_id,
@@ -1002,11 +984,29 @@ impl Journal {
         tx.commit().map_err(sql)
     }
 
+    /// The checkers (version, source hash) behind the current verdict of each attempt of a run.
+    pub fn verdict_checkers(&self, run_id: &str) -> Result<Vec<(String, String)>, JournalError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT DISTINCT c.checker_version, c.checker_source_sha256 FROM checks c
+                 JOIN attempts a ON a.id = c.attempt_id
+                 WHERE a.run_id = ?1 AND c.id = (SELECT MAX(id) FROM checks WHERE attempt_id = a.id)
+                 ORDER BY 1, 2",
+            )
+            .map_err(self.sql())?;
+        stmt.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(self.sql())?
+            .collect::<Result<_, _>>()
+            .map_err(self.sql())
+    }
+
     /// Records a payload blob written to the payload store.
     pub fn record_payload(&self, sha256: &str, kind: &str, bytes: u64) -> Result<(), JournalError> {
         self.conn
             .execute(
-                "INSERT OR IGNORE INTO payloads (sha256, kind, bytes, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
+                "INSERT INTO payloads (sha256, kind, bytes, created_at_ms) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(sha256) DO UPDATE SET created_at_ms = excluded.created_at_ms, purged_at_ms = NULL",
                 params![sha256, kind, to_i64(bytes), now_ms()],
             )
             .map_err(self.sql())?;

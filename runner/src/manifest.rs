@@ -117,7 +117,7 @@ pub struct ModelInfo {
     pub provider: ProviderKind,
     pub model: String,
     pub revision: Option<String>,
-    /// Scheme, host and port only: never a path, query or credentials.
+    /// Scheme, host, port and path: never credentials, query or fragment.
     pub endpoint: String,
     /// A scripted local model (the demo): never comparable with a real one.
     pub scripted: bool,

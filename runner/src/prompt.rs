@@ -9,7 +9,8 @@ use crate::bundle::{Bundle, FileKind};
 use crate::digest::Sha256Digest;
 use crate::pack::PublicTask;
 
-/// Identifies the template below; bump when its text changes.
+/// Identifies the template below AND the way `build` lays out the skill and task blocks; bump it
+/// when either changes, since manifests pin it (with the template's hash).
 pub const TEMPLATE_ID: &str = "skilltrial-prompt-v1";
 
 /// The template, pinned in every manifest (text and hash). `{{skill}}` is empty for the baseline.
@@ -88,12 +89,29 @@ fn skill_block(bundle: &Bundle) -> String {
 pub fn build(task: &PublicTask<'_>, bundle: Option<&Bundle>) -> Prompt {
     let skill = bundle.map(skill_block).unwrap_or_default();
     let task_text = format!("<task id=\"{}\">\n{}</task>\n", task.id, task.render());
-    let user = TEMPLATE
+    // One pass over the template: text inside the skill or task can never be taken for a
+    // placeholder (a bundle that contains "{{task}}" stays as written).
+    let template = TEMPLATE
         .split("\n\n[user]\n")
         .nth(1)
-        .unwrap_or("{{skill}}{{task}}")
-        .replace("{{skill}}", &skill)
-        .replace("{{task}}", &task_text);
+        .unwrap_or("{{skill}}{{task}}");
+    let mut user = String::with_capacity(template.len() + skill.len() + task_text.len());
+    let mut rest = template;
+    while let Some(at) = rest.find("{{") {
+        user.push_str(&rest[..at]);
+        let after = &rest[at..];
+        if let Some(tail) = after.strip_prefix("{{skill}}") {
+            user.push_str(&skill);
+            rest = tail;
+        } else if let Some(tail) = after.strip_prefix("{{task}}") {
+            user.push_str(&task_text);
+            rest = tail;
+        } else {
+            user.push_str("{{");
+            rest = &after[2..];
+        }
+    }
+    user.push_str(rest);
     Prompt {
         system: system_text().to_owned(),
         user,
@@ -103,6 +121,26 @@ pub fn build(task: &PublicTask<'_>, bundle: Option<&Bundle>) -> Prompt {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn regression_placeholders_inside_a_bundle_are_not_expanded() {
+        let pack = crate::pack::open("solana-core@1.0.3").unwrap();
+        let task = pack.task("acct-usdc-mint").unwrap();
+        let mut files = vec![(
+            "SKILL.md".to_owned(),
+            b"---\nname: x\nversion: 1\ndescription: d\n---\nsee {{task}} and {{skill}}\n".to_vec(),
+        )];
+        files.push(("notes.md".to_owned(), b"n".to_vec()));
+        let bundle = crate::bundle::from_files(
+            files,
+            crate::bundle::SourceKind::Folder,
+            &crate::bundle::Limits::default(),
+        )
+        .unwrap();
+        let prompt = build(&task.public(), Some(&bundle));
+        assert!(prompt.user.contains("see {{task}} and {{skill}}"));
+        assert_eq!(prompt.user.matches("<task id=").count(), 1);
+    }
 
     #[test]
     fn template_splits_into_system_and_user() {

@@ -70,6 +70,8 @@ impl ServerRequest {
 pub enum Reply {
     /// A well-formed 200 answer with usage.
     Answer(String),
+    /// A 200 answer whose body reports no usage (as some local servers do).
+    AnswerWithoutUsage(String),
     /// An error status with the provider's error body.
     Status(u16),
     /// Read the request, then never answer (until the server stops).
@@ -262,6 +264,14 @@ fn serve(
     let anthropic = request.is_anthropic();
     match reply {
         Reply::Answer(text) => respond(&mut writer, 200, &answer_body(&request, &text, anthropic)),
+        Reply::AnswerWithoutUsage(text) => {
+            let mut body: Value = serde_json::from_str(&answer_body(&request, &text, anthropic))
+                .unwrap_or(Value::Null);
+            if let Some(map) = body.as_object_mut() {
+                map.remove("usage");
+            }
+            respond(&mut writer, 200, &body.to_string());
+        }
         Reply::Slow(text, delay) => {
             sleep_unless_stopped(delay, stop);
             respond(&mut writer, 200, &answer_body(&request, &text, anthropic));

@@ -8,8 +8,8 @@
 /// A fraction `num / den` (a p-value of an exact test, or an observed rate).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Fraction {
-    pub num: u64,
-    pub den: u64,
+    pub num: u128,
+    pub den: u128,
 }
 
 impl Fraction {
@@ -42,20 +42,35 @@ pub fn wilson95(k: u64, n: u64) -> Option<(f64, f64)> {
 /// the second did. p = min(1, 2 · P[X ≤ min(b, c)]) for X ~ Binomial(b + c, 1/2).
 pub fn mcnemar_exact(b: u64, c: u64) -> Fraction {
     let n = b + c;
-    if n == 0 || n > 62 {
+    if n == 0 {
         return Fraction { num: 1, den: 1 };
     }
-    let k = b.min(c);
-    let den = 1u64 << n;
-    // Σ_{i ≤ k} C(n, i)
-    let mut tail: u64 = 0;
-    let mut choose: u64 = 1;
+    if n > 126 {
+        // Beyond exact u128 range: the normal approximation, as any statistics package would.
+        let z = (b as f64 - c as f64).abs() / (n as f64).sqrt();
+        let p = (1.0 - erf(z / std::f64::consts::SQRT_2)).clamp(0.0, 1.0);
+        let den = 1_000_000_000_000u64;
+        return Fraction {
+            // p is clamped to [0, 1], so the product fits and is non-negative.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            num: (p * den as f64).round() as u128,
+            den: u128::from(den),
+        };
+    }
+    let k = u128::from(b.min(c));
+    let n = u128::from(n);
+    let den: u128 = 1u128 << n;
+    // Σ_{i ≤ k} C(n, i), exact in u128 for n ≤ 126.
+    let mut tail: u128 = 0;
+    let mut choose: u128 = 1;
     for i in 0..=k {
         tail += choose;
         choose = choose * (n - i) / (i + 1);
     }
     let num = (2 * tail).min(den);
-    reduce(Fraction { num, den })
+    let g = gcd128(num, den);
+    let (num, den) = (num / g, den / g);
+    Fraction { num, den }
 }
 
 /// The exact two-sided sign-flip permutation test of paired per-unit differences
@@ -88,8 +103,8 @@ pub fn sign_flip(diffs: &[(i64, u64)]) -> Option<Fraction> {
         }
     }
     Some(reduce(Fraction {
-        num: extreme,
-        den: total,
+        num: u128::from(extreme),
+        den: u128::from(total),
     }))
 }
 
@@ -108,12 +123,27 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
     adjusted
 }
 
+fn gcd128(a: u128, b: u128) -> u128 {
+    if b == 0 { a.max(1) } else { gcd128(b, a % b) }
+}
+
+/// The error function (Abramowitz and Stegun 7.1.26, |error| < 1.5e-7), for large-sample tails.
+fn erf(x: f64) -> f64 {
+    let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
+    let poly = t
+        * (0.254_829_592
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let y = 1.0 - poly * (-x * x).exp();
+    if x >= 0.0 { y } else { -y }
+}
+
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
 fn reduce(f: Fraction) -> Fraction {
-    let g = gcd(f.num, f.den).max(1);
+    let g = gcd128(f.num, f.den);
     Fraction {
         num: f.num / g,
         den: f.den / g,
@@ -162,6 +192,13 @@ mod tests {
         for (b, c, p) in reference {
             assert!(close(mcnemar_exact(b, c).value(), p), "{b},{c}");
         }
+        // Regression: more than 62 discordant pairs used to return p = 1.
+        // scipy.stats.binomtest(10, 80, 0.5).pvalue = 3.161290522649495e-12
+        let p = mcnemar_exact(10, 70).value();
+        assert!(
+            (p - 3.161290522649495e-12).abs() / 3.161290522649495e-12 < 1e-9,
+            "{p}"
+        );
     }
 
     /// scipy.stats.permutation_test((d,), sum, permutation_type='samples', alternative='two-sided')

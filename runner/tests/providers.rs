@@ -113,3 +113,44 @@ fn the_request_body_is_what_gets_hashed_and_holds_no_key() {
         skilltrial_runner::provider::request_sha256(&anthropic.body(&request()))
     );
 }
+
+#[test]
+fn regression_a_base_url_ending_in_v1_is_not_doubled() {
+    let server = ScriptedServer::start(|_| Reply::Answer("ok".into())).unwrap();
+    for base in [
+        format!("{}/v1", server.url()),
+        format!("{}/v1/", server.url()),
+        server.url(),
+    ] {
+        OpenAi::new(&base, None, Duration::from_secs(5))
+            .unwrap()
+            .call(&request())
+            .unwrap();
+        Anthropic::new(&base, "k".into(), Duration::from_secs(5))
+            .unwrap()
+            .call(&request())
+            .unwrap();
+    }
+    let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
+    assert!(
+        paths
+            .iter()
+            .all(|p| p == "/v1/chat/completions" || p == "/v1/messages"),
+        "{paths:?}"
+    );
+}
+
+#[test]
+fn keys_travel_only_over_https_or_to_this_machine() {
+    use skilltrial_runner::provider::may_carry_key;
+    assert!(may_carry_key("https://api.openai.com/v1"));
+    assert!(may_carry_key("http://127.0.0.1:8000/v1"));
+    assert!(may_carry_key("http://localhost:11434"));
+    assert!(may_carry_key("http://[::1]:8000"));
+    assert!(!may_carry_key("http://gpu-box:8000/v1"));
+    assert!(!may_carry_key("http://10.0.0.5:8000"));
+    assert!(
+        !may_carry_key("http://127.0.0.1.evil.example:80"),
+        "a hostname that merely starts with 127."
+    );
+}

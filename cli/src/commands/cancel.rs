@@ -7,7 +7,7 @@ use crate::output;
 
 pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     let layout = state::layout(global)?;
-    let journal = state::journal(&layout)?;
+    let journal = state::existing_journal(&layout)?;
     let run = state::find_run(&journal, args.run.as_deref())?;
     journal
         .request_cancel(&run.id)

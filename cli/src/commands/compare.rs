@@ -12,7 +12,7 @@ use crate::output;
 
 pub fn run(args: &CompareArgs, global: &Global) -> Result<Status, CliError> {
     let layout = state::layout(global)?;
-    let journal = state::journal(&layout)?;
+    let journal = state::existing_journal(&layout)?;
     let store = state::store(&layout)?;
     let payloads = state::payloads(&layout)?;
     let mut docs = Vec::new();
@@ -25,7 +25,7 @@ pub fn run(args: &CompareArgs, global: &Global) -> Result<Status, CliError> {
     }
     let (a, b) = (&docs[0], &docs[1]);
     let mut differs = Vec::new();
-    let checks: [(&str, &[&str]); 9] = [
+    let checks: [(&str, &[&str]); 12] = [
         ("model provider", &["comparability", "model", "provider"]),
         ("model", &["comparability", "model", "model"]),
         ("model revision", &["comparability", "model", "revision"]),
@@ -43,6 +43,15 @@ pub fn run(args: &CompareArgs, global: &Global) -> Result<Status, CliError> {
         (
             "checker source",
             &["comparability", "checker", "source_sha256"],
+        ),
+        (
+            "checker behind the verdicts",
+            &["comparability", "verdicts_by"],
+        ),
+        ("sampling and output limit", &["comparability", "sampling"]),
+        (
+            "prompt template",
+            &["comparability", "prompt_template_sha256"],
         ),
     ];
     for (label, path) in checks {

@@ -166,7 +166,7 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
         },
         &mut show,
     )
-    .map_err(|e| CliError::Rejected(e.into()))?;
+    .map_err(crate::exit::engine_error)?;
     say(global, "");
     drop(server);
 

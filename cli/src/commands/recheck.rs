@@ -22,7 +22,7 @@ struct Change {
 
 pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     let layout = state::layout(global)?;
-    let mut journal = state::journal(&layout)?;
+    let mut journal = state::existing_journal(&layout)?;
     let store = state::store(&layout)?;
     let payloads = state::payloads(&layout)?;
     let run = state::find_run(&journal, args.run.as_deref())?;

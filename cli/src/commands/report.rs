@@ -67,6 +67,7 @@ pub fn write(
 }
 
 pub fn run(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
+    state::existing_journal(&state::layout(global)?)?;
     let opened = state::open(global)?;
     let run = state::find_run(&opened.journal, args.run.as_deref())?;
     let (json, html_too) = match (global.json, args.html) {

@@ -25,7 +25,7 @@ pub fn run(args: &ResolveArgs, global: &Global) -> Result<Status, CliError> {
         }
     };
     let layout = state::layout(global)?;
-    let mut journal = state::journal(&layout)?;
+    let mut journal = state::existing_journal(&layout)?;
     let new_attempt = journal
         .resolve(&args.attempt, &resolution)
         .map_err(|e| CliError::Rejected(e.into()))?;

@@ -96,7 +96,7 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
         },
         &mut show,
     )
-    .map_err(|e| CliError::Rejected(e.into()))?;
+    .map_err(crate::exit::engine_error)?;
     if interactive {
         let _ = writeln!(std::io::stderr());
     }

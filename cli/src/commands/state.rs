@@ -15,6 +15,17 @@ pub fn layout(global: &Global) -> Result<Layout, CliError> {
     Ok(Layout::new(&home.path))
 }
 
+/// The journal, which must already exist: commands that only read never create state.
+pub fn existing_journal(layout: &Layout) -> Result<Journal, CliError> {
+    if !layout.journal.is_file() {
+        return Err(CliError::Environment(anyhow::anyhow!(
+            "no runs yet in {}: plan one with `skilltrial plan`, then `skilltrial run`",
+            layout.root.display()
+        )));
+    }
+    journal(layout)
+}
+
 pub fn journal(layout: &Layout) -> Result<Journal, CliError> {
     Ok(Journal::open(&layout.journal)
         .with_context(|| format!("cannot open the journal in {}", layout.root.display()))?)

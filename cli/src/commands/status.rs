@@ -44,7 +44,7 @@ struct StatusReport {
 
 pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     let layout = state::layout(global)?;
-    let journal = state::journal(&layout)?;
+    let journal = state::existing_journal(&layout)?;
     let run = state::find_run(&journal, args.run.as_deref())?;
     let trials = journal.trials(&run.id).map_err(anyhow::Error::from)?;
     let attempts = journal.attempts(&run.id).map_err(anyhow::Error::from)?;

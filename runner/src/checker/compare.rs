@@ -25,8 +25,9 @@ impl Diff {
         self.details.push(Detail {
             reason: reason.to_owned(),
             field: field.to_owned(),
-            expected: Some(expected.clone()),
-            got: got.cloned(),
+            // Answers are untrusted: keep them hashable (no floats or unsafe integers).
+            expected: Some(crate::canonical::make_safe(expected)),
+            got: got.map(crate::canonical::make_safe),
             message: message.into(),
         });
     }
@@ -159,7 +160,7 @@ pub fn expect_address(value: &Value, path: &str) -> Checked<Address> {
             reason: "invalid_address".to_owned(),
             field: path.to_owned(),
             expected: None,
-            got: Some(value.clone()),
+            got: Some(crate::canonical::make_safe(value)),
             message: format!("`{path}` is not a base58 address of 32 bytes"),
         })
     })

@@ -21,7 +21,7 @@ impl Anthropic {
     /// A client for `base_url` with `key`, each request limited to `timeout`.
     pub fn new(base_url: &str, key: String, timeout: Duration) -> Result<Self, CallError> {
         Ok(Self {
-            base_url: base_url.trim_end_matches('/').to_owned(),
+            base_url: super::api_root(base_url),
             key,
             client: client(timeout)?,
         })

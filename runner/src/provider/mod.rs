@@ -123,7 +123,17 @@ pub(crate) fn send(
     for (name, value) in headers {
         builder = builder.header(*name, value);
     }
-    let response = builder.send().map_err(|e| classify_send_error(&e))?;
+    let secret: Option<String> = headers
+        .iter()
+        .find(|(n, _)| *n == "x-api-key" || *n == "authorization")
+        .map(|(_, v)| v.trim_start_matches("Bearer ").to_owned());
+    let scrub = |text: String| match &secret {
+        Some(k) if !k.is_empty() => text.replace(k.as_str(), "<redacted>"),
+        _ => text,
+    };
+    let response = builder
+        .send()
+        .map_err(|e| scrub_error(classify_send_error(&e), &scrub))?;
     let status = response.status().as_u16();
     let request_id = response
         .headers()
@@ -151,6 +161,30 @@ pub(crate) fn send(
     parsed.raw_body = bytes.to_vec();
     parsed.latency = started.elapsed();
     Ok(parsed)
+}
+
+fn scrub_error(error: CallError, scrub: &dyn Fn(String) -> String) -> CallError {
+    match error {
+        CallError::NotDelivered { message } => CallError::NotDelivered {
+            message: scrub(message),
+        },
+        CallError::Rejected {
+            status,
+            request_id,
+            message,
+        } => CallError::Rejected {
+            status,
+            request_id,
+            message: scrub(message),
+        },
+        CallError::Lost {
+            message,
+            http_status,
+        } => CallError::Lost {
+            message: scrub(message),
+            http_status,
+        },
+    }
 }
 
 fn classify_send_error(e: &reqwest::Error) -> CallError {
@@ -188,7 +222,15 @@ pub fn for_manifest(manifest: &crate::manifest::Manifest) -> Result<Box<dyn Prov
     let timeout = Duration::from_millis(manifest.limits.request_timeout_ms);
     let endpoint = &manifest.model.endpoint;
     let kind = manifest.model.provider;
-    let key = crate::keys::lookup(kind).map(|(key, _)| key);
+    // A key never travels in cleartext to another machine.
+    let key = crate::keys::lookup(kind)
+        .map(|(key, _)| key)
+        .filter(|_| may_carry_key(endpoint));
+    if !may_carry_key(endpoint) && kind == ProviderKind::Anthropic {
+        return Err(format!(
+            "refusing to send an Anthropic key over plain http to {endpoint}: use https or a loopback address"
+        ));
+    }
     match kind {
         ProviderKind::Anthropic => {
             let key =
@@ -209,6 +251,37 @@ pub fn for_manifest(manifest: &crate::manifest::Manifest) -> Result<Box<dyn Prov
             ))
         }
     }
+}
+
+/// The API root of a base URL: without a trailing `/` or `/v1` (OpenAI SDKs and Ollama write
+/// `…/v1`; the providers append `/v1/...` themselves).
+pub fn api_root(base_url: &str) -> String {
+    let trimmed = base_url.trim_end_matches('/');
+    trimmed.strip_suffix("/v1").unwrap_or(trimmed).to_owned()
+}
+
+/// Whether an endpoint may carry a key: https anywhere, plain http only to this machine.
+pub fn may_carry_key(endpoint: &str) -> bool {
+    if endpoint.starts_with("https://") {
+        return true;
+    }
+    let Some(rest) = endpoint.strip_prefix("http://") else {
+        return false;
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let host = host.rsplit('@').next().unwrap_or(host);
+    let host = if host.starts_with('[') {
+        host.split(']')
+            .next()
+            .map(|h| h.trim_start_matches('['))
+            .unwrap_or(host)
+    } else {
+        host.split(':').next().unwrap_or(host)
+    };
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Reads a key from the environment; `None` when unset or empty.

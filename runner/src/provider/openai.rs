@@ -21,7 +21,7 @@ impl OpenAi {
     /// A client for `base_url`, with a key if the server wants one.
     pub fn new(base_url: &str, key: Option<String>, timeout: Duration) -> Result<Self, CallError> {
         Ok(Self {
-            base_url: base_url.trim_end_matches('/').to_owned(),
+            base_url: super::api_root(base_url),
             key,
             client: client(timeout)?,
         })

@@ -43,8 +43,10 @@ fn executed(outcome: Option<&str>) -> bool {
     outcome.is_some_and(|o| EXECUTED.contains(&o))
 }
 
+/// Exact fractions travel as decimal strings: their denominators (2^n) outgrow JSON's safe
+/// integers, and the report must stay canonicalizable.
 fn fraction(f: Fraction) -> Value {
-    json!({ "num": f.num, "den": f.den, "value": format!("{:.6}", f.value()) })
+    json!({ "num": f.num.to_string(), "den": f.den.to_string(), "value": format!("{:.6}", f.value()) })
 }
 
 fn rate(num: u64, den: u64) -> Value {
@@ -235,6 +237,11 @@ pub fn build(
         .collect();
 
     let scripted = manifest.model.scripted;
+    let verdict_checkers: Vec<Value> = journal
+        .verdict_checkers(&run.id)?
+        .into_iter()
+        .map(|(version, source)| json!({ "version": version, "source_sha256": source }))
+        .collect();
     let report = json!({
         "format": FORMAT,
         "generated_by": { "app": "skilltrial", "version": crate::APP_VERSION },
@@ -261,6 +268,10 @@ pub fn build(
             },
             "pack": { "id": manifest.pack.id, "hash": manifest.pack.hash },
             "checker": { "version": manifest.checker.version, "source_sha256": manifest.checker.source_sha256 },
+            // The checker that produced the verdicts shown (a `recheck` may have re-scored them).
+            "verdicts_by": verdict_checkers,
+            "sampling": { "temperature": manifest.sampling.temperature, "max_output_tokens": manifest.sampling.max_output_tokens },
+            "prompt_template_sha256": manifest.prompt.template_sha256,
         },
         "summary": {
             "planned": trials.len(),

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds programs/skilltrial to a real sBPF v3 .so with upstream LLVM (no Solana platform-tools,
+# which cannot be downloaded here): a pinned nightly with LLVM 23 and rust-src, sbpf-linker from
+# crates.io, a custom target with target_os = "solana", and std built from a patched copy.
+#
+# Output: target/deploy/skilltrial.so. Exit 0 when it was built; exit 3 (and a loud message)
+# when the toolchain cannot be installed, so callers can fall back to native tests and say so.
+#
+# Env: SBF_HOME (default ~/.sbf-upstream), SBF_NIGHTLY, SBPF_LINKER_VERSION.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+SBF_HOME="${SBF_HOME:-$HOME/.sbf-upstream}"
+NIGHTLY="${SBF_NIGHTLY:-nightly-2026-10-30}"      # rustc 1.101.0-nightly, LLVM 23.1.4
+LINKER_VERSION="${SBPF_LINKER_VERSION:-0.2.6}"
+TARGET_JSON="$ROOT/scripts/sbf/bpfel-solana-solana.json"
+OUT="$ROOT/target/deploy"
+mkdir -p "$SBF_HOME" "$OUT"
+
+unavailable() {
+    echo "!!! sBPF toolchain unavailable: $1" >&2
+    echo "!!! the program cannot be built to a .so on this machine" >&2
+    exit 3
+}
+
+if ! rustup run "$NIGHTLY" rustc --version >/dev/null 2>&1; then
+    echo "==> installing $NIGHTLY with rust-src"
+    rustup toolchain install "$NIGHTLY" --profile minimal --component rust-src --no-self-update \
+        || unavailable "rustup could not install $NIGHTLY"
+fi
+if ! "$SBF_HOME/bin/sbpf-linker" --version >/dev/null 2>&1; then
+    echo "==> installing sbpf-linker $LINKER_VERSION (a few minutes)"
+    cargo +stable install "sbpf-linker@$LINKER_VERSION" --locked --root "$SBF_HOME" \
+        || unavailable "cargo could not install sbpf-linker $LINKER_VERSION"
+fi
+SYSROOT="$(rustup run "$NIGHTLY" rustc --print sysroot)"
+STAMP="$SBF_HOME/rust-src-$NIGHTLY.patched"
+if [ ! -f "$STAMP" ]; then
+    echo "==> patching a copy of $NIGHTLY's std for target_os = solana"
+    rm -rf "$SBF_HOME/rust-src-$NIGHTLY"
+    mkdir -p "$SBF_HOME/rust-src-$NIGHTLY"
+    cp -a "$SYSROOT/lib/rustlib/src/rust/library" "$SBF_HOME/rust-src-$NIGHTLY/library"
+    python3 "$ROOT/scripts/sbf/patch-std.py" "$SBF_HOME/rust-src-$NIGHTLY/library" \
+        || unavailable "std of $NIGHTLY could not be patched"
+    touch "$STAMP"
+fi
+
+echo "==> building programs/skilltrial to sBPF v3"
+export PATH="$SBF_HOME/bin:$PATH"
+# Flags for the target only (host build scripts and proc-macros stay normal). Stack frames are
+# 4 KiB; panics abort without a message (Anchor errors go through Result, unaffected).
+export CARGO_TARGET_BPFEL_SOLANA_SOLANA_RUSTFLAGS="-C linker=sbpf-linker -Z unstable-options -C panic=immediate-abort -C relocation-model=static -C link-arg=--llvm-args=-bpf-stack-size=4096 -C link-arg=--arch=v3"
+export __CARGO_TESTS_ONLY_SRC_ROOT="$SBF_HOME/rust-src-$NIGHTLY/library"
+export CARGO_TARGET_DIR="${SBF_TARGET_DIR:-$ROOT/target/sbf}"
+cargo +"$NIGHTLY" build --locked --profile sbf -p skilltrial \
+    --target "$TARGET_JSON" -Z json-target-spec -Z build-std=std,panic_abort
+SO="$(find "$CARGO_TARGET_DIR/bpfel-solana-solana/sbf" -maxdepth 1 -name '*skilltrial.so' | head -n1)"
+[ -n "$SO" ] || unavailable "the build produced no .so"
+cp "$SO" "$OUT/skilltrial.so"
+echo "built $OUT/skilltrial.so ($(stat -c %s "$OUT/skilltrial.so") bytes, sha256 $(sha256sum "$OUT/skilltrial.so" | cut -c1-16)...)"
