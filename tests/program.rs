@@ -1,0 +1,544 @@
+//! The SkillTrial program in a real Solana runtime: solana-program-test 4.2.2 (Agave 4.2.2)
+//! loads the sBPF v3 `.so` built by `scripts/build-sbf.sh` from `target/deploy/` and runs every
+//! instruction, the happy path of a 54-trial run and a negative test per error. Lamports are
+//! checked to be conserved at the end of every test. Compute units are printed as a table.
+#![cfg(feature = "chain")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout
+)]
+
+use std::collections::{HashMap, HashSet};
+
+use anchor_lang::{InstructionData, ToAccountMetas};
+use skilltrial_e2e::workspace_root;
+use skilltrial_program as skilltrial;
+use skilltrial_runner::solana::pda::find_program_address;
+use solana_clock::Clock;
+use solana_instruction::{AccountMeta, Instruction};
+use solana_keypair::Keypair;
+use solana_program_test::{ProgramTest, ProgramTestContext};
+use solana_pubkey::Pubkey;
+use solana_signer::Signer;
+use solana_transaction::Transaction;
+
+type Anchor = anchor_lang::prelude::Pubkey;
+
+const SYSTEM: Pubkey = Pubkey::new_from_array([0; 32]);
+const FEE: u64 = 200_000;
+const CAP: u64 = 50_000;
+
+fn program_id() -> Pubkey {
+    Pubkey::new_from_array(skilltrial::ID.to_bytes())
+}
+
+fn a(p: &Pubkey) -> Anchor {
+    Anchor::new_from_array(p.to_bytes())
+}
+
+fn pda(seeds: &[&[u8]]) -> Pubkey {
+    let id = skilltrial_runner::solana::Address(program_id().to_bytes());
+    Pubkey::new_from_array(find_program_address(seeds, &id).unwrap().0.0)
+}
+
+fn config_pda() -> Pubkey {
+    pda(&[skilltrial::constants::CONFIG_SEED])
+}
+fn vault_pda() -> Pubkey {
+    pda(&[skilltrial::constants::FEE_VAULT_SEED])
+}
+fn log_pda() -> Pubkey {
+    pda(&[skilltrial::constants::BUYBACK_LOG_SEED])
+}
+fn run_pda(user: &Pubkey, manifest: &[u8; 32]) -> Pubkey {
+    pda(&[skilltrial::constants::RUN_SEED, user.as_ref(), manifest])
+}
+
+fn ix(data: Vec<u8>, metas: Vec<anchor_lang::prelude::AccountMeta>) -> Instruction {
+    Instruction {
+        program_id: program_id(),
+        accounts: metas
+            .into_iter()
+            .map(|m| AccountMeta {
+                pubkey: Pubkey::new_from_array(m.pubkey.to_bytes()),
+                is_signer: m.is_signer,
+                is_writable: m.is_writable,
+            })
+            .collect(),
+        data,
+    }
+}
+
+struct Env {
+    ctx: ProgramTestContext,
+    admin: Keypair,
+    runner: Keypair,
+    user: Keypair,
+    mint: Pubkey,
+    cu: Vec<(String, u64)>,
+    /// Signatures already sent, so a repeated transaction waits for a fresh blockhash.
+    sent: HashSet<String>,
+    /// Transaction fees paid per fee payer.
+    fees_paid: HashMap<Pubkey, u64>,
+}
+
+async fn start() -> Env {
+    let so = workspace_root().join("target/deploy/skilltrial.so");
+    assert!(
+        so.is_file(),
+        "{} is missing: build it with scripts/build-sbf.sh",
+        so.display()
+    );
+    // SBF_OUT_DIR points at target/deploy (.cargo/config.toml), where the program test finds it.
+    let mut pt = ProgramTest::new("skilltrial", program_id(), None);
+    pt.prefer_bpf(true);
+    let ctx = pt.start_with_context().await;
+    let env = Env {
+        ctx,
+        admin: Keypair::new(),
+        runner: Keypair::new(),
+        user: Keypair::new(),
+        mint: Keypair::new().pubkey(),
+        cu: Vec::new(),
+        sent: HashSet::new(),
+        fees_paid: HashMap::new(),
+    };
+    for who in [&env.admin, &env.runner, &env.user] {
+        fund(&env.ctx, &who.pubkey(), 100_000_000_000).await;
+    }
+    env
+}
+
+async fn fund(ctx: &ProgramTestContext, to: &Pubkey, lamports: u64) {
+    let mut data = vec![2, 0, 0, 0];
+    data.extend_from_slice(&lamports.to_le_bytes());
+    let transfer = Instruction {
+        program_id: SYSTEM,
+        accounts: vec![
+            AccountMeta::new(ctx.payer.pubkey(), true),
+            AccountMeta::new(*to, false),
+        ],
+        data,
+    };
+    let blockhash = ctx.banks_client.get_latest_blockhash().await.unwrap();
+    let tx = Transaction::new_signed_with_payer(
+        &[transfer],
+        Some(&ctx.payer.pubkey()),
+        &[&ctx.payer],
+        blockhash,
+    );
+    ctx.banks_client.process_transaction(tx).await.unwrap();
+}
+
+impl Env {
+    /// Sends one transaction; returns the custom error or Ok, records compute units of the
+    /// successes and the fee every executed transaction cost its payer.
+    async fn send(
+        &mut self,
+        label: &str,
+        ixs: Vec<Instruction>,
+        signers: &[&Keypair],
+    ) -> Result<u64, String> {
+        let payer = signers[0].pubkey();
+        let mut blockhash = self.ctx.banks_client.get_latest_blockhash().await.unwrap();
+        let mut tx = Transaction::new_signed_with_payer(&ixs, Some(&payer), signers, blockhash);
+        // The same signed message twice would be refused as already processed; wait for the
+        // next blockhash so a repeated refusal is judged by the program.
+        while !self.sent.insert(tx.signatures[0].to_string()) {
+            blockhash = self.ctx.get_new_latest_blockhash().await.unwrap();
+            tx = Transaction::new_signed_with_payer(&ixs, Some(&payer), signers, blockhash);
+        }
+        let result = self
+            .ctx
+            .banks_client
+            .process_transaction_with_metadata(tx)
+            .await
+            .unwrap();
+        let cu = result
+            .metadata
+            .as_ref()
+            .map_or(0, |m| m.compute_units_consumed);
+        if result.metadata.is_some() {
+            *self.fees_paid.entry(payer).or_default() += 5_000;
+        }
+        match result.result {
+            Ok(()) => {
+                self.cu.push((label.to_owned(), cu));
+                Ok(cu)
+            }
+            Err(e) => Err(format!("{e:?}")),
+        }
+    }
+
+    async fn lamports(&self, who: &Pubkey) -> u64 {
+        self.ctx.banks_client.get_balance(*who).await.unwrap()
+    }
+
+    async fn now(&self) -> i64 {
+        self.ctx
+            .banks_client
+            .get_sysvar::<Clock>()
+            .await
+            .unwrap()
+            .unix_timestamp
+    }
+
+    async fn set_time(&mut self, unix: i64) {
+        let mut clock: Clock = self.ctx.banks_client.get_sysvar().await.unwrap();
+        clock.unix_timestamp = unix;
+        self.ctx.set_sysvar(&clock);
+    }
+
+    async fn config_init(&mut self) {
+        let data = skilltrial::instruction::ConfigInit {
+            args: skilltrial::instructions::ConfigInitArgs {
+                runner: a(&self.runner.pubkey()),
+                fee_per_trial: FEE,
+                buyback_interval_secs: 6 * 3600,
+                sktrial_mint: a(&self.mint),
+            },
+        }
+        .data();
+        let metas = skilltrial::accounts::ConfigInit {
+            admin: a(&self.admin.pubkey()),
+            config: a(&config_pda()),
+            fee_vault: a(&vault_pda()),
+            buyback_log: a(&log_pda()),
+            system_program: a(&SYSTEM),
+        }
+        .to_account_metas(None);
+        let admin = self.admin.insecure_clone();
+        self.send("config_init", vec![ix(data, metas)], &[&admin])
+            .await
+            .unwrap();
+    }
+
+    async fn open(
+        &mut self,
+        user: &Keypair,
+        manifest: [u8; 32],
+        trials: u16,
+        escrow: u64,
+        deadline: i64,
+    ) -> Result<u64, String> {
+        let data = skilltrial::instruction::RunOpen {
+            args: skilltrial::instructions::RunOpenArgs {
+                manifest_hash: manifest,
+                planned_trials: trials,
+                per_request_cap: CAP,
+                escrow,
+                deadline,
+            },
+        }
+        .data();
+        let metas = skilltrial::accounts::RunOpen {
+            user: a(&user.pubkey()),
+            config: a(&config_pda()),
+            run: a(&run_pda(&user.pubkey(), &manifest)),
+            system_program: a(&SYSTEM),
+        }
+        .to_account_metas(None);
+        self.send("run_open", vec![ix(data, metas)], &[user]).await
+    }
+
+    fn settle_ix(&self, signer: &Pubkey, run: &Pubkey, charges: &[(u16, u64)]) -> Instruction {
+        let data = skilltrial::instruction::RunSettle {
+            args: skilltrial::instructions::RunSettleArgs {
+                trials: charges
+                    .iter()
+                    .map(|(index, usage)| skilltrial::instructions::TrialCharge {
+                        index: *index,
+                        usage: *usage,
+                    })
+                    .collect(),
+            },
+        }
+        .data();
+        let metas = skilltrial::accounts::RunSettle {
+            runner: a(signer),
+            config: a(&config_pda()),
+            run: a(run),
+            fee_vault: a(&vault_pda()),
+        }
+        .to_account_metas(None);
+        ix(data, metas)
+    }
+
+    async fn settle(
+        &mut self,
+        signer: &Keypair,
+        run: &Pubkey,
+        charges: &[(u16, u64)],
+    ) -> Result<u64, String> {
+        let i = self.settle_ix(&signer.pubkey(), run, charges);
+        self.send(
+            &format!("run_settle x{}", charges.len()),
+            vec![i],
+            &[signer],
+        )
+        .await
+    }
+
+    async fn cancel(&mut self, signer: &Keypair, run: &Pubkey) -> Result<u64, String> {
+        let data = skilltrial::instruction::RunCancel {}.data();
+        let metas = skilltrial::accounts::RunCancel {
+            user: a(&signer.pubkey()),
+            run: a(run),
+        }
+        .to_account_metas(None);
+        self.send("run_cancel", vec![ix(data, metas)], &[signer])
+            .await
+    }
+
+    async fn finalize(
+        &mut self,
+        signer: &Keypair,
+        user: &Pubkey,
+        run: &Pubkey,
+    ) -> Result<u64, String> {
+        let data = skilltrial::instruction::RunFinalize {
+            report_hash: [7; 32],
+        }
+        .data();
+        let metas = skilltrial::accounts::RunFinalize {
+            runner: a(&signer.pubkey()),
+            user: a(user),
+            config: a(&config_pda()),
+            run: a(run),
+        }
+        .to_account_metas(None);
+        self.send("run_finalize", vec![ix(data, metas)], &[signer])
+            .await
+    }
+
+    async fn refund(&mut self, signer: &Keypair, run: &Pubkey) -> Result<u64, String> {
+        let data = skilltrial::instruction::RunRefundExpired {}.data();
+        let metas = skilltrial::accounts::RunRefundExpired {
+            user: a(&signer.pubkey()),
+            config: a(&config_pda()),
+            run: a(run),
+        }
+        .to_account_metas(None);
+        self.send("run_refund_expired", vec![ix(data, metas)], &[signer])
+            .await
+    }
+
+    async fn close(&mut self, signer: &Keypair, run: &Pubkey) -> Result<u64, String> {
+        let data = skilltrial::instruction::RunClose {}.data();
+        let metas = skilltrial::accounts::RunClose {
+            user: a(&signer.pubkey()),
+            run: a(run),
+        }
+        .to_account_metas(None);
+        self.send("run_close", vec![ix(data, metas)], &[signer])
+            .await
+    }
+}
+
+fn custom(result: Result<u64, String>, code: u32) {
+    match result {
+        Ok(_) => panic!("expected Custom({code}), the transaction succeeded"),
+        Err(e) => assert!(
+            e.contains(&format!("Custom({code})")),
+            "expected Custom({code}), got {e}"
+        ),
+    }
+}
+
+// Anchor's own codes and ours (6000 + declaration order in error.rs).
+const HAS_ONE: u32 = 2001;
+const SEEDS: u32 = 2006;
+const TRIAL_COUNT: u32 = 6000;
+const ZERO_CAP: u32 = 6001;
+const ESCROW_SMALL: u32 = 6002;
+const DEADLINE_PAST: u32 = 6003;
+const OUT_OF_RANGE: u32 = 6004;
+const ALREADY_SETTLED: u32 = 6005;
+const ABOVE_CAP: u32 = 6006;
+const BAD_BATCH: u32 = 6007;
+const NOT_OPEN: u32 = 6008;
+const NOT_FINISHED: u32 = 6009;
+const DEADLINE_NOT_REACHED: u32 = 6010;
+
+fn upper(trials: u16) -> u64 {
+    (CAP + FEE) * u64::from(trials)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_54_trial_run_settles_cancels_finalizes_and_conserves_lamports() {
+    let mut env = start().await;
+    env.config_init().await;
+    let user = env.user.insecure_clone();
+    let runner = env.runner.insecure_clone();
+    let manifest = [42u8; 32];
+    let run = run_pda(&user.pubkey(), &manifest);
+    let deadline = env.now().await + 3600;
+    let escrow = upper(54);
+
+    let user_before = env.lamports(&user.pubkey()).await;
+    let runner_before = env.lamports(&runner.pubkey()).await;
+    let vault_before = env.lamports(&vault_pda()).await;
+    env.open(&user, manifest, 54, escrow, deadline)
+        .await
+        .unwrap();
+    let rent = env.lamports(&run).await - escrow;
+
+    // 50 trials executed with varying usage; 4 never dispatched.
+    let charges: Vec<(u16, u64)> = (0..50).map(|i| (i, 1_000 + u64::from(i) * 700)).collect();
+    env.settle(&runner, &run, &charges[..25]).await.unwrap();
+    env.cancel(&user, &run).await.unwrap();
+    custom(env.settle(&runner, &run, &charges[25..]).await, NOT_OPEN);
+    env.finalize(&runner, &user.pubkey(), &run).await.unwrap();
+    env.close(&user, &run).await.unwrap();
+
+    let usage: u64 = charges[..25].iter().map(|c| c.1).sum();
+    let fees = FEE * 25;
+    let refund = escrow - usage - fees;
+    // Lamports are conserved: refund + usage + fees = escrow.
+    assert_eq!(env.lamports(&run).await, 0, "closed");
+    assert_eq!(env.lamports(&vault_pda()).await - vault_before, fees);
+    let runner_gain =
+        env.lamports(&runner.pubkey()).await + tx_fees(&env, &runner.pubkey()) - runner_before;
+    assert_eq!(runner_gain, usage);
+    let user_after = env.lamports(&user.pubkey()).await + tx_fees(&env, &user.pubkey());
+    assert_eq!(
+        user_before - user_after,
+        usage + fees,
+        "the user paid exactly usage + fees (rent {rent} came back)"
+    );
+    assert_eq!(refund + usage + fees, escrow);
+    print_cu(&env);
+}
+
+/// Transaction fees `who` paid for every executed transaction (5,000 lamports per signature;
+/// every transaction here has one signer, who pays).
+fn tx_fees(env: &Env, who: &Pubkey) -> u64 {
+    env.fees_paid.get(who).copied().unwrap_or(0)
+}
+
+fn print_cu(env: &Env) {
+    println!("\ncompute units (sBPF .so in solana-program-test 4.2.2):");
+    for (label, cu) in &env.cu {
+        println!("  {label:<24} {cu:>8}");
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn every_refusal_returns_its_exact_error() {
+    let mut env = start().await;
+    env.config_init().await;
+    let user = env.user.insecure_clone();
+    let runner = env.runner.insecure_clone();
+    let stranger = Keypair::new();
+    fund(&env.ctx, &stranger.pubkey(), 10_000_000_000).await;
+    let now = env.now().await;
+
+    // run_open's arguments
+    custom(env.open(&user, [1; 32], 0, 0, now + 60).await, TRIAL_COUNT);
+    custom(
+        env.open(&user, [1; 32], 101, upper(101), now + 60).await,
+        TRIAL_COUNT,
+    );
+    custom(
+        env.open(&user, [1; 32], 10, upper(10) - 1, now + 60).await,
+        ESCROW_SMALL,
+    );
+    custom(
+        env.open(&user, [1; 32], 10, upper(10), now - 1).await,
+        DEADLINE_PAST,
+    );
+    let zero_cap = {
+        let data = skilltrial::instruction::RunOpen {
+            args: skilltrial::instructions::RunOpenArgs {
+                manifest_hash: [2; 32],
+                planned_trials: 1,
+                per_request_cap: 0,
+                escrow: FEE,
+                deadline: now + 60,
+            },
+        }
+        .data();
+        let metas = skilltrial::accounts::RunOpen {
+            user: a(&user.pubkey()),
+            config: a(&config_pda()),
+            run: a(&run_pda(&user.pubkey(), &[2; 32])),
+            system_program: a(&SYSTEM),
+        }
+        .to_account_metas(None);
+        env.send("run_open", vec![ix(data, metas)], &[&user]).await
+    };
+    custom(zero_cap, ZERO_CAP);
+
+    let manifest = [3u8; 32];
+    let run = run_pda(&user.pubkey(), &manifest);
+    env.open(&user, manifest, 10, upper(10), now + 600)
+        .await
+        .unwrap();
+
+    // Only the run's runner settles; no trial twice; none above the cap; none outside the plan.
+    custom(env.settle(&stranger, &run, &[(0, 1)]).await, HAS_ONE);
+    custom(env.settle(&runner, &run, &[(0, CAP + 1)]).await, ABOVE_CAP);
+    custom(env.settle(&runner, &run, &[(10, 1)]).await, OUT_OF_RANGE);
+    custom(env.settle(&runner, &run, &[]).await, BAD_BATCH);
+    env.settle(&runner, &run, &[(0, 10)]).await.unwrap();
+    custom(env.settle(&runner, &run, &[(0, 10)]).await, ALREADY_SETTLED);
+    custom(
+        env.settle(&runner, &run, &[(1, 10), (1, 10)]).await,
+        ALREADY_SETTLED,
+    );
+
+    // Only the user cancels, refunds, closes; a stranger's signature derives another run.
+    custom(env.cancel(&stranger, &run).await, SEEDS);
+    custom(env.refund(&user, &run).await, DEADLINE_NOT_REACHED);
+    custom(env.close(&user, &run).await, NOT_FINISHED);
+    // Only the runner finalizes.
+    custom(env.finalize(&stranger, &user.pubkey(), &run).await, HAS_ONE);
+    // After the deadline the user takes the rest back without the runner; then nothing settles.
+    let later = env.now().await + 601;
+    env.set_time(later).await;
+    env.refund(&user, &run).await.unwrap();
+    custom(env.settle(&runner, &run, &[(2, 10)]).await, NOT_OPEN);
+    custom(env.finalize(&runner, &user.pubkey(), &run).await, NOT_OPEN);
+    custom(env.cancel(&user, &run).await, NOT_OPEN);
+    env.close(&user, &run).await.unwrap();
+    assert_eq!(env.lamports(&run).await, 0);
+}
+
+/// The hosted-run cost target: the 54 settlements of the demo run fit in two transactions
+/// and 60,000 compute units together, and the whole escrow comes back but usage and fees.
+#[tokio::test(flavor = "current_thread")]
+async fn settling_54_trials_takes_two_transactions_within_60k_compute_units() {
+    let mut env = start().await;
+    env.config_init().await;
+    let user = env.user.insecure_clone();
+    let runner = env.runner.insecure_clone();
+    let manifest = [54u8; 32];
+    let run = run_pda(&user.pubkey(), &manifest);
+    let deadline = env.now().await + 3600;
+    let user_before = env.lamports(&user.pubkey()).await;
+    env.open(&user, manifest, 54, upper(54), deadline)
+        .await
+        .unwrap();
+
+    let charges: Vec<(u16, u64)> = (0..54).map(|i| (i, CAP - u64::from(i))).collect();
+    let first = env.settle(&runner, &run, &charges[..27]).await.unwrap();
+    let second = env.settle(&runner, &run, &charges[27..]).await.unwrap();
+    let total = first + second;
+    println!("\n54 settlements: 2 transactions, {first} + {second} = {total} compute units");
+    assert!(
+        total <= 60_000,
+        "54 settlements took {total} compute units, above the 60,000 target"
+    );
+    env.finalize(&runner, &user.pubkey(), &run).await.unwrap();
+    env.close(&user, &run).await.unwrap();
+    assert_eq!(env.lamports(&run).await, 0);
+    let usage: u64 = charges.iter().map(|c| c.1).sum();
+    let paid = user_before - env.lamports(&user.pubkey()).await - tx_fees(&env, &user.pubkey());
+    assert_eq!(
+        paid,
+        usage + FEE * 54,
+        "the user paid usage and fees, nothing more"
+    );
+}
