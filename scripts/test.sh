@@ -30,7 +30,8 @@ FEATURES=()
 sbf_status=0
 bash scripts/build-sbf.sh || sbf_status=$?
 case "$sbf_status" in
-    0) FEATURES=(--features skilltrial-e2e/chain) ;;
+    0) FEATURES=(--features skilltrial-e2e/chain)
+       echo "==> PROGRAM TESTS LAYER: the sBPF .so (target/deploy/skilltrial.so) in solana-program-test 4.2.2" ;;
     3) echo "!!! PROGRAM TESTS SKIPPED: the sBPF toolchain is unavailable on this machine (see above)" >&2 ;;
     *) echo "the sBPF build failed (exit $sbf_status)" >&2; exit "$sbf_status" ;;
 esac
@@ -43,7 +44,8 @@ cargo clippy --workspace --all-targets --locked "${FEATURES[@]}" -- -D warnings
 step "tests"
 cargo test --workspace --locked "${FEATURES[@]}"
 if [ "${#FEATURES[@]}" -gt 0 ]; then
-    step "program compute units (same build, printed)"
-    cargo test --workspace --locked "${FEATURES[@]}" --test program -- --nocapture 2>&1 | sed -n '/compute units/,/^$/p'
+    step "program cost table (the same .so and tests, printed)"
+    cargo test --workspace --locked "${FEATURES[@]}" --test program -- --nocapture --test-threads=1 2>/dev/null \
+        | grep -E '^(on-chain cost|compute units|  )'
 fi
 echo "report screenshots: target/report-screenshots/"
