@@ -26,11 +26,11 @@ cargo fmt --all --check
 # installed here, the program tests cannot run: say so loudly rather than pass quietly.
 step "program: build the sBPF .so"
 # Exit 3 means "toolchain unavailable"; any other failure is a broken build and fails the suite.
-FEATURES=()
+FEATURES=(--features skilltrial-e2e/idl)
 sbf_status=0
 bash scripts/build-sbf.sh || sbf_status=$?
 case "$sbf_status" in
-    0) FEATURES=(--features skilltrial-e2e/chain)
+    0) FEATURES+=(--features skilltrial-e2e/chain)
        echo "==> PROGRAM TESTS LAYER: the sBPF .so (target/deploy/skilltrial.so) in solana-program-test 4.2.2" ;;
     3) echo "!!! PROGRAM TESTS SKIPPED: the sBPF toolchain is unavailable on this machine (see above)" >&2 ;;
     *) echo "the sBPF build failed (exit $sbf_status)" >&2; exit "$sbf_status" ;;
@@ -43,7 +43,9 @@ cargo clippy --workspace --all-targets --locked "${FEATURES[@]}" -- -D warnings
 
 step "tests"
 cargo test --workspace --locked "${FEATURES[@]}"
-if [ "${#FEATURES[@]}" -gt 0 ]; then
+step "IDL: idl/skilltrial.json matches the program (scripts/idl.sh --check)"
+bash scripts/idl.sh --check
+if [ "$sbf_status" = 0 ]; then
     step "program cost table (the same .so and tests, printed)"
     cargo test --workspace --locked "${FEATURES[@]}" --test program -- --nocapture --test-threads=1 2>/dev/null \
         | grep -E '^(on-chain cost|compute units|  )'
