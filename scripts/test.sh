@@ -22,17 +22,20 @@ step "format"
 cargo fmt --all --check
 
 # The on-chain program is tested as a real sBPF .so in a real Solana runtime. Building the .so
-# needs a pinned nightly and sbpf-linker (scripts/build-sbf.sh installs both). If they cannot be
-# installed here, the program tests cannot run: say so loudly rather than pass quietly.
+# needs a pinned nightly and sbpf-linker (scripts/build-sbf.sh installs both). Where they cannot
+# be installed, the same tests run the program natively (a builtin in the same runtime), and the
+# output says so loudly. Exit 3 from the build means "toolchain unavailable"; any other failure
+# is a broken build and fails the suite.
 step "program: build the sBPF .so"
-# Exit 3 means "toolchain unavailable"; any other failure is a broken build and fails the suite.
-FEATURES=(--features skilltrial-e2e/idl)
+FEATURES=(--features skilltrial-e2e/idl --features skilltrial-e2e/chain)
 sbf_status=0
 bash scripts/build-sbf.sh || sbf_status=$?
 case "$sbf_status" in
-    0) FEATURES+=(--features skilltrial-e2e/chain)
+    0) export SKILLTRIAL_PROGRAM_LAYER=sbf
        echo "==> PROGRAM TESTS LAYER: the sBPF .so (target/deploy/skilltrial.so) in solana-program-test 4.2.2" ;;
-    3) echo "!!! PROGRAM TESTS SKIPPED: the sBPF toolchain is unavailable on this machine (see above)" >&2 ;;
+    3) export SKILLTRIAL_PROGRAM_LAYER=native
+       echo "!!! PROGRAM TESTS LAYER: NATIVE. The sBPF toolchain is unavailable on this machine (see above)," >&2
+       echo "!!! so the program runs as a native builtin; compute units are NOT measured." >&2 ;;
     *) echo "the sBPF build failed (exit $sbf_status)" >&2; exit "$sbf_status" ;;
 esac
 # The Solana runtime logs every instruction at debug level; keep the CI log readable.
@@ -43,11 +46,14 @@ cargo clippy --workspace --all-targets --locked "${FEATURES[@]}" -- -D warnings
 
 step "tests"
 cargo test --workspace --locked "${FEATURES[@]}"
+if [ "$SKILLTRIAL_PROGRAM_LAYER" = sbf ]; then
+    step "program tests again in the NATIVE layer (the fallback, kept working; same build)"
+    SKILLTRIAL_PROGRAM_LAYER=native cargo test --workspace --locked "${FEATURES[@]}" --test program
+fi
 step "IDL: idl/skilltrial.json matches the program (scripts/idl.sh --check)"
 bash scripts/idl.sh --check
-if [ "$sbf_status" = 0 ]; then
-    step "program cost table (the same .so and tests, printed)"
-    cargo test --workspace --locked "${FEATURES[@]}" --test program -- --nocapture --test-threads=1 2>/dev/null \
-        | grep -E '^(on-chain cost|compute units|  )'
-fi
+step "program cost table (layer: $SKILLTRIAL_PROGRAM_LAYER; the same tests, printed)"
+cargo test --workspace --locked "${FEATURES[@]}" --test program -- --nocapture --test-threads=1 2>/dev/null \
+    | grep -E '^(on-chain cost|compute units|  )'
+
 echo "report screenshots: target/report-screenshots/"
