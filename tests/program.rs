@@ -236,6 +236,17 @@ impl Env {
         );
     }
 
+    async fn run_state(&self, run: &Pubkey) -> skilltrial::state::Run {
+        let account = self
+            .ctx
+            .banks_client
+            .get_account(*run)
+            .await
+            .unwrap()
+            .expect("the run exists");
+        anchor_lang::AccountDeserialize::try_deserialize(&mut account.data.as_slice()).unwrap()
+    }
+
     async fn lamports(&self, who: &Pubkey) -> u64 {
         self.ctx.banks_client.get_balance(*who).await.unwrap()
     }
@@ -473,6 +484,24 @@ async fn a_54_trial_run_settles_cancels_finalizes_and_conserves_lamports() {
     env.cancel(&user, &run).await.unwrap();
     custom(env.settle(&runner, &run, &charges[25..]).await, NOT_OPEN);
     env.finalize(&runner, &user.pubkey(), &run).await.unwrap();
+    let state = env.run_state(&run).await;
+    assert_eq!(
+        state.report_hash, [7; 32],
+        "finalize records the report hash"
+    );
+    assert_eq!(
+        (
+            state.settled_trials,
+            state.settled_usage + state.settled_fees + state.refunded
+        ),
+        (25, escrow)
+    );
+    assert!(matches!(
+        state.status,
+        skilltrial::state::RunStatus::Finalized
+    ));
+    custom(env.settle(&runner, &run, &charges[25..]).await, NOT_OPEN);
+    custom(env.finalize(&runner, &user.pubkey(), &run).await, NOT_OPEN);
     env.close(&user, &run).await.unwrap();
 
     let usage: u64 = charges[..25].iter().map(|c| c.1).sum();
