@@ -236,6 +236,17 @@ impl Env {
         );
     }
 
+    async fn config_state(&self) -> skilltrial::state::Config {
+        let account = self
+            .ctx
+            .banks_client
+            .get_account(config_pda())
+            .await
+            .unwrap()
+            .expect("the config exists");
+        anchor_lang::AccountDeserialize::try_deserialize(&mut account.data.as_slice()).unwrap()
+    }
+
     async fn run_state(&self, run: &Pubkey) -> skilltrial::state::Run {
         let account = self
             .ctx
@@ -503,6 +514,24 @@ async fn a_54_trial_run_settles_cancels_finalizes_and_conserves_lamports() {
     custom(env.settle(&runner, &run, &charges[25..]).await, NOT_OPEN);
     custom(env.finalize(&runner, &user.pubkey(), &run).await, NOT_OPEN);
     env.close(&user, &run).await.unwrap();
+    let config = env.config_state().await;
+    assert_eq!(
+        (
+            config.total_runs,
+            config.total_trials_settled,
+            config.total_usage,
+            config.total_fees,
+            config.total_refunded
+        ),
+        (
+            1,
+            25,
+            state.settled_usage,
+            state.settled_fees,
+            state.refunded
+        ),
+        "the config's running totals"
+    );
 
     let usage: u64 = charges[..25].iter().map(|c| c.1).sum();
     let fees = FEE * 25;
@@ -944,17 +973,7 @@ async fn a_buyback_releases_fees_only_with_a_burn_once_per_interval() {
         VAULT_SHORT,
     );
 
-    let config = env
-        .ctx
-        .banks_client
-        .get_account(config_pda())
-        .await
-        .unwrap()
-        .unwrap();
-    let config = <skilltrial::state::Config as anchor_lang::AccountDeserialize>::try_deserialize(
-        &mut config.data.as_slice(),
-    )
-    .unwrap();
+    let config = env.config_state().await;
     assert_eq!((config.total_bought_back, config.total_burned), (fees, 500));
     print_cu(&env);
     env.assert_conserved().await;

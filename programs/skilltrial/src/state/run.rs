@@ -125,3 +125,94 @@ impl Run {
         Ok(())
     }
 }
+
+/// The checks no transaction can reach while the program is correct (run_open escrows the
+/// upper cost, so the reserve cannot run out): tested here on the state itself, so a future
+/// change that makes them reachable still fails with the right error.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(planned_trials: u16, escrowed: u64) -> Run {
+        Run {
+            user: Pubkey::new_unique(),
+            runner: Pubkey::new_unique(),
+            manifest_hash: [1; 32],
+            planned_trials,
+            per_request_cap: 50,
+            fee_per_trial: 10,
+            escrowed,
+            settled_usage: 0,
+            settled_fees: 0,
+            refunded: 0,
+            settled_trials: 0,
+            settled_bitmap: [0; SETTLED_BITMAP_BYTES],
+            status: RunStatus::Open,
+            deadline: 0,
+            report_hash: [0; 32],
+            bump: 255,
+        }
+    }
+
+    fn code(result: Result<impl std::fmt::Debug>) -> u32 {
+        match result {
+            Err(Error::AnchorError(e)) => e.error_code_number,
+            other => panic!("expected an Anchor error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_reserve_spent_beyond_the_escrow_is_exhausted_not_wrapped() {
+        let mut r = run(2, 100);
+        r.settled_usage = 90;
+        r.settled_fees = 10;
+        assert_eq!(r.remaining().unwrap(), 0);
+        r.refunded = 1;
+        assert_eq!(
+            code(r.remaining()),
+            u32::from(SkillTrialError::ReserveExhausted)
+        );
+        assert_eq!(
+            code(r.invariant()),
+            u32::from(SkillTrialError::ReserveExhausted)
+        );
+    }
+
+    #[test]
+    fn the_bitmap_settles_each_planned_trial_once() {
+        let mut r = run(MAX_TRIALS, u64::MAX);
+        for i in 0..MAX_TRIALS {
+            r.mark_settled(i).unwrap();
+        }
+        assert_eq!(r.settled_trials, MAX_TRIALS);
+        assert_eq!(
+            code(r.mark_settled(0)),
+            u32::from(SkillTrialError::TrialAlreadySettled)
+        );
+        assert_eq!(
+            code(r.mark_settled(MAX_TRIALS)),
+            u32::from(SkillTrialError::TrialOutOfRange)
+        );
+        let mut small = run(3, 0);
+        assert_eq!(
+            code(small.mark_settled(3)),
+            u32::from(SkillTrialError::TrialOutOfRange)
+        );
+    }
+
+    #[test]
+    fn fees_out_of_step_with_settled_trials_break_the_invariant() {
+        let mut r = run(2, 1_000);
+        r.mark_settled(0).unwrap();
+        r.settled_usage = 50;
+        r.settled_fees = 9;
+        assert_eq!(code(r.invariant()), u32::from(SkillTrialError::Overflow));
+        r.settled_fees = 10;
+        r.invariant().unwrap();
+        r.settled_usage = 51;
+        assert_eq!(
+            code(r.invariant()),
+            u32::from(SkillTrialError::ChargeAboveCap)
+        );
+    }
+}
