@@ -452,7 +452,10 @@ const SEEDS: u32 = 2006;
 const TRIAL_COUNT: u32 = 6000;
 const ZERO_CAP: u32 = 6001;
 const ESCROW_SMALL: u32 = 6002;
-const DEADLINE_PAST: u32 = 6003;
+const DEADLINE_TOO_SOON: u32 = 6003;
+const CANCEL_WINDOW_CLOSED: u32 = 6017;
+const MIN_DEADLINE: i64 = skilltrial::constants::MIN_DEADLINE_SECS;
+const CANCEL_WINDOW: i64 = skilltrial::constants::CANCEL_SETTLE_WINDOW_SECS;
 const OUT_OF_RANGE: u32 = 6004;
 const ALREADY_SETTLED: u32 = 6005;
 const ABOVE_CAP: u32 = 6006;
@@ -478,7 +481,7 @@ async fn a_54_trial_run_settles_cancels_finalizes_and_conserves_lamports() {
     let runner = env.runner.insecure_clone();
     let manifest = [42u8; 32];
     let run = run_pda(&user.pubkey(), &manifest);
-    let deadline = env.now().await + 3600;
+    let deadline = env.now().await + MIN_DEADLINE + 60;
     let escrow = upper(54);
 
     let user_before = env.lamports(&user.pubkey()).await;
@@ -489,11 +492,20 @@ async fn a_54_trial_run_settles_cancels_finalizes_and_conserves_lamports() {
         .unwrap();
     let rent = env.lamports(&run).await - escrow;
 
-    // 50 trials executed with varying usage; 4 never dispatched.
+    // 50 trials executed with varying usage (25 settled before the cancel, 5 in flight at it, 20
+    // whose settlement comes too late); 4 never dispatched.
     let charges: Vec<(u16, u64)> = (0..50).map(|i| (i, 1_000 + u64::from(i) * 700)).collect();
     env.settle(&runner, &run, &charges[..25]).await.unwrap();
     env.cancel(&user, &run).await.unwrap();
-    custom(env.settle(&runner, &run, &charges[25..]).await, NOT_OPEN);
+    // Requests in flight at the cancel still settle (their usage is never zeroed) ...
+    env.settle(&runner, &run, &charges[25..30]).await.unwrap();
+    // ... but not once the window has closed.
+    let closed = env.now().await + CANCEL_WINDOW + 1;
+    env.set_time(closed).await;
+    custom(
+        env.settle(&runner, &run, &charges[30..]).await,
+        CANCEL_WINDOW_CLOSED,
+    );
     env.finalize(&runner, &user.pubkey(), &run).await.unwrap();
     let state = env.run_state(&run).await;
     assert_eq!(
@@ -505,13 +517,13 @@ async fn a_54_trial_run_settles_cancels_finalizes_and_conserves_lamports() {
             state.settled_trials,
             state.settled_usage + state.settled_fees + state.refunded
         ),
-        (25, escrow)
+        (30, escrow)
     );
     assert!(matches!(
         state.status,
         skilltrial::state::RunStatus::Finalized
     ));
-    custom(env.settle(&runner, &run, &charges[25..]).await, NOT_OPEN);
+    custom(env.settle(&runner, &run, &charges[30..]).await, NOT_OPEN);
     custom(env.finalize(&runner, &user.pubkey(), &run).await, NOT_OPEN);
     env.close(&user, &run).await.unwrap();
     let config = env.config_state().await;
@@ -525,7 +537,7 @@ async fn a_54_trial_run_settles_cancels_finalizes_and_conserves_lamports() {
         ),
         (
             1,
-            25,
+            30,
             state.settled_usage,
             state.settled_fees,
             state.refunded
@@ -533,8 +545,8 @@ async fn a_54_trial_run_settles_cancels_finalizes_and_conserves_lamports() {
         "the config's running totals"
     );
 
-    let usage: u64 = charges[..25].iter().map(|c| c.1).sum();
-    let fees = FEE * 25;
+    let usage: u64 = charges[..30].iter().map(|c| c.1).sum();
+    let fees = FEE * 30;
     let refund = escrow - usage - fees;
     // Lamports are conserved: refund + usage + fees = escrow.
     assert_eq!(env.lamports(&run).await, 0, "closed");
@@ -577,33 +589,48 @@ async fn every_refusal_returns_its_exact_error() {
     let now = env.now().await;
 
     // run_open's arguments
-    custom(env.open(&user, [1; 32], 0, 0, now + 60).await, TRIAL_COUNT);
     custom(
-        env.open(&user, [1; 32], 101, upper(101), now + 60).await,
+        env.open(&user, [1; 32], 0, 0, now + MIN_DEADLINE + 60)
+            .await,
         TRIAL_COUNT,
     );
     custom(
-        env.open(&user, [1; 32], 10, upper(10) - 1, now + 60).await,
+        env.open(&user, [1; 32], 101, upper(101), now + MIN_DEADLINE + 60)
+            .await,
+        TRIAL_COUNT,
+    );
+    custom(
+        env.open(&user, [1; 32], 10, upper(10) - 1, now + MIN_DEADLINE + 60)
+            .await,
         ESCROW_SMALL,
     );
     custom(
-        env.open(&user, [1; 32], 10, upper(10), now - 1).await,
-        DEADLINE_PAST,
+        env.open(&user, [1; 32], 10, upper(10), now + MIN_DEADLINE - 1)
+            .await,
+        DEADLINE_TOO_SOON,
     );
     custom(
-        env.open_with_cap(&user, [2; 32], 1, 0, FEE, now + 60).await,
+        env.open_with_cap(&user, [2; 32], 1, 0, FEE, now + MIN_DEADLINE + 60)
+            .await,
         ZERO_CAP,
     );
     // (cap + fee) × trials above u64::MAX: refused by checked arithmetic, not wrapped.
     custom(
-        env.open_with_cap(&user, [2; 32], 2, u64::MAX - FEE, u64::MAX, now + 60)
-            .await,
+        env.open_with_cap(
+            &user,
+            [2; 32],
+            2,
+            u64::MAX - FEE,
+            u64::MAX,
+            now + MIN_DEADLINE + 60,
+        )
+        .await,
         OVERFLOW,
     );
 
     let manifest = [3u8; 32];
     let run = run_pda(&user.pubkey(), &manifest);
-    env.open(&user, manifest, 10, upper(10), now + 600)
+    env.open(&user, manifest, 10, upper(10), now + MIN_DEADLINE + 60)
         .await
         .unwrap();
 
@@ -626,7 +653,7 @@ async fn every_refusal_returns_its_exact_error() {
     // Only the runner finalizes.
     custom(env.finalize(&stranger, &user.pubkey(), &run).await, HAS_ONE);
     // After the deadline the user takes the rest back without the runner; then nothing settles.
-    let later = env.now().await + 601;
+    let later = now + MIN_DEADLINE + 61;
     env.set_time(later).await;
     env.refund(&user, &run).await.unwrap();
     custom(env.settle(&runner, &run, &[(2, 10)]).await, NOT_OPEN);
@@ -650,7 +677,7 @@ async fn a_54_trial_hosted_run_meets_its_on_chain_cost_targets() {
     let runner = env.runner.insecure_clone();
     let manifest = [54u8; 32];
     let run = run_pda(&user.pubkey(), &manifest);
-    let deadline = env.now().await + 3600;
+    let deadline = env.now().await + MIN_DEADLINE + 60;
     let user_before = env.lamports(&user.pubkey()).await;
     let escrow = upper(54);
     env.open(&user, manifest, 54, escrow, deadline)
@@ -883,7 +910,7 @@ async fn a_buyback_releases_fees_only_with_a_burn_once_per_interval() {
     // Ten settled trials put 10 fees in the vault.
     let manifest = [9u8; 32];
     let run = run_pda(&user.pubkey(), &manifest);
-    let deadline = env.now().await + 3600;
+    let deadline = env.now().await + MIN_DEADLINE + 60;
     env.open(&user, manifest, 10, upper(10), deadline)
         .await
         .unwrap();
@@ -1028,7 +1055,7 @@ async fn config_updates_are_admin_only_checked_and_never_reprice_an_open_run() {
 
     let before = [9u8; 32];
     let run = run_pda(&user.pubkey(), &before);
-    env.open(&user, before, 2, upper(2), now + 600)
+    env.open(&user, before, 2, upper(2), now + MIN_DEADLINE + 60)
         .await
         .unwrap();
 
@@ -1059,10 +1086,39 @@ async fn config_updates_are_admin_only_checked_and_never_reprice_an_open_run() {
 
     // A run opened after must escrow the new fee.
     custom(
-        env.open(&user, [10; 32], 2, upper(2), now + 600).await,
+        env.open(&user, [10; 32], 2, upper(2), now + MIN_DEADLINE + 60)
+            .await,
         ESCROW_SMALL,
     );
-    env.open(&user, [10; 32], 2, (CAP + new_fee) * 2, now + 600)
+    env.open(
+        &user,
+        [10; 32],
+        2,
+        (CAP + new_fee) * 2,
+        now + MIN_DEADLINE + 60,
+    )
+    .await
+    .unwrap();
+
+    // Rotating the runner moves the open run with it: the old key can no longer settle or
+    // finalize; the new one settles and finalizes the run opened under the old one.
+    let open_run = run_pda(&user.pubkey(), &[10; 32]);
+    let next_runner = Keypair::new();
+    fund(&env.ctx, &next_runner.pubkey(), 1_000_000_000).await;
+    let rotate = skilltrial::instructions::ConfigUpdateArgs {
+        runner: Some(a(&next_runner.pubkey())),
+        ..no_change()
+    };
+    env.config_update(&admin, rotate).await.unwrap();
+    custom(env.settle(&runner, &open_run, &[(0, 10)]).await, HAS_ONE);
+    custom(
+        env.finalize(&runner, &user.pubkey(), &open_run).await,
+        HAS_ONE,
+    );
+    env.settle(&next_runner, &open_run, &[(0, 10)])
+        .await
+        .unwrap();
+    env.finalize(&next_runner, &user.pubkey(), &open_run)
         .await
         .unwrap();
 
@@ -1118,9 +1174,9 @@ fn the_committed_idl_matches_the_program_crate() {
         .iter()
         .map(|e| e["code"].as_u64().unwrap())
         .collect();
-    assert_eq!(codes, (6000..=6016).collect::<Vec<u64>>());
+    assert_eq!(codes, (6000..=6017).collect::<Vec<u64>>());
     assert_eq!(
-        u32::from(skilltrial::error::SkillTrialError::InvalidConfig),
-        6016
+        u32::from(skilltrial::error::SkillTrialError::CancelWindowClosed),
+        6017
     );
 }

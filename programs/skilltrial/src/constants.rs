@@ -15,6 +15,13 @@ pub const MAX_TRIALS: u16 = 100;
 pub const SETTLED_BITMAP_BYTES: usize = 13;
 /// Most trials settled in one `run_settle` (keeps a batch inside one transaction).
 pub const MAX_SETTLE_BATCH: usize = 60;
+/// After a cancel, how long the runner may still settle requests that were already in flight
+/// (SPEC §5: a request already sent may still cost money, its usage is never zeroed). A request
+/// takes at most 60 s; the rest is time to submit the settlement.
+pub const CANCEL_SETTLE_WINDOW_SECS: i64 = 10 * 60;
+/// The nearest deadline a run may set: the default run limit (60 min) plus time to settle and
+/// finalize, so a user cannot refund from under a runner that is still executing.
+pub const MIN_DEADLINE_SECS: i64 = 75 * 60;
 /// Entries the buyback log keeps (a ring buffer).
 pub const BUYBACK_LOG_LEN: usize = 32;
 /// The runner fee per executed trial when the config is created: 0.0002 SOL.

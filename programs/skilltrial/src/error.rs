@@ -10,8 +10,8 @@ pub enum SkillTrialError {
     ZeroRequestCap,
     #[msg("the escrow does not cover the planned trials at their cap plus the runner fee")]
     EscrowTooSmall,
-    #[msg("the deadline must be in the future")]
-    DeadlineInPast,
+    #[msg("the deadline must be at least 75 minutes away")]
+    DeadlineTooSoon,
     #[msg("a trial index is outside the run's planned trials")]
     TrialOutOfRange,
     #[msg("this trial is already settled")]
@@ -38,4 +38,8 @@ pub enum SkillTrialError {
     FeeVaultShort,
     #[msg("a configuration value is out of range")]
     InvalidConfig,
+    #[msg(
+        "the run was cancelled and its window for settling requests already in flight has closed"
+    )]
+    CancelWindowClosed,
 }

@@ -37,13 +37,15 @@ pub mod skilltrial {
         instructions::config_update::config_update(ctx, args)
     }
 
-    /// Opens a run and escrows its upper cost. The user signs; planned trials 1–100.
+    /// Opens a run and escrows its upper cost. The user signs; planned trials 1–100; the deadline
+    /// at least `MIN_DEADLINE_SECS` away.
     #[access_control(ctx.accounts.validate(&args))]
     pub fn run_open(ctx: Context<RunOpen>, args: RunOpenArgs) -> Result<()> {
         instructions::run_open::run_open(ctx, args)
     }
 
-    /// Settles a batch of executed trials. The run's runner only; the run must be open.
+    /// Settles a batch of executed trials. The configured runner only; the run must be open, or
+    /// cancelled less than `CANCEL_SETTLE_WINDOW_SECS` ago (requests already in flight).
     #[access_control(ctx.accounts.validate(&args))]
     pub fn run_settle(ctx: Context<RunSettle>, args: RunSettleArgs) -> Result<()> {
         instructions::run_settle::run_settle(ctx, args)
@@ -55,7 +57,7 @@ pub mod skilltrial {
         instructions::run_cancel::run_cancel(ctx)
     }
 
-    /// Records the report hash and refunds the remainder. The run's runner only.
+    /// Records the report hash and refunds the remainder. The configured runner only.
     #[access_control(ctx.accounts.validate())]
     pub fn run_finalize(ctx: Context<RunFinalize>, report_hash: [u8; 32]) -> Result<()> {
         instructions::run_finalize::run_finalize(ctx, report_hash)

@@ -1,4 +1,5 @@
-//! `run_cancel`: the user stops new dispatches. Only the run's user.
+//! `run_cancel`: the user stops new dispatches. Only the run's user. Requests already in flight
+//! may still be settled for `CANCEL_SETTLE_WINDOW_SECS` (their usage is never zeroed).
 
 use anchor_lang::prelude::*;
 
@@ -27,6 +28,7 @@ impl RunCancel<'_> {
 pub fn run_cancel(ctx: Context<RunCancel>) -> Result<()> {
     let run = &mut ctx.accounts.run;
     run.status = RunStatus::Cancelled;
+    run.cancelled_at = Clock::get()?.unix_timestamp;
     emit!(RunCancelled { run: run.key() });
     run.invariant()
 }

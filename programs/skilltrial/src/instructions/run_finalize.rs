@@ -1,5 +1,5 @@
 //! `run_finalize(report_hash)`: the runner records the report hash and every unsettled lamport
-//! goes back to the user. Only the run's runner.
+//! goes back to the user. Only the configured runner.
 
 use anchor_lang::prelude::*;
 
@@ -15,13 +15,12 @@ pub struct RunFinalize<'info> {
     /// CHECK: must be the run's user (checked by `has_one = user` on `run`); receives the refund.
     #[account(mut)]
     pub user: UncheckedAccount<'info>,
-    #[account(mut, seeds = [CONFIG_SEED], bump = config.bump)]
+    #[account(mut, seeds = [CONFIG_SEED], bump = config.bump, has_one = runner)]
     pub config: Account<'info, Config>,
     #[account(
         mut,
         seeds = [RUN_SEED, run.user.as_ref(), run.manifest_hash.as_ref()],
         bump = run.bump,
-        has_one = runner,
         has_one = user
     )]
     pub run: Account<'info, Run>,

@@ -4,7 +4,9 @@
 use anchor_lang::prelude::*;
 use anchor_lang::system_program;
 
-use crate::constants::{CONFIG_SEED, MAX_TRIALS, RUN_SEED, SETTLED_BITMAP_BYTES};
+use crate::constants::{
+    CONFIG_SEED, MAX_TRIALS, MIN_DEADLINE_SECS, RUN_SEED, SETTLED_BITMAP_BYTES,
+};
 use crate::error::SkillTrialError;
 use crate::events::RunOpened;
 use crate::state::{Config, Run, RunStatus};
@@ -56,8 +58,12 @@ impl RunOpen<'_> {
             .ok_or(SkillTrialError::Overflow)?;
         require!(args.escrow >= upper, SkillTrialError::EscrowTooSmall);
         require!(
-            args.deadline > Clock::get()?.unix_timestamp,
-            SkillTrialError::DeadlineInPast
+            args.deadline
+                >= Clock::get()?
+                    .unix_timestamp
+                    .checked_add(MIN_DEADLINE_SECS)
+                    .ok_or(SkillTrialError::Overflow)?,
+            SkillTrialError::DeadlineTooSoon
         );
         Ok(())
     }
@@ -90,6 +96,7 @@ pub fn run_open(ctx: Context<RunOpen>, args: RunOpenArgs) -> Result<()> {
     run.settled_bitmap = [0; SETTLED_BITMAP_BYTES];
     run.status = RunStatus::Open;
     run.deadline = args.deadline;
+    run.cancelled_at = 0;
     run.report_hash = [0; 32];
     run.bump = ctx.bumps.run;
     config.total_runs = config

@@ -4,7 +4,9 @@
 
 use anchor_lang::prelude::*;
 
-use crate::constants::{CONFIG_SEED, FEE_VAULT_SEED, MAX_SETTLE_BATCH, RUN_SEED};
+use crate::constants::{
+    CANCEL_SETTLE_WINDOW_SECS, CONFIG_SEED, FEE_VAULT_SEED, MAX_SETTLE_BATCH, RUN_SEED,
+};
 use crate::error::SkillTrialError;
 use crate::events::TrialsSettled;
 use crate::lamports;
@@ -25,16 +27,16 @@ pub struct RunSettleArgs {
 
 #[derive(Accounts)]
 pub struct RunSettle<'info> {
-    /// The run's runner; it also receives the usage.
+    /// The configured runner (the current one: rotating it in the config moves open runs to the
+    /// new key); it also receives the usage.
     #[account(mut)]
     pub runner: Signer<'info>,
-    #[account(mut, seeds = [CONFIG_SEED], bump = config.bump)]
+    #[account(mut, seeds = [CONFIG_SEED], bump = config.bump, has_one = runner)]
     pub config: Account<'info, Config>,
     #[account(
         mut,
         seeds = [RUN_SEED, run.user.as_ref(), run.manifest_hash.as_ref()],
-        bump = run.bump,
-        has_one = runner
+        bump = run.bump
     )]
     pub run: Account<'info, Run>,
     #[account(mut, seeds = [FEE_VAULT_SEED], bump = config.fee_vault_bump)]
@@ -47,11 +49,22 @@ impl RunSettle<'_> {
             !args.trials.is_empty() && args.trials.len() <= MAX_SETTLE_BATCH,
             SkillTrialError::BadBatch
         );
-        require!(
-            self.run.status == RunStatus::Open,
-            SkillTrialError::RunNotOpen
-        );
-        Ok(())
+        match self.run.status {
+            RunStatus::Open => Ok(()),
+            RunStatus::Cancelled => {
+                let closes = self
+                    .run
+                    .cancelled_at
+                    .checked_add(CANCEL_SETTLE_WINDOW_SECS)
+                    .ok_or(SkillTrialError::Overflow)?;
+                require!(
+                    Clock::get()?.unix_timestamp <= closes,
+                    SkillTrialError::CancelWindowClosed
+                );
+                Ok(())
+            }
+            RunStatus::Finalized | RunStatus::Refunded => err!(SkillTrialError::RunNotOpen),
+        }
     }
 }
 

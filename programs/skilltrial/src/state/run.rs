@@ -23,7 +23,8 @@ pub enum RunStatus {
 pub struct Run {
     /// Who escrowed, cancels, reclaims.
     pub user: Pubkey,
-    /// Who settles and finalizes (the config's runner at open time).
+    /// The config's runner when the run opened (a record: settling and finalizing are authorized
+    /// against the config's current runner, so rotating the key moves open runs with it).
     pub runner: Pubkey,
     /// SHA-256 of the run's canonical manifest.
     pub manifest_hash: [u8; 32],
@@ -49,6 +50,9 @@ pub struct Run {
     pub status: RunStatus,
     /// After this Unix time the user may refund without the runner.
     pub deadline: i64,
+    /// Unix time of the cancel (0: not cancelled); settling stays open for in-flight requests
+    /// until `CANCEL_SETTLE_WINDOW_SECS` after it.
+    pub cancelled_at: i64,
     /// SHA-256 of the canonical report, once finalized.
     pub report_hash: [u8; 32],
     /// Canonical bump.
@@ -149,6 +153,7 @@ mod tests {
             settled_bitmap: [0; SETTLED_BITMAP_BYTES],
             status: RunStatus::Open,
             deadline: 0,
+            cancelled_at: 0,
             report_hash: [0; 32],
             bump: 255,
         }
