@@ -46,6 +46,36 @@ fn pda(seeds: &[&[u8]]) -> Pubkey {
     Pubkey::new_from_array(find_program_address(seeds, &id).unwrap().0.0)
 }
 
+const UPGRADEABLE_LOADER: Pubkey =
+    Pubkey::from_str_const("BPFLoaderUpgradeab1e11111111111111111111111");
+
+/// The program's ProgramData address under the upgradeable loader.
+fn program_data_address() -> Pubkey {
+    let loader = skilltrial_runner::solana::Address(UPGRADEABLE_LOADER.to_bytes());
+    Pubkey::new_from_array(
+        find_program_address(&[program_id().as_ref()], &loader)
+            .unwrap()
+            .0
+            .0,
+    )
+}
+
+/// A ProgramData account naming `authority` as the upgrade authority, in the loader's bincode
+/// layout (u32 variant 3, u64 slot, Option<Pubkey>); the ELF that would follow is not read.
+fn program_data_account(authority: &Pubkey) -> solana_account::Account {
+    let mut data = 3u32.to_le_bytes().to_vec();
+    data.extend_from_slice(&0u64.to_le_bytes());
+    data.push(1);
+    data.extend_from_slice(authority.as_ref());
+    solana_account::Account {
+        lamports: 1_000_000_000,
+        data,
+        owner: UPGRADEABLE_LOADER,
+        executable: false,
+        rent_epoch: 0,
+    }
+}
+
 fn config_pda() -> Pubkey {
     pda(&[skilltrial::constants::CONFIG_SEED])
 }
@@ -111,10 +141,16 @@ fn layer_name() -> &'static str {
 }
 
 async fn start() -> Env {
+    // The admin is the program's upgrade authority: its ProgramData account is in genesis.
+    let admin = Keypair::new();
+    let mut pt = ProgramTest::default();
+    pt.add_account(
+        program_data_address(),
+        program_data_account(&admin.pubkey()),
+    );
     let ctx = if native_layer() {
-        // prefer_bpf must be off before the program is added: `ProgramTest::new` would already
-        // have picked the .so, since SBF_OUT_DIR is set.
-        let mut pt = ProgramTest::default();
+        // prefer_bpf must be off before the program is added (SBF_OUT_DIR is set, so the
+        // default would pick the .so).
         pt.prefer_bpf(false);
         pt.add_program("skilltrial", program_id(), processor!(native::process));
         let ctx = pt.start_with_context().await;
@@ -128,13 +164,13 @@ async fn start() -> Env {
             so.display()
         );
         // SBF_OUT_DIR points at target/deploy (.cargo/config.toml), where the program test finds it.
-        let mut pt = ProgramTest::new("skilltrial", program_id(), None);
         pt.prefer_bpf(true);
+        pt.add_program("skilltrial", program_id(), None);
         pt.start_with_context().await
     };
     let env = Env {
         ctx,
-        admin: Keypair::new(),
+        admin,
         runner: Keypair::new(),
         user: Keypair::new(),
         mint: Keypair::new().pubkey(),
@@ -278,6 +314,11 @@ impl Env {
     }
 
     async fn config_init(&mut self) {
+        let admin = self.admin.insecure_clone();
+        self.config_init_by(&admin).await.unwrap();
+    }
+
+    async fn config_init_by(&mut self, signer: &Keypair) -> Result<u64, String> {
         let data = skilltrial::instruction::ConfigInit {
             args: skilltrial::instructions::ConfigInitArgs {
                 runner: a(&self.runner.pubkey()),
@@ -288,17 +329,16 @@ impl Env {
         }
         .data();
         let metas = skilltrial::accounts::ConfigInit {
-            admin: a(&self.admin.pubkey()),
+            admin: a(&signer.pubkey()),
+            program_data: a(&program_data_address()),
             config: a(&config_pda()),
             fee_vault: a(&vault_pda()),
             buyback_log: a(&log_pda()),
             system_program: a(&SYSTEM),
         }
         .to_account_metas(None);
-        let admin = self.admin.insecure_clone();
-        self.send("config_init", vec![ix(data, metas)], &[&admin])
+        self.send("config_init", vec![ix(data, metas)], &[signer])
             .await
-            .unwrap();
     }
 
     async fn open(
@@ -454,6 +494,7 @@ const ZERO_CAP: u32 = 6001;
 const ESCROW_SMALL: u32 = 6002;
 const DEADLINE_TOO_SOON: u32 = 6003;
 const CANCEL_WINDOW_CLOSED: u32 = 6017;
+const NOT_UPGRADE_AUTHORITY: u32 = 6018;
 const MIN_DEADLINE: i64 = skilltrial::constants::MIN_DEADLINE_SECS;
 const CANCEL_WINDOW: i64 = skilltrial::constants::CANCEL_SETTLE_WINDOW_SECS;
 const OUT_OF_RANGE: u32 = 6004;
@@ -581,6 +622,10 @@ fn print_cu(env: &Env) {
 #[tokio::test(flavor = "current_thread")]
 async fn every_refusal_returns_its_exact_error() {
     let mut env = start().await;
+    // Only the program's upgrade authority creates the config (no front-running the deployer).
+    let squatter = Keypair::new();
+    fund(&env.ctx, &squatter.pubkey(), 1_000_000_000).await;
+    custom(env.config_init_by(&squatter).await, NOT_UPGRADE_AUTHORITY);
     env.config_init().await;
     let user = env.user.insecure_clone();
     let runner = env.runner.insecure_clone();
@@ -1174,7 +1219,7 @@ fn the_committed_idl_matches_the_program_crate() {
         .iter()
         .map(|e| e["code"].as_u64().unwrap())
         .collect();
-    assert_eq!(codes, (6000..=6017).collect::<Vec<u64>>());
+    assert_eq!(codes, (6000..=6018).collect::<Vec<u64>>());
     assert_eq!(
         u32::from(skilltrial::error::SkillTrialError::CancelWindowClosed),
         6017

@@ -42,4 +42,6 @@ pub enum SkillTrialError {
         "the run was cancelled and its window for settling requests already in flight has closed"
     )]
     CancelWindowClosed,
+    #[msg("only the program's upgrade authority may create the config")]
+    NotUpgradeAuthority,
 }

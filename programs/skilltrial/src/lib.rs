@@ -26,8 +26,8 @@ declare_id!("SkiLLTriaL111111111111111111111111111111111");
 pub mod skilltrial {
     use super::*;
 
-    /// Creates the config, fee vault and buyback log. Anyone may call it once; the caller
-    /// becomes the admin.
+    /// Creates the config, fee vault and buyback log, once. Only the program's upgrade authority
+    /// may call it; it becomes the admin.
     pub fn config_init(ctx: Context<ConfigInit>, args: ConfigInitArgs) -> Result<()> {
         instructions::config_init::config_init(ctx, args)
     }

@@ -1,8 +1,10 @@
-//! `config_init`: create the config, the fee vault and the buyback log. Signed by the admin.
+//! `config_init`: create the config, the fee vault and the buyback log. Signed by the program's
+//! upgrade authority, who becomes the admin: nobody can take the config between deploy and init.
 
 use anchor_lang::prelude::*;
 
 use crate::constants::{BUYBACK_LOG_SEED, CONFIG_SEED, FEE_VAULT_SEED};
+use crate::error::SkillTrialError;
 use crate::events::ConfigUpdated;
 use crate::state::{BuybackLog, Config, FeeVault};
 
@@ -18,6 +20,15 @@ pub struct ConfigInitArgs {
 pub struct ConfigInit<'info> {
     #[account(mut)]
     pub admin: Signer<'info>,
+    /// The program's ProgramData account (upgradeable loader); its upgrade authority must sign.
+    #[account(
+        seeds = [crate::ID.as_ref()],
+        bump,
+        seeds::program = anchor_lang::solana_program::bpf_loader_upgradeable::ID,
+        constraint = program_data.upgrade_authority_address == Some(admin.key())
+            @ SkillTrialError::NotUpgradeAuthority
+    )]
+    pub program_data: Account<'info, ProgramData>,
     #[account(init, payer = admin, space = 8 + Config::INIT_SPACE, seeds = [CONFIG_SEED], bump)]
     pub config: Account<'info, Config>,
     #[account(init, payer = admin, space = 8 + FeeVault::INIT_SPACE, seeds = [FEE_VAULT_SEED], bump)]
