@@ -1219,7 +1219,7 @@ fn the_committed_idl_matches_the_program_crate() {
         .iter()
         .map(|e| e["code"].as_u64().unwrap())
         .collect();
-    assert_eq!(codes, (6000..=6018).collect::<Vec<u64>>());
+    assert_eq!(codes, (6000..=6019).collect::<Vec<u64>>());
     assert_eq!(
         u32::from(skilltrial::error::SkillTrialError::CancelWindowClosed),
         6017

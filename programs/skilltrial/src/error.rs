@@ -44,4 +44,8 @@ pub enum SkillTrialError {
     CancelWindowClosed,
     #[msg("only the program's upgrade authority may create the config")]
     NotUpgradeAuthority,
+    #[msg(
+        "an accounting invariant does not hold (fees out of step with trials, or more bought back than collected)"
+    )]
+    AccountingBroken,
 }

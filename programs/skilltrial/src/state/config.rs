@@ -49,7 +49,7 @@ impl Config {
         );
         require!(
             self.total_bought_back <= self.total_fees,
-            SkillTrialError::InvalidConfig
+            SkillTrialError::AccountingBroken
         );
         Ok(())
     }

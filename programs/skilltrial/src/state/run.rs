@@ -117,7 +117,7 @@ impl Run {
             .fee_per_trial
             .checked_mul(u64::from(self.settled_trials))
             .ok_or(SkillTrialError::Overflow)?;
-        require!(fees == self.settled_fees, SkillTrialError::Overflow);
+        require!(fees == self.settled_fees, SkillTrialError::AccountingBroken);
         let usage_cap = self
             .per_request_cap
             .checked_mul(u64::from(self.settled_trials))
@@ -211,7 +211,10 @@ mod tests {
         r.mark_settled(0).unwrap();
         r.settled_usage = 50;
         r.settled_fees = 9;
-        assert_eq!(code(r.invariant()), u32::from(SkillTrialError::Overflow));
+        assert_eq!(
+            code(r.invariant()),
+            u32::from(SkillTrialError::AccountingBroken)
+        );
         r.settled_fees = 10;
         r.invariant().unwrap();
         r.settled_usage = 51;
