@@ -15,6 +15,18 @@ use skilltrial_runner::scripted::{Reply, ScriptedServer, ServerRequest};
 
 const SECRET: &str = "sk-ant-test-SECRET-do-not-store-4242";
 
+/// Waits (at most 60 s) until `server` has seen at least `count` requests.
+fn wait_for_requests(server: &ScriptedServer, count: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server.requests().len() < count {
+        assert!(
+            Instant::now() < deadline,
+            "the runner never reached request {count}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -59,6 +71,15 @@ impl Env {
             .env_remove("ANTHROPIC_BASE_URL")
             .stdin(Stdio::null());
         cmd
+    }
+
+    /// Starts `skilltrial run --manifest <run>` in the background, output discarded.
+    fn spawn_run(&self, run: &str) -> std::process::Child {
+        self.command(&["run", "--manifest", run])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
     }
 
     fn run(&self, args: &[&str]) -> Output {
@@ -205,20 +226,8 @@ fn sigkill_mid_request_leaves_one_unknown_seen_once_and_nothing_resent() {
     let run = env.plan(&["--reps", "3", "--cap-usd", "4"]);
 
     // When the runner is SIGKILLed while that request is in flight
-    let mut child = env
-        .command(&["run", "--manifest", &run])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while server.requests().len() < 6 {
-        assert!(
-            Instant::now() < deadline,
-            "the runner never reached the sixth request"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = env.spawn_run(&run);
+    wait_for_requests(&server, 6);
     std::thread::sleep(Duration::from_millis(100));
     child.kill().unwrap(); // SIGKILL on Unix
     child.wait().unwrap();
@@ -320,17 +329,8 @@ fn cancel_from_another_process_stops_new_dispatches() {
             .unwrap();
     let env = Env::new(&server, true);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
-    let mut child = env
-        .command(&["run", "--manifest", &run])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while server.requests().len() < 3 {
-        assert!(Instant::now() < deadline);
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let mut child = env.spawn_run(&run);
+    wait_for_requests(&server, 3);
     env.json(&["cancel", &run, "--json"]);
     assert!(child.wait().unwrap().success());
     let status = env.json(&["status", &run, "--json"]);
@@ -505,17 +505,8 @@ fn regression_a_second_runner_on_the_same_run_is_refused() {
             .unwrap();
     let env = Env::new(&server, true);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
-    let mut first = env
-        .command(&["run", "--manifest", &run])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while server.requests().is_empty() {
-        assert!(Instant::now() < deadline);
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let mut first = env.spawn_run(&run);
+    wait_for_requests(&server, 1);
     let second = env.run(&["run", "--manifest", &run]);
     assert_eq!(second.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&second.stderr).contains("another skilltrial process"));

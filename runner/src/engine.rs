@@ -540,19 +540,13 @@ pub fn run(
                     latency_ms: elapsed_ms(started),
                     ..CallRecord::default()
                 };
-                journal.close_without_result(
-                    &attempt,
-                    Outcome::InfrastructureError.as_str(),
-                    &["not_delivered"],
-                    &call,
-                )?;
+                close_as_infrastructure(journal, &attempt, "not_delivered", &call)?;
             }
             Err(CallError::Rejected {
                 status,
                 request_id,
                 message,
             }) => {
-                let reason = format!("http_{status}");
                 let call = CallRecord {
                     http_status: Some(status),
                     provider_request_id: request_id,
@@ -560,12 +554,7 @@ pub fn run(
                     latency_ms: elapsed_ms(started),
                     ..CallRecord::default()
                 };
-                journal.close_without_result(
-                    &attempt,
-                    Outcome::InfrastructureError.as_str(),
-                    &[reason.as_str()],
-                    &call,
-                )?;
+                close_as_infrastructure(journal, &attempt, &format!("http_{status}"), &call)?;
             }
             Err(CallError::Lost { message, .. }) => {
                 journal.mark_unknown(&attempt, &message, Some(elapsed_ms(started)))?;
@@ -594,6 +583,22 @@ pub fn run(
         reserved: money.reserved,
         recovered_unknown,
     })
+}
+
+/// Closes an attempt whose request got no answer to check: an infrastructure error, for `reason`.
+fn close_as_infrastructure(
+    journal: &mut Journal,
+    attempt: &str,
+    reason: &str,
+    call: &CallRecord,
+) -> Result<(), EngineError> {
+    journal.close_without_result(
+        attempt,
+        Outcome::InfrastructureError.as_str(),
+        &[reason],
+        call,
+    )?;
+    Ok(())
 }
 
 fn elapsed_ms(started: Instant) -> u64 {

@@ -437,6 +437,9 @@ impl Journal {
 
     const ATTEMPT_COLUMNS: &'static str = "id, trial_idx, seq, retry_of, retry_reason, state, outcome, reasons, details, reserved_micros, reserved_tokens, spent_micros, input_tokens, output_tokens, request_sha256, http_status, provider_request_id, model_reported, system_fingerprint, response_sha256, answer_sha256, latency_ms, error, planned_at_ms, dispatched_at_ms, finished_at_ms";
 
+    /// How many columns `ATTEMPT_COLUMNS` names (`attempt_from` reads 0..this).
+    const ATTEMPT_COLUMN_COUNT: usize = 26;
+
     fn attempt_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<AttemptRow> {
         let reasons: String = r.get(7)?;
         let details: String = r.get(8)?;
@@ -492,49 +495,12 @@ impl Journal {
         self.conn
             .query_row(
                 &format!(
-                    "SELECT run_id, {} FROM attempts WHERE id = ?1",
+                    "SELECT {}, run_id FROM attempts WHERE id = ?1",
                     Self::ATTEMPT_COLUMNS
                 ),
                 [id],
-                |r| {
-                    let run: String = r.get(0)?;
-                    // Shift the row by one column for attempt_from.
-                    Ok((
-                        run,
-                        AttemptRow {
-                            id: r.get(1)?,
-                            trial_idx: r.get(2)?,
-                            seq: r.get(3)?,
-                            retry_of: r.get(4)?,
-                            retry_reason: r.get(5)?,
-                            state: AttemptState::parse(&r.get::<_, String>(6)?),
-                            outcome: r.get(7)?,
-                            reasons: serde_json::from_str(&r.get::<_, String>(8)?)
-                                .unwrap_or_default(),
-                            details: serde_json::from_str(&r.get::<_, String>(9)?)
-                                .unwrap_or(serde_json::Value::Null),
-                            reserved_micros: to_u64(r.get(10)?),
-                            reserved_tokens: to_u64(r.get(11)?),
-                            spent_micros: r.get::<_, Option<i64>>(12)?.map(to_u64),
-                            input_tokens: r.get::<_, Option<i64>>(13)?.map(to_u64),
-                            output_tokens: r.get::<_, Option<i64>>(14)?.map(to_u64),
-                            request_sha256: r.get(15)?,
-                            http_status: r
-                                .get::<_, Option<i64>>(16)?
-                                .and_then(|v| u16::try_from(v).ok()),
-                            provider_request_id: r.get(17)?,
-                            model_reported: r.get(18)?,
-                            system_fingerprint: r.get(19)?,
-                            response_sha256: r.get(20)?,
-                            answer_sha256: r.get(21)?,
-                            latency_ms: r.get::<_, Option<i64>>(22)?.map(to_u64),
-                            error: r.get(23)?,
-                            planned_at_ms: r.get(24)?,
-                            dispatched_at_ms: r.get(25)?,
-                            finished_at_ms: r.get(26)?,
-                        },
-                    ))
-                },
+                // run_id comes after the attempt's columns, so attempt_from reads the row as is.
+                |r| Ok((r.get(Self::ATTEMPT_COLUMN_COUNT)?, Self::attempt_from(r)?)),
             )
             .optional()
             .map_err(self.sql())
@@ -1039,5 +1005,18 @@ impl Journal {
             )
             .map_err(self.sql())?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Journal;
+
+    #[test]
+    fn the_attempt_column_count_matches_the_column_list() {
+        assert_eq!(
+            Journal::ATTEMPT_COLUMNS.split(',').count(),
+            Journal::ATTEMPT_COLUMN_COUNT
+        );
     }
 }

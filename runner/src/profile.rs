@@ -81,6 +81,21 @@ pub struct Profile {
     pub origin: String,
 }
 
+impl Profile {
+    /// Where requests go: the profile's `base_url`, else the provider's base-URL environment
+    /// variable (e.g. `OPENAI_BASE_URL`) when set and not empty, else the provider's default.
+    pub fn endpoint(&self) -> String {
+        self.base_url
+            .clone()
+            .or_else(|| {
+                std::env::var(self.provider.base_url_env())
+                    .ok()
+                    .filter(|v| !v.is_empty())
+            })
+            .unwrap_or_else(|| self.provider.default_base_url().to_owned())
+    }
+}
+
 /// A profile entry as written in TOML.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

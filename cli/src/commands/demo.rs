@@ -108,15 +108,7 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
             ),
         );
     }
-    let endpoint = profile
-        .base_url
-        .clone()
-        .or_else(|| {
-            std::env::var(profile.provider.base_url_env())
-                .ok()
-                .filter(|v| !v.is_empty())
-        })
-        .unwrap_or_else(|| profile.provider.default_base_url().to_owned());
+    let endpoint = profile.endpoint();
     let cap = MicroUsd::parse_usd(&args.cap_usd)
         .map_err(|e| CliError::Environment(anyhow::anyhow!("--cap-usd: {e}")))?;
     let unpriced = profile.price.is_none();

@@ -80,15 +80,7 @@ pub fn run(args: &PlanArgs, global: &Global) -> Result<Status, CliError> {
         .map(MicroUsd::parse_usd)
         .transpose()
         .map_err(|e| CliError::Environment(anyhow::anyhow!("--cap-usd: {e}")))?;
-    let endpoint = profile
-        .base_url
-        .clone()
-        .or_else(|| {
-            std::env::var(profile.provider.base_url_env())
-                .ok()
-                .filter(|v| !v.is_empty())
-        })
-        .unwrap_or_else(|| profile.provider.default_base_url().to_owned());
+    let endpoint = profile.endpoint();
     let seed = args.seed.unwrap_or_else(random_seed);
     let options = PlanOptions {
         repetitions: args.reps,

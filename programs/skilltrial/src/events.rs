@@ -11,6 +11,19 @@ pub struct ConfigUpdated {
     pub sktrial_mint: Pubkey,
 }
 
+impl ConfigUpdated {
+    /// The event for `config` as it now stands (emitted by `config_init` and `config_update`).
+    pub fn of(config: &crate::state::Config) -> Self {
+        Self {
+            admin: config.admin,
+            runner: config.runner,
+            fee_per_trial: config.fee_per_trial,
+            buyback_interval_secs: config.buyback_interval_secs,
+            sktrial_mint: config.sktrial_mint,
+        }
+    }
+}
+
 #[event]
 pub struct RunOpened {
     pub run: Pubkey,

@@ -50,13 +50,7 @@ pub fn config_init(ctx: Context<ConfigInit>, args: ConfigInitArgs) -> Result<()>
     config.fee_vault_bump = ctx.bumps.fee_vault;
     ctx.accounts.fee_vault.bump = ctx.bumps.fee_vault;
     ctx.accounts.buyback_log.bump = ctx.bumps.buyback_log;
-    emit!(ConfigUpdated {
-        admin: config.admin,
-        runner: config.runner,
-        fee_per_trial: config.fee_per_trial,
-        buyback_interval_secs: config.buyback_interval_secs,
-        sktrial_mint: config.sktrial_mint,
-    });
+    emit!(ConfigUpdated::of(config));
     config.invariant()?;
     ctx.accounts.buyback_log.invariant()
 }

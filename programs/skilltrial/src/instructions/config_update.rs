@@ -39,12 +39,6 @@ pub fn config_update(ctx: Context<ConfigUpdate>, args: ConfigUpdateArgs) -> Resu
     if let Some(admin) = args.admin {
         config.admin = admin;
     }
-    emit!(ConfigUpdated {
-        admin: config.admin,
-        runner: config.runner,
-        fee_per_trial: config.fee_per_trial,
-        buyback_interval_secs: config.buyback_interval_secs,
-        sktrial_mint: config.sktrial_mint,
-    });
+    emit!(ConfigUpdated::of(config));
     config.invariant()
 }

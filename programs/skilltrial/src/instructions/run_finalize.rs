@@ -37,24 +37,16 @@ impl RunFinalize<'_> {
 }
 
 pub fn run_finalize(ctx: Context<RunFinalize>, report_hash: [u8; 32]) -> Result<()> {
-    let remaining = ctx.accounts.run.remaining()?;
-    lamports::transfer(
-        &ctx.accounts.run.to_account_info(),
-        &ctx.accounts.user.to_account_info(),
-        remaining,
+    let accounts = &mut *ctx.accounts;
+    let remaining = lamports::refund_remainder(
+        &mut accounts.run,
+        &accounts.user.to_account_info(),
+        &mut accounts.config,
     )?;
-    let run = &mut ctx.accounts.run;
-    run.refunded = run
-        .refunded
-        .checked_add(remaining)
-        .ok_or(SkillTrialError::Overflow)?;
+    let run = &mut accounts.run;
     run.report_hash = report_hash;
     run.status = RunStatus::Finalized;
-    let config = &mut ctx.accounts.config;
-    config.total_refunded = config
-        .total_refunded
-        .checked_add(remaining)
-        .ok_or(SkillTrialError::Overflow)?;
+    let config = &accounts.config;
     emit!(RunFinalized {
         run: run.key(),
         report_hash,

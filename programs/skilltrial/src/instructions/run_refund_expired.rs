@@ -33,23 +33,15 @@ impl RunRefundExpired<'_> {
 }
 
 pub fn run_refund_expired(ctx: Context<RunRefundExpired>) -> Result<()> {
-    let remaining = ctx.accounts.run.remaining()?;
-    lamports::transfer(
-        &ctx.accounts.run.to_account_info(),
-        &ctx.accounts.user.to_account_info(),
-        remaining,
+    let accounts = &mut *ctx.accounts;
+    let remaining = lamports::refund_remainder(
+        &mut accounts.run,
+        &accounts.user.to_account_info(),
+        &mut accounts.config,
     )?;
-    let run = &mut ctx.accounts.run;
-    run.refunded = run
-        .refunded
-        .checked_add(remaining)
-        .ok_or(SkillTrialError::Overflow)?;
+    let run = &mut accounts.run;
     run.status = RunStatus::Refunded;
-    let config = &mut ctx.accounts.config;
-    config.total_refunded = config
-        .total_refunded
-        .checked_add(remaining)
-        .ok_or(SkillTrialError::Overflow)?;
+    let config = &accounts.config;
     emit!(RunRefunded {
         run: run.key(),
         refunded: remaining

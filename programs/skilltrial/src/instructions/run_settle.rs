@@ -77,23 +77,15 @@ pub fn run_settle(ctx: Context<RunSettle>, args: RunSettleArgs) -> Result<()> {
             SkillTrialError::ChargeAboveCap
         );
         run.mark_settled(charge.index)?;
-        usage_total = usage_total
-            .checked_add(charge.usage)
-            .ok_or(SkillTrialError::Overflow)?;
+        usage_total = lamports::sum(usage_total, charge.usage)?;
     }
     let count = u64::try_from(args.trials.len()).map_err(|_| SkillTrialError::Overflow)?;
     let fees = run
         .fee_per_trial
         .checked_mul(count)
         .ok_or(SkillTrialError::Overflow)?;
-    run.settled_usage = run
-        .settled_usage
-        .checked_add(usage_total)
-        .ok_or(SkillTrialError::Overflow)?;
-    run.settled_fees = run
-        .settled_fees
-        .checked_add(fees)
-        .ok_or(SkillTrialError::Overflow)?;
+    run.settled_usage = lamports::sum(run.settled_usage, usage_total)?;
+    run.settled_fees = lamports::sum(run.settled_fees, fees)?;
     // The escrow must still cover what was settled (remaining() fails otherwise).
     run.invariant()?;
     let run_info = run.to_account_info();
@@ -105,18 +97,9 @@ pub fn run_settle(ctx: Context<RunSettle>, args: RunSettleArgs) -> Result<()> {
     lamports::transfer(&run_info, &ctx.accounts.fee_vault.to_account_info(), fees)?;
 
     let config = &mut ctx.accounts.config;
-    config.total_trials_settled = config
-        .total_trials_settled
-        .checked_add(count)
-        .ok_or(SkillTrialError::Overflow)?;
-    config.total_usage = config
-        .total_usage
-        .checked_add(usage_total)
-        .ok_or(SkillTrialError::Overflow)?;
-    config.total_fees = config
-        .total_fees
-        .checked_add(fees)
-        .ok_or(SkillTrialError::Overflow)?;
+    config.total_trials_settled = lamports::sum(config.total_trials_settled, count)?;
+    config.total_usage = lamports::sum(config.total_usage, usage_total)?;
+    config.total_fees = lamports::sum(config.total_fees, fees)?;
     emit!(TrialsSettled {
         run: ctx.accounts.run.key(),
         trials: u16::try_from(count).unwrap_or(u16::MAX),
