@@ -22,7 +22,7 @@ use crate::money::MicroUsd;
 use crate::outcome::Outcome;
 use crate::pack::{self, Pack};
 use crate::prompt;
-use crate::provider::{CallError, ModelRequest, Provider};
+use crate::provider::{CallError, ModelRequest, Provider, retry};
 use crate::store::{Store, StoreError, parse_hex};
 
 /// An exclusive lock on one run, held for as long as the value lives.
@@ -288,6 +288,7 @@ pub fn run(
     options: RunOptions,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunSummary, EngineError> {
+    let backoff_scale = retry::backoff_scale().map_err(EngineError::Refused)?;
     let manifest = &inputs.manifest;
     let run_id = inputs.hash.hex();
     let (trials, _totals) =
@@ -331,6 +332,8 @@ pub fn run(
     // its own window rather than being cut off by an earlier one.
     let started_at = now_ms();
     let total = u32::try_from(trials.len()).unwrap_or(u32::MAX);
+    // A trial whose request was rate-limited is queued again at the front, after its wait.
+    let mut queue: std::collections::VecDeque<&PlannedTrial> = trials.iter().collect();
     let mut dispatched_now = 0u32;
     let mut stopped = false;
 
@@ -355,7 +358,7 @@ pub fn run(
     };
     report(journal, None, progress)?;
 
-    for trial in &trials {
+    while let Some(trial) = queue.pop_front() {
         let attempts = journal.attempts(&run_id)?;
         let latest = attempts
             .iter()
@@ -546,7 +549,9 @@ pub fn run(
                 status,
                 request_id,
                 message,
+                retry_after,
             }) => {
+                let retryable = retry::is_retryable(status, &message);
                 let call = CallRecord {
                     http_status: Some(status),
                     provider_request_id: request_id,
@@ -555,6 +560,19 @@ pub fn run(
                     ..CallRecord::default()
                 };
                 close_as_infrastructure(journal, &attempt, &format!("http_{status}"), &call)?;
+                if retryable
+                    && plan_auto_retry(
+                        journal,
+                        &run_id,
+                        trial.index,
+                        &attempt,
+                        status,
+                        retry_after,
+                        backoff_scale,
+                    )?
+                {
+                    queue.push_front(trial);
+                }
             }
             Err(CallError::Lost { message, .. }) => {
                 journal.mark_unknown(&attempt, &message, Some(elapsed_ms(started)))?;
@@ -599,6 +617,63 @@ fn close_as_infrastructure(
         call,
     )?;
     Ok(())
+}
+
+/// After a rate-limited or overloaded answer (nothing reached the model, nothing was spent):
+/// plans the next automatic retry of the trial, as a new attempt whose reason says which retry it
+/// is and why, then waits as the provider asked (capped; a cancel ends the wait early). Returns
+/// false, planning nothing, once the trial has had its [`retry::MAX_AUTO_RETRIES`]: the trial
+/// then stays `infrastructure_error`, for the user to `resolve --retry`.
+fn plan_auto_retry(
+    journal: &mut Journal,
+    run_id: &str,
+    trial_idx: u32,
+    rejected: &str,
+    status: u16,
+    retry_after: Option<Duration>,
+    backoff_scale: f64,
+) -> Result<bool, EngineError> {
+    let mut chain: Vec<AttemptRow> = journal
+        .attempts(run_id)?
+        .into_iter()
+        .filter(|a| a.trial_idx == trial_idx)
+        .collect();
+    chain.sort_by_key(|a| std::cmp::Reverse(a.seq));
+    // Automatic retries since the first attempt or the user's last retry.
+    let done = chain
+        .iter()
+        .take_while(|a| {
+            a.retry_reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with(retry::AUTO_REASON_PREFIX))
+        })
+        .count();
+    let done = u32::try_from(done).unwrap_or(u32::MAX);
+    if done >= retry::MAX_AUTO_RETRIES {
+        return Ok(false);
+    }
+    let n = done + 1;
+    let wait = retry::wait(n, retry_after).mul_f64(backoff_scale);
+    let source = match retry_after {
+        Some(asked) => format!("retry-after {} ms", asked.as_millis()),
+        None => "no retry-after: default backoff".to_owned(),
+    };
+    let reason = format!(
+        "{} {n}/{} after HTTP {status}, nothing spent; waited {} ms ({source})",
+        retry::AUTO_REASON_PREFIX,
+        retry::MAX_AUTO_RETRIES,
+        wait.as_millis()
+    );
+    journal.plan_retry(run_id, trial_idx, rejected, &reason)?;
+    let until = Instant::now() + wait;
+    while Instant::now() < until && !journal.cancel_requested(run_id)? {
+        std::thread::sleep(
+            until
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(100)),
+        );
+    }
+    Ok(true)
 }
 
 fn elapsed_ms(started: Instant) -> u64 {
