@@ -574,3 +574,68 @@ fn every_fault_becomes_exactly_its_outcome_with_its_reserve() {
     assert_eq!(status["executed"], 12);
     assert_eq!(status["attempts"], 22);
 }
+
+#[test]
+fn regression_a_cancel_during_a_retry_wait_ends_it_and_leaves_nothing_planned() {
+    // Given a provider that asks for a 30-second wait on the first request
+    let arrivals: Arrivals = Arc::default();
+    let server = recording(&arrivals, |r, _| {
+        if r.index == 0 {
+            Reply::RetryAfter(429, "30".into())
+        } else {
+            Reply::Answer(scripted_answer(r))
+        }
+    });
+    let env = Env::new(&server);
+    let run = env.plan();
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skilltrial"))
+        .args(["run", "--manifest", &run, "--home"])
+        .arg(env.home())
+        .current_dir(root())
+        .env("ANTHROPIC_API_KEY", SECRET)
+        .env_remove("SKILLTRIAL_TEST_BACKOFF_SCALE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    while arrivals.lock().unwrap().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no request came"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    // When the run is cancelled from another process during the wait
+    env.json(&["cancel", &run, "--json"]);
+    assert!(child.wait().unwrap().success());
+
+    // Then the wait ended early, nothing more was sent, and no attempt is left planned: the
+    // trial ends not_run (cancelled) after its rate-limited attempt
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(arrivals.lock().unwrap().len(), 1);
+    let report = env.report(&run);
+    let first = arrivals.lock().unwrap()[0].1.clone().unwrap();
+    let chain = chain_of(&report, &first);
+    assert_eq!(chain.len(), 2, "{chain:?}");
+    assert_eq!(chain[0]["outcome"], "infrastructure_error");
+    assert_eq!(chain[1]["outcome"], "not_run");
+    assert_eq!(chain[1]["reasons"], serde_json::json!(["cancelled"]));
+    let planned = report["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["attempts"].as_array().unwrap().clone())
+        .filter(|a| a["state"] == "planned")
+        .count();
+    assert_eq!(planned, 0);
+    let status = env.json(&["status", &run, "--json"]);
+    assert_eq!(status["status"], "cancelled");
+    assert_eq!(status["reserved_usd_micros"], 0);
+}

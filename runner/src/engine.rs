@@ -332,8 +332,10 @@ pub fn run(
     // its own window rather than being cut off by an earlier one.
     let started_at = now_ms();
     let total = u32::try_from(trials.len()).unwrap_or(u32::MAX);
-    // A trial whose request was rate-limited is queued again at the front, after its wait.
+    // A trial whose request was rate-limited is queued again at the front, after its wait, with
+    // the rejected attempt and the reason its retry will carry.
     let mut queue: std::collections::VecDeque<&PlannedTrial> = trials.iter().collect();
+    let mut auto_retry: BTreeMap<u32, (String, String)> = BTreeMap::new();
     let mut dispatched_now = 0u32;
     let mut stopped = false;
 
@@ -364,7 +366,7 @@ pub fn run(
             .iter()
             .filter(|a| a.trial_idx == trial.index)
             .max_by_key(|a| a.seq);
-        if settled(latest) {
+        if settled(latest) && !auto_retry.contains_key(&trial.index) {
             continue;
         }
         let pending_retry = latest
@@ -458,7 +460,11 @@ pub fn run(
                 journal.reserve_planned(&id, trial.reserve, tokens)?;
                 id
             }
-            None => journal.plan_attempt(&run_id, trial.index, trial.reserve, tokens, None)?,
+            None => {
+                let retry = auto_retry.remove(&trial.index);
+                let retry = retry.as_ref().map(|(of, why)| (of.as_str(), why.as_str()));
+                journal.plan_attempt(&run_id, trial.index, trial.reserve, tokens, retry)?
+            }
         };
         report(journal, Some(trial), progress)?;
         let task = inputs
@@ -561,16 +567,16 @@ pub fn run(
                 };
                 close_as_infrastructure(journal, &attempt, &format!("http_{status}"), &call)?;
                 if retryable
-                    && plan_auto_retry(
+                    && let Some(reason) = wait_for_auto_retry(
                         journal,
                         &run_id,
                         trial.index,
-                        &attempt,
                         status,
                         retry_after,
                         backoff_scale,
                     )?
                 {
+                    auto_retry.insert(trial.index, (attempt.clone(), reason));
                     queue.push_front(trial);
                 }
             }
@@ -620,19 +626,19 @@ fn close_as_infrastructure(
 }
 
 /// After a rate-limited or overloaded answer (nothing reached the model, nothing was spent):
-/// plans the next automatic retry of the trial, as a new attempt whose reason says which retry it
-/// is and why, then waits as the provider asked (capped; a cancel ends the wait early). Returns
-/// false, planning nothing, once the trial has had its [`retry::MAX_AUTO_RETRIES`]: the trial
-/// then stays `infrastructure_error`, for the user to `resolve --retry`.
-fn plan_auto_retry(
-    journal: &mut Journal,
+/// waits as the provider asked (capped; a cancel ends the wait early) and returns the reason the
+/// trial's next attempt carries, saying which automatic retry it is and why. Returns `None` once
+/// the trial has had its [`retry::MAX_AUTO_RETRIES`]: it then stays `infrastructure_error`, for
+/// the user to `resolve --retry`. Nothing is journaled here: the retry is planned like any
+/// attempt, after the run's stop conditions, so a stop during the wait leaves nothing pending.
+fn wait_for_auto_retry(
+    journal: &Journal,
     run_id: &str,
     trial_idx: u32,
-    rejected: &str,
     status: u16,
     retry_after: Option<Duration>,
     backoff_scale: f64,
-) -> Result<bool, EngineError> {
+) -> Result<Option<String>, EngineError> {
     let mut chain: Vec<AttemptRow> = journal
         .attempts(run_id)?
         .into_iter()
@@ -650,7 +656,7 @@ fn plan_auto_retry(
         .count();
     let done = u32::try_from(done).unwrap_or(u32::MAX);
     if done >= retry::MAX_AUTO_RETRIES {
-        return Ok(false);
+        return Ok(None);
     }
     let n = done + 1;
     let wait = retry::wait(n, retry_after).mul_f64(backoff_scale);
@@ -664,7 +670,6 @@ fn plan_auto_retry(
         retry::MAX_AUTO_RETRIES,
         wait.as_millis()
     );
-    journal.plan_retry(run_id, trial_idx, rejected, &reason)?;
     let until = Instant::now() + wait;
     while Instant::now() < until && !journal.cancel_requested(run_id)? {
         std::thread::sleep(
@@ -673,7 +678,7 @@ fn plan_auto_retry(
                 .min(Duration::from_millis(100)),
         );
     }
-    Ok(true)
+    Ok(Some(reason))
 }
 
 fn elapsed_ms(started: Instant) -> u64 {

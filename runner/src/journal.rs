@@ -947,35 +947,6 @@ impl Journal {
         Ok(new_attempt)
     }
 
-    /// Plans a retry of `retry_of` as a new attempt of the same trial (new id, no reserve until
-    /// the run dispatches it), carrying `reason`. Used for automatic retries of rate-limited
-    /// answers; the old attempt stays as it was, its own observation.
-    pub fn plan_retry(
-        &mut self,
-        run_id: &str,
-        trial_idx: u32,
-        retry_of: &str,
-        reason: &str,
-    ) -> Result<String, JournalError> {
-        let path = self.path.clone();
-        let sql = |source| JournalError::Sql {
-            path: path.clone(),
-            source,
-        };
-        let tx = self.conn.transaction().map_err(sql)?;
-        let seq: u32 = tx
-            .query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts WHERE run_id = ?1 AND trial_idx = ?2", params![run_id, trial_idx], |r| r.get(0))
-            .map_err(sql)?;
-        let id = format!("{}-{trial_idx:03}-{seq}", &run_id[..12.min(run_id.len())]);
-        tx.execute(
-            "INSERT INTO attempts (id, run_id, trial_idx, seq, retry_of, retry_reason, state, planned_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'planned', ?7)",
-            params![id, run_id, trial_idx, seq, retry_of, reason, now_ms()],
-        )
-        .map_err(sql)?;
-        tx.commit().map_err(sql)?;
-        Ok(id)
-    }
-
     /// Re-reserves a planned (retry) attempt right before dispatch.
     pub fn reserve_planned(
         &mut self,
