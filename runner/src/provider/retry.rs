@@ -31,8 +31,12 @@ pub const AUTO_REASON_PREFIX: &str = "automatic retry";
 /// test can check that `retry-after` is honoured without waiting whole seconds. Unset means 1.
 pub const BACKOFF_SCALE_ENV: &str = "SKILLTRIAL_TEST_BACKOFF_SCALE";
 
-/// Whether a rejection is one that is retried automatically: rate limited or overloaded.
+/// Whether a rejection is one that is retried automatically: rate limited or overloaded. An
+/// exhausted quota (OpenAI's 429 `insufficient_quota`) does not pass by waiting, so it is not.
 pub fn is_retryable(status: u16, body: &str) -> bool {
+    if body.contains("\"insufficient_quota\"") {
+        return false;
+    }
     matches!(status, 429 | 529)
         || body.contains("\"rate_limit_error\"")
         || body.contains("\"overloaded_error\"")
@@ -110,6 +114,10 @@ mod tests {
         ));
         assert!(!is_retryable(503, "{\"error\":{\"type\":\"api_error\"}}"));
         assert!(!is_retryable(400, ""));
+        assert!(!is_retryable(
+            429,
+            "{\"error\":{\"type\":\"insufficient_quota\",\"code\":\"insufficient_quota\"}}"
+        ));
         assert!(!is_retryable(
             401,
             "{\"error\":{\"type\":\"authentication_error\"}}"
