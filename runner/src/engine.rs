@@ -5,8 +5,10 @@
 //! request whose upper cost could break the cap; reserve that upper cost; journal the attempt as
 //! `dispatched` (durable) and only then send; flush the answer to the payload store (fsync) and
 //! journal it before the checker sees it; release the reserve against the usage actually spent.
-//! A request that was sent but not answered is `unknown` and keeps its reserve; nothing is ever
-//! re-sent without the user (`resolve --retry`).
+//! A request that was sent but not answered is `unknown` and keeps its reserve; it is never
+//! re-sent without the user (`resolve --retry`). Only a request the provider turned away as rate
+//! limited or overloaded (nothing reached the model) is retried automatically, a bounded number of
+//! times, each retry a new attempt with its reason ([`crate::provider::retry`]).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

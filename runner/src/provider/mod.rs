@@ -1,13 +1,15 @@
 //! Model providers: one request in, one normalized response (or a classified failure) out.
 //!
-//! **Invariant:** only this module speaks HTTP to models. Keys are read from the environment at
-//! call time, sent only in a request header, and never returned, logged or stored.
+//! **Invariant:** only this module speaks HTTP to models. Keys are held as [`Secret`]s, sent only
+//! in a request header, and never returned, logged or stored: every text a provider sends back is
+//! scrubbed of the key ([`scrub`]) before anything else sees it.
 //!
 //! Failures are classified by what they mean for money and for the trial:
 //! - [`CallError::NotDelivered`] — the request never reached the provider (connection refused,
 //!   DNS, TLS): `infrastructure_error`, nothing spent.
 //! - [`CallError::Rejected`] — the provider refused it with an error status (429, 5xx, 529, 4xx)
-//!   before the model produced anything: `infrastructure_error`, nothing spent.
+//!   before the model produced anything: `infrastructure_error`, nothing spent. Rate limits and
+//!   overload are retried by the engine within bounds ([`retry`]).
 //! - [`CallError::Lost`] — it was sent and no usable answer came back (timeout, connection cut
 //!   mid-response, malformed or truncated body): `unknown`, the reserve stays held and nothing is
 //!   retried automatically.
