@@ -5,8 +5,10 @@
 //! request whose upper cost could break the cap; reserve that upper cost; journal the attempt as
 //! `dispatched` (durable) and only then send; flush the answer to the payload store (fsync) and
 //! journal it before the checker sees it; release the reserve against the usage actually spent.
-//! A request that was sent but not answered is `unknown` and keeps its reserve; nothing is ever
-//! re-sent without the user (`resolve --retry`).
+//! A request that was sent but not answered is `unknown` and keeps its reserve; it is never
+//! re-sent without the user (`resolve --retry`). Only a request the provider turned away as rate
+//! limited or overloaded (nothing reached the model) is retried automatically, a bounded number of
+//! times, each retry a new attempt with its reason ([`crate::provider::retry`]).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -22,7 +24,7 @@ use crate::money::MicroUsd;
 use crate::outcome::Outcome;
 use crate::pack::{self, Pack};
 use crate::prompt;
-use crate::provider::{CallError, ModelRequest, Provider};
+use crate::provider::{CallError, ModelRequest, Provider, retry};
 use crate::store::{Store, StoreError, parse_hex};
 
 /// An exclusive lock on one run, held for as long as the value lives.
@@ -288,6 +290,7 @@ pub fn run(
     options: RunOptions,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunSummary, EngineError> {
+    let backoff_scale = retry::backoff_scale().map_err(EngineError::Refused)?;
     let manifest = &inputs.manifest;
     let run_id = inputs.hash.hex();
     let (trials, _totals) =
@@ -331,6 +334,10 @@ pub fn run(
     // its own window rather than being cut off by an earlier one.
     let started_at = now_ms();
     let total = u32::try_from(trials.len()).unwrap_or(u32::MAX);
+    // A trial whose request was rate-limited is queued again at the front, after its wait, with
+    // the rejected attempt and the reason its retry will carry.
+    let mut queue: std::collections::VecDeque<&PlannedTrial> = trials.iter().collect();
+    let mut auto_retry: BTreeMap<u32, (String, String)> = BTreeMap::new();
     let mut dispatched_now = 0u32;
     let mut stopped = false;
 
@@ -355,13 +362,13 @@ pub fn run(
     };
     report(journal, None, progress)?;
 
-    for trial in &trials {
+    while let Some(trial) = queue.pop_front() {
         let attempts = journal.attempts(&run_id)?;
         let latest = attempts
             .iter()
             .filter(|a| a.trial_idx == trial.index)
             .max_by_key(|a| a.seq);
-        if settled(latest) {
+        if settled(latest) && !auto_retry.contains_key(&trial.index) {
             continue;
         }
         let pending_retry = latest
@@ -455,7 +462,11 @@ pub fn run(
                 journal.reserve_planned(&id, trial.reserve, tokens)?;
                 id
             }
-            None => journal.plan_attempt(&run_id, trial.index, trial.reserve, tokens, None)?,
+            None => {
+                let retry = auto_retry.remove(&trial.index);
+                let retry = retry.as_ref().map(|(of, why)| (of.as_str(), why.as_str()));
+                journal.plan_attempt(&run_id, trial.index, trial.reserve, tokens, retry)?
+            }
         };
         report(journal, Some(trial), progress)?;
         let task = inputs
@@ -546,7 +557,9 @@ pub fn run(
                 status,
                 request_id,
                 message,
+                retry_after,
             }) => {
+                let retryable = retry::is_retryable(status, &message);
                 let call = CallRecord {
                     http_status: Some(status),
                     provider_request_id: request_id,
@@ -555,6 +568,19 @@ pub fn run(
                     ..CallRecord::default()
                 };
                 close_as_infrastructure(journal, &attempt, &format!("http_{status}"), &call)?;
+                if retryable
+                    && let Some(reason) = wait_for_auto_retry(
+                        journal,
+                        &run_id,
+                        trial.index,
+                        status,
+                        retry_after,
+                        backoff_scale,
+                    )?
+                {
+                    auto_retry.insert(trial.index, (attempt.clone(), reason));
+                    queue.push_front(trial);
+                }
             }
             Err(CallError::Lost { message, .. }) => {
                 journal.mark_unknown(&attempt, &message, Some(elapsed_ms(started)))?;
@@ -599,6 +625,62 @@ fn close_as_infrastructure(
         call,
     )?;
     Ok(())
+}
+
+/// After a rate-limited or overloaded answer (nothing reached the model, nothing was spent):
+/// waits as the provider asked (capped; a cancel ends the wait early) and returns the reason the
+/// trial's next attempt carries, saying which automatic retry it is and why. Returns `None` once
+/// the trial has had its [`retry::MAX_AUTO_RETRIES`]: it then stays `infrastructure_error`, for
+/// the user to `resolve --retry`. Nothing is journaled here: the retry is planned like any
+/// attempt, after the run's stop conditions, so a stop during the wait leaves nothing pending.
+fn wait_for_auto_retry(
+    journal: &Journal,
+    run_id: &str,
+    trial_idx: u32,
+    status: u16,
+    retry_after: Option<Duration>,
+    backoff_scale: f64,
+) -> Result<Option<String>, EngineError> {
+    let mut chain: Vec<AttemptRow> = journal
+        .attempts(run_id)?
+        .into_iter()
+        .filter(|a| a.trial_idx == trial_idx)
+        .collect();
+    chain.sort_by_key(|a| std::cmp::Reverse(a.seq));
+    // Automatic retries since the first attempt or the user's last retry.
+    let done = chain
+        .iter()
+        .take_while(|a| {
+            a.retry_reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with(retry::AUTO_REASON_PREFIX))
+        })
+        .count();
+    let done = u32::try_from(done).unwrap_or(u32::MAX);
+    if done >= retry::MAX_AUTO_RETRIES {
+        return Ok(None);
+    }
+    let n = done + 1;
+    let wait = retry::wait(n, retry_after).mul_f64(backoff_scale);
+    let source = match retry_after {
+        Some(asked) => format!("retry-after {} ms", asked.as_millis()),
+        None => "no retry-after: default backoff".to_owned(),
+    };
+    let reason = format!(
+        "{} {n}/{} after HTTP {status}, nothing spent; waited {} ms ({source})",
+        retry::AUTO_REASON_PREFIX,
+        retry::MAX_AUTO_RETRIES,
+        wait.as_millis()
+    );
+    let until = Instant::now() + wait;
+    while Instant::now() < until && !journal.cancel_requested(run_id)? {
+        std::thread::sleep(
+            until
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(100)),
+        );
+    }
+    Ok(Some(reason))
 }
 
 fn elapsed_ms(started: Instant) -> u64 {

@@ -863,9 +863,40 @@ impl Journal {
         let Some((run_id, trial_idx, state, reserved, reserved_tokens)) = row else {
             return Err(JournalError::State(format!("no attempt `{attempt}`")));
         };
+        if state == "closed"
+            && let Resolution::Retry { reason } = resolution
+        {
+            // An infrastructure error (nothing reached the model, its reserve already released)
+            // may be retried by hand, once it is its trial's latest attempt.
+            let (outcome, later): (Option<String>, u32) = tx
+                .query_row(
+                    "SELECT outcome, (SELECT COUNT(*) FROM attempts b WHERE b.run_id = a.run_id AND b.trial_idx = a.trial_idx AND b.seq > a.seq) FROM attempts a WHERE id = ?1",
+                    [attempt],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .map_err(sql)?;
+            if outcome.as_deref() == Some("infrastructure_error") {
+                if later > 0 {
+                    return Err(JournalError::State(format!(
+                        "attempt {attempt} is not its trial's latest attempt: retry the latest one"
+                    )));
+                }
+                let seq: u32 = tx
+                    .query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts WHERE run_id = ?1 AND trial_idx = ?2", params![run_id, trial_idx], |r| r.get(0))
+                    .map_err(sql)?;
+                let id = format!("{}-{trial_idx:03}-{seq}", &run_id[..12.min(run_id.len())]);
+                tx.execute(
+                    "INSERT INTO attempts (id, run_id, trial_idx, seq, retry_of, retry_reason, state, planned_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'planned', ?7)",
+                    params![id, run_id, trial_idx, seq, attempt, reason, now_ms()],
+                )
+                .map_err(sql)?;
+                tx.commit().map_err(sql)?;
+                return Ok(Some(id));
+            }
+        }
         if state != "unknown" {
             return Err(JournalError::State(format!(
-                "attempt {attempt} is {state}, not unknown: only unknown attempts are resolved"
+                "attempt {attempt} is {state}, not unknown: only unknown attempts are resolved (and infrastructure errors retried)"
             )));
         }
         let note = match resolution {

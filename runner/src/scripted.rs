@@ -60,6 +60,16 @@ impl ServerRequest {
             .map(|(_, v)| v.as_str())
     }
 
+    /// The key the request carried: its `x-api-key`, or its bearer token.
+    pub fn key(&self) -> Option<String> {
+        self.header("x-api-key")
+            .or_else(|| {
+                self.header("authorization")
+                    .and_then(|v| v.strip_prefix("Bearer "))
+            })
+            .map(str::to_owned)
+    }
+
     fn is_anthropic(&self) -> bool {
         self.path.ends_with("/v1/messages")
     }
@@ -84,6 +94,23 @@ pub enum Reply {
     Malformed,
     /// Wait, then answer.
     Slow(String, Duration),
+    /// An error status whose body quotes the key the request carried (its `x-api-key`, or its
+    /// bearer token), as some gateways and proxies do: after `pad` filler characters, whole, then
+    /// in part (its first 14 and last 12 characters), then URL-encoded byte by byte.
+    EchoKeyInError { status: u16, pad: usize },
+    /// A 200 answer whose body also quotes the key (in its `id` and in an extra field).
+    EchoKeyInBody(String),
+    /// A 200 answer whose request-id headers carry the key.
+    EchoKeyInHeader(String),
+    /// An error status with the provider's error body and a `retry-after` header (as given).
+    RetryAfter(u16, String),
+    /// A response exactly as given: status, headers (besides content-length and connection) and
+    /// body — for fixtures copied verbatim from the providers' API references.
+    Verbatim {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
 }
 
 /// What the log keeps of each request.
@@ -295,6 +322,62 @@ fn serve(
             let _ = writer.flush();
         }
         Reply::Malformed => respond(&mut writer, 200, "{\"content\": [this is not json"),
+        Reply::EchoKeyInError { status, pad } => {
+            let key = request.key().unwrap_or_default();
+            let head: String = key.chars().take(14).collect();
+            let tail: String = key
+                .chars()
+                .skip(key.chars().count().saturating_sub(12))
+                .collect();
+            let encoded: String = key.bytes().map(|b| format!("%{b:02X}")).collect();
+            let message = format!(
+                "{}invalid x-api-key {key} (key {head}...{tail}; url ?key={encoded})",
+                "x".repeat(pad)
+            );
+            let body = if anthropic {
+                json!({ "type": "error", "error": { "type": "authentication_error", "message": message } })
+            } else {
+                json!({ "error": { "message": message, "type": "invalid_request_error", "code": "invalid_api_key" } })
+            };
+            respond(&mut writer, status, &body.to_string());
+        }
+        Reply::EchoKeyInBody(text) => {
+            let key = request.key().unwrap_or_default();
+            let mut body: Value = serde_json::from_str(&answer_body(&request, &text, anthropic))
+                .unwrap_or(Value::Null);
+            if let Some(map) = body.as_object_mut() {
+                map.insert("id".to_owned(), json!(format!("msg_{key}")));
+                map.insert("gateway".to_owned(), json!({ "authorized_with": key }));
+            }
+            respond(&mut writer, 200, &body.to_string());
+        }
+        Reply::EchoKeyInHeader(text) => {
+            let key = request.key().unwrap_or_default();
+            respond_with(
+                &mut writer,
+                200,
+                &[
+                    ("request-id".to_owned(), format!("req_{key}")),
+                    ("x-request-id".to_owned(), format!("req_{key}")),
+                ],
+                &answer_body(&request, &text, anthropic),
+            );
+        }
+        Reply::RetryAfter(status, after) => respond_with(
+            &mut writer,
+            status,
+            &[
+                ("request-id".to_owned(), "req_scripted".to_owned()),
+                ("x-request-id".to_owned(), "req_scripted".to_owned()),
+                ("retry-after".to_owned(), after),
+            ],
+            &error_body(status, anthropic),
+        ),
+        Reply::Verbatim {
+            status,
+            headers,
+            body,
+        } => respond_with(&mut writer, status, &headers, &body),
     }
     let _ = writer.shutdown(std::net::Shutdown::Both);
 }
@@ -309,6 +392,18 @@ fn sleep_unless_stopped(total: Duration, stop: &AtomicBool) {
 }
 
 fn respond(writer: &mut TcpStream, status: u16, body: &str) {
+    respond_with(
+        writer,
+        status,
+        &[
+            ("request-id".to_owned(), "req_scripted".to_owned()),
+            ("x-request-id".to_owned(), "req_scripted".to_owned()),
+        ],
+        body,
+    );
+}
+
+fn respond_with(writer: &mut TcpStream, status: u16, headers: &[(String, String)], body: &str) {
     let reason = match status {
         200 => "OK",
         429 => "Too Many Requests",
@@ -317,10 +412,14 @@ fn respond(writer: &mut TcpStream, status: u16, body: &str) {
         529 => "Overloaded",
         _ => "Status",
     };
-    let head = format!(
-        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nrequest-id: req_scripted\r\nx-request-id: req_scripted\r\nconnection: close\r\n\r\n",
+    let mut head = format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
         body.len()
     );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
     let _ = writer.write_all(head.as_bytes());
     let _ = writer.write_all(body.as_bytes());
     let _ = writer.flush();

@@ -26,7 +26,7 @@ pub fn run(command: &KeyCommand, global: &Global) -> Result<Status, CliError> {
                 .take(16 * 1024)
                 .read_to_string(&mut key)
                 .map_err(|e| CliError::Environment(e.into()))?;
-            keys::store(kind(&p.provider), &key)
+            keys::store(kind(&p.provider), &keys::Secret::new(&key))
                 .map_err(|e| CliError::Environment(anyhow::anyhow!(e)))?;
             if global.json {
                 output::json(&serde_json::json!({ "provider": p.provider, "stored": true }))?;

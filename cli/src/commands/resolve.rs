@@ -26,15 +26,29 @@ pub fn run(args: &ResolveArgs, global: &Global) -> Result<Status, CliError> {
     };
     let layout = state::layout(global)?;
     let mut journal = state::existing_journal(&layout)?;
+    // An infrastructure error keeps its outcome when retried (nothing was spent on it).
+    let infrastructure = journal
+        .attempt(&args.attempt)
+        .map_err(|e| CliError::Rejected(e.into()))?
+        .is_some_and(|(_, a)| a.outcome.as_deref() == Some("infrastructure_error"));
     let new_attempt = journal
         .resolve(&args.attempt, &resolution)
         .map_err(|e| CliError::Rejected(e.into()))?;
+    let closed_as = if infrastructure {
+        "infrastructure_error"
+    } else {
+        "interrupted"
+    };
     if global.json {
         output::json(
-            &serde_json::json!({ "attempt": args.attempt, "closed_as": "interrupted", "new_attempt": new_attempt }),
+            &serde_json::json!({ "attempt": args.attempt, "closed_as": closed_as, "new_attempt": new_attempt }),
         )?;
     } else {
         let text = match &new_attempt {
+            Some(id) if infrastructure => format!(
+                "attempt {} stays an infrastructure error (nothing was spent); new attempt {id} is planned and will be sent by the next `skilltrial run`\n",
+                args.attempt
+            ),
             Some(id) => format!(
                 "attempt {} closed as interrupted (its reserve counted as spent); new attempt {id} is planned and will be sent by the next `skilltrial run`\n",
                 args.attempt

@@ -6,22 +6,25 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{CallError, ModelRequest, ModelResponse, Provider, client, send};
+use super::{CallError, ModelRequest, ModelResponse, Provider, Scrubber, client, send};
+use crate::keys::Secret;
 use crate::profile::ProviderKind;
 
 /// The Anthropic Messages API.
 #[derive(Debug, Clone)]
 pub struct Anthropic {
     base_url: String,
-    key: String,
+    key: Secret,
+    scrubber: Scrubber,
     client: reqwest::blocking::Client,
 }
 
 impl Anthropic {
     /// A client for `base_url` with `key`, each request limited to `timeout`.
-    pub fn new(base_url: &str, key: String, timeout: Duration) -> Result<Self, CallError> {
+    pub fn new(base_url: &str, key: Secret, timeout: Duration) -> Result<Self, CallError> {
         Ok(Self {
             base_url: super::api_root(base_url),
+            scrubber: Scrubber::new(Some(&key)),
             key,
             client: client(timeout)?,
         })
@@ -54,7 +57,7 @@ impl Provider for Anthropic {
 
     fn call(&self, request: &ModelRequest) -> Result<ModelResponse, CallError> {
         let mut headers = vec![
-            ("x-api-key", self.key.clone()),
+            ("x-api-key", self.key.expose().to_owned()),
             ("anthropic-version", "2023-06-01".to_owned()),
         ];
         if let Some(attempt) = &request.attempt {
@@ -64,6 +67,7 @@ impl Provider for Anthropic {
             &self.client,
             &format!("{}/v1/messages", self.base_url),
             &headers,
+            &self.scrubber,
             self.body(request),
             "request-id",
             parse,

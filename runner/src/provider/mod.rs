@@ -1,26 +1,32 @@
 //! Model providers: one request in, one normalized response (or a classified failure) out.
 //!
-//! **Invariant:** only this module speaks HTTP to models. Keys are read from the environment at
-//! call time, sent only in a request header, and never returned, logged or stored.
+//! **Invariant:** only this module speaks HTTP to models. Keys are held as [`Secret`]s, sent only
+//! in a request header, and never returned, logged or stored: every text a provider sends back is
+//! scrubbed of the key ([`scrub`]) before anything else sees it.
 //!
 //! Failures are classified by what they mean for money and for the trial:
 //! - [`CallError::NotDelivered`] — the request never reached the provider (connection refused,
 //!   DNS, TLS): `infrastructure_error`, nothing spent.
 //! - [`CallError::Rejected`] — the provider refused it with an error status (429, 5xx, 529, 4xx)
-//!   before the model produced anything: `infrastructure_error`, nothing spent.
+//!   before the model produced anything: `infrastructure_error`, nothing spent. Rate limits and
+//!   overload are retried by the engine within bounds ([`retry`]).
 //! - [`CallError::Lost`] — it was sent and no usable answer came back (timeout, connection cut
 //!   mid-response, malformed or truncated body): `unknown`, the reserve stays held and nothing is
 //!   retried automatically.
 
 mod anthropic;
 mod openai;
+pub mod retry;
+pub mod scrub;
 
 use std::time::{Duration, Instant};
 
 pub use anthropic::Anthropic;
 pub use openai::OpenAi;
+pub use scrub::Scrubber;
 
 use crate::digest::Sha256Digest;
+use crate::keys::Secret;
 use crate::profile::ProviderKind;
 
 /// What a trial asks the model.
@@ -69,6 +75,8 @@ pub enum CallError {
         status: u16,
         request_id: Option<String>,
         message: String,
+        /// The wait the provider asked for (`retry-after` / `retry-after-ms`), uncapped.
+        retry_after: Option<Duration>,
     },
     #[error("no usable answer after the request was sent: {message}")]
     Lost {
@@ -106,11 +114,19 @@ pub(crate) fn client(timeout: Duration) -> Result<reqwest::blocking::Client, Cal
         })
 }
 
+/// The longest error text kept from a provider, in characters (after scrubbing).
+pub const ERROR_SNIPPET_CHARS: usize = 300;
+
 /// Sends a JSON body and classifies every failure. `parse` turns a 2xx body into a response.
+///
+/// Every text that came from the provider (the body, the kept headers, error messages) passes
+/// through `scrubber` first, before it is parsed, truncated or returned: nothing downstream ever
+/// sees the key, even when a gateway quotes it.
 pub(crate) fn send(
     client: &reqwest::blocking::Client,
     url: &str,
     headers: &[(&str, String)],
+    scrubber: &Scrubber,
     body: Vec<u8>,
     request_id_header: &str,
     parse: impl FnOnce(&[u8]) -> Result<ModelResponse, String>,
@@ -121,67 +137,82 @@ pub(crate) fn send(
         .header("content-type", "application/json")
         .body(body);
     for (name, value) in headers {
+        let mut value =
+            reqwest::header::HeaderValue::from_str(value).map_err(|_| CallError::NotDelivered {
+                message: format!("the `{name}` header value is not valid in HTTP"),
+            })?;
+        if matches!(*name, "x-api-key" | "authorization") {
+            // Keeps it out of reqwest's own Debug output.
+            value.set_sensitive(true);
+        }
         builder = builder.header(*name, value);
     }
-    let secret: Option<String> = headers
-        .iter()
-        .find(|(n, _)| *n == "x-api-key" || *n == "authorization")
-        .map(|(_, v)| v.trim_start_matches("Bearer ").to_owned());
-    let scrub = |text: String| match &secret {
-        Some(k) if !k.is_empty() => text.replace(k.as_str(), "<redacted>"),
-        _ => text,
-    };
     let response = builder
         .send()
-        .map_err(|e| scrub_error(classify_send_error(&e), &scrub))?;
+        .map_err(|e| scrub_error(classify_send_error(&e), scrubber))?;
     let status = response.status().as_u16();
-    let request_id = response
-        .headers()
-        .get(request_id_header)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| scrubber.text(v))
+    };
+    let request_id = header(request_id_header);
+    let retry_after = retry::parse_retry_after(
+        header("retry-after-ms").as_deref(),
+        header("retry-after").as_deref(),
+    );
     let bytes = response.bytes().map_err(|e| CallError::Lost {
-        message: format!("the response body broke off: {}", without_url(&e)),
+        message: scrubber.text(&format!("the response body broke off: {}", without_url(&e))),
         http_status: Some(status),
     })?;
+    // Scrubbed whole, before any truncation or parsing.
+    let bytes = scrubber.bytes(&bytes);
     if !(200..300).contains(&status) {
-        let snippet: String = String::from_utf8_lossy(&bytes).chars().take(300).collect();
+        let snippet: String = String::from_utf8_lossy(&bytes)
+            .chars()
+            .take(ERROR_SNIPPET_CHARS)
+            .collect();
         return Err(CallError::Rejected {
             status,
             request_id,
             message: snippet,
+            retry_after,
         });
     }
     let mut parsed = parse(&bytes).map_err(|message| CallError::Lost {
-        message,
+        message: scrubber.text(&message),
         http_status: Some(status),
     })?;
     parsed.http_status = status;
     parsed.request_id = parsed.request_id.or(request_id);
-    parsed.raw_body = bytes.to_vec();
+    parsed.raw_body = bytes;
     parsed.latency = started.elapsed();
     Ok(parsed)
 }
 
-fn scrub_error(error: CallError, scrub: &dyn Fn(String) -> String) -> CallError {
+fn scrub_error(error: CallError, scrubber: &Scrubber) -> CallError {
     match error {
         CallError::NotDelivered { message } => CallError::NotDelivered {
-            message: scrub(message),
+            message: scrubber.text(&message),
         },
         CallError::Rejected {
             status,
             request_id,
             message,
+            retry_after,
         } => CallError::Rejected {
             status,
-            request_id,
-            message: scrub(message),
+            request_id: request_id.map(|r| scrubber.text(&r)),
+            message: scrubber.text(&message),
+            retry_after,
         },
         CallError::Lost {
             message,
             http_status,
         } => CallError::Lost {
-            message: scrub(message),
+            message: scrubber.text(&message),
             http_status,
         },
     }
@@ -285,8 +316,9 @@ pub fn may_carry_key(endpoint: &str) -> bool {
 }
 
 /// Reads a key from the environment; `None` when unset or empty.
-pub fn key_from_env(kind: ProviderKind) -> Option<String> {
+pub fn key_from_env(kind: ProviderKind) -> Option<Secret> {
     std::env::var(kind.key_env())
         .ok()
         .filter(|k| !k.trim().is_empty())
+        .map(|k| Secret::new(&k))
 }

@@ -6,22 +6,25 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{CallError, ModelRequest, ModelResponse, Provider, client, send};
+use super::{CallError, ModelRequest, ModelResponse, Provider, Scrubber, client, send};
+use crate::keys::Secret;
 use crate::profile::ProviderKind;
 
 /// An OpenAI-compatible chat completions API.
 #[derive(Debug, Clone)]
 pub struct OpenAi {
     base_url: String,
-    key: Option<String>,
+    key: Option<Secret>,
+    scrubber: Scrubber,
     client: reqwest::blocking::Client,
 }
 
 impl OpenAi {
     /// A client for `base_url`, with a key if the server wants one.
-    pub fn new(base_url: &str, key: Option<String>, timeout: Duration) -> Result<Self, CallError> {
+    pub fn new(base_url: &str, key: Option<Secret>, timeout: Duration) -> Result<Self, CallError> {
         Ok(Self {
             base_url: super::api_root(base_url),
+            scrubber: Scrubber::new(key.as_ref()),
             key,
             client: client(timeout)?,
         })
@@ -65,7 +68,7 @@ impl Provider for OpenAi {
         let mut headers: Vec<(&str, String)> = self
             .key
             .iter()
-            .map(|k| ("authorization", format!("Bearer {k}")))
+            .map(|k| ("authorization", format!("Bearer {}", k.expose())))
             .collect();
         if let Some(attempt) = &request.attempt {
             headers.push((super::ATTEMPT_HEADER, attempt.clone()));
@@ -74,6 +77,7 @@ impl Provider for OpenAi {
             &self.client,
             &format!("{}/v1/chat/completions", self.base_url),
             &headers,
+            &self.scrubber,
             self.body(request),
             "x-request-id",
             parse,
