@@ -915,6 +915,11 @@ fn regression_a_retry_the_run_cannot_send_after_a_cancel_is_closed_not_run() {
     let (code, stdout, _) = outcome(env.command(&["cancel", &run]));
     assert_eq!(code, Some(0));
     assert!(stdout.contains("no process is running it"), "{stdout}");
+    let (_, text, _) = outcome(env.command(&["status", &run]));
+    assert!(
+        text.contains(&format!("run {}  stopped (cancel requested)", &run[..12])),
+        "{text}"
+    );
     env.json(&["run", "--manifest", &run, "--json"]);
     assert_eq!(server.requests().len(), 1, "nothing sent after the cancel");
     assert_retry_closed(&env, &run, &retry, "cancelled");

@@ -132,7 +132,7 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
 
 fn render(r: &StatusReport) -> String {
     let mut out = String::new();
-    let cancel = if r.cancel_requested && matches!(r.status.as_str(), "running" | "interrupted") {
+    let cancel = if r.cancel_requested && !matches!(r.status.as_str(), "cancelled" | "finished") {
         " (cancel requested)"
     } else {
         ""
