@@ -1140,6 +1140,7 @@ fn regression_status_tells_a_live_run_from_an_interrupted_one() {
     assert_eq!(live["status"], "running");
     assert_eq!(live["live"], true);
     assert_eq!(live["next"], Value::Null);
+    std::thread::sleep(Duration::from_millis(1500));
     child.kill().unwrap();
     child.wait().unwrap();
 
@@ -1157,6 +1158,16 @@ fn regression_status_tells_a_live_run_from_an_interrupted_one() {
             &run[..12]
         )),
         "{text}"
+    );
+    // The request in flight at the kill counts towards the run's time (1.5 s or more here, the
+    // bound being the request timeout), though the clock was last stored before it was sent.
+    let at_kill = after["executed_ms"].as_u64().unwrap();
+    env.json(&["run", "--manifest", &run, "--max-dispatch", "0", "--json"]);
+    let recovered = env.json(&["status", "--json"]);
+    assert_eq!(recovered["status"], "stopped");
+    assert!(
+        recovered["executed_ms"].as_u64().unwrap() >= at_kill + 1500,
+        "{at_kill} then {recovered}"
     );
     env.json(&["run", "--manifest", &run, "--json"]);
     assert_eq!(env.json(&["status", "--json"])["status"], "finished");

@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::bundle::{self, Bundle, SourceKind};
 use crate::checker::{self, CHECK_LIMIT};
 use crate::digest::Sha256Digest;
-use crate::journal::{AttemptRow, AttemptState, CallRecord, Journal, JournalError};
+use crate::journal::{AttemptRow, AttemptState, CallRecord, Journal, JournalError, now_ms};
 use crate::manifest::{self, Arm, Manifest, PlannedTrial};
 use crate::money::MicroUsd;
 use crate::outcome::Outcome;
@@ -439,7 +439,20 @@ pub fn run(
     // rely on it: their deadline assumes a run cannot outlast it), so it continues from the time
     // the journal holds; a pause between two invocations does not count.
     let limit_ms = run_limit_ms(run_row.run_limit_ms, manifest);
-    let executed_before = run_row.executed_ms;
+    // A request in flight when the runner died ran for an unknown time after the clock was last
+    // stored, at most the request timeout: count that bound, so that kills cannot stretch a run
+    // past its limit.
+    let mut lost_ms = 0u64;
+    for id in &recovered_unknown {
+        if let Some((_, attempt)) = journal.attempt(id)?
+            && let Some(dispatched) = attempt.dispatched_at_ms
+        {
+            let since = u64::try_from(now_ms().saturating_sub(dispatched)).unwrap_or(0);
+            lost_ms = lost_ms.saturating_add(since.min(manifest.limits.request_timeout_ms));
+        }
+    }
+    let executed_before = run_row.executed_ms.saturating_add(lost_ms);
+    journal.set_executed_ms(&run_id, executed_before)?;
     let invocation_started = Instant::now();
     let executed_ms = || executed_before.saturating_add(elapsed_ms(invocation_started));
     let total = u32::try_from(trials.len()).unwrap_or(u32::MAX);
