@@ -1285,3 +1285,45 @@ fn a_crash_between_the_answer_and_its_verdict_scores_the_stored_answer_on_restar
     assert_eq!(ledger.release_micros, ledger.reserve_micros);
     assert_eq!(ledger.spend_micros, total_cost(&usage));
 }
+
+#[test]
+fn status_beside_a_live_run_never_fails_nor_disturbs_it() {
+    let server =
+        ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(30)))
+            .unwrap();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    let mut child = env.spawn_run(&run);
+    let mut polls = 0;
+    let mut saw_live = false;
+    while child.try_wait().unwrap().is_none() {
+        // Two at a time, as from two other terminals.
+        let a = env.command(&["status", "--json"]).output().unwrap();
+        let b = env.command(&["status", &run[..12]]).output().unwrap();
+        for out in [&a, &b] {
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let doc: Value = serde_json::from_slice(&a.stdout).unwrap();
+        assert!(
+            matches!(
+                doc["status"].as_str(),
+                Some("planned" | "running" | "finished")
+            ),
+            "{doc}"
+        );
+        saw_live |= doc["live"] == true;
+        polls += 1;
+    }
+    assert!(child.wait().unwrap().success(), "the run was undisturbed");
+    assert!(
+        polls >= 2 && saw_live,
+        "{polls} polls, live seen: {saw_live}"
+    );
+    let status = env.json(&["status", "--json"]);
+    assert_eq!(status["executed"], 18);
+    assert_eq!(server.requests().len(), 18);
+}
