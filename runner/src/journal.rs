@@ -1255,6 +1255,45 @@ mod tests {
     }
 
     #[test]
+    fn closing_a_planned_attempt_as_not_run_releases_its_reserve_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal::open(&dir.path().join("j.sqlite3")).unwrap();
+        journal
+            .conn
+            .execute_batch(
+                "INSERT INTO runs (id, manifest_sha256, pack_id, created_at_ms, status, max_requests)
+                   VALUES ('r', 'r', 'p@1', 1, 'running', 10);
+                 INSERT INTO trials VALUES ('r', 0, 't', 'a', 1, 5, 1, 1);",
+            )
+            .unwrap();
+        let id = journal
+            .plan_attempt("r", 0, crate::money::MicroUsd(70), 9, None)
+            .unwrap();
+        journal
+            .close_planned_not_run(&id, "not_run_budget", "no room")
+            .unwrap();
+        let (_, row) = journal.attempt(&id).unwrap().unwrap();
+        assert_eq!(row.state, super::AttemptState::Closed);
+        assert_eq!(row.outcome.as_deref(), Some("not_run"));
+        assert_eq!(row.reasons, vec!["not_run_budget".to_owned()]);
+        let t = journal.ledger_totals("r").unwrap();
+        assert_eq!(
+            (t.reserve_micros, t.release_micros, t.spend_micros),
+            (70, 70, 0)
+        );
+        assert_eq!((t.reserve_tokens, t.release_tokens), (9, 9));
+        let again = journal
+            .close_planned_not_run(&id, "not_run_budget", "no room")
+            .unwrap_err();
+        assert_eq!(again.to_string(), format!("attempt {id} is not planned"));
+        assert_eq!(
+            journal.ledger_totals("r").unwrap(),
+            t,
+            "nothing released twice"
+        );
+    }
+
+    #[test]
     fn a_release_beyond_the_reserves_is_an_error_not_a_zero() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.sqlite3");
