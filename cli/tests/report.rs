@@ -134,7 +134,7 @@ fn normalize(value: &mut Value, run: &str) {
             if s.starts_with("http://127.0.0.1:") {
                 *s = "http://127.0.0.1:<port>".to_owned();
             }
-            *s = s.replace(run, "<run>").replace(&run[..12], "<run12>");
+            *s = redact_attempt_nonces(&s.replace(run, "<run>").replace(&run[..12], "<run12>"));
             if s.starts_with("sha256:") && s.len() == 71 && (s.contains(&run[..16]) || s == "<run>")
             {
                 *s = "sha256:<run>".to_owned();
@@ -203,10 +203,39 @@ fn report_json_and_html_text_snapshots() {
         .join("\n")
         .replace(&run, "<run>")
         .replace(&run[..12], "<run12>");
-    let text = regex_lite_ms(&text);
+    let text = regex_lite_ms(&redact_attempt_nonces(&text));
     // The answers in the evidence view are escaped JSON; keep the snapshot to the first view's
     // worth of structure plus every heading.
     insta::assert_snapshot!("report_html_text", text);
+}
+
+/// Replaces the random part of attempt ids (`<run12>-<trial>-<seq>-<12 hex>`) with `<random>`.
+fn redact_attempt_nonces(text: &str) -> String {
+    let digits = |s: &str| s.bytes().take_while(u8::is_ascii_digit).count();
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("<run12>-") {
+        out.push_str(&rest[..i + 8]);
+        rest = &rest[i + 8..];
+        let trial = digits(rest);
+        if trial == 0 || !rest[trial..].starts_with('-') {
+            continue;
+        }
+        let seq = digits(&rest[trial + 1..]);
+        let dash = trial + 1 + seq;
+        let nonce = rest.get(dash + 1..dash + 13).unwrap_or("");
+        if seq > 0
+            && rest[dash..].starts_with('-')
+            && nonce.len() == 12
+            && nonce.bytes().all(|b| b.is_ascii_hexdigit())
+        {
+            out.push_str(&rest[..=dash]);
+            out.push_str("<random>");
+            rest = &rest[dash + 13..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Replaces "<digits> ms" and sha256 values that vary between runs.

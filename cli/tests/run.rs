@@ -4,12 +4,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use skilltrial_runner::checker::Expected;
+use skilltrial_runner::journal::{AttemptRow, AttemptState, Journal, LedgerTotals};
 use skilltrial_runner::pack;
 use skilltrial_runner::scripted::{Reply, ScriptedServer, ServerRequest};
 
@@ -86,6 +87,30 @@ impl Env {
         self.command(args).output().unwrap()
     }
 
+    /// The journal, opened read-mostly by the test (the real SQLite file of the state dir).
+    fn journal(&self) -> Journal {
+        Journal::open(&self.home().join("journal.sqlite3")).unwrap()
+    }
+
+    fn attempts(&self, run: &str) -> Vec<AttemptRow> {
+        self.journal().attempts(run).unwrap()
+    }
+
+    fn ledger(&self, run: &str) -> LedgerTotals {
+        self.journal().ledger_totals(run).unwrap()
+    }
+
+    /// The per-trial upper cost (µUSD) the plan reserves, from `run --dry-run`, by trial index.
+    fn reserves(&self, run: &str) -> Vec<u64> {
+        let doc = self.json(&["run", "--manifest", run, "--dry-run", "--json"]);
+        doc["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["reserve"].as_u64().unwrap())
+            .collect()
+    }
+
     fn json(&self, args: &[&str]) -> Value {
         let out = self.run(args);
         assert!(
@@ -141,6 +166,41 @@ fn scripted_answer(request: &ServerRequest) -> String {
     }
 }
 
+/// The usage the loopback server reports for an answer: its own count, a quarter token per byte
+/// rounded up, of the request body it received and of the answer text it sends.
+fn server_usage(request: &ServerRequest, answer: &str) -> (u64, u64) {
+    (
+        (request.body.len() as u64).div_ceil(4),
+        (answer.len() as u64).div_ceil(4),
+    )
+}
+
+/// The cost of a usage at the test profile's prices ($3 and $15 per Mtok: 3 and 15 µUSD per
+/// token, so exact).
+fn cost((input, output): (u64, u64)) -> u64 {
+    3 * input + 15 * output
+}
+
+/// The usage (input, output tokens) the server reported, one entry per answered request.
+type UsageLog = Arc<Mutex<Vec<(u64, u64)>>>;
+
+/// A server answering every request with `scripted_answer`, logging the usage it reports.
+fn answering_server() -> (ScriptedServer, UsageLog) {
+    let usage = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&usage);
+    let server = ScriptedServer::start(move |r| {
+        let answer = scripted_answer(r);
+        log.lock().unwrap().push(server_usage(r, &answer));
+        Reply::Answer(answer)
+    })
+    .unwrap();
+    (server, usage)
+}
+
+fn total_cost(usage: &Mutex<Vec<(u64, u64)>>) -> u64 {
+    usage.lock().unwrap().iter().copied().map(cost).sum()
+}
+
 fn counts(status: &Value) -> (u64, u64, u64) {
     let c = &status["counts"];
     let get = |k: &str| c.get(k).and_then(Value::as_u64).unwrap_or(0);
@@ -169,7 +229,7 @@ fn files_contain(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
 
 #[test]
 fn a_54_trial_run_completes_with_correct_outcomes_and_no_key_on_disk() {
-    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let (server, usage) = answering_server();
     let env = Env::new(&server, true);
     let run = env.plan(&["--reps", "3", "--cap-usd", "4"]);
     let summary = env.json(&["run", "--manifest", &run, "--json"]);
@@ -182,7 +242,21 @@ fn a_54_trial_run_completes_with_correct_outcomes_and_no_key_on_disk() {
     // Skill arms answer with the golden record; the baseline answers in prose.
     assert_eq!(counts(&status), (36, 18, 0));
     assert_eq!(status["reserved_usd_micros"], 0, "every reserve released");
-    assert!(status["spent_usd_micros"].as_u64().unwrap() > 0);
+    // Money against the server's own usage, and the ledger's raw rows against each other.
+    let expected = total_cost(&usage);
+    assert_eq!(usage.lock().unwrap().len(), 54);
+    assert_eq!(status["spent_usd_micros"].as_u64().unwrap(), expected);
+    let ledger = env.ledger(&run);
+    assert_eq!(ledger.release_micros, ledger.reserve_micros, "{ledger:?}");
+    assert_eq!(ledger.release_tokens, ledger.reserve_tokens, "{ledger:?}");
+    assert_eq!(
+        ledger.reserve_micros,
+        env.reserves(&run).iter().sum::<u64>(),
+        "one reserve per trial, each the plan's upper cost"
+    );
+    assert_eq!(ledger.spend_micros, expected);
+    let tokens: u64 = usage.lock().unwrap().iter().map(|(i, o)| i + o).sum();
+    assert_eq!(ledger.spend_tokens, tokens);
     assert_eq!(
         server.requests().len(),
         54,
@@ -210,14 +284,17 @@ fn sigkill_mid_request_leaves_one_unknown_seen_once_and_nothing_resent() {
     // Given a server that hangs on the sixth request only while the first runner is alive
     let hang = Arc::new(AtomicBool::new(true));
     let seen = Arc::new(AtomicU64::new(0));
+    let usage = Arc::new(Mutex::new(Vec::new()));
     let server = {
-        let (hang, seen) = (Arc::clone(&hang), Arc::clone(&seen));
+        let (hang, seen, usage) = (Arc::clone(&hang), Arc::clone(&seen), Arc::clone(&usage));
         ScriptedServer::start(move |r| {
             seen.fetch_add(1, Ordering::SeqCst);
             if r.index == 5 && hang.load(Ordering::SeqCst) {
                 Reply::Hang
             } else {
-                Reply::Answer(scripted_answer(r))
+                let answer = scripted_answer(r);
+                usage.lock().unwrap().push(server_usage(r, &answer));
+                Reply::Answer(answer)
             }
         })
         .unwrap()
@@ -249,14 +326,39 @@ fn sigkill_mid_request_leaves_one_unknown_seen_once_and_nothing_resent() {
             .count(),
         1
     );
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        54,
+        "the server saw each request once"
+    );
     let status = env.json(&["status", "--json"]);
     assert_eq!(counts(&status).2, 1);
     let unknown = &status["unknown"][0];
-    // And the ledger is balanced: only the unknown attempt's reserve is still held
+    // And the ledger is balanced: only the unknown attempt's reserve is still held, and it is
+    // exactly the plan's upper cost of that trial (not zero: recovery must not release it)
+    let (_, row) = env
+        .journal()
+        .attempt(unknown["attempt"].as_str().unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.reasons, vec!["restart".to_owned()]);
+    let planned_reserve = env.reserves(&run)[row.trial_idx as usize];
+    assert!(planned_reserve > 0);
     assert_eq!(
-        status["reserved_usd_micros"],
-        unknown["reserved_usd_micros"]
+        unknown["reserved_usd_micros"].as_u64(),
+        Some(planned_reserve)
     );
+    assert_eq!(
+        status["reserved_usd_micros"].as_u64(),
+        Some(planned_reserve)
+    );
+    let ledger = env.ledger(&run);
+    assert_eq!(
+        ledger.reserve_micros - ledger.release_micros,
+        planned_reserve
+    );
+    let spent_before = status["spent_usd_micros"].as_u64().unwrap();
+    assert_eq!(spent_before, total_cost(&usage), "53 answers at cost");
 
     // When the user retries it with a reason, a new attempt is sent once and the old one stays
     let attempt = unknown["attempt"].as_str().unwrap().to_owned();
@@ -283,9 +385,18 @@ fn sigkill_mid_request_leaves_one_unknown_seen_once_and_nothing_resent() {
     );
     assert_eq!(counts(&status).2, 0);
     assert_eq!(status["reserved_usd_micros"], 0);
+    // The unknown attempt's whole reserve counts as spent (it may have been billed), plus the
+    // new attempt at its usage.
+    let new_cost = cost(*usage.lock().unwrap().last().unwrap());
+    assert_eq!(
+        status["spent_usd_micros"].as_u64().unwrap(),
+        spent_before + planned_reserve + new_cost
+    );
+    let ledger = env.ledger(&run);
+    assert_eq!(ledger.release_micros, ledger.reserve_micros, "{ledger:?}");
     let out = env.run(&["resolve", &attempt, "--release"]);
     assert_eq!(out.status.code(), Some(1), "an attempt is resolved once");
-    drop(seen);
+    assert_eq!(seen.load(Ordering::SeqCst), 55);
 }
 
 // The fault-classification test (each fault mapped to its attempt) is in
@@ -293,15 +404,28 @@ fn sigkill_mid_request_leaves_one_unknown_seen_once_and_nothing_resent() {
 
 #[test]
 fn a_small_cap_stops_dispatch_with_not_run_budget_and_never_overspends() {
-    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let (server, usage) = answering_server();
     let env = Env::new(&server, true);
     let run = env.plan(&["--reps", "1", "--cap-usd", "0.20"]);
     env.json(&["run", "--manifest", &run, "--json"]);
     let status = env.json(&["status", "--json"]);
     let not_run = status["counts"]["not_run"].as_u64().unwrap();
     assert!(not_run > 0, "{status}");
-    assert!(status["spent_usd_micros"].as_u64().unwrap() <= 200_000);
+    // What the server reported, at cost, is what was spent, and it is within the cap.
+    let spent = total_cost(&usage);
+    assert_eq!(status["spent_usd_micros"].as_u64().unwrap(), spent);
+    assert!(spent <= 200_000);
     assert_eq!(server.requests().len() as u64, 18 - not_run);
+    let not_run_reasons: Vec<Vec<String>> = env
+        .attempts(&run)
+        .into_iter()
+        .filter(|a| a.outcome.as_deref() == Some("not_run"))
+        .map(|a| a.reasons)
+        .collect();
+    assert_eq!(
+        not_run_reasons,
+        vec![vec!["not_run_budget".to_owned()]; usize::try_from(not_run).unwrap()]
+    );
 }
 
 #[test]
@@ -318,7 +442,10 @@ fn cancel_from_another_process_stops_new_dispatches() {
     let status = env.json(&["status", &run, "--json"]);
     assert_eq!(status["status"], "cancelled");
     let sent = server.requests().len() as u64;
-    assert!(sent < 18, "dispatch stopped");
+    assert!(
+        sent <= 4,
+        "cancelled during request 3: at most the one in flight after it, {sent} sent"
+    );
     assert_eq!(
         status["counts"]["not_run"].as_u64().unwrap() + status["executed"].as_u64().unwrap(),
         18
@@ -340,6 +467,26 @@ fn recheck_rescores_without_the_network_and_purge_removes_payloads() {
     let recheck = env.json(&["recheck", &run, "--json"]);
     assert_eq!(recheck["rechecked"], 18);
     assert_eq!(recheck["changed"], serde_json::json!([]));
+    // A stale verdict planted in the journal is reported and corrected by the next recheck.
+    let passed = env
+        .attempts(&run)
+        .into_iter()
+        .find(|a| a.outcome.as_deref() == Some("pass"))
+        .unwrap();
+    rusqlite::Connection::open(env.home().join("journal.sqlite3"))
+        .unwrap()
+        .execute(
+            "UPDATE attempts SET outcome = 'fail', reasons = '[\"planted\"]' WHERE id = ?1",
+            [&passed.id],
+        )
+        .unwrap();
+    let recheck = env.json(&["recheck", &run, "--json"]);
+    assert_eq!(
+        recheck["changed"],
+        serde_json::json!([{ "attempt": passed.id, "from": "fail", "to": "pass" }])
+    );
+    let (_, row) = env.journal().attempt(&passed.id).unwrap().unwrap();
+    assert_eq!(row.outcome.as_deref(), Some("pass"));
     let purge = env.json(&["purge", "--older-than", "0d", "--json"]);
     assert!(purge["removed"].as_u64().unwrap() >= 18);
     let recheck = env.json(&["recheck", &run, "--json"]);
@@ -473,11 +620,26 @@ fn status_reads_well_for_people() {
     let env = Env::new(&server, true);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     env.json(&["run", "--manifest", &run, "--json"]);
+    let status = env.json(&["status", "--json"]);
+    let unknown = status["unknown"][0]["attempt"].as_str().unwrap();
+    let nonce = unknown.rsplit('-').next().unwrap();
     let out = env.run(&["status"]);
     assert!(out.status.success());
-    let text = String::from_utf8(out.stdout)
+    // The attempt's random part and the time the run took vary; the rest is fixed.
+    let text: String = String::from_utf8(out.stdout)
         .unwrap()
-        .replace(&run[..12], "<run>");
+        .replace(&run[..12], "<run>")
+        .replace(nonce, "<random>")
+        .lines()
+        .map(
+            |line| match (line.starts_with("bounds"), line.rsplit_once(", ")) {
+                (true, Some((head, tail))) => {
+                    format!("{head}, <time>{}\n", &tail[tail.find(" of ").unwrap()..])
+                }
+                _ => format!("{line}\n"),
+            },
+        )
+        .collect();
     insta::assert_snapshot!("status_human", text);
 }
 
@@ -527,11 +689,28 @@ fn regression_missing_usage_counts_the_whole_token_reservation() {
         "fixtures/bundles/solana-reader-1.5.0",
     ]);
     let run = doc["run"].as_str().unwrap().to_owned();
+    // The trials that fit, in order, when each counts its whole token bound.
+    let dry = env.json(&["run", "--manifest", &run, "--dry-run", "--json"]);
+    let (mut bound_used, mut fit) = (0u64, 0u64);
+    for t in dry["trials"].as_array().unwrap() {
+        let bound =
+            t["input_token_bound"].as_u64().unwrap() + t["max_output_tokens"].as_u64().unwrap();
+        if bound_used + bound <= 20_000 {
+            bound_used += bound;
+            fit += 1;
+        }
+    }
     env.json(&["run", "--manifest", &run, "--yes", "--json"]);
     let status = env.json(&["status", "--json"]);
     let sent = server.requests().len() as u64;
-    assert!(sent < 18, "the token cap held: {sent} sent");
+    assert_eq!(sent, fit, "the token cap held");
+    assert!(sent < 18);
     assert_eq!(status["counts"]["not_run"].as_u64().unwrap(), 18 - sent);
+    assert_eq!(
+        env.ledger(&run).spend_tokens,
+        bound_used,
+        "missing usage counts each request's whole bound"
+    );
 }
 
 #[test]
@@ -545,4 +724,589 @@ fn regression_an_answer_with_huge_numbers_still_reports() {
     assert!(doc["report_hash"].as_str().unwrap().starts_with("sha256:"));
     let verified = env.run(&["verify", out_dir.join("report.json").to_str().unwrap()]);
     assert!(verified.status.success());
+}
+
+/// Runs `cmd`, returning (exit code, stdout, stderr).
+fn outcome(mut cmd: Command) -> (Option<i32>, String, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A server whose first request breaks off halfway (an `unknown` attempt); it answers the rest.
+fn first_request_lost() -> ScriptedServer {
+    ScriptedServer::start(|r| {
+        if r.index == 0 {
+            Reply::DieHalfway(scripted_answer(r))
+        } else {
+            Reply::Answer(scripted_answer(r))
+        }
+    })
+    .unwrap()
+}
+
+/// Retries the run's one unknown attempt with `resolve --retry`; returns (old, new) attempt ids.
+fn retry_the_unknown(env: &Env, run: &str) -> (String, String) {
+    let status = env.json(&["status", run, "--json"]);
+    assert_eq!(status["unknown"].as_array().unwrap().len(), 1, "{status}");
+    let old = status["unknown"][0]["attempt"].as_str().unwrap().to_owned();
+    let resolved = env.json(&[
+        "resolve",
+        &old,
+        "--retry",
+        "--reason",
+        "a test retry",
+        "--json",
+    ]);
+    (old, resolved["new_attempt"].as_str().unwrap().to_owned())
+}
+
+/// After a run stops: the user's retry is itself closed `not_run` for `reason`, no other
+/// `not_run` row was added for its trial, and nothing is left planned.
+fn assert_retry_closed(env: &Env, run: &str, retry: &str, reason: &str) {
+    let attempts = env.attempts(run);
+    let row = attempts.iter().find(|a| a.id == retry).unwrap();
+    assert_eq!(row.state, AttemptState::Closed, "{row:?}");
+    assert_eq!(row.outcome.as_deref(), Some("not_run"));
+    assert_eq!(row.reasons, vec![reason.to_owned()]);
+    let of_trial = attempts
+        .iter()
+        .filter(|a| a.trial_idx == row.trial_idx)
+        .count();
+    assert_eq!(
+        of_trial, 2,
+        "the lost attempt and its retry, no extra not_run row"
+    );
+    assert!(
+        attempts.iter().all(|a| a.state != AttemptState::Planned),
+        "an attempt was left planned"
+    );
+    let status = env.json(&["status", run, "--json"]);
+    assert_eq!(status["counts"].get("pending"), None, "{status}");
+}
+
+#[test]
+fn regression_concurrent_processes_on_a_fresh_state_dir_never_fail() {
+    let server =
+        ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(5)))
+            .unwrap();
+    for round in 0..5 {
+        let env = Env::new(&server, true);
+        let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+        // A fresh journal: the processes below race to create and migrate it, and to record the
+        // run.
+        for name in [
+            "journal.sqlite3",
+            "journal.sqlite3-wal",
+            "journal.sqlite3-shm",
+        ] {
+            let _ = std::fs::remove_file(env.home().join(name));
+        }
+        let before = server.requests().len();
+        let children: Vec<(&str, std::process::Child)> = (0..8)
+            .map(|i| {
+                let args: &[&str] = if i % 2 == 0 {
+                    &["run", "--manifest", &run]
+                } else {
+                    &["status"]
+                };
+                let child = env
+                    .command(args)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                (args[0], child)
+            })
+            .collect();
+        let mut finished_runs = 0;
+        for (command, child) in children {
+            let out = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            match (command, out.status.code()) {
+                ("run", Some(0)) => finished_runs += 1,
+                ("status", Some(0)) => {}
+                // Refused cleanly: another process holds the run.
+                ("run", Some(1)) => assert!(
+                    stderr.contains("is being run by another skilltrial process"),
+                    "round {round}: {stderr}"
+                ),
+                // Started before the journal existed: an honest answer, not a failure.
+                ("status", Some(2)) => {
+                    assert!(stderr.contains("no runs yet"), "round {round}: {stderr}");
+                }
+                (command, code) => panic!("round {round}: {command} exited {code:?}: {stderr}"),
+            }
+        }
+        assert!(finished_runs >= 1, "round {round}: no run finished");
+        let status = env.json(&["status", "--json"]);
+        assert_eq!(status["status"], "finished", "round {round}");
+        assert_eq!(status["executed"], 18, "round {round}");
+        assert_eq!(
+            server.requests().len() - before,
+            18,
+            "round {round}: every trial sent exactly once"
+        );
+    }
+}
+
+#[test]
+fn regression_a_retry_the_run_cannot_send_for_its_request_cap_is_closed_not_run() {
+    let server = first_request_lost();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4", "--max-requests", "18"]);
+    env.json(&["run", "--manifest", &run, "--json"]);
+    let (_, retry) = retry_the_unknown(&env, &run);
+    env.json(&["run", "--manifest", &run, "--json"]);
+    assert_eq!(server.requests().len(), 18, "the cap held");
+    assert_retry_closed(&env, &run, &retry, "not_run_request_cap");
+}
+
+#[test]
+fn regression_a_retry_the_run_cannot_send_for_its_budget_is_closed_not_run() {
+    let server = first_request_lost();
+    let env = Env::new(&server, true);
+    // A cap with room for the first trial's reserve and not for a second reserve beside it.
+    let probe = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    let reserves = env.reserves(&probe);
+    let cap = reserves[0] + reserves.iter().min().unwrap() / 2;
+    let cap_usd = format!("{}.{:06}", cap / 1_000_000, cap % 1_000_000);
+    let run = env.plan(&["--reps", "1", "--cap-usd", &cap_usd]);
+    assert_eq!(env.reserves(&run), reserves);
+    env.json(&["run", "--manifest", &run, "--json"]);
+    assert_eq!(server.requests().len(), 1);
+    let (_, retry) = retry_the_unknown(&env, &run);
+    env.json(&["run", "--manifest", &run, "--json"]);
+    assert_eq!(server.requests().len(), 1, "the retry could break the cap");
+    assert_retry_closed(&env, &run, &retry, "not_run_budget");
+    let status = env.json(&["status", &run, "--json"]);
+    assert_eq!(status["spent_usd_micros"].as_u64(), Some(reserves[0]));
+    assert_eq!(status["reserved_usd_micros"], 0);
+}
+
+#[test]
+fn regression_a_retry_the_run_cannot_send_after_a_cancel_is_closed_not_run() {
+    // A run paused with one unknown, a retry planned, then cancelled while no process runs it.
+    let server = first_request_lost();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    env.json(&["run", "--manifest", &run, "--max-dispatch", "1", "--json"]);
+    let (_, retry) = retry_the_unknown(&env, &run);
+    let (code, stdout, _) = outcome(env.command(&["cancel", &run]));
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("no process is running it"), "{stdout}");
+    let (_, text, _) = outcome(env.command(&["status", &run]));
+    assert!(
+        text.contains(&format!("run {}  stopped (cancel requested)", &run[..12])),
+        "{text}"
+    );
+    env.json(&["run", "--manifest", &run, "--json"]);
+    assert_eq!(server.requests().len(), 1, "nothing sent after the cancel");
+    assert_retry_closed(&env, &run, &retry, "cancelled");
+    assert_eq!(env.json(&["status", &run, "--json"])["status"], "cancelled");
+
+    // On a run already cancelled, `resolve --retry` refuses and changes nothing.
+    let server = first_request_lost();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    env.json(&["run", "--manifest", &run, "--max-dispatch", "1", "--json"]);
+    env.json(&["cancel", &run, "--json"]);
+    env.json(&["run", "--manifest", &run, "--json"]);
+    let status = env.json(&["status", &run, "--json"]);
+    let unknown = status["unknown"][0]["attempt"].as_str().unwrap().to_owned();
+    let (code, _, stderr) =
+        outcome(env.command(&["resolve", &unknown, "--retry", "--reason", "too late"]));
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains(&format!(
+            "attempt {unknown} belongs to run {}, which was cancelled: a retry would never be sent; use --release, or plan a new run",
+            &run[..12]
+        )),
+        "{stderr}"
+    );
+    assert_eq!(env.attempts(&run).len(), 18, "nothing added");
+    let (_, row) = env.journal().attempt(&unknown).unwrap().unwrap();
+    assert_eq!(row.state, AttemptState::Unknown, "nothing changed");
+    env.json(&["resolve", &unknown, "--release", "--json"]);
+}
+
+#[test]
+fn regression_a_retry_the_run_cannot_send_in_its_time_is_closed_not_run() {
+    let server = first_request_lost();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    env.json(&["run", "--manifest", &run, "--json"]);
+    let (_, retry) = retry_the_unknown(&env, &run);
+    let out = env
+        .command(&["run", "--manifest", &run, "--json"])
+        .env(skilltrial_runner::engine::RUN_LIMIT_VAR, "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(server.requests().len(), 18);
+    assert_retry_closed(&env, &run, &retry, "not_run_time_limit");
+}
+
+#[test]
+fn regression_status_shows_a_planned_run_and_its_bounds_before_any_run() {
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4", "--max-requests", "30"]);
+    for args in [
+        vec!["status", &run[..12], "--json"],
+        vec!["status", "--json"],
+    ] {
+        let status = env.json(&args);
+        assert_eq!(status["run"], run.as_str(), "{args:?}");
+        assert_eq!(status["status"], "planned");
+        assert_eq!(status["live"], false);
+        assert_eq!(status["planned"], 18);
+        assert_eq!(status["executed"], 0);
+        assert_eq!(status["counts"], serde_json::json!({ "pending": 18 }));
+        assert_eq!(status["cap_usd_micros"], 4_000_000);
+        assert_eq!(status["max_requests"], 30);
+        assert_eq!(status["run_limit_ms"], 3_600_000);
+        assert_eq!(status["executed_ms"], 0);
+        assert_eq!(
+            status["next"],
+            format!("skilltrial run --manifest {run}").as_str()
+        );
+    }
+    let (code, text, _) = outcome(env.command(&["status", &run[..12]]));
+    assert_eq!(code, Some(0));
+    assert!(
+        text.contains(&format!("run {}  planned", &run[..12])),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "bounds   at most 30 requests, no token cap, 0 s of 60 min executing time used"
+        ),
+        "{text}"
+    );
+    assert_eq!(server.requests().len(), 0);
+}
+
+#[test]
+fn regression_the_time_limit_bounds_executing_time_across_invocations() {
+    let server =
+        ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(400)))
+            .unwrap();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    let limited = |args: &[&str]| {
+        let out = env
+            .command(args)
+            .env(skilltrial_runner::engine::RUN_LIMIT_VAR, "1500")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // Two answers of 400 ms each: more than half of the 1.5 s is used.
+    limited(&["run", "--manifest", &run, "--max-dispatch", "2", "--json"]);
+    assert_eq!(server.requests().len(), 2);
+    let first = env.json(&["status", &run, "--json"]);
+    assert_eq!(first["status"], "stopped");
+    assert!(first["executed_ms"].as_u64().unwrap() >= 800, "{first}");
+    std::thread::sleep(Duration::from_millis(300)); // a pause between invocations is not counted
+    // The second invocation has only the remainder (under 700 ms): two more requests at most,
+    // where a fresh 1.5 s window would send four.
+    limited(&["run", "--manifest", &run, "--json"]);
+    let sent = server.requests().len();
+    assert!(sent <= 4, "{sent} sent: the limit restarted");
+    let attempts = env.attempts(&run);
+    let timed_out = attempts
+        .iter()
+        .filter(|a| a.reasons == ["not_run_time_limit"])
+        .count();
+    assert_eq!(timed_out, 18 - sent);
+    let second = env.json(&["status", &run, "--json"]);
+    assert!(second["executed_ms"].as_u64() >= first["executed_ms"].as_u64());
+    assert!(
+        second["executed_ms"].as_u64().unwrap() < first["executed_ms"].as_u64().unwrap() + 1500,
+        "{second}"
+    );
+}
+
+#[test]
+fn regression_attempt_ids_differ_across_state_directories() {
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let one = Env::new(&server, true);
+    let two = Env::new(&server, true);
+    let run = one.plan(&["--reps", "1", "--cap-usd", "4"]);
+    assert_eq!(
+        two.plan(&["--reps", "1", "--cap-usd", "4"]),
+        run,
+        "the same manifest"
+    );
+    one.json(&["run", "--manifest", &run, "--json"]);
+    two.json(&["run", "--manifest", &run, "--json"]);
+    let headers: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.attempt.clone().unwrap())
+        .collect();
+    assert_eq!(headers.len(), 36);
+    let distinct: std::collections::BTreeSet<&String> = headers.iter().collect();
+    assert_eq!(distinct.len(), 36, "{headers:?}");
+    // Still readable: <12 hex of run>-<trial>-<seq>-<12 hex random>.
+    for id in &headers {
+        let parts: Vec<&str> = id.split('-').collect();
+        assert_eq!(parts.len(), 4, "{id}");
+        assert_eq!(parts[0], &run[..12]);
+        assert!(
+            parts[1].len() == 3 && parts[1].bytes().all(|b| b.is_ascii_digit()),
+            "{id}"
+        );
+        assert_eq!(parts[2], "1");
+        assert!(
+            parts[3].len() == 12 && parts[3].bytes().all(|b| b.is_ascii_hexdigit()),
+            "{id}"
+        );
+    }
+}
+
+#[test]
+fn regression_run_accepts_id_prefixes_and_cancel_on_a_finished_run_says_so() {
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    let summary = env.json(&["run", "--manifest", &run[..10], "--json"]);
+    assert_eq!(summary["run"], run.as_str());
+    assert_eq!(summary["status"], "finished");
+    let (code, _, stderr) = outcome(env.command(&["run", "--manifest", "0123456789abcdef"]));
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("no run `0123456789abcdef`"), "{stderr}");
+
+    let (code, stdout, _) = outcome(env.command(&["cancel", &run[..12]]));
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        stdout,
+        format!(
+            "run {} is already finished: nothing to cancel\n",
+            &run[..12]
+        )
+    );
+    let doc = env.json(&["cancel", &run[..12], "--json"]);
+    assert_eq!(doc["cancel_requested"], false);
+    let status = env.json(&["status", &run, "--json"]);
+    assert_eq!(status["status"], "finished");
+    assert_eq!(status["cancel_requested"], false);
+}
+
+#[test]
+fn regression_status_tells_a_live_run_from_an_interrupted_one() {
+    let server = ScriptedServer::start(|r| {
+        if r.index == 2 {
+            Reply::Hang
+        } else {
+            Reply::Answer(scripted_answer(r))
+        }
+    })
+    .unwrap();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    let mut child = env.spawn_run(&run);
+    wait_for_requests(&server, 3);
+    let live = env.json(&["status", "--json"]);
+    assert_eq!(live["status"], "running");
+    assert_eq!(live["live"], true);
+    assert_eq!(live["next"], Value::Null);
+    std::thread::sleep(Duration::from_millis(1500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let after = env.json(&["status", "--json"]);
+    assert_eq!(after["status"], "interrupted");
+    assert_eq!(after["live"], false);
+    let (_, text, _) = outcome(env.command(&["status"]));
+    assert!(
+        text.contains(&format!("run {}  interrupted", &run[..12])),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "next     the runner stopped without finishing (killed or crashed); resume with `skilltrial run --manifest {}`",
+            &run[..12]
+        )),
+        "{text}"
+    );
+    // The request in flight at the kill counts towards the run's time (1.5 s or more here, the
+    // bound being the request timeout), though the clock was last stored before it was sent.
+    let at_kill = after["executed_ms"].as_u64().unwrap();
+    env.json(&["run", "--manifest", &run, "--max-dispatch", "0", "--json"]);
+    let recovered = env.json(&["status", "--json"]);
+    assert_eq!(recovered["status"], "stopped");
+    assert!(
+        recovered["executed_ms"].as_u64().unwrap() >= at_kill + 1500,
+        "{at_kill} then {recovered}"
+    );
+    env.json(&["run", "--manifest", &run, "--json"]);
+    assert_eq!(env.json(&["status", "--json"])["status"], "finished");
+}
+
+/// Kills a run at `window` on its first attempt (the debug-only kill-point knob), checks the
+/// journal as the crash left it with `at_crash`, restarts the run, and returns the summary.
+fn crash_at(
+    window: &str,
+    at_crash: impl FnOnce(&Env, &str, &ScriptedServer),
+) -> (Env, String, ScriptedServer, UsageLog, Value) {
+    let (server, usage) = answering_server();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    let out = env
+        .command(&["run", "--manifest", &run, "--json"])
+        .env(skilltrial_runner::engine::KILL_POINT_VAR, window)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(skilltrial_runner::engine::KILL_POINT_EXIT),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    at_crash(&env, &run, &server);
+    let summary = env.json(&["run", "--manifest", &run, "--json"]);
+    (env, run, server, usage, summary)
+}
+
+#[test]
+fn a_crash_after_planning_releases_the_reserve_and_sends_the_attempt_once() {
+    let (env, run, server, usage, summary) = crash_at("after_plan", |env, run, server| {
+        let attempts = env.attempts(run);
+        assert_eq!(attempts.len(), 1);
+        assert_eq!(attempts[0].state, AttemptState::Planned);
+        let ledger = env.ledger(run);
+        assert_eq!(ledger.reserve_micros, env.reserves(run)[0]);
+        assert_eq!(ledger.release_micros, 0);
+        assert_eq!(server.requests().len(), 0);
+    });
+    assert_eq!(summary["recovered_unknown"], serde_json::json!([]));
+    assert_eq!(summary["status"], "finished");
+    assert_eq!(server.requests().len(), 18);
+    let attempts = env.attempts(&run);
+    assert_eq!(attempts.len(), 18, "the planned attempt itself was sent");
+    assert!(attempts.iter().all(|a| a.state == AttemptState::Result));
+    let ledger = env.ledger(&run);
+    let reserves = env.reserves(&run);
+    assert_eq!(
+        ledger.reserve_micros,
+        reserves.iter().sum::<u64>() + reserves[0],
+        "reserved, released at the restart, reserved again"
+    );
+    assert_eq!(ledger.release_micros, ledger.reserve_micros);
+    assert_eq!(ledger.spend_micros, total_cost(&usage));
+}
+
+#[test]
+fn a_crash_after_journaling_the_dispatch_leaves_one_unknown_holding_its_reserve() {
+    let (env, run, server, usage, summary) = crash_at("after_dispatch", |env, run, server| {
+        let attempts = env.attempts(run);
+        assert_eq!(attempts.len(), 1);
+        assert_eq!(attempts[0].state, AttemptState::Dispatched);
+        assert_eq!(server.requests().len(), 0, "the crash came before the send");
+    });
+    let attempts = env.attempts(&run);
+    let first = &attempts[0];
+    assert_eq!(summary["recovered_unknown"], serde_json::json!([first.id]));
+    assert_eq!(first.state, AttemptState::Unknown);
+    assert_eq!(first.reasons, vec!["restart".to_owned()]);
+    // Never re-sent: the runner cannot know the request did not leave.
+    assert_eq!(server.requests().len(), 17);
+    assert!(
+        server
+            .requests()
+            .iter()
+            .all(|r| r.attempt.as_deref() != Some(first.id.as_str()))
+    );
+    let reserve = env.reserves(&run)[0];
+    assert_eq!(first.reserved_micros, reserve);
+    let ledger = env.ledger(&run);
+    assert_eq!(ledger.reserve_micros - ledger.release_micros, reserve);
+    assert_eq!(ledger.spend_micros, total_cost(&usage));
+}
+
+#[test]
+fn a_crash_between_the_answer_and_its_verdict_scores_the_stored_answer_on_restart() {
+    let (env, run, server, usage, summary) = crash_at("after_result", |env, run, server| {
+        let attempts = env.attempts(run);
+        assert_eq!(attempts.len(), 1);
+        assert_eq!(attempts[0].state, AttemptState::Result);
+        assert_eq!(attempts[0].outcome, None, "no verdict yet");
+        assert_eq!(server.requests().len(), 1);
+    });
+    assert_eq!(summary["recovered_unknown"], serde_json::json!([]));
+    assert_eq!(server.requests().len(), 18, "nothing re-sent");
+    let attempts = env.attempts(&run);
+    assert_eq!(attempts.len(), 18);
+    let first = &attempts[0];
+    assert!(
+        matches!(first.outcome.as_deref(), Some("pass" | "invalid_output")),
+        "{first:?}"
+    );
+    let checks: i64 = rusqlite::Connection::open(env.home().join("journal.sqlite3"))
+        .unwrap()
+        .query_row(
+            "SELECT COUNT(*) FROM checks WHERE attempt_id = ?1",
+            [&first.id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(checks, 1, "scored once, on restart");
+    let ledger = env.ledger(&run);
+    assert_eq!(ledger.release_micros, ledger.reserve_micros);
+    assert_eq!(ledger.spend_micros, total_cost(&usage));
+}
+
+#[test]
+fn status_beside_a_live_run_never_fails_nor_disturbs_it() {
+    let server =
+        ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(30)))
+            .unwrap();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    let mut child = env.spawn_run(&run);
+    let mut polls = 0;
+    let mut saw_live = false;
+    while child.try_wait().unwrap().is_none() {
+        // Two at a time, as from two other terminals.
+        let a = env.command(&["status", "--json"]).output().unwrap();
+        let b = env.command(&["status", &run[..12]]).output().unwrap();
+        for out in [&a, &b] {
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let doc: Value = serde_json::from_slice(&a.stdout).unwrap();
+        assert!(
+            matches!(
+                doc["status"].as_str(),
+                Some("planned" | "running" | "finished")
+            ),
+            "{doc}"
+        );
+        saw_live |= doc["live"] == true;
+        polls += 1;
+    }
+    assert!(child.wait().unwrap().success(), "the run was undisturbed");
+    assert!(
+        polls >= 2 && saw_live,
+        "{polls} polls, live seen: {saw_live}"
+    );
+    let status = env.json(&["status", "--json"]);
+    assert_eq!(status["executed"], 18);
+    assert_eq!(server.requests().len(), 18);
 }

@@ -33,31 +33,127 @@ pub struct RunLock {
     _file: std::fs::File,
 }
 
-fn lock_run(journal: &Journal, run_id: &str) -> Result<RunLock, EngineError> {
-    let dir = journal
-        .path()
+fn lock_path(journal: &std::path::Path, run_id: &str) -> std::path::PathBuf {
+    journal
         .parent()
-        .map_or_else(|| std::path::PathBuf::from("locks"), |p| p.join("locks"));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| EngineError::Refused(format!("cannot create {}: {e}", dir.display())))?;
-    let path = dir.join(format!("{run_id}.lock"));
-    let file = std::fs::OpenOptions::new()
+        .map_or_else(|| std::path::PathBuf::from("locks"), |p| p.join("locks"))
+        .join(format!("{run_id}.lock"))
+}
+
+fn open_lock_file(path: &std::path::Path) -> Result<std::fs::File, EngineError> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| EngineError::Refused(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&path)
+        .open(path)
+        .map_err(|e| EngineError::Refused(format!("cannot open {}: {e}", path.display())))
+}
+
+/// How long `run` keeps trying a held lock: `status` probes it for microseconds
+/// ([`run_is_live`]), and such a probe must not turn a starting run away.
+const LOCK_PATIENCE: Duration = Duration::from_millis(1500);
+
+fn lock_run(journal: &Journal, run_id: &str) -> Result<RunLock, EngineError> {
+    let path = lock_path(journal.path(), run_id);
+    let file = open_lock_file(&path)?;
+    let deadline = Instant::now() + LOCK_PATIENCE;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(RunLock { _file: file }),
+            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(25));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(EngineError::Refused(format!(
+                    "run {} is being run by another skilltrial process; wait for it, or cancel it with `skilltrial cancel`",
+                    short(run_id)
+                )));
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(EngineError::Refused(format!(
+                    "cannot lock {}: {e}",
+                    path.display()
+                )));
+            }
+        }
+    }
+}
+
+/// Whether a `skilltrial run` process holds the run's lock now, i.e. is executing it. A run
+/// whose journal says `running` but whose lock is free was interrupted (killed, crashed).
+/// Probes with a shared lock held for an instant; a `run` starting at that moment waits for it.
+pub fn run_is_live(journal: &std::path::Path, run_id: &str) -> Result<bool, EngineError> {
+    let path = lock_path(journal, run_id);
+    if !path.exists() {
+        return Ok(false);
+    }
+    let file = std::fs::File::open(&path)
         .map_err(|e| EngineError::Refused(format!("cannot open {}: {e}", path.display())))?;
-    match file.try_lock() {
-        Ok(()) => Ok(RunLock { _file: file }),
-        Err(std::fs::TryLockError::WouldBlock) => Err(EngineError::Refused(format!(
-            "run {} is being run by another skilltrial process; wait for it, or cancel it with `skilltrial cancel`",
-            short(run_id)
-        ))),
+    match file.try_lock_shared() {
+        Ok(()) => Ok(false),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(true),
         Err(std::fs::TryLockError::Error(e)) => Err(EngineError::Refused(format!(
-            "cannot lock {}: {e}",
+            "cannot probe {}: {e}",
             path.display()
         ))),
     }
+}
+
+/// TEST KNOB, debug builds only: `SKILLTRIAL_TEST_KILL_AT=after_plan|after_dispatch|after_result`
+/// ends the process on the spot (exit code [`KILL_POINT_EXIT`], no cleanup) at that point of the
+/// first attempt it reaches, so tests can crash a run in each window of SPEC §6 and check the
+/// recovery. Release builds never read it.
+pub const KILL_POINT_VAR: &str = "SKILLTRIAL_TEST_KILL_AT";
+
+/// The exit code of a kill point.
+pub const KILL_POINT_EXIT: i32 = 86;
+
+fn kill_point(name: &str) {
+    if cfg!(debug_assertions) && std::env::var(KILL_POINT_VAR).is_ok_and(|v| v == name) {
+        std::process::exit(KILL_POINT_EXIT);
+    }
+}
+
+/// TEST KNOB, debug builds only: `SKILLTRIAL_TEST_RUN_LIMIT_MS=<ms>` lowers (never raises) the
+/// run's time limit, so tests can exercise it without waiting an hour. Release builds never read
+/// it.
+pub const RUN_LIMIT_VAR: &str = "SKILLTRIAL_TEST_RUN_LIMIT_MS";
+
+/// The run's time limit: the journal's copy of the manifest's (the manifest's for old rows),
+/// lowered by the debug-only test knob.
+fn run_limit_ms(stored: Option<u64>, manifest: &Manifest) -> u64 {
+    let limit = stored.unwrap_or(manifest.limits.run_timeout_ms);
+    let knob = if cfg!(debug_assertions) {
+        std::env::var(RUN_LIMIT_VAR)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+    } else {
+        None
+    };
+    knob.map_or(limit, |k| k.min(limit))
+}
+
+/// Closes a trial the run will not send, for `reason`: its pending retry itself when there is
+/// one (so no attempt is left `planned`), else a new `not_run` attempt.
+fn close_not_run(
+    journal: &mut Journal,
+    run_id: &str,
+    trial_idx: u32,
+    pending_retry: Option<&str>,
+    reason: &str,
+    message: &str,
+) -> Result<(), EngineError> {
+    match pending_retry {
+        Some(attempt) => journal.close_planned_not_run(attempt, reason, message)?,
+        None => {
+            journal.record_not_run(run_id, trial_idx, reason, message)?;
+        }
+    }
+    Ok(())
 }
 
 /// Why a run could not start or continue.
@@ -296,10 +392,11 @@ pub fn run(
     let (trials, _totals) =
         manifest::trials(manifest, &inputs.pack, inputs.a.as_ref(), inputs.b.as_ref())
             .map_err(|e| EngineError::Refused(e.to_string()))?;
-    journal.create_run(&run_id, manifest, &trials)?;
     // One process per run: a second `run` must not recover (and so orphan) the first one's
-    // request in flight, nor race it past the cap. The lock dies with the process.
+    // request in flight, nor race it past the cap. The lock dies with the process. It is taken
+    // before the run row is written, so two `run`s started together never both write it.
     let _lock = lock_run(journal, &run_id)?;
+    journal.create_run(&run_id, manifest, &trials)?;
     let recovered_unknown = journal.recover(&run_id)?;
     // A stop between journaling an answer and its verdict leaves a result without an outcome:
     // score it now from the stored answer (the answer is on disk before the checker ever runs).
@@ -324,15 +421,43 @@ pub fn run(
         .run(&run_id)?
         .ok_or_else(|| EngineError::Refused("run vanished".to_owned()))?;
     if matches!(run_row.status.as_str(), "cancelled") {
+        // A retry planned after the cancel can never be sent: close it rather than leave it
+        // planned.
+        for attempt in journal.attempts(&run_id)? {
+            if attempt.state == AttemptState::Planned {
+                journal.close_planned_not_run(
+                    &attempt.id,
+                    "cancelled",
+                    "the run was cancelled before this attempt was sent",
+                )?;
+            }
+        }
         return Err(EngineError::Refused(format!(
             "run {} was cancelled; plan a new run",
             short(&run_id)
         )));
     }
     journal.set_status(&run_id, "running")?;
-    // The run-time limit counts from this invocation, so a resumed run (or a user's retry) gets
-    // its own window rather than being cut off by an earlier one.
-    let started_at = now_ms();
+    // The time limit bounds the run's own executing time over ALL its invocations (hosted runs
+    // rely on it: their deadline assumes a run cannot outlast it), so it continues from the time
+    // the journal holds; a pause between two invocations does not count.
+    let limit_ms = run_limit_ms(run_row.run_limit_ms, manifest);
+    // A request in flight when the runner died ran for an unknown time after the clock was last
+    // stored, at most the request timeout: count that bound, so that kills cannot stretch a run
+    // past its limit.
+    let mut lost_ms = 0u64;
+    for id in &recovered_unknown {
+        if let Some((_, attempt)) = journal.attempt(id)?
+            && let Some(dispatched) = attempt.dispatched_at_ms
+        {
+            let since = u64::try_from(now_ms().saturating_sub(dispatched)).unwrap_or(0);
+            lost_ms = lost_ms.saturating_add(since.min(manifest.limits.request_timeout_ms));
+        }
+    }
+    let executed_before = run_row.executed_ms.saturating_add(lost_ms);
+    journal.set_executed_ms(&run_id, executed_before)?;
+    let invocation_started = Instant::now();
+    let executed_ms = || executed_before.saturating_add(elapsed_ms(invocation_started));
     let total = u32::try_from(trials.len()).unwrap_or(u32::MAX);
     // A trial whose request was rate-limited is queued again at the front, after its wait, with
     // the rejected attempt and the reason its retry will carry.
@@ -374,23 +499,28 @@ pub fn run(
         let pending_retry = latest
             .filter(|a| a.state == AttemptState::Planned)
             .map(|a| a.id.clone());
+        let pending = pending_retry.as_deref();
 
         // Stop conditions, checked before every dispatch.
+        let executed = executed_ms();
+        journal.set_executed_ms(&run_id, executed)?;
         if journal.cancel_requested(&run_id)? {
-            journal.record_not_run(
+            close_not_run(
+                journal,
                 &run_id,
                 trial.index,
+                pending,
                 "cancelled",
                 "the run was cancelled before this trial was sent",
             )?;
             continue;
         }
-        if now_ms().saturating_sub(started_at)
-            > i64::try_from(manifest.limits.run_timeout_ms).unwrap_or(i64::MAX)
-        {
-            journal.record_not_run(
+        if executed > limit_ms {
+            close_not_run(
+                journal,
                 &run_id,
                 trial.index,
+                pending,
                 "not_run_time_limit",
                 "the run reached its time limit",
             )?;
@@ -404,9 +534,11 @@ pub fn run(
         )
         .unwrap_or(u32::MAX);
         if sent >= manifest.budget.max_requests {
-            journal.record_not_run(
+            close_not_run(
+                journal,
                 &run_id,
                 trial.index,
+                pending,
                 "not_run_request_cap",
                 "the run reached its request cap",
             )?;
@@ -436,7 +568,14 @@ pub fn run(
                     money.spent,
                     money.reserved
                 );
-                journal.record_not_run(&run_id, trial.index, "not_run_budget", &message)?;
+                close_not_run(
+                    journal,
+                    &run_id,
+                    trial.index,
+                    pending,
+                    "not_run_budget",
+                    &message,
+                )?;
                 continue;
             }
         }
@@ -447,9 +586,11 @@ pub fn run(
                 .saturating_add(tokens)
                 > max_tokens
         {
-            journal.record_not_run(
+            close_not_run(
+                journal,
                 &run_id,
                 trial.index,
+                pending,
                 "not_run_budget",
                 "its token bound could break the token cap",
             )?;
@@ -468,6 +609,7 @@ pub fn run(
                 journal.plan_attempt(&run_id, trial.index, trial.reserve, tokens, retry)?
             }
         };
+        kill_point("after_plan");
         report(journal, Some(trial), progress)?;
         let task = inputs
             .pack
@@ -490,6 +632,7 @@ pub fn run(
         journal.record_payload(&request_sha.hex(), "request", body.len() as u64)?;
         // The dispatched row MUST be durable before the request leaves.
         journal.mark_dispatched(&attempt, &request_sha.hex())?;
+        kill_point("after_dispatch");
         dispatched_now = dispatched_now.saturating_add(1);
         let started = Instant::now();
         match provider.call(&request) {
@@ -533,11 +676,13 @@ pub fn run(
                         error: None,
                     },
                 )?;
+                kill_point("after_result");
                 let verdict = task.check(&response.text);
                 journal.record_verdict(&attempt, &verdict)?;
                 if spent > trial.reserve {
                     // The reservation bound was broken (the provider reported more usage than the
                     // bound allows): the record is kept as reported, and the run stops.
+                    journal.set_executed_ms(&run_id, executed_ms())?;
                     journal.set_status(&run_id, "stopped")?;
                     return Err(EngineError::Refused(format!(
                         "attempt {attempt} reported usage costing {spent}, above its reservation {}: the run stopped; check the model profile's limits and prices",
@@ -589,6 +734,7 @@ pub fn run(
         report(journal, None, progress)?;
     }
 
+    journal.set_executed_ms(&run_id, executed_ms())?;
     let cancelled = journal.cancel_requested(&run_id)?;
     let status = if stopped {
         "stopped"

@@ -19,10 +19,18 @@ use crate::money::MicroUsd;
 
 /// The schema version: the number of migrations applied.
 ///
-/// Log: 1 — first schema (runs, trials, attempts, ledger, checks, payloads).
-pub const SCHEMA_VERSION: u32 = 1;
+/// Log: 1 — first schema (runs, trials, attempts, ledger, checks, payloads); 2 — the run's clock
+/// (`runs.run_limit_ms`, `runs.executed_ms`).
+pub const SCHEMA_VERSION: u32 = 2;
 
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_journal.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/0001_journal.sql"),
+    include_str!("../../migrations/0002_run_clock.sql"),
+];
+
+/// How long a connection waits for another process's write lock before failing. Set before any
+/// other statement, so that even the first pragmas of a fresh journal wait instead of failing.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Why the journal failed.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +47,16 @@ pub enum JournalError {
     TooNew(PathBuf, u32),
     #[error("{0}")]
     State(String),
+    #[error(
+        "journal {path}: run {run} releases more than it reserved ({kind}: reserved {reserved}, released {released})"
+    )]
+    OverRelease {
+        path: PathBuf,
+        run: String,
+        kind: &'static str,
+        reserved: u64,
+        released: u64,
+    },
 }
 
 /// Milliseconds since the Unix epoch.
@@ -94,6 +112,21 @@ pub struct RunRow {
     pub cap_micros: Option<u64>,
     pub max_requests: u32,
     pub max_tokens: Option<u64>,
+    /// The run's time limit (ms), from its manifest; `None` for runs recorded before schema 2.
+    pub run_limit_ms: Option<u64>,
+    /// The time (ms) the runner has spent executing this run, over every `run` invocation.
+    pub executed_ms: u64,
+}
+
+/// The ledger's raw sums for one run (µUSD and tokens), as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct LedgerTotals {
+    pub reserve_micros: u64,
+    pub release_micros: u64,
+    pub spend_micros: u64,
+    pub reserve_tokens: u64,
+    pub release_tokens: u64,
+    pub spend_tokens: u64,
 }
 
 /// A trial row.
@@ -197,8 +230,9 @@ impl Journal {
             source,
         };
         let conn = Connection::open(path).map_err(sql)?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))
-            .map_err(sql)?;
+        // First of all: other processes (a `status` in another terminal, a second `run`) may be
+        // opening or migrating the same file this very moment.
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(sql)?;
         conn.pragma_update(None, "synchronous", "FULL")
@@ -231,25 +265,34 @@ impl Journal {
             path: path.clone(),
             source,
         };
-        let current: u32 = self
+        let version = |conn: &Connection| -> Result<u32, JournalError> {
+            let current: u32 = conn
+                .pragma_query_value(None, "user_version", |r| r.get(0))
+                .map_err(sql)?;
+            if current > SCHEMA_VERSION {
+                return Err(JournalError::TooNew(path.clone(), current));
+            }
+            Ok(current)
+        };
+        if version(&self.conn)? == SCHEMA_VERSION {
+            return Ok(());
+        }
+        // Another process may be migrating the same file right now: take the write lock first
+        // (BEGIN IMMEDIATE, waiting up to the busy timeout), then read the version again under
+        // it, so that each migration runs exactly once and nobody reads a half-made schema.
+        let tx = self
             .conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(sql)?;
-        if current > SCHEMA_VERSION {
-            return Err(JournalError::TooNew(path.clone(), current));
-        }
-        for (i, migration) in MIGRATIONS.iter().enumerate().skip(current as usize) {
-            let tx = self.conn.transaction().map_err(sql)?;
+        let current = version(&tx)?;
+        for migration in MIGRATIONS.iter().skip(current as usize) {
             tx.execute_batch(migration).map_err(sql)?;
-            tx.pragma_update(
-                None,
-                "user_version",
-                u32::try_from(i + 1).unwrap_or(u32::MAX),
-            )
-            .map_err(sql)?;
-            tx.commit().map_err(sql)?;
         }
-        Ok(())
+        if current < SCHEMA_VERSION {
+            tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+                .map_err(sql)?;
+        }
+        tx.commit().map_err(sql)
     }
 
     /// Records a new run and its trials; if the run exists, checks it is the same manifest.
@@ -264,25 +307,39 @@ impl Journal {
             path: path.clone(),
             source,
         };
-        if let Some(existing) = self.run(run_id)? {
-            if existing.manifest_sha256 != run_id {
+        // Checked and written under one write lock: two processes recording the same run at the
+        // same moment (`plan` and `run`, or two `run`s) must not both try to insert it.
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        let existing: Option<String> = tx
+            .query_row(
+                "SELECT manifest_sha256 FROM runs WHERE id = ?1",
+                [run_id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(sql)?;
+        if let Some(existing) = existing {
+            if existing != run_id {
                 return Err(JournalError::State(format!(
                     "run {run_id} exists with a different manifest"
                 )));
             }
             return Ok(false);
         }
-        let tx = self.conn.transaction().map_err(sql)?;
         tx.execute(
-            "INSERT INTO runs (id, manifest_sha256, pack_id, created_at_ms, status, cap_micros, max_requests, max_tokens)
-             VALUES (?1, ?1, ?2, ?3, 'planned', ?4, ?5, ?6)",
+            "INSERT INTO runs (id, manifest_sha256, pack_id, created_at_ms, status, cap_micros, max_requests, max_tokens, run_limit_ms)
+             VALUES (?1, ?1, ?2, ?3, 'planned', ?4, ?5, ?6, ?7)",
             params![
                 run_id,
                 manifest.pack.id,
                 now_ms(),
                 manifest.budget.cap_usd_micros.map(to_i64),
                 manifest.budget.max_requests,
-                manifest.budget.max_tokens.map(to_i64)
+                manifest.budget.max_tokens.map(to_i64),
+                to_i64(manifest.limits.run_timeout_ms)
             ],
         )
         .map_err(sql)?;
@@ -320,10 +377,12 @@ impl Journal {
             cap_micros: row.get::<_, Option<i64>>(8)?.map(to_u64),
             max_requests: row.get(9)?,
             max_tokens: row.get::<_, Option<i64>>(10)?.map(to_u64),
+            run_limit_ms: row.get::<_, Option<i64>>(11)?.map(to_u64),
+            executed_ms: to_u64(row.get(12)?),
         })
     }
 
-    const RUN_COLUMNS: &'static str = "id, manifest_sha256, pack_id, created_at_ms, started_at_ms, finished_at_ms, status, cancel_requested, cap_micros, max_requests, max_tokens";
+    const RUN_COLUMNS: &'static str = "id, manifest_sha256, pack_id, created_at_ms, started_at_ms, finished_at_ms, status, cancel_requested, cap_micros, max_requests, max_tokens, run_limit_ms, executed_ms";
 
     /// A run by id, or by a unique prefix of at least 8 hex characters.
     pub fn run(&self, id: &str) -> Result<Option<RunRow>, JournalError> {
@@ -385,6 +444,17 @@ impl Journal {
                     finished_at_ms = CASE WHEN ?2 IN ('finished', 'cancelled', 'stopped') THEN ?3 ELSE finished_at_ms END
                  WHERE id = ?1",
                 params![run_id, status, now],
+            )
+            .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Stores the time (ms) the runner has spent executing a run, over all its invocations.
+    pub fn set_executed_ms(&self, run_id: &str, executed_ms: u64) -> Result<(), JournalError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET executed_ms = MAX(executed_ms, ?2) WHERE id = ?1",
+                params![run_id, to_i64(executed_ms)],
             )
             .map_err(self.sql())?;
         Ok(())
@@ -506,8 +576,8 @@ impl Journal {
             .map_err(self.sql())
     }
 
-    /// The run's money, from the ledger.
-    pub fn money(&self, run_id: &str) -> Result<Money, JournalError> {
+    /// The ledger's raw sums for a run.
+    pub fn ledger_totals(&self, run_id: &str) -> Result<LedgerTotals, JournalError> {
         let sum = |kind: &str, col: &str| -> Result<u64, JournalError> {
             self.conn
                 .query_row(
@@ -520,14 +590,58 @@ impl Journal {
                 .map(to_u64)
                 .map_err(self.sql())
         };
-        let reserved = sum("reserve", "micros")?.saturating_sub(sum("release", "micros")?);
-        let reserved_tokens = sum("reserve", "tokens")?.saturating_sub(sum("release", "tokens")?);
+        Ok(LedgerTotals {
+            reserve_micros: sum("reserve", "micros")?,
+            release_micros: sum("release", "micros")?,
+            spend_micros: sum("spend", "micros")?,
+            reserve_tokens: sum("reserve", "tokens")?,
+            release_tokens: sum("release", "tokens")?,
+            spend_tokens: sum("spend", "tokens")?,
+        })
+    }
+
+    /// The run's money, from the ledger. Releasing more than was reserved (a double release) is
+    /// a broken ledger, reported as an error rather than shown as "nothing reserved".
+    pub fn money(&self, run_id: &str) -> Result<Money, JournalError> {
+        let t = self.ledger_totals(run_id)?;
+        let over = |kind, reserved, released| JournalError::OverRelease {
+            path: self.path.clone(),
+            run: run_id.to_owned(),
+            kind,
+            reserved,
+            released,
+        };
+        let reserved = t
+            .reserve_micros
+            .checked_sub(t.release_micros)
+            .ok_or_else(|| over("micro-USD", t.reserve_micros, t.release_micros))?;
+        let reserved_tokens = t
+            .reserve_tokens
+            .checked_sub(t.release_tokens)
+            .ok_or_else(|| over("tokens", t.reserve_tokens, t.release_tokens))?;
         Ok(Money {
             reserved: MicroUsd(reserved),
-            spent: MicroUsd(sum("spend", "micros")?),
+            spent: MicroUsd(t.spend_micros),
             reserved_tokens,
-            used_tokens: sum("spend", "tokens")?,
+            used_tokens: t.spend_tokens,
         })
+    }
+
+    /// A new attempt id, `<12 hex of run>-<trial>-<seq>-<12 hex random>`: readable, and unique
+    /// beyond this journal (the same manifest in two state directories, or a copied journal,
+    /// never sends the same `x-skilltrial-attempt`), which provider-side idempotency relies on.
+    /// The random part comes from SQLite's `randomblob`, seeded from the OS.
+    fn new_attempt_id(
+        tx: &Transaction<'_>,
+        run_id: &str,
+        trial_idx: u32,
+        seq: u32,
+    ) -> rusqlite::Result<String> {
+        let nonce: String = tx.query_row("SELECT lower(hex(randomblob(6)))", [], |r| r.get(0))?;
+        Ok(format!(
+            "{}-{trial_idx:03}-{seq}-{nonce}",
+            &run_id[..12.min(run_id.len())]
+        ))
     }
 
     fn ledger(
@@ -564,7 +678,7 @@ impl Journal {
         let seq: u32 = tx
             .query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts WHERE run_id = ?1 AND trial_idx = ?2", params![run_id, trial_idx], |r| r.get(0))
             .map_err(sql)?;
-        let id = format!("{}-{trial_idx:03}-{seq}", &run_id[..12.min(run_id.len())]);
+        let id = Self::new_attempt_id(&tx, run_id, trial_idx, seq).map_err(sql)?;
         tx.execute(
             "INSERT INTO attempts (id, run_id, trial_idx, seq, retry_of, retry_reason, state, reserved_micros, reserved_tokens, planned_at_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'planned', ?7, ?8, ?9)",
@@ -746,7 +860,7 @@ impl Journal {
         let seq: u32 = tx
             .query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts WHERE run_id = ?1 AND trial_idx = ?2", params![run_id, trial_idx], |r| r.get(0))
             .map_err(sql)?;
-        let id = format!("{}-{trial_idx:03}-{seq}", &run_id[..12.min(run_id.len())]);
+        let id = Self::new_attempt_id(&tx, run_id, trial_idx, seq).map_err(sql)?;
         let reasons = serde_json::to_string(&[reason]).unwrap_or_default();
         tx.execute(
             "INSERT INTO attempts (id, run_id, trial_idx, seq, state, outcome, reasons, error, spent_micros, planned_at_ms, finished_at_ms)
@@ -756,6 +870,50 @@ impl Journal {
         .map_err(sql)?;
         tx.commit().map_err(sql)?;
         Ok(id)
+    }
+
+    /// Closes a planned attempt (a user's retry the run can no longer send) as `not_run` with
+    /// its reason, releasing any reserve it holds, in one transaction: the attempt itself is the
+    /// trial's `not_run` observation, so no attempt is left `planned` once the run stops.
+    pub fn close_planned_not_run(
+        &mut self,
+        attempt: &str,
+        reason: &str,
+        message: &str,
+    ) -> Result<(), JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let (run_id, reserved, reserved_tokens) = Self::run_of(&tx, attempt).map_err(sql)?;
+        let reasons = serde_json::to_string(&[reason]).unwrap_or_default();
+        let n = tx
+            .execute(
+                "UPDATE attempts SET state = 'closed', outcome = 'not_run', reasons = ?2, error = ?3, spent_micros = 0, finished_at_ms = ?4
+                 WHERE id = ?1 AND state = 'planned'",
+                params![attempt, reasons, message, now_ms()],
+            )
+            .map_err(sql)?;
+        if n != 1 {
+            return Err(JournalError::State(format!(
+                "attempt {attempt} is not planned"
+            )));
+        }
+        if reserved > 0 || reserved_tokens > 0 {
+            Self::ledger(
+                &tx,
+                &run_id,
+                attempt,
+                "release",
+                reserved,
+                reserved_tokens,
+                "planned, not sent",
+            )
+            .map_err(sql)?;
+        }
+        tx.commit().map_err(sql)
     }
 
     /// Records a checker verdict for an attempt (the first check, or a recheck).
@@ -899,6 +1057,22 @@ impl Journal {
                 "attempt {attempt} is {state}, not unknown: only unknown attempts are resolved (and infrastructure errors retried)"
             )));
         }
+        if matches!(resolution, Resolution::Retry { .. }) {
+            // A cancelled run never sends again: a retry planned now could only stay planned.
+            let (status, cancel): (String, i64) = tx
+                .query_row(
+                    "SELECT status, cancel_requested FROM runs WHERE id = ?1",
+                    [&run_id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .map_err(sql)?;
+            if status == "cancelled" || cancel != 0 {
+                return Err(JournalError::State(format!(
+                    "attempt {attempt} belongs to run {}, which was cancelled: a retry would never be sent; use --release, or plan a new run",
+                    &run_id[..12.min(run_id.len())]
+                )));
+            }
+        }
         let note = match resolution {
             Resolution::Release => "released by the user as spent".to_owned(),
             Resolution::Retry { reason } => format!("retried by the user: {reason}"),
@@ -934,7 +1108,7 @@ impl Journal {
                 let seq: u32 = tx
                     .query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts WHERE run_id = ?1 AND trial_idx = ?2", params![run_id, trial_idx], |r| r.get(0))
                     .map_err(sql)?;
-                let id = format!("{}-{trial_idx:03}-{seq}", &run_id[..12.min(run_id.len())]);
+                let id = Self::new_attempt_id(&tx, &run_id, trial_idx, seq).map_err(sql)?;
                 tx.execute(
                     "INSERT INTO attempts (id, run_id, trial_idx, seq, retry_of, retry_reason, state, planned_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'planned', ?7)",
                     params![id, run_id, trial_idx, seq, attempt, reason, now_ms()],
@@ -1040,8 +1214,148 @@ impl Journal {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use super::Journal;
+    use super::{Journal, JournalError, SCHEMA_VERSION};
+
+    #[test]
+    fn the_journal_is_wal_with_full_sync_and_foreign_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open(&dir.path().join("j.sqlite3")).unwrap();
+        let mode: String = journal
+            .conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        let sync: i64 = journal
+            .conn
+            .pragma_query_value(None, "synchronous", |r| r.get(0))
+            .unwrap();
+        assert_eq!(sync, 2, "synchronous=FULL");
+        let fk: i64 = journal
+            .conn
+            .pragma_query_value(None, "foreign_keys", |r| r.get(0))
+            .unwrap();
+        assert_eq!(fk, 1);
+        let busy: i64 = journal
+            .conn
+            .pragma_query_value(None, "busy_timeout", |r| r.get(0))
+            .unwrap();
+        assert_eq!(busy, 30_000);
+    }
+
+    #[test]
+    fn a_journal_of_schema_1_is_migrated_and_keeps_its_runs_and_attempt_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite3");
+        {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.execute_batch(super::MIGRATIONS[0]).unwrap();
+            conn.pragma_update(None, "user_version", 1).unwrap();
+            conn.execute_batch(
+                "INSERT INTO runs (id, manifest_sha256, pack_id, created_at_ms, status, max_requests)
+                   VALUES ('abababababababab', 'abababababababab', 'p@1', 1, 'finished', 10);
+                 INSERT INTO trials VALUES ('abababababababab', 0, 't', 'a', 1, 5, 1, 1);
+                 INSERT INTO attempts (id, run_id, trial_idx, seq, state, planned_at_ms)
+                   VALUES ('abababababab-000-1', 'abababababababab', 0, 1, 'planned', 1);",
+            )
+            .unwrap();
+        }
+        let mut journal = Journal::open(&path).unwrap();
+        let version: u32 = journal
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let run = journal.run("abababababababab").unwrap().unwrap();
+        assert_eq!((run.run_limit_ms, run.executed_ms), (None, 0));
+        let attempts = journal.attempts("abababababababab").unwrap();
+        assert_eq!(
+            attempts[0].id, "abababababab-000-1",
+            "old ids stay as they were"
+        );
+        // New attempts get the new, globally unique form.
+        let id = journal
+            .plan_attempt("abababababababab", 0, crate::money::MicroUsd(5), 1, None)
+            .unwrap();
+        assert!(id.starts_with("abababababab-000-2-"), "{id}");
+        assert_eq!(id.len(), "abababababab-000-2-".len() + 12);
+        // Opening again migrates nothing more.
+        drop(journal);
+        Journal::open(&path).unwrap();
+    }
+
+    #[test]
+    fn closing_a_planned_attempt_as_not_run_releases_its_reserve_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal::open(&dir.path().join("j.sqlite3")).unwrap();
+        journal
+            .conn
+            .execute_batch(
+                "INSERT INTO runs (id, manifest_sha256, pack_id, created_at_ms, status, max_requests)
+                   VALUES ('r', 'r', 'p@1', 1, 'running', 10);
+                 INSERT INTO trials VALUES ('r', 0, 't', 'a', 1, 5, 1, 1);",
+            )
+            .unwrap();
+        let id = journal
+            .plan_attempt("r", 0, crate::money::MicroUsd(70), 9, None)
+            .unwrap();
+        journal
+            .close_planned_not_run(&id, "not_run_budget", "no room")
+            .unwrap();
+        let (_, row) = journal.attempt(&id).unwrap().unwrap();
+        assert_eq!(row.state, super::AttemptState::Closed);
+        assert_eq!(row.outcome.as_deref(), Some("not_run"));
+        assert_eq!(row.reasons, vec!["not_run_budget".to_owned()]);
+        let t = journal.ledger_totals("r").unwrap();
+        assert_eq!(
+            (t.reserve_micros, t.release_micros, t.spend_micros),
+            (70, 70, 0)
+        );
+        assert_eq!((t.reserve_tokens, t.release_tokens), (9, 9));
+        let again = journal
+            .close_planned_not_run(&id, "not_run_budget", "no room")
+            .unwrap_err();
+        assert_eq!(again.to_string(), format!("attempt {id} is not planned"));
+        assert_eq!(
+            journal.ledger_totals("r").unwrap(),
+            t,
+            "nothing released twice"
+        );
+    }
+
+    #[test]
+    fn a_release_beyond_the_reserves_is_an_error_not_a_zero() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite3");
+        let journal = Journal::open(&path).unwrap();
+        journal
+            .conn
+            .execute_batch(
+                "INSERT INTO runs (id, manifest_sha256, pack_id, created_at_ms, status, max_requests)
+                   VALUES ('r', 'r', 'p@1', 1, 'running', 10);
+                 INSERT INTO ledger (run_id, kind, micros, tokens, at_ms) VALUES ('r', 'reserve', 100, 10, 1);
+                 INSERT INTO ledger (run_id, kind, micros, tokens, at_ms) VALUES ('r', 'release', 100, 10, 1);",
+            )
+            .unwrap();
+        assert_eq!(journal.money("r").unwrap().reserved.0, 0);
+        journal
+            .conn
+            .execute(
+                "INSERT INTO ledger (run_id, kind, micros, tokens, at_ms) VALUES ('r', 'release', 100, 10, 2)",
+                [],
+            )
+            .unwrap();
+        let err = journal.money("r").unwrap_err();
+        assert!(matches!(err, JournalError::OverRelease { .. }), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "journal {}: run r releases more than it reserved (micro-USD: reserved 100, released 200)",
+                path.display()
+            )
+        );
+    }
 
     #[test]
     fn the_attempt_column_count_matches_the_column_list() {

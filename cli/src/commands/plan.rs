@@ -96,12 +96,17 @@ pub fn run(args: &PlanArgs, global: &Global) -> Result<Status, CliError> {
         |e: manifest::PlanError| CliError::Environment(anyhow::anyhow!("cannot plan: {e}"));
     let manifest =
         manifest::build(&pack, a.as_ref(), b.as_ref(), &profile, &options).map_err(plan_error)?;
-    let (_, totals) =
+    let (trials, totals) =
         manifest::trials(&manifest, &pack, a.as_ref(), b.as_ref()).map_err(plan_error)?;
 
     let layout = state::layout(global)?;
     let store = state::store(&layout)?;
     let hash = engine::save_inputs(&store, &manifest, &pack, a.as_ref(), b.as_ref())
+        .map_err(|e| CliError::Environment(e.into()))?;
+    // The run exists from now on (status `planned`), so `status`, `cancel` and `run` find it by
+    // its id or a prefix before its first `run`.
+    state::journal(&layout)?
+        .create_run(&hash.hex(), &manifest, &trials)
         .map_err(|e| CliError::Environment(e.into()))?;
     let out = match &args.out {
         Some(path) => {

@@ -1,4 +1,5 @@
-//! `skilltrial resolve <attempt> --retry --reason "…" | --release`.
+//! `skilltrial resolve <attempt> --retry --reason "…" | --release`. A retry on a cancelled run
+//! is refused (it could never be sent); one the run later cannot send is closed as `not_run`.
 
 use skilltrial_runner::journal::Resolution;
 
@@ -50,7 +51,7 @@ pub fn run(args: &ResolveArgs, global: &Global) -> Result<Status, CliError> {
                 args.attempt
             ),
             Some(id) => format!(
-                "attempt {} closed as interrupted (its reserve counted as spent); new attempt {id} is planned and will be sent by the next `skilltrial run`\n",
+                "attempt {} closed as interrupted (its reserve counted as spent); new attempt {id} is planned: the next `skilltrial run` sends it if the run's request cap, budget and time limit still allow, else closes it as not_run with the reason\n",
                 args.attempt
             ),
             None => format!(

@@ -1,10 +1,13 @@
-//! `skilltrial status [run]`: planned, executed and per-outcome counts, money, unknowns.
+//! `skilltrial status [run]`: planned, executed and per-outcome counts, money, bounds, unknowns.
+//!
+//! Read-only and safe beside a live run: it never writes to the run, and it tells a run that a
+//! process is executing now (its lock is held) from one that was interrupted (killed, crashed).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use skilltrial_runner::engine::outcome_counts;
+use skilltrial_runner::engine::{outcome_counts, run_is_live};
 use skilltrial_runner::journal::AttemptState;
 use skilltrial_runner::money::MicroUsd;
 
@@ -29,7 +32,11 @@ struct UnknownAttempt {
 #[derive(Debug, Serialize)]
 struct StatusReport {
     run: String,
+    /// The journal's status, except `interrupted` for a run the journal says is `running` while
+    /// no process holds its lock.
     status: String,
+    /// Whether a `skilltrial run` process is executing this run right now.
+    live: bool,
     pack: String,
     cancel_requested: bool,
     planned: u32,
@@ -39,7 +46,14 @@ struct StatusReport {
     spent_usd_micros: u64,
     reserved_usd_micros: u64,
     cap_usd_micros: Option<u64>,
+    max_requests: u32,
+    max_tokens: Option<u64>,
+    /// The run's time limit and the executing time used so far, over all `run` invocations.
+    run_limit_ms: Option<u64>,
+    executed_ms: u64,
     unknown: Vec<UnknownAttempt>,
+    /// What to do next, when there is something to do.
+    next: Option<String>,
 }
 
 pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
@@ -70,9 +84,28 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
             })
         })
         .collect();
+    let live = run_is_live(journal.path(), &run.id).map_err(anyhow::Error::from)?;
+    let status = if run.status == "running" && !live {
+        "interrupted".to_owned()
+    } else {
+        run.status.clone()
+    };
+    let next = match status.as_str() {
+        "planned" => Some(format!("skilltrial run --manifest {}", run.id)),
+        "interrupted" => Some(format!(
+            "the runner stopped without finishing (killed or crashed); resume with `skilltrial run --manifest {}`",
+            short(&run.id)
+        )),
+        "stopped" => Some(format!(
+            "resume with `skilltrial run --manifest {}`",
+            short(&run.id)
+        )),
+        _ => None,
+    };
     let report = StatusReport {
         run: run.id.clone(),
-        status: run.status.clone(),
+        status,
+        live,
         pack: run.pack_id.clone(),
         cancel_requested: run.cancel_requested,
         planned,
@@ -82,7 +115,12 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
         spent_usd_micros: money.spent.0,
         reserved_usd_micros: money.reserved.0,
         cap_usd_micros: run.cap_micros,
+        max_requests: run.max_requests,
+        max_tokens: run.max_tokens,
+        run_limit_ms: run.run_limit_ms,
+        executed_ms: run.executed_ms,
         unknown,
+        next,
     };
     if global.json {
         output::json(&report)?;
@@ -94,7 +132,7 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
 
 fn render(r: &StatusReport) -> String {
     let mut out = String::new();
-    let cancel = if r.cancel_requested && r.status == "running" {
+    let cancel = if r.cancel_requested && !matches!(r.status.as_str(), "cancelled" | "finished") {
         " (cancel requested)"
     } else {
         ""
@@ -136,6 +174,25 @@ fn render(r: &StatusReport) -> String {
         MicroUsd(r.spent_usd_micros),
         MicroUsd(r.reserved_usd_micros)
     );
+    let tokens = r.max_tokens.map_or_else(
+        || "no token cap".to_owned(),
+        |t| format!("at most {t} tokens"),
+    );
+    let time = r.run_limit_ms.map_or_else(
+        || format!("{} executing", duration(r.executed_ms)),
+        |limit| {
+            format!(
+                "{} of {} executing time used",
+                duration(r.executed_ms),
+                duration(limit)
+            )
+        },
+    );
+    let _ = writeln!(
+        out,
+        "bounds   at most {} requests, {tokens}, {time}",
+        r.max_requests
+    );
     if !r.unknown.is_empty() {
         let _ = writeln!(
             out,
@@ -159,5 +216,18 @@ fn render(r: &StatusReport) -> String {
             "  decide: skilltrial resolve <attempt> --retry --reason \"...\"   or   --release"
         );
     }
+    if let Some(next) = &r.next {
+        let _ = writeln!(out, "next     {next}");
+    }
     out
+}
+
+/// A duration for people: `42 s`, `3 min 5 s`, `60 min`.
+fn duration(ms: u64) -> String {
+    let s = ms / 1000;
+    match (s / 60, s % 60) {
+        (0, s) => format!("{s} s"),
+        (m, 0) => format!("{m} min"),
+        (m, s) => format!("{m} min {s} s"),
+    }
 }
