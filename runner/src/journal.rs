@@ -1042,7 +1042,7 @@ impl Journal {
                 let seq: u32 = tx
                     .query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts WHERE run_id = ?1 AND trial_idx = ?2", params![run_id, trial_idx], |r| r.get(0))
                     .map_err(sql)?;
-                let id = format!("{}-{trial_idx:03}-{seq}", &run_id[..12.min(run_id.len())]);
+                let id = Self::new_attempt_id(&tx, &run_id, trial_idx, seq).map_err(sql)?;
                 tx.execute(
                     "INSERT INTO attempts (id, run_id, trial_idx, seq, retry_of, retry_reason, state, planned_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'planned', ?7)",
                     params![id, run_id, trial_idx, seq, attempt, reason, now_ms()],
