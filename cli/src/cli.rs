@@ -106,12 +106,12 @@ pub struct CompareArgs {
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Bundle A.
-    #[arg(long, default_value = "fixtures/bundles/solana-reader-1.4.2")]
-    pub a: std::path::PathBuf,
-    /// Bundle B.
-    #[arg(long, default_value = "fixtures/bundles/solana-reader-1.5.0")]
-    pub b: std::path::PathBuf,
+    /// Bundle A (a folder or ZIP). Default: the built-in example solana-reader 1.4.2.
+    #[arg(long, value_name = "BUNDLE")]
+    pub a: Option<std::path::PathBuf>,
+    /// Bundle B (a folder or ZIP). Default: the built-in example solana-reader 1.5.0.
+    #[arg(long, value_name = "BUNDLE")]
+    pub b: Option<std::path::PathBuf>,
     /// A model profile to use instead of choosing by the keys in the environment.
     #[arg(long, value_name = "PROFILE")]
     pub model: Option<String>,
