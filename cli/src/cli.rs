@@ -130,6 +130,10 @@ pub struct DemoArgs {
     /// Confirm a run on an unpriced profile (a local server) without a prompt.
     #[arg(long)]
     pub yes: bool,
+    /// The model name your own server serves (e.g. qwen3:8b), for a profile without a price such
+    /// as openai-compatible-local.
+    #[arg(long, value_name = "NAME", env = "SKILLTRIAL_MODEL_NAME")]
+    pub model_name: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -187,6 +191,10 @@ pub struct PlanArgs {
     /// A TOML file of extra model profiles (default $XDG_CONFIG_HOME/skilltrial/profiles.toml).
     #[arg(long, value_name = "FILE")]
     pub profiles: Option<std::path::PathBuf>,
+    /// The model name your own server serves (e.g. qwen3:8b), for a profile without a price such
+    /// as openai-compatible-local.
+    #[arg(long, value_name = "NAME", env = "SKILLTRIAL_MODEL_NAME")]
+    pub model_name: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -43,6 +43,10 @@ fn choose(args: &DemoArgs) -> Result<Option<Profile>, CliError> {
         (None, false) => return Ok(None),
     };
     profile::find(&id, None)
+        .and_then(|p| match &args.model_name {
+            Some(name) => p.with_model_name(name),
+            None => Ok(p),
+        })
         .map(Some)
         .map_err(|e| CliError::Environment(e.into()))
 }
@@ -120,7 +124,9 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
             ),
         );
     }
-    let endpoint = profile.endpoint();
+    let endpoint = profile
+        .endpoint()
+        .map_err(|e| CliError::Environment(e.into()))?;
     let cap = MicroUsd::parse_usd(&args.cap_usd)
         .map_err(|e| CliError::Environment(anyhow::anyhow!("--cap-usd: {e}")))?;
     let unpriced = profile.price.is_none();
