@@ -1,7 +1,10 @@
-//! Build script: embeds the fixture packs into the library and hashes the checker's source.
+//! Build script: embeds the fixture packs and example bundles into the library and hashes the
+//! checker's source.
 //!
 //! - `embedded_packs.rs`: every file under `fixtures/packs/`, as `(relative path, bytes)`, so the
 //!   binary carries `solana-core@1.0.3` and works from anywhere.
+//! - `embedded_bundles.rs`: every file under `fixtures/bundles/`, the same way, so `demo` runs
+//!   its two example bundles from any working directory.
 //! - `CHECKER_SOURCE_SHA256`: SHA-256 over the checker's and decoder's source files (sorted by
 //!   path, each as `path\0len\0bytes`). It enters manifests: a changed rule is a changed checker.
 
@@ -32,21 +35,17 @@ fn files_under(root: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn main() {
-    let manifest =
-        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-
-    let packs = manifest.join("../fixtures/packs");
-    println!("cargo:rerun-if-changed={}", packs.display());
-    let mut code = String::from(
-        "/// Every file of every embedded pack: (path under fixtures/packs, bytes).\npub static FILES: &[(&str, &[u8])] = &[\n",
+/// Writes `out` declaring `FILES`: every file under `root` as (path under `root`, bytes).
+fn embed(root: &Path, what: &str, out: &Path) {
+    println!("cargo:rerun-if-changed={}", root.display());
+    let mut code = format!(
+        "/// Every file of every embedded {what}: (path under fixtures/, bytes).\npub static FILES: &[(&str, &[u8])] = &[\n"
     );
-    for path in files_under(&packs) {
+    for path in files_under(root) {
         println!("cargo:rerun-if-changed={}", path.display());
         let rel = path
-            .strip_prefix(&packs)
-            .expect("under packs")
+            .strip_prefix(root)
+            .expect("under the embedded root")
             .to_string_lossy()
             .replace('\\', "/");
         if rel.ends_with(".gitkeep") {
@@ -59,7 +58,24 @@ fn main() {
         );
     }
     code.push_str("];\n");
-    std::fs::write(out_dir.join("embedded_packs.rs"), code).expect("write embedded_packs.rs");
+    std::fs::write(out, code).expect("write an embedded file table");
+}
+
+fn main() {
+    let manifest =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+
+    embed(
+        &manifest.join("../fixtures/packs"),
+        "pack",
+        &out_dir.join("embedded_packs.rs"),
+    );
+    embed(
+        &manifest.join("../fixtures/bundles"),
+        "example bundle",
+        &out_dir.join("embedded_bundles.rs"),
+    );
 
     let mut hasher = Sha256::new();
     for dir in ["src/checker", "src/solana"] {

@@ -3,13 +3,29 @@
 # which cannot be downloaded here): a pinned nightly with LLVM 23 and rust-src, sbpf-linker from
 # crates.io, a custom target with target_os = "solana", and std built from a patched copy.
 #
-# Output: target/deploy/skilltrial.so. Exit 0 when it was built; exit 3 (and a loud message)
-# when the toolchain cannot be installed, so callers can fall back to native tests and say so.
+# Output: target/deploy/skilltrial.so, and beside it skilltrial.so.src-sha256, the hash of the
+# program's sources it was built from (tests/program.rs refuses a .so built from other sources).
+# Exit 0 when it was built; exit 3 (and a loud message) when the toolchain cannot be installed, so
+# callers can fall back to native tests and say so; exit 1 when the build ran but produced no .so
+# (a broken build must never pass as "toolchain unavailable").
+#
+# `--print-source-hash` prints that hash and exits (tests/lib.rs checks it computes the same).
 #
 # Env: SBF_HOME (default ~/.sbf-upstream), SBF_NIGHTLY, SBPF_LINKER_VERSION.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
+
+# SHA-256 over the `sha256sum` lines of every file under programs/skilltrial/src, sorted by path
+# bytes. tests/lib.rs (program_source_sha256) computes exactly this; change both together.
+source_hash() {
+    find programs/skilltrial/src -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum \
+        | sha256sum | cut -d' ' -f1
+}
+if [ "${1:-}" = "--print-source-hash" ]; then
+    source_hash
+    exit 0
+fi
 SBF_HOME="${SBF_HOME:-$HOME/.sbf-upstream}"
 NIGHTLY="${SBF_NIGHTLY:-nightly-2026-10-30}"      # rustc 1.101.0-nightly, LLVM 23.1.4
 LINKER_VERSION="${SBPF_LINKER_VERSION:-0.2.6}"
@@ -46,6 +62,7 @@ if [ ! -f "$STAMP" ]; then
 fi
 
 echo "==> building programs/skilltrial to sBPF v3"
+SRC_HASH="$(source_hash)"
 export PATH="$SBF_HOME/bin:$PATH"
 # Flags for the target only (host build scripts and proc-macros stay normal). Stack frames are
 # 4 KiB; panics abort without a message (Anchor errors go through Result, unaffected).
@@ -55,6 +72,10 @@ export CARGO_TARGET_DIR="${SBF_TARGET_DIR:-$ROOT/target/sbf}"
 cargo +"$NIGHTLY" build --locked --profile sbf -p skilltrial \
     --target "$TARGET_JSON" -Z json-target-spec -Z build-std=std,panic_abort
 SO="$(find "$CARGO_TARGET_DIR/bpfel-solana-solana/sbf" -maxdepth 1 -name '*skilltrial.so' | head -n1)"
-[ -n "$SO" ] || unavailable "the build produced no .so"
+if [ -z "$SO" ]; then
+    echo "!!! the sBPF build ran but produced no .so" >&2
+    exit 1
+fi
 cp "$SO" "$OUT/skilltrial.so"
+echo "$SRC_HASH" > "$OUT/skilltrial.so.src-sha256"
 echo "built $OUT/skilltrial.so ($(stat -c %s "$OUT/skilltrial.so") bytes, sha256 $(sha256sum "$OUT/skilltrial.so" | cut -c1-16)...)"

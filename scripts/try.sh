@@ -11,4 +11,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo build --release --locked -p skilltrial-cli
+echo "==> the binary is target/release/skilltrial (\`cargo install --locked --path cli\` puts it on PATH)" >&2
 exec ./target/release/skilltrial demo "$@"

@@ -1,9 +1,14 @@
-//! Helpers for SkillTrial's end-to-end tests: where the workspace and the built binary are.
+//! Helpers for SkillTrial's end-to-end tests: where the workspace and the built binary are, and
+//! which program sources a built `.so` came from.
 //!
 //! The optional dependencies of this crate (feature `chain`) pin the Solana host cohort in
 //! Cargo.lock; see ARCHITECTURE.md.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::SystemTime;
+
+use sha2::{Digest, Sha256};
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
@@ -12,10 +17,61 @@ pub fn workspace_root() -> PathBuf {
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
-/// The `skilltrial` binary built by the same `cargo test --workspace` invocation.
+/// Every file under `root` (recursively), in no particular order.
+fn files_under(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// What the `skilltrial` binary is built from: a change to any of these makes it stale.
+const CLI_INPUTS: &[&str] = &[
+    "Cargo.lock",
+    "cli/Cargo.toml",
+    "cli/src",
+    "runner/Cargo.toml",
+    "runner/build.rs",
+    "runner/profiles.toml",
+    "runner/src",
+    "fixtures",
+    "migrations",
+];
+
+/// The newest modification time among the binary's inputs.
+fn newest_cli_input() -> Option<SystemTime> {
+    let root = workspace_root();
+    CLI_INPUTS
+        .iter()
+        .flat_map(|rel| {
+            let path = root.join(rel);
+            if path.is_dir() {
+                files_under(&path)
+            } else {
+                vec![path]
+            }
+        })
+        .filter_map(|p| p.metadata().and_then(|m| m.modified()).ok())
+        .max()
+}
+
+/// The `skilltrial` binary of the profile this test was built with, built first if it is
+/// missing or older than its sources.
 ///
-/// Test executables live in `target/<profile>/deps/`; binaries one level up. `cargo test
-/// --workspace` builds the CLI's binary before any test runs (its own integration tests need it).
+/// `cargo test --workspace` builds it before any test runs, but `cargo test -p skilltrial-e2e`
+/// alone does not: without this check such a run would test whatever old binary was there.
 pub fn skilltrial_bin() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot locate the test binary: {e}"))?;
     let profile_dir = exe
@@ -23,12 +79,111 @@ pub fn skilltrial_bin() -> Result<PathBuf, String> {
         .and_then(Path::parent)
         .ok_or_else(|| format!("unexpected test binary location {}", exe.display()))?;
     let bin = profile_dir.join(format!("skilltrial{}", std::env::consts::EXE_SUFFIX));
+    let built = bin.metadata().and_then(|m| m.modified()).ok();
+    let fresh = match (built, newest_cli_input()) {
+        (Some(built), Some(newest)) => built >= newest,
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    if fresh {
+        return Ok(bin);
+    }
+    build_cli(profile_dir)?;
     if bin.is_file() {
         Ok(bin)
     } else {
         Err(format!(
-            "{} is not built; run the suite with `cargo test --workspace` (or `cargo build -p skilltrial-cli` first)",
+            "{} is not built; run `cargo build -p skilltrial-cli` first",
             bin.display()
         ))
+    }
+}
+
+/// Builds the CLI into the target directory and profile this test runs from.
+fn build_cli(profile_dir: &Path) -> Result<(), String> {
+    let target_dir = profile_dir
+        .parent()
+        .ok_or_else(|| format!("unexpected profile directory {}", profile_dir.display()))?;
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => "dev",
+        Some(other) => other,
+    };
+    // Cargo sets CARGO for the tests it runs; the same cargo builds the binary.
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let status = Command::new(&cargo)
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "skilltrial-cli",
+            "--profile",
+            profile,
+        ])
+        .env("CARGO_TARGET_DIR", target_dir)
+        .current_dir(workspace_root())
+        .status()
+        .map_err(|e| format!("cannot run {cargo} to build the skilltrial binary: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`cargo build -p skilltrial-cli --profile {profile}` failed ({status})"
+        ))
+    }
+}
+
+/// SHA-256 (hex) of the program's sources, `programs/skilltrial/src`, exactly as
+/// `scripts/build-sbf.sh --print-source-hash` computes it and writes it beside the `.so`: the
+/// `sha256sum` line (`<hex>  <path>`) of every file, sorted by path bytes, hashed together.
+pub fn program_source_sha256() -> Result<String, String> {
+    let root = workspace_root();
+    let src = root.join("programs/skilltrial/src");
+    let mut files: Vec<(String, PathBuf)> = files_under(&src)
+        .into_iter()
+        .map(|p| {
+            let rel = p
+                .strip_prefix(&root)
+                .unwrap_or(&p)
+                .to_string_lossy()
+                .replace('\\', "/");
+            (rel, p)
+        })
+        .collect();
+    if files.is_empty() {
+        return Err(format!("no program sources under {}", src.display()));
+    }
+    files.sort();
+    let mut listing = Sha256::new();
+    for (rel, path) in files {
+        let bytes =
+            std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        listing.update(format!("{}  {rel}\n", hex(&Sha256::digest(&bytes))));
+    }
+    Ok(hex(&listing.finalize()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn program_source_hash_matches_the_build_script() {
+        // Given the hash the build script writes beside the .so
+        let out = Command::new("bash")
+            .arg(workspace_root().join("scripts/build-sbf.sh"))
+            .arg("--print-source-hash")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+
+        // Then the tests compute the very same hash
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap().trim(),
+            program_source_sha256().unwrap()
+        );
     }
 }

@@ -163,6 +163,17 @@ async fn start() -> Env {
             "{} is missing: build it with scripts/build-sbf.sh",
             so.display()
         );
+        // build-sbf.sh stamps the .so with the hash of the sources it was built from: a stale
+        // .so must never pass for the current program.
+        let stamp = so.with_extension("so.src-sha256");
+        let built_from = std::fs::read_to_string(&stamp).unwrap_or_default();
+        assert_eq!(
+            built_from.trim(),
+            skilltrial_e2e::program_source_sha256().unwrap(),
+            "{} was not built from the current programs/skilltrial/src (stamp {}): rebuild it with scripts/build-sbf.sh",
+            so.display(),
+            stamp.display()
+        );
         // SBF_OUT_DIR points at target/deploy (.cargo/config.toml), where the program test finds it.
         pt.prefer_bpf(true);
         pt.add_program("skilltrial", program_id(), None);

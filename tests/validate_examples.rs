@@ -1,6 +1,7 @@
 //! End to end: the example bundles shipped in `fixtures/` validate through the real binary, and a
 //! ZIP of them written by a mainstream archiver (the `zip` crate's writer, Deflate, with a
-//! top-level folder, timestamps and Unix modes) gets the same digest as the folder.
+//! top-level folder, timestamps and Unix modes) gets the same digest as the folder. Their digests
+//! are pinned here and printed in the README; `demo` runs the embedded copies from any directory.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::Write;
@@ -13,6 +14,13 @@ use zip::write::SimpleFileOptions;
 const EXAMPLES: [&str; 2] = [
     "fixtures/bundles/solana-reader-1.4.2",
     "fixtures/bundles/solana-reader-1.5.0",
+];
+
+/// The example bundles' digests, as the README's quickstart prints them. A change to an example
+/// must change these, the README and the embedded copies together.
+const PINNED_DIGESTS: [&str; 2] = [
+    "sha256:3f33272d8c1370672313d5bb38e9516c2b34f2c27277787680fcf24d81df38db",
+    "sha256:bd7401beb0be836ddfe94d234e3d81b8d7d184fc795e31e650c585de5758540e",
 ];
 
 fn validate_json(args: &[&str], home: &Path) -> (i32, serde_json::Value) {
@@ -79,7 +87,7 @@ fn example_bundles_validate_and_zip_digest_equals_folder_digest() {
     let args: Vec<&str> = EXAMPLES.iter().copied().chain(zip_args).collect();
     let (code, doc) = validate_json(&args, &home);
 
-    // Then all are accepted, each ZIP's digest equals its folder's, and the library agrees
+    // Then all are accepted, each ZIP's digest equals its folder's, and both are the pinned ones
     assert_eq!(code, 0, "{doc}");
     let bundles = doc["bundles"].as_array().unwrap();
     assert_eq!(bundles.len(), 4);
@@ -92,12 +100,87 @@ fn example_bundles_validate_and_zip_digest_equals_folder_digest() {
             bundles[i + 2]["digest"],
             "folder and ZIP digests differ"
         );
-        let library =
-            skilltrial_runner::bundle::import(&workspace_root().join(EXAMPLES[i])).unwrap();
-        assert_eq!(bundles[i]["digest"], library.digest.to_string());
+        assert_eq!(bundles[i]["digest"], PINNED_DIGESTS[i]);
         assert_eq!(bundles[i]["name"], "solana-reader");
     }
     assert_eq!(bundles[0]["version"], "1.4.2");
     assert_eq!(bundles[1]["version"], "1.5.0");
     assert!(!home.exists(), "validate wrote a state directory");
+}
+
+#[test]
+fn readme_prints_the_pinned_digests() {
+    // Given the README a new user reads first
+    let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
+
+    // Then the digests its quickstart shows are the examples' real ones
+    for digest in PINNED_DIGESTS {
+        assert!(readme.contains(digest), "README.md does not show {digest}");
+    }
+}
+
+#[test]
+fn embedded_example_bundles_equal_the_folders() {
+    // Given the example bundles built into the binary, and the folders they came from
+    for (i, example) in EXAMPLES.iter().enumerate() {
+        let name = Path::new(example).file_name().unwrap().to_str().unwrap();
+        let embedded = skilltrial_runner::demo::example_bundle(name).unwrap();
+        let folder = skilltrial_runner::bundle::import(&workspace_root().join(example)).unwrap();
+
+        // Then both have the pinned digest and the same files
+        assert_eq!(embedded.digest.to_string(), PINNED_DIGESTS[i], "{name}");
+        assert_eq!(folder.digest.to_string(), PINNED_DIGESTS[i], "{name}");
+        let paths = |b: &skilltrial_runner::bundle::Bundle| {
+            b.files.iter().map(|f| f.path.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(paths(&embedded), paths(&folder), "{name}");
+    }
+    let missing = skilltrial_runner::demo::example_bundle("no-such-example").unwrap_err();
+    assert_eq!(
+        missing.to_string(),
+        "bundle (built-in example) no-such-example rejected: not_found: no example bundle `no-such-example` is built into this binary"
+    );
+}
+
+#[test]
+fn demo_runs_from_a_directory_outside_the_repository() {
+    // Given an empty working directory outside the repository and no model key
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path().join("elsewhere");
+    std::fs::create_dir(&cwd).unwrap();
+    assert!(!cwd.starts_with(workspace_root()));
+
+    // When the real binary's demo runs there on its embedded defaults
+    let out = Command::new(skilltrial_bin().unwrap())
+        .args(["--json", "demo", "--scripted", "--reps", "1", "--out"])
+        .arg(tmp.path().join("out"))
+        .current_dir(&cwd)
+        .env("SKILLTRIAL_HOME", tmp.path().join("home"))
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .unwrap();
+
+    // Then it succeeds, and the run it reports used the two example bundles, by their digests
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["scripted"], true, "{doc}");
+    assert_eq!(doc["status"], "finished", "{doc}");
+    let report: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(doc["json"].as_str().expect("a report.json path")).unwrap(),
+    )
+    .unwrap();
+    let arms = report["manifest"]["arms"].as_array().unwrap();
+    let digests: Vec<&str> = arms
+        .iter()
+        .map(|a| a["bundle"]["digest"].as_str().unwrap_or("none"))
+        .collect();
+    assert_eq!(digests, ["none", PINNED_DIGESTS[0], PINNED_DIGESTS[1]]);
 }

@@ -106,12 +106,12 @@ pub struct CompareArgs {
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Bundle A.
-    #[arg(long, default_value = "fixtures/bundles/solana-reader-1.4.2")]
-    pub a: std::path::PathBuf,
-    /// Bundle B.
-    #[arg(long, default_value = "fixtures/bundles/solana-reader-1.5.0")]
-    pub b: std::path::PathBuf,
+    /// Bundle A (a folder or ZIP). Default: the built-in example solana-reader 1.4.2.
+    #[arg(long, value_name = "BUNDLE")]
+    pub a: Option<std::path::PathBuf>,
+    /// Bundle B (a folder or ZIP). Default: the built-in example solana-reader 1.5.0.
+    #[arg(long, value_name = "BUNDLE")]
+    pub b: Option<std::path::PathBuf>,
     /// A model profile to use instead of choosing by the keys in the environment.
     #[arg(long, value_name = "PROFILE")]
     pub model: Option<String>,
@@ -130,6 +130,10 @@ pub struct DemoArgs {
     /// Confirm a run on an unpriced profile (a local server) without a prompt.
     #[arg(long)]
     pub yes: bool,
+    /// The model name your own server serves (e.g. qwen3:8b), for a profile without a price such
+    /// as openai-compatible-local.
+    #[arg(long, value_name = "NAME", env = "SKILLTRIAL_MODEL_NAME")]
+    pub model_name: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -187,6 +191,10 @@ pub struct PlanArgs {
     /// A TOML file of extra model profiles (default $XDG_CONFIG_HOME/skilltrial/profiles.toml).
     #[arg(long, value_name = "FILE")]
     pub profiles: Option<std::path::PathBuf>,
+    /// The model name your own server serves (e.g. qwen3:8b), for a profile without a price such
+    /// as openai-compatible-local.
+    #[arg(long, value_name = "NAME", env = "SKILLTRIAL_MODEL_NAME")]
+    pub model_name: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -212,3 +212,38 @@ fn copy_dir(src: &std::path::Path, dst: &std::path::Path) {
         }
     }
 }
+
+#[test]
+fn check_prints_text_unless_json() {
+    // Given an answer that misses a required field
+    let tmp = tempfile::tempdir().unwrap();
+    let answer = tmp.path().join("answer.json");
+    std::fs::write(&answer, r#"{"x": 1}"#).unwrap();
+    let args = [
+        "check",
+        "--pack",
+        "solana-core@1.0.3",
+        "--task",
+        "acct-usdc-mint",
+        answer.to_str().unwrap(),
+    ];
+
+    // When it is checked without --json, then the verdict is text (the documented contract)
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "acct-usdc-mint (solana-core@1.0.3)\n\
+         outcome  invalid_output\n\
+         reasons  schema_violation\n  \
+         schema_violation     account_type: required field `account_type` is missing\n"
+    );
+
+    // And with --json it is the verdict as one JSON document
+    let out = run(&[&args[..], &["--json"]].concat());
+    assert_eq!(out.status.code(), Some(1));
+    let verdict = json(&out);
+    assert_eq!(verdict["outcome"], "invalid_output");
+    assert_eq!(verdict["reasons"], serde_json::json!(["schema_violation"]));
+    assert_eq!(verdict["details"][0]["field"], "account_type");
+}

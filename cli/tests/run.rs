@@ -574,6 +574,7 @@ fn keys_come_from_the_keychain_when_one_exists_else_the_error_says_what_to_do() 
     let out = child.wait_with_output().unwrap();
     if out.status.success() {
         // A keychain exists: the run finds the key there with no environment variable.
+        eprintln!("keychain test: a keychain exists here; the key-from-keychain branch ran");
         let run_out = env
             .command(&["run", "--manifest", &run, "--json"])
             .env_remove("ANTHROPIC_API_KEY")
@@ -588,7 +589,14 @@ fn keys_come_from_the_keychain_when_one_exists_else_the_error_says_what_to_do() 
         assert!(server.requests().iter().all(|r| r.had_api_key));
     } else {
         // No keychain here (a headless Linux without a session keyring): the error says so and
-        // what to do, and the key never reaches stdout.
+        // what to do, and the key never reaches stdout. CI that must test the keychain itself
+        // sets SKILLTRIAL_REQUIRE_KEYCHAIN=1, so this branch cannot pass for it silently.
+        eprintln!("keychain test: no keychain here; only the no-keychain branch ran");
+        assert!(
+            std::env::var("SKILLTRIAL_REQUIRE_KEYCHAIN").as_deref() != Ok("1"),
+            "SKILLTRIAL_REQUIRE_KEYCHAIN=1 but `key set` found no keychain: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert_eq!(out.status.code(), Some(2));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(

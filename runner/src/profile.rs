@@ -84,15 +84,46 @@ pub struct Profile {
 impl Profile {
     /// Where requests go: the profile's `base_url`, else the provider's base-URL environment
     /// variable (e.g. `OPENAI_BASE_URL`) when set and not empty, else the provider's default.
-    pub fn endpoint(&self) -> String {
-        self.base_url
-            .clone()
-            .or_else(|| {
-                std::env::var(self.provider.base_url_env())
-                    .ok()
-                    .filter(|v| !v.is_empty())
-            })
-            .unwrap_or_else(|| self.provider.default_base_url().to_owned())
+    ///
+    /// A profile without a price is refused the provider's default: the public endpoints all
+    /// charge, and an unpriced run has no monetary cap, so falling back there would spend real
+    /// money unbounded (the `openai-compatible-local` profile is meant for a server of one's own).
+    pub fn endpoint(&self) -> Result<String, ProfileError> {
+        let configured = self.base_url.clone().or_else(|| {
+            std::env::var(self.provider.base_url_env())
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+        });
+        match configured {
+            Some(url) => Ok(url),
+            None if self.price.is_none() => Err(ProfileError::NeedsEndpoint {
+                id: self.id.clone(),
+                env: self.provider.base_url_env(),
+            }),
+            None => Ok(self.provider.default_base_url().to_owned()),
+        }
+    }
+
+    /// The same profile asking the server for model `name` (a local server's own model name,
+    /// e.g. from `--model-name` or `SKILLTRIAL_MODEL_NAME`). Only a profile without a price
+    /// takes one: a price belongs to the model it was read for.
+    pub fn with_model_name(mut self, name: &str) -> Result<Self, ProfileError> {
+        let refuse = |reason: String| ProfileError::ModelName {
+            id: self.id.clone(),
+            reason,
+        };
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(refuse("it is empty".to_owned()));
+        }
+        if self.price.is_some() {
+            return Err(refuse(format!(
+                "only a profile without a price (a server of your own) takes a model name; this one is priced for {}",
+                self.model
+            )));
+        }
+        name.clone_into(&mut self.model);
+        Ok(self)
     }
 }
 
@@ -133,6 +164,12 @@ pub enum ProfileError {
     },
     #[error("no model profile `{id}`; known: {known}")]
     Unknown { id: String, known: String },
+    #[error(
+        "profile {id} has no price, so it never calls a provider's public endpoint: set {env} to your server (e.g. http://127.0.0.1:8000/v1), or give the profile a base_url"
+    )]
+    NeedsEndpoint { id: String, env: &'static str },
+    #[error("model name for profile {id}: {reason}")]
+    ModelName { id: String, reason: String },
 }
 
 fn parse(text: &str, origin: &str) -> Result<Vec<Profile>, ProfileError> {

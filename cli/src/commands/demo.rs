@@ -43,6 +43,10 @@ fn choose(args: &DemoArgs) -> Result<Option<Profile>, CliError> {
         (None, false) => return Ok(None),
     };
     profile::find(&id, None)
+        .and_then(|p| match &args.model_name {
+            Some(name) => p.with_model_name(name),
+            None => Ok(p),
+        })
         .map(Some)
         .map_err(|e| CliError::Environment(e.into()))
 }
@@ -50,13 +54,25 @@ fn choose(args: &DemoArgs) -> Result<Option<Profile>, CliError> {
 pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
     // 1. Validate the two bundles.
     let mut bundles = Vec::new();
-    for (label, path) in [("A", &args.a), ("B", &args.b)] {
-        let b = bundle::import(path).map_err(|rejected| {
+    // The examples are built into the binary, so the default works from any directory.
+    for (label, path, example) in [
+        ("A", &args.a, demo::EXAMPLE_A),
+        ("B", &args.b, demo::EXAMPLE_B),
+    ] {
+        let imported = match path {
+            Some(path) => bundle::import(path),
+            None => demo::example_bundle(example),
+        };
+        let b = imported.map_err(|rejected| {
             let env = rejected.errors.iter().any(|e| e.code.is_environment());
-            let error = anyhow::anyhow!(
-                "bundle {label}: {rejected} (run `skilltrial validate {}` for details)",
-                path.display()
-            );
+            let hint = match path {
+                Some(path) => format!(
+                    " (run `skilltrial validate {}` for details)",
+                    path.display()
+                ),
+                None => String::new(),
+            };
+            let error = anyhow::anyhow!("bundle {label}: {rejected}{hint}");
             if env {
                 CliError::Environment(error)
             } else {
@@ -108,7 +124,9 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
             ),
         );
     }
-    let endpoint = profile.endpoint();
+    let endpoint = profile
+        .endpoint()
+        .map_err(|e| CliError::Environment(e.into()))?;
     let cap = MicroUsd::parse_usd(&args.cap_usd)
         .map_err(|e| CliError::Environment(anyhow::anyhow!("--cap-usd: {e}")))?;
     let unpriced = profile.price.is_none();

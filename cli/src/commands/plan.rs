@@ -70,7 +70,15 @@ pub fn run(args: &PlanArgs, global: &Global) -> Result<Status, CliError> {
         &args.model,
         user_profiles(args.profiles.as_ref()).as_deref(),
     )
+    .and_then(|p| match &args.model_name {
+        Some(name) => p.with_model_name(name),
+        None => Ok(p),
+    })
     .map_err(|e| CliError::Environment(e.into()))?;
+    // Refuse an unusable endpoint before anything is imported or stored.
+    let endpoint = profile
+        .endpoint()
+        .map_err(|e| CliError::Environment(e.into()))?;
     let pack = open_pack(&args.pack)?;
     let a = args.a.as_deref().map(|p| import(p, "A")).transpose()?;
     let b = args.b.as_deref().map(|p| import(p, "B")).transpose()?;
@@ -80,7 +88,6 @@ pub fn run(args: &PlanArgs, global: &Global) -> Result<Status, CliError> {
         .map(MicroUsd::parse_usd)
         .transpose()
         .map_err(|e| CliError::Environment(anyhow::anyhow!("--cap-usd: {e}")))?;
-    let endpoint = profile.endpoint();
     let seed = args.seed.unwrap_or_else(random_seed);
     let options = PlanOptions {
         repetitions: args.reps,
