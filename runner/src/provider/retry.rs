@@ -28,7 +28,8 @@ pub fn default_wait(retry: u32) -> Duration {
 pub const AUTO_REASON_PREFIX: &str = "automatic retry";
 
 /// Test knob: `SKILLTRIAL_TEST_BACKOFF_SCALE` multiplies every wait (a number in `[0, 1]`), so a
-/// test can check that `retry-after` is honoured without waiting whole seconds. Unset means 1.
+/// test can check that `retry-after` is honoured without waiting whole seconds. Unset means 1;
+/// release builds ignore it.
 pub const BACKOFF_SCALE_ENV: &str = "SKILLTRIAL_TEST_BACKOFF_SCALE";
 
 /// Whether a rejection is one that is retried automatically: rate limited or overloaded. An
@@ -67,6 +68,11 @@ pub fn parse_retry_after(ms: Option<&str>, seconds: Option<&str>) -> Option<Dura
 /// # Errors
 /// When it is set to anything but a number from 0 to 1.
 pub fn backoff_scale() -> Result<f64, String> {
+    // Like the engine's other test knobs, read only in debug builds: a release build always
+    // waits what the provider asks.
+    if !cfg!(debug_assertions) {
+        return Ok(1.0);
+    }
     match std::env::var(BACKOFF_SCALE_ENV) {
         Err(_) => Ok(1.0),
         Ok(text) => match text.trim().parse::<f64>() {
