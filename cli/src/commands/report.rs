@@ -114,10 +114,8 @@ pub fn run(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
 /// the files are.
 pub fn summary_json(w: &Written) -> Value {
     let mut v = summary::of_report(&w.report);
-    v["files"] = serde_json::json!({
-        "json": w.json.display().to_string(),
-        "html": w.html.display().to_string(),
-    });
+    v["json"] = Value::String(w.json.display().to_string());
+    v["html"] = Value::String(w.html.display().to_string());
     v
 }
 
