@@ -513,10 +513,33 @@ fn a_report_with_incomplete_pairs_lists_every_excluded_tuple() {
     let home = tmp.path().join("home");
     let profiles = loopback_profile(tmp.path(), &server.url());
     let run = plan_paired(&home, &profiles, "1");
+    let ran = with_key(&home, &["run", "--manifest", &run]);
+    assert!(ran.status.success());
+    // (`run` ends with the compact table, the caveat once; progress went to stderr as plain
+    // lines, since stderr is not a terminal here.)
+    let table = String::from_utf8(ran.stdout).unwrap();
     assert!(
-        with_key(&home, &["run", "--manifest", &run, "--json"])
-            .status
-            .success()
+        table.contains("partial: 16 of 18 planned trials have a model result"),
+        "{table}"
+    );
+    assert!(table.contains("pass/executed"), "{table}");
+    assert!(table.contains("B − A"), "{table}");
+    assert_eq!(
+        table
+            .matches("says nothing about tasks outside this pack")
+            .count(),
+        1,
+        "{table}"
+    );
+    assert!(
+        table.contains("Partial run: no winner is named."),
+        "{table}"
+    );
+    let progress = String::from_utf8(ran.stderr).unwrap();
+    assert!(progress.contains("[18/18] "), "{progress}");
+    assert!(
+        !progress.contains('\x1b'),
+        "no terminal codes off a terminal"
     );
     // When its report is written ...
     let out = skilltrial(
