@@ -461,7 +461,8 @@ fn leader(arms: &[Value]) -> Value {
     if top.len() == 1 {
         json!({ "arm": top[0], "note": "an observed count in a complete run, not a significance claim" })
     } else {
-        json!({ "arm": null, "note": format!("Tie between {}.", top.join(" and ").to_uppercase()) })
+        let names: Vec<String> = top.iter().map(|a| a.to_uppercase()).collect();
+        json!({ "arm": null, "note": format!("Tie between {}.", names.join(" and ")) })
     }
 }
 
@@ -737,6 +738,18 @@ mod tests {
         }
         // Capped at 1.
         assert_eq!(holm_exact(&[f(1, 2), f(3, 4)]), vec![f(1, 1), f(1, 1)]);
+    }
+
+    #[test]
+    fn a_tie_names_the_arms_in_a_sentence() {
+        let arms = [
+            json!({ "arm": "a", "pass": 3 }),
+            json!({ "arm": "b", "pass": 3 }),
+        ];
+        assert_eq!(
+            leader(&arms),
+            json!({ "arm": null, "note": "Tie between A and B." })
+        );
     }
 
     #[test]
