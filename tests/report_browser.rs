@@ -2,10 +2,16 @@
 //! renders, no network request leaves the page, and hostile model answers — `<script>`,
 //! `<img onerror>`, `javascript:` links, CSS injection — stay inert text. A screenshot of each
 //! view is saved to `target/report-screenshots/` for people to look at.
+//!
+//! The interactive parts (tabs, the light/dark toggle under a dark system theme, the evidence
+//! filters, a matrix cell opening its attempts) are driven through the DevTools protocol: a
+//! minimal WebSocket client below, so no browser-automation crate is needed. The system theme
+//! is emulated with `Emulation.setEmulatedMedia`, which every Chromium honours (command-line
+//! flags for it differ between builds).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::Read;
-use std::net::TcpListener;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -90,6 +96,224 @@ fn browser(proxy: u16, profile: &Path, extra: &[String], url: &str) -> std::proc
         .unwrap()
 }
 
+/// A DevTools-protocol session with one page, over a hand-rolled WebSocket (RFC 6455: masked
+/// client frames, unmasked server frames, continuation frames joined).
+struct Page {
+    socket: TcpStream,
+    next_id: u64,
+    child: std::process::Child,
+}
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http_get(port: u16, path: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    // Chromium keeps the connection open: read the head, then exactly Content-Length bytes.
+    let mut reader = BufReader::new(s);
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if line.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':')
+            && k.eq_ignore_ascii_case("content-length")
+        {
+            length = v.trim().parse().unwrap();
+        }
+    }
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body).unwrap();
+    String::from_utf8(body).unwrap()
+}
+
+impl Page {
+    /// Starts Chromium on `url` with remote debugging and attaches to its page.
+    fn open(proxy: u16, profile: &Path, url: &str) -> Page {
+        let mut child = Command::new(chromium())
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--window-size=1280,1600",
+                "--remote-debugging-port=0",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg(format!("--proxy-server=http://127.0.0.1:{proxy}"))
+            .arg("--proxy-bypass-list=<-loopback>")
+            .arg(url)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let port = loop {
+            let mut line = String::new();
+            assert!(
+                stderr.read_line(&mut line).unwrap() > 0,
+                "chromium exited before its DevTools endpoint was up"
+            );
+            if let Some(rest) = line
+                .trim()
+                .strip_prefix("DevTools listening on ws://127.0.0.1:")
+            {
+                break rest.split('/').next().unwrap().parse::<u16>().unwrap();
+            }
+        };
+        // Keep draining stderr so Chromium never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        let ws = (0..50)
+            .find_map(|_| {
+                let list: serde_json::Value =
+                    serde_json::from_str(&http_get(port, "/json/list")).ok()?;
+                let found = list.as_array()?.iter().find(|t| {
+                    t["type"] == "page"
+                        && t["url"].as_str().is_some_and(|u| u.starts_with("file://"))
+                });
+                if found.is_none() {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                found.and_then(|t| t["webSocketDebuggerUrl"].as_str().map(str::to_owned))
+            })
+            .expect("the report's page target");
+        let path = ws.splitn(4, '/').nth(3).unwrap();
+        let mut socket = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(socket, "GET /{path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            socket.read_exact(&mut byte).unwrap();
+            head.push(byte[0]);
+        }
+        assert!(
+            head.starts_with(b"HTTP/1.1 101"),
+            "{}",
+            String::from_utf8_lossy(&head)
+        );
+        socket
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut page = Page {
+            socket,
+            next_id: 0,
+            child,
+        };
+        // Wait for the page's own script to have run.
+        for _ in 0..100 {
+            if page.eval("document.readyState === 'complete' && document.documentElement.classList.contains('js')") == true {
+                return page;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("the report never finished loading");
+    }
+
+    fn send_frame(&mut self, payload: &[u8]) {
+        let mask = [0x5a, 0x17, 0xc3, 0x81];
+        let mut frame = vec![0x81u8];
+        match payload.len() {
+            n if n < 126 => frame.push(0x80 | u8::try_from(n).unwrap()),
+            n if n <= 0xffff => {
+                frame.push(0x80 | 126);
+                frame.extend_from_slice(&u16::try_from(n).unwrap().to_be_bytes());
+            }
+            n => {
+                frame.push(0x80 | 127);
+                frame.extend_from_slice(&(n as u64).to_be_bytes());
+            }
+        }
+        frame.extend_from_slice(&mask);
+        frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        self.socket.write_all(&frame).unwrap();
+    }
+
+    fn read_message(&mut self) -> Vec<u8> {
+        let mut message = Vec::new();
+        loop {
+            let mut head = [0u8; 2];
+            self.socket.read_exact(&mut head).unwrap();
+            let mut len = u64::from(head[1] & 0x7f);
+            if len == 126 {
+                let mut b = [0u8; 2];
+                self.socket.read_exact(&mut b).unwrap();
+                len = u64::from(u16::from_be_bytes(b));
+            } else if len == 127 {
+                let mut b = [0u8; 8];
+                self.socket.read_exact(&mut b).unwrap();
+                len = u64::from_be_bytes(b);
+            }
+            let mut payload = vec![0u8; usize::try_from(len).unwrap()];
+            self.socket.read_exact(&mut payload).unwrap();
+            message.extend_from_slice(&payload);
+            if head[0] & 0x80 != 0 {
+                return message;
+            }
+        }
+    }
+
+    /// Sends a DevTools command and returns its result (events in between are skipped).
+    fn call(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        let body = serde_json::json!({ "id": id, "method": method, "params": params }).to_string();
+        self.send_frame(body.as_bytes());
+        loop {
+            let reply: serde_json::Value = serde_json::from_slice(&self.read_message()).unwrap();
+            if reply["id"] == id {
+                assert!(reply.get("error").is_none(), "{method}: {reply}");
+                return reply["result"].clone();
+            }
+        }
+    }
+
+    /// Evaluates a JavaScript expression in the page (DevTools evaluation is not the page's
+    /// script, so the page's CSP does not apply to it) and returns its value.
+    fn eval(&mut self, expression: &str) -> serde_json::Value {
+        let result = self.call(
+            "Runtime.evaluate",
+            serde_json::json!({ "expression": expression, "returnByValue": true }),
+        );
+        assert!(
+            result.get("exceptionDetails").is_none(),
+            "{expression}: {result}"
+        );
+        result["result"]["value"].clone()
+    }
+
+    fn emulate_color_scheme(&mut self, scheme: &str) {
+        self.call(
+            "Emulation.setEmulatedMedia",
+            serde_json::json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] }),
+        );
+    }
+
+    fn background(&mut self) -> String {
+        self.eval("getComputedStyle(document.body).backgroundColor")
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+}
+
+const DARK_BG: &str = "rgb(21, 22, 26)";
+const LIGHT_BG: &str = "rgb(251, 251, 250)";
+
 /// Plans and runs a 6-trial baseline run whose model answers are hostile markup, then writes
 /// its report. Returns the HTML path.
 fn hostile_report(dir: &Path) -> PathBuf {
@@ -135,14 +359,7 @@ fn hostile_report(dir: &Path) -> PathBuf {
     let id = plan["run"].as_str().unwrap().to_owned();
     run(&["run", "--manifest", &id, "--json"]);
     let out = dir.join("report");
-    run(&[
-        "report",
-        &id,
-        "--html",
-        "--out",
-        out.to_str().unwrap(),
-        "--json",
-    ]);
+    run(&["report", &id, "--out", out.to_str().unwrap(), "--json"]);
     out.join("report.html")
 }
 
@@ -259,5 +476,108 @@ fn the_html_report_renders_offline_and_hostile_answers_stay_inert() {
     assert!(
         !html_text.contains("src=\"http") && !html_text.contains("href=\"http"),
         "no network reference in the file"
+    );
+}
+
+#[test]
+fn regression_the_theme_toggle_switches_on_its_first_click_under_a_dark_system_theme() {
+    // Given the report open under a dark system theme ...
+    let tmp = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", hostile_report(tmp.path()).display());
+    let (proxy, _requests) = recording_proxy();
+    let mut page = Page::open(proxy, &tmp.path().join("chrome-dark"), &url);
+    page.emulate_color_scheme("dark");
+    assert_eq!(
+        page.background(),
+        DARK_BG,
+        "the system's dark theme applies"
+    );
+    // When the toggle is clicked once, then the page turns light (it did nothing before) ...
+    page.eval("document.getElementById('theme').click()");
+    assert_eq!(
+        page.background(),
+        LIGHT_BG,
+        "the first click switched nothing"
+    );
+    // ... and a second click turns it dark again.
+    page.eval("document.getElementById('theme').click()");
+    assert_eq!(page.background(), DARK_BG);
+
+    // Under a light system theme the first click turns it dark.
+    let mut page = Page::open(proxy, &tmp.path().join("chrome-light"), &url);
+    page.emulate_color_scheme("light");
+    assert_eq!(page.background(), LIGHT_BG);
+    page.eval("document.getElementById('theme').click()");
+    assert_eq!(page.background(), DARK_BG);
+}
+
+#[test]
+fn each_tab_shows_its_view_and_evidence_filters_by_task_arm_and_outcome() {
+    let tmp = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", hostile_report(tmp.path()).display());
+    let (proxy, _requests) = recording_proxy();
+    let mut page = Page::open(proxy, &tmp.path().join("chrome-views"), &url);
+
+    // Each tab: its view is the only one displayed, and it has text.
+    for view in VIEWS {
+        let shown = page.eval(&format!(
+            "document.querySelector('nav a[href=\"#{view}\"]').click();
+             JSON.stringify([].slice.call(document.querySelectorAll('section.view'))
+               .filter(function(s){{return getComputedStyle(s).display !== 'none'}})
+               .map(function(s){{return [s.id, s.innerText.trim().length]}}))"
+        ));
+        let shown: Vec<(String, usize)> = serde_json::from_str(shown.as_str().unwrap()).unwrap();
+        assert_eq!(shown.len(), 1, "{view}: {shown:?}");
+        assert_eq!(shown[0].0, view);
+        assert!(shown[0].1 > 40, "{view} shows next to no text: {shown:?}");
+    }
+
+    // Evidence: 6 attempts, one per task; filtering by a task leaves its one attempt.
+    let visible = "[].slice.call(document.querySelectorAll('#evidence details[data-task]')).filter(function(d){return getComputedStyle(d).display !== 'none'})";
+    let count = |page: &mut Page| page.eval(&format!("{visible}.length")).as_u64().unwrap();
+    assert_eq!(count(&mut page), 6);
+    let task = page
+        .eval("document.querySelector('#f-task option:nth-child(2)').value")
+        .as_str()
+        .unwrap()
+        .to_owned();
+    page.eval(&format!(
+        "var s=document.getElementById('f-task');s.value={task:?};s.dispatchEvent(new Event('change'))"
+    ));
+    assert_eq!(count(&mut page), 1);
+    assert_eq!(
+        page.eval(&format!("{visible}[0].getAttribute('data-task')")),
+        serde_json::json!(task)
+    );
+    assert_eq!(
+        page.eval("document.getElementById('f-count').textContent"),
+        "1 of 6 attempts"
+    );
+    // By outcome: no answer here passes, so `pass` is not offered; every attempt is `invalid_output`.
+    page.eval("var s=document.getElementById('f-task');s.value='';s.dispatchEvent(new Event('change'));var o=document.getElementById('f-outcome');o.value='invalid_output';o.dispatchEvent(new Event('change'))");
+    assert_eq!(count(&mut page), 6);
+    // By arm: this run has only the baseline.
+    page.eval("var o=document.getElementById('f-outcome');o.value='';o.dispatchEvent(new Event('change'));var a=document.getElementById('f-arm');a.value='baseline';a.dispatchEvent(new Event('change'))");
+    assert_eq!(count(&mut page), 6);
+
+    // A matrix cell opens its attempts: the evidence view, filtered to that task and arm, open.
+    let opened = page.eval(&format!(
+        "document.querySelector('nav a[href=\"#tasks\"]').click();
+         var cell=document.querySelectorAll('#tasks a[data-task][data-arm]')[2];
+         var want=[cell.getAttribute('data-task'), cell.getAttribute('data-arm')];
+         cell.click();
+         var shown={visible};
+         JSON.stringify({{want: want, view: document.querySelector('section.view.on').id,
+           shown: shown.map(function(d){{return [d.getAttribute('data-task'), d.getAttribute('data-arm'), d.open]}})}})"
+    ));
+    let opened: serde_json::Value = serde_json::from_str(opened.as_str().unwrap()).unwrap();
+    assert_eq!(opened["view"], "evidence", "{opened}");
+    let want = &opened["want"];
+    let shown = opened["shown"].as_array().unwrap();
+    assert_eq!(shown.len(), 1, "{opened}");
+    assert_eq!(
+        shown[0],
+        serde_json::json!([want[0], want[1], true]),
+        "{opened}"
     );
 }

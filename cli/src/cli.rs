@@ -62,9 +62,11 @@ pub enum Command {
     Purge(PurgeArgs),
     /// Write a run's report: canonical JSON (with its report hash) and a self-contained HTML page.
     ///
-    /// With --json only the JSON, with --html only the HTML, with neither both.
+    /// Both files are always written (paths: --out, --out-json, --out-html). --json prints the
+    /// summary as JSON on stdout instead of the table; it chooses no file.
     Report(ReportArgs),
-    /// Compare two runs side by side; refuses runs of different models, packs or checkers.
+    /// Compare two runs side by side; refuses runs that differ in model, pack, checker,
+    /// sampling, output limit or prompt template (`--json` lists what was compared).
     Compare(CompareArgs),
     /// Recompute a report file's report hash and manifest hash from the file alone.
     Verify(VerifyArgs),
@@ -81,12 +83,15 @@ pub struct ReportArgs {
     /// The run id (or a unique prefix); the latest run when omitted.
     #[arg(value_name = "RUN")]
     pub run: Option<String>,
-    /// Write the HTML report.
-    #[arg(long)]
-    pub html: bool,
-    /// Where to write (default: <state dir>/reports/<run>).
+    /// Directory for both files (default: <state dir>/reports/<run>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<std::path::PathBuf>,
+    /// Where to write report.json (default: <DIR>/report.json).
+    #[arg(long, value_name = "PATH")]
+    pub out_json: Option<std::path::PathBuf>,
+    /// Where to write report.html (default: <DIR>/report.html).
+    #[arg(long, value_name = "PATH")]
+    pub out_html: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -109,6 +109,59 @@ fn the_demo_runs_54_trials_and_its_report_recomputes_from_the_file_alone() {
     assert_eq!(summary["leader"]["arm"], "b");
     assert_eq!(file["trials"].as_array().unwrap().len(), 54);
 
+    // The sign-flip test over per-task differences (3 repetitions: the task is the unit), with
+    // the values enumerated independently from the demo script (test audit §9).
+    let pairs: Vec<(&str, &str, &str, &str)> = file["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            assert_eq!(p["test"]["units"], 6, "{}", p["contrast"]);
+            (
+                p["contrast"].as_str().unwrap(),
+                p["test"]["p"]["text"].as_str().unwrap(),
+                p["test"]["holm_p"]["text"].as_str().unwrap(),
+                p["test"]["holm_p"]["value"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        pairs,
+        vec![
+            ("a-baseline", "1/8", "1/4", "0.250000"),
+            ("b-baseline", "1/32", "3/32", "0.093750"),
+            ("b-a", "3/8", "3/8", "0.375000"),
+        ]
+    );
+    for p in file["pairs"].as_array().unwrap() {
+        assert_eq!(p["excluded"], serde_json::json!([]), "a complete run");
+        assert!(
+            p["test"]["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("exact sign-flip")
+        );
+    }
+    // The first screen's answer: what B fixes and breaks against A and the baseline.
+    assert_eq!(
+        summary["changes"]["b_vs_a"],
+        serde_json::json!({ "fixes": ["acct-t22-fzyeg-mint", "plan-t22-fee-memo"], "breaks": ["tx-legacy-nonce-bonk"] })
+    );
+    assert_eq!(
+        summary["changes"]["b_vs_baseline"]["breaks"],
+        serde_json::json!([])
+    );
+    // The runner's own time is measured on every attempt, never derived from the wall clock.
+    let runner_us: u64 = file["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["attempts"].as_array().unwrap())
+        .map(|a| a["runner_us"].as_u64().expect("every attempt measured"))
+        .sum();
+    assert_eq!(file["cost"]["runner_time_us"], runner_us);
+    assert_eq!(file["cost"]["runner_time_unmeasured_attempts"], 0);
+
     // The scripted label is everywhere.
     assert_eq!(file["manifest"]["model"]["scripted"], true);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
@@ -143,6 +196,7 @@ fn normalize(value: &mut Value, run: &str) {
         Value::Object(map) => {
             for (key, v) in map.iter_mut() {
                 if key.ends_with("_ms")
+                    || key.ends_with("_us")
                     || key == "report_hash"
                     || key == "source_sha256"
                     || key == "manifest_hash"
@@ -247,10 +301,18 @@ fn regex_lite_ms(text: &str) -> String {
                 || l.contains("runner's own time")
             {
                 "<time>".to_owned()
+            } else if let Some(at) = l.find(" UTC")
+                && at >= 16
+            {
+                // The run's date and time in the header: "2026-11-30 15:02 UTC".
+                format!("{}<date>{}", &l[..at - 16], &l[at..])
+            } else if l.contains(" UTC") {
+                "<time>".to_owned()
             } else if l.starts_with("sha256:")
                 || l.contains("http://127.0.0.1:")
-                || l.starts_with("\"source_sha256\"")
-                || l.starts_with("\"seed\"")
+                // The manifest's <pre> is HTML-escaped: its keys read `&quot;seed&quot;`.
+                || l.starts_with("&quot;source_sha256&quot;")
+                || l.starts_with("&quot;seed&quot;")
             {
                 "<varies>".to_owned()
             } else {
@@ -283,6 +345,69 @@ fn compare_shows_comparable_runs_side_by_side() {
     );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["comparable"], true);
+    assert_eq!(doc["runs"], serde_json::json!([first, second]));
+    // Side by side: one row per arm, each run's counts (the scripted story is deterministic).
+    let row = |arm: &str, pass: u64| {
+        let cell = serde_json::json!({ "pass": pass, "executed": 6, "planned": 6 });
+        (arm.to_owned(), cell.clone(), cell)
+    };
+    let rows: Vec<(String, Value, Value)> = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let strip = |v: &Value| {
+                serde_json::json!({ "pass": v["pass"], "executed": v["executed"], "planned": v["planned"] })
+            };
+            (
+                r["arm"].as_str().unwrap().to_owned(),
+                strip(&r["first"]),
+                strip(&r["second"]),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, Value, Value)> = ["baseline", "a", "b"]
+        .iter()
+        .zip(doc_passes(&home, &first))
+        .map(|(arm, pass)| row(arm, pass))
+        .collect();
+    assert_eq!(rows, expected);
+    // What compare checks, listed for the docs and asserted so the list cannot drift silently.
+    assert_eq!(
+        doc["compared"],
+        serde_json::json!([
+            "model provider",
+            "model",
+            "model revision",
+            "scripted model",
+            "models the API reported",
+            "system fingerprints",
+            "pack",
+            "checker version",
+            "checker source",
+            "checker behind the verdicts",
+            "sampling and output limit",
+            "prompt template"
+        ])
+    );
+    // The text mode shows the same rows.
+    let text = skilltrial(&home, &["compare", &first, &second]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("baseline"), "{text}");
+    assert_eq!(text.matches("/6 pass").count(), 6, "{text}");
+}
+
+/// Pass counts per arm (baseline, a, b) of a run, from `report --json`.
+fn doc_passes(home: &Path, run: &str) -> Vec<u64> {
+    let out = skilltrial(home, &["report", run, "--json"]);
+    assert!(out.status.success());
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["pass"].as_u64().unwrap())
+        .collect()
 }
 
 #[test]
@@ -347,4 +472,267 @@ fn compare_refuses_runs_of_different_models_naming_what_differs() {
         what.contains(&"model") && what.contains(&"scripted model"),
         "{what:?}"
     );
+}
+
+/// A loopback profile file for `plan --profiles`.
+fn loopback_profile(dir: &Path, url: &str) -> PathBuf {
+    let profiles = dir.join("profiles.toml");
+    std::fs::write(
+        &profiles,
+        format!("[[profile]]\nid = \"loopback\"\nprovider = \"anthropic\"\nmodel = \"loopback-model\"\nbase_url = \"{url}\"\ncontext_tokens = 100000\nmax_output_tokens = 512\ninput_usd_per_mtok = \"1\"\noutput_usd_per_mtok = \"1\"\nprice_source = \"test\"\nprice_as_of = \"2026-11-29\"\n"),
+    )
+    .unwrap();
+    profiles
+}
+
+fn with_key(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skilltrial"))
+        .args(args)
+        .arg("--home")
+        .arg(home)
+        .current_dir(root())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Plans a paired run (baseline, A, B) on the loopback profile and returns its id.
+fn plan_paired(home: &Path, profiles: &Path, reps: &str) -> String {
+    let plan = with_key(
+        home,
+        &[
+            "plan",
+            "--model",
+            "loopback",
+            "--profiles",
+            profiles.to_str().unwrap(),
+            "--a",
+            "fixtures/bundles/solana-reader-1.4.2",
+            "--b",
+            "fixtures/bundles/solana-reader-1.5.0",
+            "--reps",
+            reps,
+            "--cap-usd",
+            "4",
+            "--json",
+        ],
+    );
+    assert!(
+        plan.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plan.stderr)
+    );
+    serde_json::from_slice::<Value>(&plan.stdout).unwrap()["run"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn a_report_with_incomplete_pairs_lists_every_excluded_tuple() {
+    use skilltrial_runner::scripted::{Reply, ScriptedServer};
+    // Given a paired run in which two requests die halfway (each trial stays `unknown`) ...
+    let server = ScriptedServer::start(|r| match r.index {
+        3 | 10 => Reply::DieHalfway("{}".into()),
+        _ => Reply::Answer("not sure".into()),
+    })
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let profiles = loopback_profile(tmp.path(), &server.url());
+    let run = plan_paired(&home, &profiles, "1");
+    let ran = with_key(&home, &["run", "--manifest", &run]);
+    assert!(ran.status.success());
+    // (`run` ends with the compact table, the caveat once; progress went to stderr as plain
+    // lines, since stderr is not a terminal here.)
+    let table = String::from_utf8(ran.stdout).unwrap();
+    assert!(
+        table.contains("partial: 16 of 18 planned trials have a model result"),
+        "{table}"
+    );
+    assert!(table.contains("pass/executed"), "{table}");
+    assert!(table.contains("B − A"), "{table}");
+    assert_eq!(
+        table
+            .matches("says nothing about tasks outside this pack")
+            .count(),
+        1,
+        "{table}"
+    );
+    assert!(
+        table.contains("Partial run: no winner is named."),
+        "{table}"
+    );
+    let progress = String::from_utf8(ran.stderr).unwrap();
+    assert!(progress.contains("[18/18] "), "{progress}");
+    assert!(
+        !progress.contains('\x1b'),
+        "no terminal codes off a terminal"
+    );
+    // When its report is written ...
+    let out = skilltrial(
+        &home,
+        &[
+            "report",
+            &run,
+            "--out",
+            tmp.path().join("r").to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("r/report.json")).unwrap())
+            .unwrap();
+    // ... then every contrast that involves an unknown trial's arm lists its (task, repetition)
+    // as excluded, with the reason, and counts only the complete pairs.
+    let unknown: Vec<(String, String)> = file["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["outcome"] == "unknown")
+        .map(|t| {
+            (
+                t["task"].as_str().unwrap().to_owned(),
+                t["arm"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(unknown.len(), 2, "{unknown:?}");
+    assert_eq!(file["summary"]["complete"], false);
+    for pair in file["pairs"].as_array().unwrap() {
+        let (x, y) = (pair["x"].as_str().unwrap(), pair["y"].as_str().unwrap());
+        let mut expected: Vec<Value> = unknown
+            .iter()
+            .filter(|(_, arm)| arm == x || arm == y)
+            .map(|(task, arm)| serde_json::json!({ "task": task, "repetition": 1, "reason": format!("{arm}: unknown") }))
+            .collect();
+        let mut excluded = pair["excluded"].as_array().unwrap().clone();
+        let key = |v: &Value| v["task"].as_str().unwrap().to_owned();
+        expected.sort_by_key(key);
+        excluded.sort_by_key(key);
+        assert_eq!(excluded, expected, "{}", pair["contrast"]);
+        assert_eq!(
+            pair["complete_pairs"].as_u64().unwrap(),
+            6 - expected.len() as u64
+        );
+    }
+    // The HTML's header and banner tell the same story.
+    let html = std::fs::read_to_string(tmp.path().join("r/report.html")).unwrap();
+    assert!(
+        html.contains("partial: 16 of 18 planned trials have a model result"),
+        "header"
+    );
+    assert!(html.contains("<strong>Partial run.</strong> Partial: 16 of 18 planned trials have a model result, so no winner is named."), "banner");
+}
+
+#[test]
+fn regression_a_pause_between_run_invocations_is_not_runner_time() {
+    use skilltrial_runner::scripted::{Reply, ScriptedServer};
+    // Given a run executed in two invocations with a pause between them ...
+    let server = ScriptedServer::start(|_| Reply::Answer("not sure".into())).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let profiles = loopback_profile(tmp.path(), &server.url());
+    let run = plan_paired(&home, &profiles, "1");
+    assert!(
+        with_key(
+            &home,
+            &["run", "--manifest", &run, "--max-dispatch", "3", "--json"]
+        )
+        .status
+        .success()
+    );
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    assert!(
+        with_key(&home, &["run", "--manifest", &run, "--json"])
+            .status
+            .success()
+    );
+    // When it is reported ...
+    let out = skilltrial(
+        &home,
+        &[
+            "report",
+            &run,
+            "--out",
+            tmp.path().join("r").to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(out.status.success());
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("r/report.json")).unwrap())
+            .unwrap();
+    // ... then the runner's own time is what the engine measured per attempt: the pause (and
+    // the wall clock it spans) is not in it.
+    let cost = &file["cost"];
+    // Whatever the machine's speed, the work of both invocations fits in the wall clock
+    // without the pause; wall clock minus model latency (the old figure) does not.
+    let wall = cost["run_wall_ms"].as_u64().unwrap();
+    assert!(wall >= 2500, "{cost}");
+    assert!(
+        cost["runner_time_ms"].as_u64().unwrap() <= wall - 2500,
+        "{cost}"
+    );
+    assert_eq!(cost["runner_time_unmeasured_attempts"], 0, "{cost}");
+}
+
+#[test]
+fn report_json_means_output_format_and_files_have_their_own_flags() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let demo_doc = demo(&home, &tmp.path().join("demo"), "1");
+    let run = demo_doc["run"].as_str().unwrap().to_owned();
+    // --json: the summary on stdout, both files in the run's report directory.
+    let out = skilltrial(&home, &["report", &run, "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let dir = home.join("reports").join(&run[..12]);
+    assert_eq!(doc["json"], dir.join("report.json").display().to_string());
+    assert_eq!(doc["html"], dir.join("report.html").display().to_string());
+    assert!(dir.join("report.json").is_file() && dir.join("report.html").is_file());
+    // The same summary `demo --json` printed for this run (files aside), and the text mode
+    // prints the same table.
+    let strip = |mut v: Value| {
+        let map = v.as_object_mut().unwrap();
+        map.remove("json");
+        map.remove("html");
+        v
+    };
+    assert_eq!(strip(doc.clone()), strip(demo_doc));
+    assert_eq!(doc["arms"].as_array().unwrap().len(), 3);
+    // Each file where its own flag says.
+    let (j, h) = (tmp.path().join("x/one.json"), tmp.path().join("y/two.html"));
+    let out = skilltrial(
+        &home,
+        &[
+            "report",
+            &run,
+            "--out-json",
+            j.to_str().unwrap(),
+            "--out-html",
+            h.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(&format!("json    {}", j.display())), "{text}");
+    assert!(text.contains("pass/executed"), "{text}");
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    assert_eq!(written["format"], "skilltrial-report-v2");
+    assert!(report::verify(&written).is_ok());
+    assert!(
+        std::fs::read_to_string(&h)
+            .unwrap()
+            .starts_with("<!DOCTYPE html>")
+    );
+    // The old file-choosing `--html` flag is gone, with clap's usage error.
+    let old = skilltrial(&home, &["report", &run, "--html"]);
+    assert_eq!(old.status.code(), Some(2));
 }

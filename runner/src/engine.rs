@@ -597,6 +597,9 @@ pub fn run(
             continue;
         }
 
+        // The runner's own time on this attempt counts from here to the verdict, minus the
+        // model wait: measured in this process, so a pause between invocations never counts.
+        let work_started = Instant::now();
         // Reserve, then build and journal the request as dispatched, then send.
         let attempt = match pending_retry {
             Some(id) => {
@@ -635,7 +638,9 @@ pub fn run(
         kill_point("after_dispatch");
         dispatched_now = dispatched_now.saturating_add(1);
         let started = Instant::now();
-        match provider.call(&request) {
+        let call = provider.call(&request);
+        let model_wait = started.elapsed();
+        match call {
             Ok(response) => {
                 // The answer is on disk (file fsynced, row committed) before the checker sees it.
                 let answer_sha = payloads.put(response.text.as_bytes())?;
@@ -731,6 +736,11 @@ pub fn run(
                 journal.mark_unknown(&attempt, &message, Some(elapsed_ms(started)))?;
             }
         }
+        let runner_us = work_started
+            .elapsed()
+            .saturating_sub(model_wait)
+            .as_micros();
+        journal.record_runner_time(&attempt, u64::try_from(runner_us).unwrap_or(u64::MAX))?;
         report(journal, None, progress)?;
     }
 

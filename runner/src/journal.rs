@@ -20,12 +20,14 @@ use crate::money::MicroUsd;
 /// The schema version: the number of migrations applied.
 ///
 /// Log: 1 — first schema (runs, trials, attempts, ledger, checks, payloads); 2 — the run's clock
-/// (`runs.run_limit_ms`, `runs.executed_ms`).
-pub const SCHEMA_VERSION: u32 = 2;
+/// (`runs.run_limit_ms`, `runs.executed_ms`); 3 — `attempts.runner_us`, the runner's own time
+/// per attempt. Keep `MIGRATIONS` in file-number order.
+pub const SCHEMA_VERSION: u32 = 3;
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_journal.sql"),
     include_str!("../../migrations/0002_run_clock.sql"),
+    include_str!("../../migrations/0003_attempt_runner_time.sql"),
 ];
 
 /// How long a connection waits for another process's write lock before failing. Set before any
@@ -1167,6 +1169,35 @@ impl Journal {
             )
             .map_err(self.sql())?;
         stmt.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(self.sql())?
+            .collect::<Result<_, _>>()
+            .map_err(self.sql())
+    }
+
+    /// Records the runner's own time spent on an attempt (the engine's measurement, model wait
+    /// excluded). Idempotent: a repeated write keeps the last measurement.
+    pub fn record_runner_time(&self, attempt: &str, runner_us: u64) -> Result<(), JournalError> {
+        self.conn
+            .execute(
+                "UPDATE attempts SET runner_us = ?2 WHERE id = ?1",
+                params![attempt, to_i64(runner_us)],
+            )
+            .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// The runner's own time of every attempt of a run that has one, by attempt id.
+    pub fn runner_times(
+        &self,
+        run_id: &str,
+    ) -> Result<std::collections::BTreeMap<String, u64>, JournalError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, runner_us FROM attempts WHERE run_id = ?1 AND runner_us IS NOT NULL",
+            )
+            .map_err(self.sql())?;
+        stmt.query_map([run_id], |r| Ok((r.get(0)?, to_u64(r.get(1)?))))
             .map_err(self.sql())?
             .collect::<Result<_, _>>()
             .map_err(self.sql())

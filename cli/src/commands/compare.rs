@@ -65,9 +65,16 @@ pub fn run(args: &CompareArgs, global: &Global) -> Result<Status, CliError> {
             differs.push(serde_json::json!({ "what": label, "first": x, "second": y }));
         }
     }
+    let compared: Vec<&str> = checks.iter().map(|(label, _)| *label).collect();
+    let (first, second) = (a["run"]["id"].clone(), b["run"]["id"].clone());
     if !differs.is_empty() {
         if global.json {
-            output::json(&serde_json::json!({ "comparable": false, "differs": differs }))?;
+            output::json(&serde_json::json!({
+                "comparable": false,
+                "runs": [first, second],
+                "compared": compared,
+                "differs": differs,
+            }))?;
         } else {
             let mut out = "these runs are not comparable:\n".to_owned();
             for d in &differs {
@@ -83,34 +90,72 @@ pub fn run(args: &CompareArgs, global: &Global) -> Result<Status, CliError> {
         }
         return Ok(Status::CheckFailed);
     }
-    let arms = |doc: &Value| {
-        doc["summary"]["arms"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-    };
+    let rows = side_by_side(a, b);
     if global.json {
-        output::json(
-            &serde_json::json!({ "comparable": true, "first": { "run": a["run"]["id"], "arms": arms(a) }, "second": { "run": b["run"]["id"], "arms": arms(b) } }),
-        )?;
+        output::json(&serde_json::json!({
+            "comparable": true,
+            "runs": [first, second],
+            "compared": compared,
+            "rows": rows,
+        }))?;
     } else {
+        let cell = |v: &Value| {
+            if v.is_null() {
+                "—".to_owned()
+            } else {
+                format!("{}/{} pass", v["pass"], v["executed"])
+            }
+        };
         let mut out = format!(
             "{:<10} {:>22} {:>22}\n",
             "arm",
-            short(a["run"]["id"].as_str().unwrap_or("")),
-            short(b["run"]["id"].as_str().unwrap_or(""))
+            short(first.as_str().unwrap_or("")),
+            short(second.as_str().unwrap_or(""))
         );
-        for (x, y) in arms(a).iter().zip(arms(b).iter()) {
-            let cell = |arm: &Value| format!("{}/{} pass", arm["pass"], arm["executed"]);
+        for row in &rows {
             let _ = writeln!(
                 out,
                 "{:<10} {:>22} {:>22}",
-                x["arm"].as_str().unwrap_or(""),
-                cell(x),
-                cell(y)
+                row["arm"].as_str().unwrap_or(""),
+                cell(&row["first"]),
+                cell(&row["second"])
             );
         }
         output::text(&out)?;
     }
     Ok(Status::Ok)
+}
+
+/// One row per arm of either run, matched by arm name (a run without that arm shows null).
+fn side_by_side(a: &Value, b: &Value) -> Vec<Value> {
+    let arms = |doc: &Value| -> Vec<Value> {
+        doc["summary"]["arms"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (xs, ys) = (arms(a), arms(b));
+    let mut names: Vec<String> = Vec::new();
+    for arm in xs.iter().chain(&ys) {
+        let name = arm["arm"].as_str().unwrap_or("").to_owned();
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let pick = |list: &[Value], name: &str| -> Value {
+        list.iter()
+            .find(|x| x["arm"].as_str() == Some(name))
+            .map_or(Value::Null, |x| {
+                serde_json::json!({
+                    "pass": x["pass"],
+                    "executed": x["executed"],
+                    "planned": x["planned"],
+                    "success": x["success"],
+                })
+            })
+    };
+    names
+        .iter()
+        .map(|name| serde_json::json!({ "arm": name, "first": pick(&xs, name), "second": pick(&ys, name) }))
+        .collect()
 }

@@ -18,7 +18,6 @@ use skilltrial_runner::scripted::ScriptedServer;
 
 use crate::cli::{DemoArgs, Global};
 use crate::commands::pack::open as open_pack;
-use crate::commands::run::progress_printer;
 use crate::commands::{report, state};
 use crate::exit::{CliError, Status};
 use crate::output;
@@ -165,7 +164,7 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
         .map_err(|e| CliError::Rejected(e.into()))?;
     let provider = skilltrial_runner::provider::for_manifest(&m)
         .map_err(|e| CliError::Environment(anyhow::anyhow!(e)))?;
-    let mut show = progress_printer(global.json);
+    let mut show = crate::commands::progress::printer(global.json);
     let summary = engine::run(
         &mut opened.journal,
         &opened.payloads,
@@ -177,25 +176,17 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
         &mut show,
     )
     .map_err(crate::exit::engine_error)?;
-    say(global, "");
+    drop(show);
     drop(server);
 
     // 5. Reports.
     let run = state::find_run(&opened.journal, Some(&summary.run))?;
-    let written = report::write(&opened, &run, args.out.as_deref(), true, true)?;
+    let written = report::write(&opened, &run, args.out.as_deref())?;
     if global.json {
-        output::json(&serde_json::json!({
-            "run": summary.run,
-            "scripted": scripted,
-            "status": summary.status,
-            "report_hash": written.hash,
-            "json": written.json.as_ref().map(|p| p.display().to_string()),
-            "html": written.html.as_ref().map(|p| p.display().to_string()),
-            "summary": written.report["summary"],
-        }))?;
+        // The same document `report --json` prints for this run.
+        output::json(&report::summary_json(&written))?;
     } else {
-        let mut out = format!("run {} {}\n", &summary.run[..12], summary.status);
-        out.push_str(&report::render(&written));
+        let mut out = report::render(&written);
         let _ = writeln!(
             out,
             "\nopen the HTML report in a browser; `skilltrial status` and `skilltrial report` work on this run too"

@@ -8,6 +8,7 @@ mod info;
 mod key;
 mod pack;
 mod plan;
+mod progress;
 mod purge;
 mod recheck;
 mod report;
@@ -15,6 +16,7 @@ mod resolve;
 mod run;
 mod state;
 mod status;
+mod summary;
 mod validate;
 mod verify;
 

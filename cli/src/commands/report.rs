@@ -1,4 +1,5 @@
-//! `skilltrial report [run] [--json] [--html] [--out DIR]`.
+//! `skilltrial report [run] [--out DIR] [--out-json PATH] [--out-html PATH] [--json]`: writes
+//! both report files; `--json` chooses the output format of the summary on stdout, not a file.
 
 use std::fmt::Write as _;
 use std::io::Write;
@@ -11,6 +12,7 @@ use skilltrial_runner::report::{self, html};
 
 use crate::cli::{Global, ReportArgs};
 use crate::commands::state::{self, Opened, short};
+use crate::commands::summary;
 use crate::exit::{CliError, Status};
 use crate::output;
 
@@ -18,46 +20,62 @@ use crate::output;
 pub struct Written {
     pub report: Value,
     pub hash: String,
-    pub json: Option<PathBuf>,
-    pub html: Option<PathBuf>,
+    pub json: PathBuf,
+    pub html: PathBuf,
 }
 
-/// Builds, seals and writes the report of `run`.
-pub fn write(
-    state: &Opened,
-    run: &RunRow,
-    out: Option<&Path>,
-    json: bool,
-    html_too: bool,
-) -> Result<Written, CliError> {
+/// Where the two report files go: each its own path, both in `dir` by default.
+#[derive(Debug, Default)]
+pub struct Targets<'a> {
+    /// Default directory for both files (default: `<state dir>/reports/<run12>`).
+    pub dir: Option<&'a Path>,
+    pub json: Option<&'a Path>,
+    pub html: Option<&'a Path>,
+}
+
+/// Builds, seals and writes both report files of `run` into `out` (default: the run's report
+/// directory).
+pub fn write(state: &Opened, run: &RunRow, out: Option<&Path>) -> Result<Written, CliError> {
+    write_to(
+        state,
+        run,
+        &Targets {
+            dir: out,
+            ..Targets::default()
+        },
+    )
+}
+
+/// Builds, seals and writes the report of `run`: `report.json` and `report.html`, each where
+/// `targets` says.
+pub fn write_to(state: &Opened, run: &RunRow, targets: &Targets<'_>) -> Result<Written, CliError> {
     let (layout, journal, store, payloads) =
         (&state.layout, &state.journal, &state.store, &state.payloads);
     let mut doc =
         report::build(journal, store, payloads, run).map_err(|e| CliError::Rejected(e.into()))?;
     let hash = report::seal(&mut doc).map_err(|e| CliError::Rejected(e.into()))?;
-    let dir = out.map_or_else(
+    let dir = targets.dir.map_or_else(
         || layout.root.join("reports").join(short(&run.id)),
         Path::to_path_buf,
     );
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let json_path = if json {
-        let path = dir.join("report.json");
-        let mut text = serde_json::to_string_pretty(&doc).context("cannot encode the report")?;
-        text.push('\n');
-        skilltrial_runner::store::write_durably(&path, text.as_bytes())
-            .map_err(anyhow::Error::from)?;
-        Some(path)
-    } else {
-        None
-    };
-    let html_path = if html_too {
-        let path = dir.join("report.html");
-        skilltrial_runner::store::write_durably(&path, html::render(&doc).as_bytes())
-            .map_err(anyhow::Error::from)?;
-        Some(path)
-    } else {
-        None
-    };
+    let json_path = targets
+        .json
+        .map_or_else(|| dir.join("report.json"), Path::to_path_buf);
+    let html_path = targets
+        .html
+        .map_or_else(|| dir.join("report.html"), Path::to_path_buf);
+    let mut text = serde_json::to_string_pretty(&doc).context("cannot encode the report")?;
+    text.push('\n');
+    for (path, bytes) in [
+        (&json_path, text.into_bytes()),
+        (&html_path, html::render(&doc).into_bytes()),
+    ] {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        skilltrial_runner::store::write_durably(path, &bytes).map_err(anyhow::Error::from)?;
+    }
     Ok(Written {
         report: doc,
         hash: hash.to_string(),
@@ -70,95 +88,48 @@ pub fn run(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
     state::existing_journal(&state::layout(global)?)?;
     let opened = state::open(global)?;
     let run = state::find_run(&opened.journal, args.run.as_deref())?;
-    let (json, html_too) = match (global.json, args.html) {
-        (false, false) => (true, true),
-        (j, h) => (j, h),
-    };
-    let written = write(&opened, &run, args.out.as_deref(), json, html_too)?;
+    let written = write_to(
+        &opened,
+        &run,
+        &Targets {
+            dir: args.out.as_deref(),
+            json: args.out_json.as_deref(),
+            html: args.out_html.as_deref(),
+        },
+    )?;
     let _ = writeln!(
         std::io::stderr().lock(),
         "warning: {}",
         report::SENSITIVE_WARNING
     );
     if global.json {
-        output::json(&serde_json::json!({
-            "run": run.id,
-            "report_hash": written.hash,
-            "manifest_hash": written.report["manifest_hash"],
-            "json": written.json.as_ref().map(|p| p.display().to_string()),
-            "html": written.html.as_ref().map(|p| p.display().to_string()),
-            "complete": written.report["summary"]["complete"],
-        }))?;
+        output::json(&summary_json(&written))?;
     } else {
         output::text(&render(&written))?;
     }
     Ok(Status::Ok)
 }
 
-/// The human summary of a written report.
+/// The `--json` output of `report` and `demo`: the same summary the text mode prints, plus where
+/// the files are.
+pub fn summary_json(w: &Written) -> Value {
+    let mut v = summary::of_report(&w.report);
+    v["json"] = Value::String(w.json.display().to_string());
+    v["html"] = Value::String(w.html.display().to_string());
+    v
+}
+
+/// The human summary of a written report: the summary table, then the files and hashes.
 pub fn render(w: &Written) -> String {
-    let r = &w.report;
-    let mut out = String::new();
-    if let Some(p) = &w.json {
-        let _ = writeln!(out, "json    {}", p.display());
-    }
-    if let Some(p) = &w.html {
-        let _ = writeln!(out, "html    {}", p.display());
-    }
+    let mut out = summary::render(&summary::of_report(&w.report));
+    let _ = writeln!(out);
+    let _ = writeln!(out, "json    {}", w.json.display());
+    let _ = writeln!(out, "html    {}", w.html.display());
     let _ = writeln!(
         out,
         "hashes  report {}  manifest {}",
         w.hash,
-        r["manifest_hash"].as_str().unwrap_or("")
+        w.report["manifest_hash"].as_str().unwrap_or("")
     );
-    if r["comparability"]["model"]["scripted"]
-        .as_bool()
-        .unwrap_or(false)
-    {
-        let _ = writeln!(
-            out,
-            "model   SCRIPTED (not a real model): these results demonstrate the pipeline only"
-        );
-    }
-    for arm in r["summary"]["arms"].as_array().into_iter().flatten() {
-        let name = match arm["bundle"].as_object() {
-            None => "baseline".to_owned(),
-            Some(b) => format!(
-                "{} {} {}",
-                arm["arm"].as_str().unwrap_or("").to_uppercase(),
-                b["name"].as_str().unwrap_or(""),
-                b["version"].as_str().unwrap_or("")
-            ),
-        };
-        let _ = writeln!(
-            out,
-            "arm     {name:<28} {:>3} pass / {:>3} executed of {} planned",
-            arm["pass"], arm["executed"], arm["planned"]
-        );
-    }
-    for pair in r["pairs"].as_array().into_iter().flatten() {
-        let _ = writeln!(
-            out,
-            "pair    {}: {}",
-            pair["contrast"].as_str().unwrap_or(""),
-            pair["statement"].as_str().unwrap_or("")
-        );
-    }
-    let verdicts: Vec<String> = r["tasks"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| {
-            let b = t["verdicts"]["b_vs_a"].as_str()?;
-            (b == "regression" || b == "improvement")
-                .then(|| format!("{} ({b})", t["task"].as_str().unwrap_or("")))
-        })
-        .collect();
-    if !verdicts.is_empty() {
-        let _ = writeln!(out, "b vs a  {}", verdicts.join(", "));
-    }
-    if !r["summary"]["complete"].as_bool().unwrap_or(false) {
-        let _ = writeln!(out, "partial run: no winner named");
-    }
     out
 }

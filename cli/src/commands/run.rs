@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 
-use skilltrial_runner::engine::{self, Progress, RunOptions, RunSummary};
+use skilltrial_runner::engine::{self, RunOptions, RunSummary};
 use skilltrial_runner::manifest;
 use skilltrial_runner::provider;
 
@@ -61,8 +61,7 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
         provider::for_manifest(m).map_err(|e| CliError::Environment(anyhow::anyhow!(e)))?;
     let mut journal = state::journal(&layout)?;
     let payloads = state::payloads(&layout)?;
-    let interactive = std::io::stderr().is_terminal() && !global.json;
-    let mut show = progress_printer(global.json);
+    let mut show = crate::commands::progress::printer(global.json);
     // A scripted manifest brings its own model: the built-in server, on the port it pinned.
     let _server = if m.model.scripted {
         let port = m
@@ -98,13 +97,18 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
         &mut show,
     )
     .map_err(crate::exit::engine_error)?;
-    if interactive {
-        let _ = writeln!(std::io::stderr());
-    }
+    drop(show);
     if global.json {
         output::json(&summary)?;
     } else {
-        output::text(&render(&summary))?;
+        let mut out = render(&summary);
+        out.push_str(&crate::commands::summary::after_run(
+            &journal,
+            &store,
+            &payloads,
+            &summary.run,
+        ));
+        output::text(&out)?;
     }
     Ok(Status::Ok)
 }
@@ -127,45 +131,6 @@ fn full_run_id(
             journal.path().display()
         ))),
         Err(e) => Err(CliError::Rejected(e.into())),
-    }
-}
-
-/// Prints progress on stderr: one updating line on a terminal, a line per finished trial
-/// otherwise, nothing in `--json` mode.
-pub fn progress_printer(json: bool) -> impl FnMut(&Progress) {
-    let interactive = std::io::stderr().is_terminal() && !json;
-    let mut last_done = u32::MAX;
-    move |p: &Progress| {
-        if json {
-            return;
-        }
-        let counts: Vec<String> = p
-            .counts
-            .iter()
-            .filter(|(k, _)| !matches!(k.as_str(), "pending" | "in_flight"))
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        let current = p
-            .current
-            .as_ref()
-            .map(|(t, a, r)| format!("  now {t}/{a}/rep {r}"))
-            .unwrap_or_default();
-        let line = format!(
-            "[{}/{}] {}  spent {} reserved {}{current}",
-            p.done,
-            p.total,
-            counts.join(", "),
-            p.spent,
-            p.reserved
-        );
-        let mut err = std::io::stderr().lock();
-        if interactive {
-            let _ = write!(err, "\r\x1b[2K{line}");
-        } else if p.done != last_done {
-            let _ = writeln!(err, "{line}");
-        }
-        last_done = p.done;
-        let _ = err.flush();
     }
 }
 

@@ -19,8 +19,11 @@ use crate::manifest::{Arm, Manifest};
 use crate::stats::{self, Fraction};
 use crate::store::{Store, StoreError, parse_hex};
 
-/// The export format name.
-pub const FORMAT: &str = "skilltrial-report-v1";
+/// The export format name. v2 (issue #9): p-values and Holm values as exact fractions with a
+/// `text` form, per-attempt runner time (`runner_us`) instead of wall clock minus latency, the
+/// first-screen `summary.changes`, and one shared `summary.caveat`. The hash is computed exactly
+/// as in v1; the name changed because the members did.
+pub const FORMAT: &str = "skilltrial-report-v2";
 
 /// Shown with every export.
 pub const SENSITIVE_WARNING: &str = "This report holds raw model answers, which may contain sensitive content. It is written to your disk only and never uploaded; review it before sharing.";
@@ -46,7 +49,83 @@ fn executed(outcome: Option<&str>) -> bool {
 /// Exact fractions travel as decimal strings: their denominators (2^n) outgrow JSON's safe
 /// integers, and the report must stay canonicalizable.
 fn fraction(f: Fraction) -> Value {
-    json!({ "num": f.num.to_string(), "den": f.den.to_string(), "value": format!("{:.6}", f.value()) })
+    let f = reduced(f);
+    json!({ "num": f.num.to_string(), "den": f.den.to_string(), "text": fraction_text(f), "value": format!("{:.6}", f.value()) })
+}
+
+fn reduced(f: Fraction) -> Fraction {
+    fn gcd(a: u128, b: u128) -> u128 {
+        if b == 0 { a.max(1) } else { gcd(b, a % b) }
+    }
+    let g = gcd(f.num, f.den);
+    Fraction {
+        num: f.num / g,
+        den: f.den / g,
+    }
+}
+
+/// How a p-value reads everywhere (cards, sentences, terminal): the exact fraction, `1` and `0`
+/// as themselves. A denominator that is not a power of two came from the large-sample
+/// approximation (more than 126 discordant pairs), which is not exact, so it reads as a decimal.
+pub fn fraction_text(f: Fraction) -> String {
+    let f = reduced(f);
+    if f.num == 0 {
+        "0".to_owned()
+    } else if f.num == f.den {
+        "1".to_owned()
+    } else if f.den.is_power_of_two() || f.den <= 1_000 {
+        format!("{}/{}", f.num, f.den)
+    } else {
+        format!("≈{:.6}", f.value())
+    }
+}
+
+/// Holm's step-down adjustment on exact fractions (input order kept): the adjusted value of the
+/// i-th smallest of m p-values is max over j ≤ i of min(1, (m − j + 1) · p(j)), which stays a
+/// fraction with the same denominator. Falls back to the float adjustment if a product would
+/// not fit (never for the pack sizes we run).
+fn holm_exact(p: &[Fraction]) -> Vec<Fraction> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|a, b| p[*a].value().total_cmp(&p[*b].value()));
+    let mut adjusted = vec![Fraction { num: 1, den: 1 }; m];
+    let mut running = Fraction { num: 0, den: 1 };
+    for (rank, &i) in order.iter().enumerate() {
+        let k = (m - rank) as u128;
+        let scaled = match p[i].num.checked_mul(k) {
+            Some(num) if num < p[i].den => reduced(Fraction { num, den: p[i].den }),
+            Some(_) => Fraction { num: 1, den: 1 },
+            None => return fallback_holm(p),
+        };
+        if scaled.value() > running.value() {
+            running = scaled;
+        }
+        adjusted[i] = running;
+    }
+    adjusted
+}
+
+fn fallback_holm(p: &[Fraction]) -> Vec<Fraction> {
+    let values: Vec<f64> = p.iter().map(|f| f.value()).collect();
+    let den = 1_000_000_000_000u64;
+    stats::holm(&values)
+        .into_iter()
+        .map(|h| Fraction {
+            // h is in [0, 1], so the product fits and is non-negative.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            num: (h * den as f64).round() as u128,
+            den: u128::from(den),
+        })
+        .collect()
+}
+
+/// "1 time", "2 times".
+pub fn count_of(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
 }
 
 fn rate(num: u64, den: u64) -> Value {
@@ -94,6 +173,7 @@ pub fn build(
     let attempts = journal.attempts(&run.id)?;
     let money = journal.money(&run.id)?;
     let families = families(store, &manifest)?;
+    let runner_times = journal.runner_times(&run.id)?;
 
     let mut latest: BTreeMap<u32, &AttemptRow> = BTreeMap::new();
     for a in &attempts {
@@ -134,6 +214,7 @@ pub fn build(
                 "input_tokens": a.input_tokens,
                 "output_tokens": a.output_tokens,
                 "latency_ms": a.latency_ms,
+                "runner_us": runner_times.get(&a.id),
                 "http_status": a.http_status,
                 "provider_request_id": a.provider_request_id,
                 "model_reported": a.model_reported,
@@ -230,6 +311,13 @@ pub fn build(
         (Some(s), Some(f)) => u64::try_from(f.saturating_sub(s)).ok(),
         _ => None,
     };
+    // The runner's own time: the sum of what the engine measured per attempt (model wait
+    // excluded), never derived from the wall clock, which counts pauses between invocations.
+    let runner_us: u64 = runner_times.values().sum();
+    let unmeasured = attempts
+        .iter()
+        .filter(|a| a.dispatched_at_ms.is_some() && !runner_times.contains_key(&a.id))
+        .count();
     let unknown_holding: Vec<Value> = attempts
         .iter()
         .filter(|a| a.state == crate::journal::AttemptState::Unknown)
@@ -279,6 +367,8 @@ pub fn build(
             "complete": complete,
             "arms": arm_values,
             "leader": leader,
+            "changes": changes(&tasks),
+            "caveat": caveat(&manifest),
         },
         "pairs": pairs,
         "tasks": tasks,
@@ -291,7 +381,9 @@ pub fn build(
             "output_tokens": attempts.iter().filter_map(|a| a.output_tokens).sum::<u64>(),
             "model_latency_ms": model_latency_ms,
             "run_wall_ms": wall_ms,
-            "runner_time_ms": wall_ms.map(|w| w.saturating_sub(model_latency_ms)),
+            "runner_time_ms": runner_us / 1000,
+            "runner_time_us": runner_us,
+            "runner_time_unmeasured_attempts": unmeasured,
             "unknown_holding_reserve": unknown_holding,
         },
         "trials": trial_values,
@@ -367,9 +459,10 @@ fn leader(arms: &[Value]) -> Value {
         .filter_map(|a| a["arm"].as_str())
         .collect();
     if top.len() == 1 {
-        json!({ "arm": top[0], "note": "most passes in a complete run; an observed count, not a significance claim" })
+        json!({ "arm": top[0], "note": "an observed count in a complete run, not a significance claim" })
     } else {
-        json!({ "arm": null, "note": format!("tie between {}", top.join(" and ")) })
+        let names: Vec<String> = top.iter().map(|a| a.to_uppercase()).collect();
+        json!({ "arm": null, "note": format!("Tie between {}.", names.join(" and ")) })
     }
 }
 
@@ -438,12 +531,12 @@ fn pairs(manifest: &Manifest, observations: &[Observation<'_>]) -> Value {
         let diffs: Vec<(i64, u64)> = per_task.values().copied().collect();
         let (test_name, p) = if manifest.repetitions == 1 {
             (
-                "exact McNemar over complete pairs",
+                "exact McNemar test over complete pairs",
                 Some(stats::mcnemar_exact(x_only, y_only)),
             )
         } else {
             (
-                "exact sign-flip permutation over per-task differences (task = unit)",
+                "exact sign-flip permutation test over per-task differences (task = unit)",
                 stats::sign_flip(&diffs),
             )
         };
@@ -453,7 +546,7 @@ fn pairs(manifest: &Manifest, observations: &[Observation<'_>]) -> Value {
             let d = x_pass as i64 - y_pass as i64;
             json!({ "pairs": complete_pairs, "x_minus_y_passes": d, "value": format!("{:.6}", d as f64 / complete_pairs as f64) })
         };
-        p_values.push(p.map(Fraction::value));
+        p_values.push(p);
         results.push((x, y, json!({
             "contrast": format!("{}-{}", x.as_str(), y.as_str()),
             "x": x.as_str(),
@@ -472,46 +565,88 @@ fn pairs(manifest: &Manifest, observations: &[Observation<'_>]) -> Value {
         })));
     }
     // Holm across the contrasts that have a test.
-    let present: Vec<f64> = p_values.iter().flatten().copied().collect();
-    let adjusted = stats::holm(&present);
-    let mut adjusted_iter = adjusted.into_iter();
-    let reps = manifest.repetitions;
+    let present: Vec<Fraction> = p_values.iter().flatten().copied().collect();
+    let mut adjusted_iter = holm_exact(&present).into_iter();
     results
         .into_iter()
         .zip(p_values)
         .map(|((x, y, mut v), p)| {
             let holm = p.and_then(|_| adjusted_iter.next());
-            v["test"]["holm_p"] = holm.map_or(Value::Null, |h| Value::String(format!("{h:.6}")));
-            v["statement"] = Value::String(statement(x, y, &v, holm, reps));
+            v["test"]["holm_p"] = holm.map_or(Value::Null, fraction);
+            v["statement"] = Value::String(statement(x, y, &v));
             v
         })
         .collect()
 }
 
-fn statement(x: Arm, y: Arm, v: &Value, holm: Option<f64>, reps: u32) -> String {
+/// One contrast in one or two sentences: the discordant counts, and the test's p with its Holm
+/// adjustment. What the test can and cannot claim is said once for the whole report
+/// ([`caveat`]), not once per contrast.
+fn statement(x: Arm, y: Arm, v: &Value) -> String {
     let pairs = v["complete_pairs"].as_u64().unwrap_or(0);
     let xo = v["x_only"].as_u64().unwrap_or(0);
     let yo = v["y_only"].as_u64().unwrap_or(0);
     let (xn, yn) = (x.as_str().to_uppercase(), y.as_str().to_uppercase());
     let mut s = format!(
-        "Over {pairs} complete pairs, {xn} passed where {yn} failed {xo} times and {yn} passed where {xn} failed {yo} times."
+        "Over {}, {xn} passed where {yn} failed {} and {yn} passed where {xn} failed {}.",
+        count_of(pairs, "complete pair", "complete pairs"),
+        count_of(xo, "time", "times"),
+        count_of(yo, "time", "times"),
     );
-    if let Some(h) = holm {
-        let raw = v["test"]["p"]["value"].as_str().unwrap_or("?");
+    if let (Some(p), Some(h)) = (
+        v["test"]["p"]["text"].as_str(),
+        v["test"]["holm_p"]["text"].as_str(),
+    ) {
         s.push_str(&format!(
-            " {} gives p = {raw} (Holm-adjusted {h:.4}).",
-            v["test"]["name"].as_str().unwrap_or("the test")
+            " The {} gives p = {p} (Holm-adjusted {h}).",
+            v["test"]["name"].as_str().unwrap_or("test")
         ));
-        if reps > 1 {
-            s.push_str(" It asks whether the difference is consistent across these tasks, each task counted once; it says nothing about tasks outside this pack, and with few tasks even a perfect record cannot reach a small p.");
-        } else {
-            s.push_str(" It asks whether discordant pairs lean one way more than chance would; it says nothing about tasks outside this pack.");
-        }
-    }
-    if reps <= 3 {
-        s.push_str(&format!(" With {reps} repetition(s) these are counts and an observed difference, not significance."));
     }
     s
+}
+
+/// What the paired tests can and cannot claim, said once per report.
+fn caveat(manifest: &Manifest) -> String {
+    let reps = manifest.repetitions;
+    let mut s = if reps > 1 {
+        "Each test asks whether a difference is consistent across these tasks, each task counted once; it says nothing about tasks outside this pack, and with few tasks even a perfect record cannot reach a small p.".to_owned()
+    } else {
+        "Each test asks whether discordant pairs lean one way more than chance would; it says nothing about tasks outside this pack.".to_owned()
+    };
+    if reps <= 3 {
+        s.push_str(&format!(
+            " With {} these are counts and an observed difference, not significance.",
+            count_of(u64::from(reps), "repetition", "repetitions")
+        ));
+    }
+    s
+}
+
+/// The first screen's answer: per contrast, the tasks the first arm fixes (fails → passes) and
+/// breaks (passes → fails) against the second, by the per-task majority verdicts.
+fn changes(tasks: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    let rows = tasks.as_array().cloned().unwrap_or_default();
+    for (key, verdict, fix, brk) in [
+        ("b_vs_a", "b_vs_a", "improvement", "regression"),
+        ("b_vs_baseline", "b", "skill needed", "broken"),
+        ("a_vs_baseline", "a", "skill needed", "broken"),
+    ] {
+        if !rows.iter().any(|t| t["verdicts"].get(verdict).is_some()) {
+            continue;
+        }
+        let pick = |want: &str| -> Vec<Value> {
+            rows.iter()
+                .filter(|t| t["verdicts"][verdict].as_str() == Some(want))
+                .map(|t| t["task"].clone())
+                .collect()
+        };
+        out.insert(
+            key.to_owned(),
+            json!({ "fixes": pick(fix), "breaks": pick(brk) }),
+        );
+    }
+    Value::Object(out)
 }
 
 fn task_table(
@@ -571,4 +706,56 @@ fn task_table(
             json!({ "task": task, "family": families.get(task), "arms": per_arm, "verdicts": verdicts })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(num: u128, den: u128) -> Fraction {
+        Fraction { num, den }
+    }
+
+    #[test]
+    fn p_values_read_as_exact_fractions() {
+        assert_eq!(fraction_text(f(4, 32)), "1/8");
+        assert_eq!(fraction_text(f(12, 32)), "3/8");
+        assert_eq!(fraction_text(f(32, 32)), "1");
+        assert_eq!(fraction_text(f(0, 8)), "0");
+        // The large-sample approximation is not exact, so it does not pretend to be.
+        assert_eq!(fraction_text(f(123_456, 1_000_000_000_000)), "≈0.000000");
+    }
+
+    #[test]
+    fn holm_on_fractions_matches_the_float_adjustment() {
+        // The 54-trial demo's sign-flip p-values (a−baseline, b−baseline, b−a).
+        let p = [f(1, 8), f(1, 32), f(3, 8)];
+        let adjusted = holm_exact(&p);
+        assert_eq!(adjusted, vec![f(1, 4), f(3, 32), f(3, 8)]);
+        let floats = stats::holm(&p.map(Fraction::value));
+        for (exact, float) in adjusted.iter().zip(floats) {
+            assert!((exact.value() - float).abs() < 1e-12);
+        }
+        // Capped at 1.
+        assert_eq!(holm_exact(&[f(1, 2), f(3, 4)]), vec![f(1, 1), f(1, 1)]);
+    }
+
+    #[test]
+    fn a_tie_names_the_arms_in_a_sentence() {
+        let arms = [
+            json!({ "arm": "a", "pass": 3 }),
+            json!({ "arm": "b", "pass": 3 }),
+        ];
+        assert_eq!(
+            leader(&arms),
+            json!({ "arm": null, "note": "Tie between A and B." })
+        );
+    }
+
+    #[test]
+    fn counts_read_as_english() {
+        assert_eq!(count_of(1, "time", "times"), "1 time");
+        assert_eq!(count_of(0, "time", "times"), "0 times");
+        assert_eq!(count_of(3, "repetition", "repetitions"), "3 repetitions");
+    }
 }
