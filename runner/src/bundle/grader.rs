@@ -42,7 +42,8 @@ static OVERRIDE: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         // found in fetched data" is advice, not an override: it says which ones)
         r#"\b(?:ignore|disregard|forget|discard)\s+(?:all|your|every)\s+(?:(?:other|of\s+the|of\s+your|the|other)\s+)?(?:instructions?|prompts?|directions|guidelines|directives)\b(?:\s*$|\s*[.,;:!)"']|\s+(?:and|above|before|so\s+far|given|you\s+(?:were|have\s+been)\s+given)\b)"#,
         // "override your instructions", "bypass the system prompt"
-        r"\b(?:override|bypass|overrule)\s+(?:(?:all|any|the|your|my|these|those|previous|prior|earlier|original)\s+)*(?:system\s+)?(?:instructions?|prompts?|directives|guidelines)\b",
+        // ("bypass any prompt framing" is about attacks, not one: the noun must end the phrase)
+        r#"\b(?:override|bypass|overrule)\s+(?:(?:all|any|the|your|my|these|those|previous|prior|earlier|original)\s+)*(?:system\s+)?(?:instructions?|prompts?|directives|guidelines)\b(?:\s*$|\s*[.,;:!)"']|\s+(?:and|now|above|before|so\s+far|given|completely|entirely|you\s+(?:were|have\s+been)\s+given)\b)"#,
     ]
     .iter()
     .map(|p| Regex::new(p).unwrap_or_else(|e| unreachable!("static pattern {p}: {e}")))
@@ -105,6 +106,11 @@ static PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         .collect()
 });
 
+/// Four or more single letters in a row, separated by spaces, dots or dashes ("n o t e").
+static LETTER_SPACED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:\b[a-z]\b[\s.*-]*){4,}").unwrap_or_else(|e| unreachable!("{e}"))
+});
+
 /// Whole phrases matched with every non-letter removed, for letter-spaced or dotted text.
 const SQUASHED: &[&str] = &[
     "ignorepreviousinstructions",
@@ -133,6 +139,11 @@ pub fn addresses_grader(text: &str) -> bool {
         || PATTERNS.iter().any(|p| p.is_match(&normal))
     {
         return true;
+    }
+    // Squashed matching only for letter-spaced text: squashing ordinary prose would join words
+    // that were never a phrase ("ignore all instructions embedded in ...").
+    if !LETTER_SPACED.is_match(&normal) {
+        return false;
     }
     let squashed: String = normal.chars().filter(char::is_ascii_alphabetic).collect();
     SQUASHED.iter().any(|phrase| squashed.contains(phrase))

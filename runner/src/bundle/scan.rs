@@ -368,6 +368,9 @@ fn hidden_characters(line: &str) -> BTreeSet<char> {
                     || joins_letters(prev, next)
             }
             0x200C => joins_letters(prev, next),
+            // A zero-width space before a fence marker is how authors show a fence inside a
+            // fence; it hides nothing.
+            0x200B => escapes_fence(&chars, i),
             0x200E | 0x200F | 0x061C => rtl,
             0xFE00..=0xFE0E => prev.is_some_and(|p| !p.is_ascii() && !is_invisible(p)),
             0xE0100..=0xE01EF => prev.is_some_and(is_ideograph),
@@ -378,6 +381,16 @@ fn hidden_characters(line: &str) -> BTreeSet<char> {
         }
     }
     found
+}
+
+fn escapes_fence(chars: &[char], at: usize) -> bool {
+    let before_is_indent = chars[..at].iter().all(|c| c.is_whitespace());
+    let marker = chars
+        .get(at + 1)
+        .copied()
+        .filter(|c| *c == '`' || *c == '~');
+    before_is_indent
+        && marker.is_some_and(|m| chars[at + 1..].iter().take_while(|c| **c == m).count() >= 3)
 }
 
 fn joins_letters(prev: Option<char>, next: Option<char>) -> bool {
@@ -533,7 +546,7 @@ mod tests {
 
     #[test]
     fn ordinary_emoji_and_scripts_keep_their_joiners() {
-        let text = "dev \u{1F468}\u{200D}\u{1F4BB}\nPersian \u{0645}\u{06CC}\u{200C}\u{062E}\u{0648}\u{0627}\u{0647}\u{0645}\nflag \u{1F3F4}\u{E0067}\u{E0062}\u{E0065}\u{E006E}\u{E0067}\u{E007F}\narrow \u{21A9}\u{FE0E}";
+        let text = "dev \u{1F468}\u{200D}\u{1F4BB}\nPersian \u{0645}\u{06CC}\u{200C}\u{062E}\u{0648}\u{0627}\u{0647}\u{0645}\nflag \u{1F3F4}\u{E0067}\u{E0062}\u{E0065}\u{E006E}\u{E0067}\u{E007F}\narrow \u{21A9}\u{FE0E}\n  \u{200B}```rust";
         assert_eq!(scan(text), vec![]);
         assert_eq!(scan("pa\u{200D}ss"), vec![(FlagKind::HiddenText, 1)]);
         assert_eq!(scan("\u{E0041}\u{E0042}"), vec![(FlagKind::HiddenText, 1)]);
