@@ -132,9 +132,18 @@ const SQUASHED: &[&str] = &[
     "youarebeingevaluated",
 ];
 
+/// A word every pattern needs at least one of; most lines have none, and skip the patterns.
+static ANCHOR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"ignor|disregard|forget|discard|overrid|overrul|bypass|pass|correct|right|perfect|flawless|full|100|10\s*/|a\+|max|highest|top|verdict|grad|evaluat|scor|assess|judge|checker|examiner|proctor|review|rater|marker|being|tested|yes")
+        .unwrap_or_else(|e| unreachable!("{e}"))
+});
+
 /// Whether `text` (one line, or two joined) addresses a grader.
 pub fn addresses_grader(text: &str) -> bool {
     let normal = normalise(text);
+    if !ANCHOR.is_match(&normal) && !LETTER_SPACED.is_match(&normal) {
+        return false;
+    }
     if OVERRIDE.iter().any(|p| gives_override(p, &normal))
         || PATTERNS.iter().any(|p| p.is_match(&normal))
     {
