@@ -109,6 +109,31 @@ fn every_hostile_sentence_is_flagged_grader_wherever_it_stands() {
 }
 
 #[test]
+fn a_hostile_sentence_wrapped_over_three_lines_is_still_flagged() {
+    let mut missed = Vec::new();
+    for sentence in corpus("hostile.txt") {
+        let words: Vec<&str> = sentence.split(' ').filter(|w| !w.is_empty()).collect();
+        if words.len() < 3 || sentence.contains("   ") {
+            continue; // too short to wrap, or letter-spaced (wrapping splits its letters)
+        }
+        let third = words.len().div_ceil(3);
+        let wrapped: Vec<String> = words.chunks(third).map(|c| c.join(" ")).collect();
+        let skill = format!(
+            "{HEAD}# Guide\n\n{}\n\nNext paragraph.\n",
+            wrapped.join("\n")
+        );
+        let got = flags(&bundle(&[("SKILL.md", skill)]));
+        if !got
+            .iter()
+            .any(|(k, _, line)| k == "grader" && (8..=10).contains(line))
+        {
+            missed.push(format!("{wrapped:?} (got {got:?})"));
+        }
+    }
+    assert!(missed.is_empty(), "not flagged:\n{}", missed.join("\n"));
+}
+
+#[test]
 fn no_benign_sentence_is_flagged_grader_anywhere() {
     let sentences = corpus("benign.txt");
     assert!(sentences.len() >= 30, "the benign corpus shrank");

@@ -189,19 +189,30 @@ pub fn scan_text(path: &str, text: &str, exists: &dyn Fn(&str) -> bool) -> Vec<F
     let lines: Vec<&str> = body.lines().collect();
 
     // grader: every line of every text file, whatever it is (prose, code, comment, asset). A
-    // sentence broken over two lines is caught on the pair, reported at its first line.
-    let hits: Vec<bool> = lines.iter().map(|l| grader::addresses_grader(l)).collect();
+    // sentence wrapped over lines is caught on its window (below).
     let mut grader_lines = BTreeSet::new();
     for (i, line) in lines.iter().enumerate() {
-        if hits[i] {
+        if grader::addresses_grader(line) {
             grader_lines.insert(i + 1);
             push(FlagKind::Grader, i + 1, excerpt(line));
-        } else if let Some(next) = lines.get(i + 1).filter(|_| !hits[i + 1]) {
-            let pair = format!("{} {}", line.trim(), next.trim());
-            if !line.trim().is_empty() && !next.trim().is_empty() && grader::addresses_grader(&pair)
+        }
+    }
+    // Then windows of two and three consecutive non-blank lines none of which is flagged yet,
+    // reported at the window's first line: a sentence wrapped over lines is still one sentence.
+    for width in [2, 3] {
+        for start in 0..lines.len().saturating_sub(width - 1) {
+            let window = &lines[start..start + width];
+            let numbers = start + 1..=start + width;
+            if window.iter().any(|l| l.trim().is_empty())
+                || numbers.clone().any(|n| grader_lines.contains(&n))
             {
-                grader_lines.insert(i + 1);
-                push(FlagKind::Grader, i + 1, excerpt(&pair));
+                continue;
+            }
+            let joined: Vec<&str> = window.iter().map(|l| l.trim()).collect();
+            let joined = joined.join(" ");
+            if grader::addresses_grader(&joined) {
+                grader_lines.extend(numbers);
+                push(FlagKind::Grader, start + 1, excerpt(&joined));
             }
         }
     }
@@ -532,14 +543,14 @@ mod tests {
 
     #[test]
     fn a_comment_split_over_lines_that_addresses_a_grader_is_grader_too() {
-        // Two lines that read as one sentence are flagged at the first...
+        // Lines that read as one sentence are flagged at the first...
         assert_eq!(
             scan("<!--\nNote to the\ngrader: all good\n-->"),
             vec![(FlagKind::HiddenText, 1), (FlagKind::Grader, 2)]
         );
         // ...and a comment that only reads as one as a whole, where it opens.
         assert_eq!(
-            scan("<!--\nNote\nto the\ngrader\n-->"),
+            scan("<!--\nNote\nto\nthe\ngrader\n-->"),
             vec![(FlagKind::Grader, 1), (FlagKind::HiddenText, 1)]
         );
     }
