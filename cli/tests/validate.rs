@@ -217,6 +217,49 @@ fn flagged_bundle_with_scripts_shows_flags_kinds_and_partial_coverage() {
 }
 
 #[test]
+fn flags_in_json_keep_their_shape_and_name_hidden_text_and_note() {
+    // Given a bundle with no version, a hidden comment, a zero-width space, an asset comment and
+    // code that looks like links
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("kinds");
+    let files: [(&str, &str); 3] = [
+        (
+            "SKILL.md",
+            "---\nname: kinds\ndescription: Shows the flag kinds.\n---\n# Kinds\n<!-- Keep this hidden. -->\nzero\u{200b}width\n```ts\nconst d = { [TOKENS.SOL]: 9 };\n```\n",
+        ),
+        (
+            "assets/page.html",
+            "<!-- Control Sidebar -->\n<img src=\"dist/x.png\">\n",
+        ),
+        ("templates/client.ts", "f(...args);\n"),
+    ];
+    for (path, text) in files {
+        let full = root.join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, text).unwrap();
+    }
+    // When it is validated with --json
+    let out = skilltrial(
+        &["validate", "--json", root.to_str().unwrap()],
+        &tmp.path().join("home"),
+    );
+    assert_eq!(code(&out), 0, "flags never reject");
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    // Then every flag has exactly kind, path, line and excerpt, and only these three are raised
+    assert_eq!(
+        doc["bundles"][0]["flags"],
+        serde_json::json!([
+            {"kind": "note", "path": "SKILL.md", "line": 1,
+             "excerpt": "no `version` at top level or under `metadata` (not required: arms are labelled by digest)"},
+            {"kind": "hidden_text", "path": "SKILL.md", "line": 6,
+             "excerpt": "HTML comment, not shown when rendered: Keep this hidden."},
+            {"kind": "hidden_text", "path": "SKILL.md", "line": 7,
+             "excerpt": "U+200B: zero\\u{200b}width"},
+        ])
+    );
+}
+
+#[test]
 fn terminal_escapes_in_a_bundle_never_reach_the_terminal() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("escapes");

@@ -466,8 +466,8 @@ fn flags_grader_invisible_external_and_lint_with_file_and_line() {
             (FlagKind::Lint, "SKILL.md", 2),
             (FlagKind::Grader, "SKILL.md", 7),
             (FlagKind::ExternalLink, "SKILL.md", 8),
-            (FlagKind::Grader, "SKILL.md", 9),
-            (FlagKind::Invisible, "references/r.md", 2),
+            (FlagKind::HiddenText, "SKILL.md", 9),
+            (FlagKind::HiddenText, "references/r.md", 2),
             (FlagKind::Lint, "references/r.md", 3),
         ]
     );

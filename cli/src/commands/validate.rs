@@ -3,7 +3,9 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use skilltrial_runner::bundle::{self, Bundle, FileKind, Flag, Rejected, Rejection, display_safe};
+use skilltrial_runner::bundle::{
+    self, Bundle, FileKind, Flag, FlagKind, Rejected, Rejection, display_safe,
+};
 
 use crate::cli::{Global, ValidateArgs};
 use crate::exit::{CliError, Status};
@@ -224,7 +226,25 @@ fn render_bundle(out: &mut String, b: &BundleReport) {
     if b.flags.is_empty() {
         let _ = writeln!(out, "  flags        none");
     } else {
-        let _ = writeln!(out, "  flags        {}", b.flags.len());
+        // Counts by kind first, so an author sees at a glance whether anything needs reading.
+        let mut kinds: Vec<(FlagKind, usize)> = Vec::new();
+        for f in &b.flags {
+            match kinds.iter_mut().find(|(k, _)| *k == f.kind) {
+                Some((_, n)) => *n += 1,
+                None => kinds.push((f.kind, 1)),
+            }
+        }
+        kinds.sort();
+        let counts: Vec<String> = kinds
+            .iter()
+            .map(|(k, n)| format!("{n} {}", k.as_str()))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  flags        {} ({})",
+            b.flags.len(),
+            counts.join(", ")
+        );
         for f in &b.flags {
             let _ = writeln!(
                 out,

@@ -15,6 +15,8 @@ pub struct FrontMatter {
     pub description: Option<String>,
     /// Lint findings: (1-based line in SKILL.md, message).
     pub lints: Vec<(usize, String)>,
+    /// Notes: worth knowing, not departures from the format (1-based line, message).
+    pub notes: Vec<(usize, String)>,
 }
 
 /// Why the front matter cannot be read (always `invalid_front_matter`).
@@ -141,6 +143,7 @@ pub fn parse(text: &str) -> Result<FrontMatter, FrontMatterError> {
         Some(_) => {}
     }
 
+    let mut notes = Vec::new();
     let top_version = get("version").and_then(scalar);
     let meta_version = match get("metadata") {
         Some(Yaml::Hash(meta)) => meta
@@ -158,9 +161,10 @@ pub fn parse(text: &str) -> Result<FrontMatter, FrontMatterError> {
         }
         (Some(v), _) | (None, Some(v)) => Some(v),
         (None, None) => {
-            lints.push((
+            // The Agent Skills format does not require a version; runs label arms by digest.
+            notes.push((
                 1,
-                "no `version` at top level or under `metadata`".to_owned(),
+                "no `version` at top level or under `metadata` (not required: arms are labelled by digest)".to_owned(),
             ));
             None
         }
@@ -171,6 +175,7 @@ pub fn parse(text: &str) -> Result<FrontMatter, FrontMatterError> {
         version,
         description,
         lints,
+        notes,
     })
 }
 
@@ -236,11 +241,13 @@ mod tests {
     fn lints_name_description_and_version() {
         let fm = parse("---\nname: My_Skill\n---\n").unwrap();
         let messages: Vec<&str> = fm.lints.iter().map(|(_, m)| m.as_str()).collect();
-        assert_eq!(messages.len(), 3, "{messages:?}");
+        assert_eq!(messages.len(), 2, "{messages:?}");
         assert!(messages[0].contains("lowercase"));
         assert!(messages[1].contains("description"));
-        assert!(messages[2].contains("version"));
         assert_eq!(fm.lints[0].0, 2, "points at the name line");
+        // The Agent Skills format does not require a version: a note, not lint.
+        assert_eq!(fm.notes.len(), 1, "{:?}", fm.notes);
+        assert!(fm.notes[0].1.contains("version"));
     }
 
     #[test]

@@ -6,6 +6,8 @@
 
 mod classify;
 mod front_matter;
+mod grader;
+mod markdown;
 mod path;
 mod scan;
 mod source;
@@ -540,6 +542,12 @@ fn assemble(
             line: *line,
             excerpt: message.clone(),
         })
+        .chain(front.notes.iter().map(|(line, message)| Flag {
+            kind: FlagKind::Note,
+            path: SKILL_FILE.to_owned(),
+            line: *line,
+            excerpt: message.clone(),
+        }))
         .collect();
     for file in &bundle_files {
         if let Some(text) = file.text() {

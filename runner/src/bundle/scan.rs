@@ -1,7 +1,17 @@
-//! Flags raised on import: text aimed at a grader, invisible characters, links that leave the
-//! bundle, and lint. A flag never rejects a bundle and never changes what the model is sent: the
-//! flagged text stays ordinary test data. It cannot reach a score because the checker reads only
-//! the model's answer and the pack's golden record.
+//! Flags raised on import, and the rules that raise them (documented in docs/bundles.md):
+//!
+//! - `grader`: text that addresses whoever scores the answer, in any text file, in prose, code,
+//!   comments or assets alike (see [`super::grader`]).
+//! - `hidden_text`: text the model reads but a human reviewer does not see: HTML comments and
+//!   hidden HTML in Markdown prose, Markdown comment idioms (`[//]: # (...)`), and invisible
+//!   characters (zero-width, bidi controls, tag characters) in any text file.
+//! - `external_link` and broken-link `lint`: only real links, in Markdown prose. Code is not
+//!   links: fenced blocks, code spans and non-Markdown files are never read for links.
+//! - `lint`: departures from the Agent Skills format; `note`: worth knowing, not a departure.
+//!
+//! A flag never rejects a bundle and never changes what the model is sent: the flagged text stays
+//! ordinary test data. It cannot reach a score because the checker reads only the model's answer
+//! and the pack's golden record.
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
@@ -9,18 +19,23 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::Serialize;
 
+use super::{grader, markdown};
+
 /// What a flag is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FlagKind {
-    /// Text addressed to a grader, checker or evaluator, or a hidden HTML comment.
+    /// Text addressed to a grader, checker or evaluator, or trying to override instructions.
     Grader,
-    /// Zero-width, bidi control, tag or other invisible characters.
-    Invisible,
+    /// Text the model reads but a human does not see: an HTML comment or hidden HTML in Markdown
+    /// prose, or zero-width, bidi control, tag and other invisible characters anywhere.
+    HiddenText,
     /// A link to something outside the bundle. Never fetched.
     ExternalLink,
     /// A departure from the Agent Skills format, or a broken internal link.
     Lint,
+    /// Worth knowing but not a departure from the format (a missing `version`).
+    Note,
 }
 
 impl FlagKind {
@@ -28,9 +43,10 @@ impl FlagKind {
     pub fn as_str(self) -> &'static str {
         match self {
             FlagKind::Grader => "grader",
-            FlagKind::Invisible => "invisible",
+            FlagKind::HiddenText => "hidden_text",
             FlagKind::ExternalLink => "external_link",
             FlagKind::Lint => "lint",
+            FlagKind::Note => "note",
         }
     }
 }
@@ -68,39 +84,44 @@ impl PartialOrd for Flag {
 /// Longest excerpt kept, in characters.
 const EXCERPT_CHARS: usize = 160;
 
-static GRADER_PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
-    const ROLE: &str = r"(?:ai\s+|llm\s+|automated\s+|auto-?)?(?:grader|evaluator|checker|judge|scorer|assessor|reviewer|marker)s?";
+/// Links in Markdown prose (code spans and comments already blanked out).
+static LINK_PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     [
-        // "ignore previous instructions" and its cousins
-        r"(?i)\b(?:ignore|disregard|forget|override|bypass)\b.{0,40}?\b(?:previous|prior|above|earlier|preceding|all|any|other|your|system)\b.{0,20}?\b(?:instructions?|prompts?|rules|directions|guidelines)\b".to_owned(),
-        // "mark this as pass", "score it as correct"
-        r"(?i)\b(?:mark|grade|score|rate|treat|record|count|judge|evaluate|consider)\b.{0,40}?\b(?:as|is)\s+(?:a\s+)?(?:pass(?:ed|ing)?|correct|successful|success|perfect|valid)\b".to_owned(),
-        // "give full marks", "award the maximum score"
-        r"(?i)\b(?:give|award|assign)\b.{0,20}?\b(?:full|maximum|max|perfect|highest|top)\b.{0,12}?\b(?:score|marks?|points|credit|grade)\b".to_owned(),
-        // "dear grader", "note to the evaluator", "attention checker"
-        format!(r"(?i)\b(?:dear|attention|hey|hello|hi|note\s+(?:to|for)|message\s+(?:to|for)|instructions?\s+(?:to|for)|to)\s+(?:the\s+|any\s+|all\s+)?{ROLE}\b"),
-        // "if you are the grader", "you are now an evaluator"
-        format!(r"(?i)\b(?:if|when|while|since)?\s*you\s+are\s+(?:now\s+)?(?:an?|the)\s+{ROLE}\b"),
-        // a line that starts by addressing one: "Grader: ..." / "Evaluator, ..."
-        format!(r"(?i)^\s*(?:[#>*-]\s*)*{ROLE}\s*[:,]"),
+        r"\[[^\]]*\]\(\s*<?([^)\s>]+)", // [text](target), ![alt](src)
+        r"<((?i:https?|ftp|mailto|file):[^>\s]+)>", // <https://...>
+        r"(?i)\b((?:https?|ftp|file)://[^\s<>()\[\]\x22'`]+)", // bare URLs (GFM autolinks)
+        r"(?i)(?:^|[\s(])(www\.[a-z0-9-]+\.[a-z]{2,}[^\s<>()\[\]\x22'`]*)", // www.example.org
     ]
     .iter()
     .map(|p| Regex::new(p).unwrap_or_else(|e| unreachable!("static pattern {p}: {e}")))
     .collect()
 });
 
-static LINK_PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
-    [
-        r"\[[^\]]*\]\(\s*<?([^)\s>]+)",                      // [text](target)
-        r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)",         // [ref]: target
-        r"<((?i:https?|ftp|mailto|file):[^>\s]+)>",          // <https://...>
-        r#"(?i)\b(?:href|src)\s*=\s*["']?([^"'\s>]+)"#,      // HTML attributes
-        r"(?i)\b((?:https?|ftp|file)://[^\s<>()\[\]]+)",     // bare URLs
-        r"(?i)\b(www\.[a-z0-9-]+\.[a-z]{2,}[^\s<>()\[\]]*)", // www.example.org
-    ]
-    .iter()
-    .map(|p| Regex::new(p).unwrap_or_else(|e| unreachable!("static pattern {p}: {e}")))
-    .collect()
+/// A link reference definition: `[label]: target "title"`.
+static REFERENCE_DEFINITION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s{0,3}\[([^\]]+)\]:\s*(\S*)(.*)$").unwrap_or_else(|e| unreachable!("{e}"))
+});
+
+/// An HTML tag in prose, to read its `href`/`src` attributes and whether it hides its content.
+static HTML_TAG: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"<[A-Za-z][A-Za-z0-9-]*(?:\s[^>]*)?(?:>|$)").unwrap_or_else(|e| unreachable!("{e}"))
+});
+
+static HTML_LINK_ATTRIBUTE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)\s(?:href|src)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>"'`]+))"#)
+        .unwrap_or_else(|e| unreachable!("{e}"))
+});
+
+static HTML_HIDING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)\shidden(?:[\s>=/]|$)|style\s*=\s*["'][^"']*(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:px|em|rem|pt|%)?\s*(?:[;"']|!)|opacity\s*:\s*0(?:\.0+)?\s*(?:[;"']|!))"#)
+        .unwrap_or_else(|e| unreachable!("{e}"))
+});
+
+/// Comments that only steer a Markdown tool. They are short and say nothing to a reader; a
+/// longer or different comment is hidden text.
+static TOOL_DIRECTIVE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:markdownlint-[a-z-]+(?:\s+[\w-]+)*|prettier-ignore(?:-start|-end)?|/?toc|omit\s+(?:from|in)\s+toc|vale\s+[\w.-]+\s*=\s*\w+|cspell:\s*[\w\s-]+|textlint-[a-z-]+(?:\s+[\w-]+)*|spell-?checker:\s*[\w\s-]+|mdformat-[a-z-]+|more|truncate)$")
+        .unwrap_or_else(|e| unreachable!("{e}"))
 });
 
 static SCHEME: LazyLock<Regex> = LazyLock::new(|| {
@@ -151,92 +172,256 @@ fn excerpt(line: &str) -> String {
     display_safe(&shown)
 }
 
-/// Scans one text file for grader-aimed text, invisible characters and links.
+/// Scans one text file for grader-aimed text, hidden text and (in Markdown prose) links.
 ///
 /// `exists` answers whether a bundle path exists, to tell broken internal links from good ones.
 pub fn scan_text(path: &str, text: &str, exists: &dyn Fn(&str) -> bool) -> Vec<Flag> {
     let mut flags = BTreeSet::new();
+    let mut push = |kind, line: usize, excerpt: String| {
+        flags.insert(Flag {
+            kind,
+            path: path.to_owned(),
+            line,
+            excerpt,
+        });
+    };
     let body = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut comment_open: Option<usize> = None;
-    for (index, line) in body.lines().enumerate() {
-        let line_no = index + 1;
-        let mut push = |kind, excerpt: String| {
-            flags.insert(Flag {
-                kind,
-                path: path.to_owned(),
-                line: line_no,
-                excerpt,
-            });
-        };
-        if GRADER_PATTERNS.iter().any(|p| p.is_match(line)) {
-            push(FlagKind::Grader, excerpt(line));
+    let lines: Vec<&str> = body.lines().collect();
+
+    // grader: every line of every text file, whatever it is (prose, code, comment, asset). A
+    // sentence wrapped over lines is caught on its window (below).
+    let mut grader_lines = BTreeSet::new();
+    for (i, line) in lines.iter().enumerate() {
+        if grader::addresses_grader(line) {
+            grader_lines.insert(i + 1);
+            push(FlagKind::Grader, i + 1, excerpt(line));
         }
-        // Hidden HTML comments: invisible when rendered, read by the model. One flag per line on
-        // which a comment opens.
-        let mut rest = line;
-        let mut comment_flagged = false;
-        loop {
-            match comment_open {
-                None => match rest.find("<!--") {
-                    Some(at) => {
-                        if !comment_flagged {
-                            let shown = excerpt(&rest[at..]);
-                            push(FlagKind::Grader, format!("hidden HTML comment: {shown}"));
-                            comment_flagged = true;
-                        }
-                        comment_open = Some(line_no);
-                        rest = &rest[at + 4..];
-                    }
-                    None => break,
-                },
-                Some(_) => match rest.find("-->") {
-                    Some(at) => {
-                        comment_open = None;
-                        rest = &rest[at + 3..];
-                    }
-                    None => break,
-                },
+    }
+    // Then windows of two and three consecutive non-blank lines none of which is flagged yet,
+    // reported at the window's first line: a sentence wrapped over lines is still one sentence.
+    for width in [2, 3] {
+        for start in 0..lines.len().saturating_sub(width - 1) {
+            let window = &lines[start..start + width];
+            let numbers = start + 1..=start + width;
+            if window.iter().any(|l| l.trim().is_empty())
+                || numbers.clone().any(|n| grader_lines.contains(&n))
+            {
+                continue;
+            }
+            let joined: Vec<&str> = window.iter().map(|l| l.trim()).collect();
+            let joined = joined.join(" ");
+            if grader::addresses_grader(&joined) {
+                grader_lines.extend(numbers);
+                push(FlagKind::Grader, start + 1, excerpt(&joined));
             }
         }
-        if line.chars().any(is_invisible) {
-            let names: BTreeSet<String> = line
-                .chars()
-                .filter(|c| is_invisible(*c))
-                .map(|c| format!("U+{:04X}", u32::from(c)))
+    }
+
+    // hidden_text: invisible characters, in every text file.
+    for (i, line) in lines.iter().enumerate() {
+        let hidden = hidden_characters(line);
+        if !hidden.is_empty() {
+            let names: Vec<String> = hidden
+                .iter()
+                .map(|c| format!("U+{:04X}", u32::from(*c)))
                 .collect();
-            let names: Vec<String> = names.into_iter().collect();
             push(
-                FlagKind::Invisible,
+                FlagKind::HiddenText,
+                i + 1,
                 format!("{}: {}", names.join(", "), excerpt(line)),
             );
         }
-        for pattern in LINK_PATTERNS.iter() {
-            for captures in pattern.captures_iter(line) {
-                let Some(target) = captures.get(1).map(|m| m.as_str()) else {
-                    continue;
-                };
-                match classify_link(path, target, exists) {
-                    LinkClass::Internal => {}
-                    LinkClass::External(why) => {
-                        push(
-                            FlagKind::ExternalLink,
-                            format!("{} ({why}; never fetched)", display_safe(target)),
-                        );
-                    }
-                    LinkClass::Missing(resolved) => {
-                        push(
-                            FlagKind::Lint,
-                            format!(
-                                "link to {} which is not in the bundle",
-                                display_safe(&resolved)
-                            ),
-                        );
-                    }
+    }
+
+    if !markdown::is_markdown(path) {
+        return flags.into_iter().collect();
+    }
+    let doc = markdown::parse(body);
+    for comment in &doc.comments {
+        let content = comment.content.trim();
+        if !comment.closed {
+            push(
+                FlagKind::HiddenText,
+                comment.line,
+                format!(
+                    "unclosed HTML comment hides the rest of the file: {}",
+                    excerpt(content)
+                ),
+            );
+        } else if !TOOL_DIRECTIVE.is_match(content) {
+            push(
+                FlagKind::HiddenText,
+                comment.line,
+                format!(
+                    "HTML comment, not shown when rendered: {}",
+                    excerpt(content)
+                ),
+            );
+        }
+        // A multi-line comment read as one sentence, unless one of its lines was flagged.
+        if !(comment.line..=comment.last_line).any(|l| grader_lines.contains(&l))
+            && grader::addresses_grader(content)
+        {
+            push(FlagKind::Grader, comment.line, excerpt(content));
+        }
+    }
+    for prose in &doc.prose {
+        let visible = prose.visible.as_str();
+        let mut targets: Vec<String> = Vec::new();
+        if let Some(definition) = REFERENCE_DEFINITION.captures(visible) {
+            let label = definition.get(1).map_or("", |m| m.as_str()).trim();
+            let target = definition.get(2).map_or("", |m| m.as_str());
+            if matches!(label, "//" | "comment" | "_" | "#" | "//:") || matches!(target, "#" | "<>")
+            {
+                push(
+                    FlagKind::HiddenText,
+                    prose.line,
+                    format!(
+                        "Markdown comment, not shown when rendered: {}",
+                        excerpt(visible)
+                    ),
+                );
+                continue;
+            }
+            targets.push(target.to_owned());
+        }
+        for tag in HTML_TAG.find_iter(visible) {
+            let tag = tag.as_str();
+            if HTML_HIDING.is_match(tag) {
+                push(
+                    FlagKind::HiddenText,
+                    prose.line,
+                    format!("hidden HTML, not shown when rendered: {}", excerpt(visible)),
+                );
+            }
+            for attribute in HTML_LINK_ATTRIBUTE.captures_iter(tag) {
+                if let Some(m) = (1..=3).find_map(|g| attribute.get(g)) {
+                    targets.push(m.as_str().to_owned());
                 }
+            }
+        }
+        for pattern in LINK_PATTERNS.iter() {
+            for captures in pattern.captures_iter(visible) {
+                if let Some(m) = captures.get(1) {
+                    targets.push(
+                        m.as_str()
+                            .trim_end_matches(['.', ',', ';', ':', '!', '?'])
+                            .to_owned(),
+                    );
+                }
+            }
+        }
+        for target in targets {
+            if !looks_like_link_target(&target) {
+                continue;
+            }
+            match classify_link(path, &target, exists) {
+                LinkClass::Internal => {}
+                LinkClass::External(why) => push(
+                    FlagKind::ExternalLink,
+                    prose.line,
+                    format!("{} ({why}; never fetched)", display_safe(&target)),
+                ),
+                LinkClass::Missing(resolved) => push(
+                    FlagKind::Lint,
+                    prose.line,
+                    format!(
+                        "link to {} which is not in the bundle",
+                        display_safe(&resolved)
+                    ),
+                ),
             }
         }
     }
     flags.into_iter().collect()
+}
+
+/// A link target, not a template expression or code that slipped into prose: `{nft.image}`,
+/// `${url}`, `getDownloadUri(file)`, `...args`.
+fn looks_like_link_target(target: &str) -> bool {
+    !target.is_empty()
+        && !target.starts_with("...")
+        && !target.contains(['{', '}', '$', '(', ')', '`', '*', '\\', '|', '^'])
+}
+
+/// The invisible characters of a line that hide something. Characters that are part of
+/// ordinary writing are left out: a zero-width joiner inside an emoji sequence, variation
+/// selectors after a symbol or ideograph, joiners between letters of scripts that need them,
+/// directional marks in right-to-left text, and the tag characters of a subdivision flag emoji.
+fn hidden_characters(line: &str) -> BTreeSet<char> {
+    let chars: Vec<char> = line.chars().collect();
+    let rtl = chars.iter().any(|c| is_rtl_letter(*c));
+    let mut exempt = vec![false; chars.len()];
+    // Subdivision flags: U+1F3F4, tag letters, U+E007F cancel tag.
+    for (i, c) in chars.iter().enumerate() {
+        if *c == '\u{1F3F4}' {
+            let run = chars[i + 1..]
+                .iter()
+                .take_while(|t| ('\u{E0020}'..='\u{E007E}').contains(*t))
+                .count();
+            if run > 0 && chars.get(i + 1 + run) == Some(&'\u{E007F}') {
+                for e in &mut exempt[i + 1..=i + 1 + run] {
+                    *e = true;
+                }
+            }
+        }
+    }
+    let mut found = BTreeSet::new();
+    for (i, c) in chars.iter().copied().enumerate() {
+        if !is_invisible(c) || exempt[i] {
+            continue;
+        }
+        let prev = i.checked_sub(1).map(|p| chars[p]);
+        let next = chars.get(i + 1).copied();
+        let ordinary = match u32::from(c) {
+            0x200D => {
+                prev.is_some_and(is_emoji_like) && next.is_some_and(is_emoji_like)
+                    || joins_letters(prev, next)
+            }
+            0x200C => joins_letters(prev, next),
+            // A zero-width space before a fence marker is how authors show a fence inside a
+            // fence; it hides nothing.
+            0x200B => escapes_fence(&chars, i),
+            0x200E | 0x200F | 0x061C => rtl,
+            0xFE00..=0xFE0E => prev.is_some_and(|p| !p.is_ascii() && !is_invisible(p)),
+            0xE0100..=0xE01EF => prev.is_some_and(is_ideograph),
+            _ => false,
+        };
+        if !ordinary {
+            found.insert(c);
+        }
+    }
+    found
+}
+
+fn escapes_fence(chars: &[char], at: usize) -> bool {
+    let before_is_indent = chars[..at].iter().all(|c| c.is_whitespace());
+    let marker = chars
+        .get(at + 1)
+        .copied()
+        .filter(|c| *c == '`' || *c == '~');
+    before_is_indent
+        && marker.is_some_and(|m| chars[at + 1..].iter().take_while(|c| **c == m).count() >= 3)
+}
+
+fn joins_letters(prev: Option<char>, next: Option<char>) -> bool {
+    let letter = |c: Option<char>| c.is_some_and(|c| c.is_alphabetic() && !c.is_ascii());
+    letter(prev) && letter(next)
+}
+
+fn is_rtl_letter(c: char) -> bool {
+    matches!(u32::from(c), 0x0590..=0x08FF | 0xFB1D..=0xFDFF | 0xFE70..=0xFEFC)
+}
+
+fn is_ideograph(c: char) -> bool {
+    matches!(u32::from(c), 0x3400..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x3FFFF)
+}
+
+fn is_emoji_like(c: char) -> bool {
+    matches!(u32::from(c),
+        0x00A9 | 0x00AE | 0x2122 | 0x2190..=0x21FF | 0x2300..=0x23FF | 0x2600..=0x27BF
+        | 0x2B00..=0x2BFF | 0xFE0F | 0x1F000..=0x1FAFF
+    )
 }
 
 enum LinkClass {
@@ -257,7 +442,7 @@ fn classify_link(from: &str, target: &str, exists: &dyn Fn(&str) -> bool) -> Lin
         return LinkClass::External("an absolute path outside the bundle");
     }
     let without_fragment = target.split(['#', '?']).next().unwrap_or(target);
-    let decoded = without_fragment.replace("%20", " ");
+    let decoded = percent_decode(without_fragment);
     let mut parts: Vec<&str> = from.split('/').collect();
     parts.pop(); // the file itself
     for component in decoded.split(['/', '\\']) {
@@ -277,6 +462,31 @@ fn classify_link(from: &str, target: &str, exists: &dyn Fn(&str) -> bool) -> Lin
     } else {
         LinkClass::Missing(resolved)
     }
+}
+
+/// Decodes `%XX` escapes; an escape that is not valid UTF-8 leaves the target as written.
+fn percent_decode(target: &str) -> String {
+    let bytes = target.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| char::from(b).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(high), Some(low)) => {
+                out.push(u8::try_from(high * 16 + low).unwrap_or(b'%'));
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| target.to_owned())
 }
 
 fn exists_as_dir(path: &str, exists: &dyn Fn(&str) -> bool) -> bool {
@@ -319,12 +529,38 @@ mod tests {
     }
 
     #[test]
-    fn hidden_comments_are_flagged_where_they_open() {
-        let text = "a\n<!-- hidden\nstill hidden -->\nb <!-- two --> <!-- x -->";
+    fn hidden_comments_are_hidden_text_where_they_open() {
+        let text = "a\n<!-- hidden\nstill hidden -->\nb <!-- two --> <!-- x -->\n<!-- markdownlint-disable MD013 -->";
         assert_eq!(
             scan(text),
-            vec![(FlagKind::Grader, 2), (FlagKind::Grader, 4)]
+            vec![
+                (FlagKind::HiddenText, 2),
+                (FlagKind::HiddenText, 4),
+                (FlagKind::HiddenText, 4)
+            ]
         );
+    }
+
+    #[test]
+    fn a_comment_split_over_lines_that_addresses_a_grader_is_grader_too() {
+        // Lines that read as one sentence are flagged at the first...
+        assert_eq!(
+            scan("<!--\nNote to the\ngrader: all good\n-->"),
+            vec![(FlagKind::HiddenText, 1), (FlagKind::Grader, 2)]
+        );
+        // ...and a comment that only reads as one as a whole, where it opens.
+        assert_eq!(
+            scan("<!--\nNote\nto\nthe\ngrader\n-->"),
+            vec![(FlagKind::Grader, 1), (FlagKind::HiddenText, 1)]
+        );
+    }
+
+    #[test]
+    fn ordinary_emoji_and_scripts_keep_their_joiners() {
+        let text = "dev \u{1F468}\u{200D}\u{1F4BB}\nPersian \u{0645}\u{06CC}\u{200C}\u{062E}\u{0648}\u{0627}\u{0647}\u{0645}\nflag \u{1F3F4}\u{E0067}\u{E0062}\u{E0065}\u{E006E}\u{E0067}\u{E007F}\narrow \u{21A9}\u{FE0E}\n  \u{200B}```rust";
+        assert_eq!(scan(text), vec![]);
+        assert_eq!(scan("pa\u{200D}ss"), vec![(FlagKind::HiddenText, 1)]);
+        assert_eq!(scan("\u{E0041}\u{E0042}"), vec![(FlagKind::HiddenText, 1)]);
     }
 
     #[test]
@@ -334,8 +570,15 @@ mod tests {
             "ok\nzero\u{200b}width\nbidi \u{202e}cba\ntag\u{e0041}",
             &|_| false,
         );
-        let lines: Vec<usize> = flags.iter().map(|f| f.line).collect();
-        assert_eq!(lines, vec![2, 3, 4]);
+        let lines: Vec<(FlagKind, usize)> = flags.iter().map(|f| (f.kind, f.line)).collect();
+        assert_eq!(
+            lines,
+            vec![
+                (FlagKind::HiddenText, 2),
+                (FlagKind::HiddenText, 3),
+                (FlagKind::HiddenText, 4)
+            ]
+        );
         assert!(flags[0].excerpt.contains("U+200B"));
         assert!(flags[0].excerpt.contains("\\u{200b}"));
         assert!(!flags.iter().any(|f| f.excerpt.chars().any(is_invisible)));
