@@ -151,9 +151,37 @@ mod tests {
 
     #[test]
     fn refuses_floats_and_unsafe_integers() {
-        assert!(to_string(&json!(1.5)).is_err());
-        assert!(to_string(&json!(u64::MAX)).is_err());
-        assert!(to_string(&json!({"cap": 9_007_199_254_740_992_u64})).is_err());
+        let refused = |path: &str, number: &str| {
+            Err(CanonicalError::Number {
+                path: path.to_owned(),
+                number: number.to_owned(),
+            })
+        };
+        assert_eq!(to_string(&json!(1.5)), refused("$", "1.5"));
+        assert_eq!(
+            to_string(&json!(u64::MAX)),
+            refused("$", "18446744073709551615")
+        );
+        assert_eq!(
+            to_string(&json!({"cap": 9_007_199_254_740_992_u64})),
+            refused("$.cap", "9007199254740992")
+        );
+        assert_eq!(
+            to_string(&json!({"a": [1, -9_007_199_254_740_992_i64]})),
+            refused("$.a[1]", "-9007199254740992")
+        );
+        assert_eq!(
+            CanonicalError::Number {
+                path: "$.cap".to_owned(),
+                number: "1.5".to_owned()
+            }
+            .to_string(),
+            "$.cap: number 1.5 is not an integer of magnitude at most 2^53 - 1; write it as a decimal string"
+        );
+        assert_eq!(
+            to_string(&json!(9_007_199_254_740_991_u64)).unwrap(),
+            "9007199254740991"
+        );
         assert_eq!(
             to_string(&json!(-9_007_199_254_740_991_i64)).unwrap(),
             "-9007199254740991"

@@ -570,6 +570,16 @@ mod tests {
             endpoint_of("http://127.0.0.1:9/").unwrap(),
             "http://127.0.0.1:9"
         );
-        assert!(endpoint_of("ftp://x").is_err());
+        for (url, why) in [
+            ("ftp://x", "is not an http(s) URL"),
+            ("api.example.com/v1", "is not an http(s) URL"),
+            ("https://user@/v1", "has no host"),
+        ] {
+            assert_eq!(
+                endpoint_of(url),
+                Err(PlanError::Invalid(format!("`{url}` {why}"))),
+                "{url}"
+            );
+        }
     }
 }

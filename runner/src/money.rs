@@ -130,10 +130,37 @@ mod tests {
             MicroUsd::parse_usd("1.000001").unwrap(),
             MicroUsd(1_000_001)
         );
-        for bad in ["", "-1", "1.0000001", "1e3", "abc", ".5", "1,5"] {
-            assert!(MicroUsd::parse_usd(bad).is_err(), "{bad}");
+        for bad in [
+            "",
+            "-1",
+            "1.0000001",
+            "1e3",
+            "abc",
+            ".5",
+            "1,5",
+            "$",
+            "99999999999999999999999",
+        ] {
+            assert_eq!(
+                MicroUsd::parse_usd(bad),
+                Err(MoneyError::Parse(bad.to_owned())),
+                "{bad}"
+            );
         }
-        assert!(MicroUsd::parse_usd("18446744073710").is_err(), "overflow");
+        assert_eq!(
+            MoneyError::Parse("1e3".to_owned()).to_string(),
+            "`1e3` is not a USD amount (digits, optionally a point and up to 6 decimals, e.g. 4 or 0.25)"
+        );
+        // 18,446,744,073,710 dollars is more µUSD than a u64 holds.
+        assert_eq!(
+            MicroUsd::parse_usd("18446744073710"),
+            Err(MoneyError::Overflow),
+            "overflow"
+        );
+        assert_eq!(
+            MicroUsd::parse_usd("18446744073709.551615"),
+            Ok(MicroUsd(u64::MAX))
+        );
     }
 
     #[test]
@@ -146,7 +173,7 @@ mod tests {
             "0.15 µUSD rounds up to 1"
         );
         assert_eq!(PerMtok(0).cost(1_000_000).unwrap(), MicroUsd(0));
-        assert!(PerMtok(u64::MAX).cost(u64::MAX).is_err());
+        assert_eq!(PerMtok(u64::MAX).cost(u64::MAX), Err(MoneyError::Overflow));
     }
 
     #[test]

@@ -295,9 +295,36 @@ mod tests {
 
     #[test]
     fn half_a_price_or_a_float_is_refused() {
-        let half = "[[profile]]\nid='x'\nprovider='openai'\nmodel='m'\ncontext_tokens=10\nmax_output_tokens=5\ninput_usd_per_mtok='1'\n";
-        assert!(parse(half, "t").is_err());
-        let float = "[[profile]]\nid='x'\nprovider='openai'\nmodel='m'\ncontext_tokens=10\nmax_output_tokens=5\ninput_usd_per_mtok=1.5\noutput_usd_per_mtok='1'\nprice_source='s'\nprice_as_of='d'\n";
-        assert!(parse(float, "t").is_err());
+        let head = "[[profile]]\nid='x'\nprovider='openai'\nmodel='m'\ncontext_tokens=10\nmax_output_tokens=5\n";
+        let sourced = "price_source='s'\nprice_as_of='d'\n";
+        // The control: the same profile with both prices as strings parses, so each refusal
+        // below is about the one change it makes, not a typo elsewhere in the TOML.
+        let whole = format!("{head}input_usd_per_mtok='1.5'\noutput_usd_per_mtok='1'\n{sourced}");
+        let parsed = parse(&whole, "t").unwrap();
+        assert_eq!(
+            parsed[0].price.as_ref().map(|p| (p.input, p.output)),
+            Some((PerMtok(1_500_000), PerMtok(1_000_000)))
+        );
+        let message = |text: &str| match parse(text, "t") {
+            Err(ProfileError::Invalid { origin, message }) => {
+                assert_eq!(origin, "t");
+                message
+            }
+            other => panic!("{text}: {other:?}"),
+        };
+        let half = format!("{head}input_usd_per_mtok='1'\n");
+        assert_eq!(message(&half), "x: give both prices or neither");
+        let float = format!("{head}input_usd_per_mtok=1.5\noutput_usd_per_mtok='1'\n{sourced}");
+        assert_eq!(
+            message(&float),
+            "TOML parse error at line 7, column 20\n  |\n7 | input_usd_per_mtok=1.5\n  |                    ^^^\ninvalid type: floating point `1.5`, expected a string\n"
+        );
+        let unsourced = format!("{head}input_usd_per_mtok='1.5'\noutput_usd_per_mtok='1'\n");
+        assert_eq!(message(&unsourced), "x: a price needs price_source");
+        let negative = format!("{head}input_usd_per_mtok='-1'\noutput_usd_per_mtok='1'\n{sourced}");
+        assert_eq!(
+            message(&negative),
+            "x: input price: `-1` is not a USD amount (digits, optionally a point and up to 6 decimals, e.g. 4 or 0.25)"
+        );
     }
 }

@@ -146,6 +146,13 @@ mod tests {
     fn template_splits_into_system_and_user() {
         assert!(system_text().starts_with("You are answering"));
         assert!(!system_text().contains("[user]"));
-        assert_eq!(template_sha256(), Sha256Digest::of(TEMPLATE.as_bytes()));
+        // Pinned as hex (computed with `sha256sum` over the template text): manifests and
+        // reports carry this hash, so an edit to the template must show up here and come with a
+        // new TEMPLATE_ID.
+        assert_eq!(
+            template_sha256().hex(),
+            "ecdaf9c8080234610f156ef19a1ecb70ca58a6cb636c7508f6b919ee628fdef5"
+        );
+        assert_eq!(TEMPLATE_ID, "skilltrial-prompt-v1");
     }
 }

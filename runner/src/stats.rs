@@ -38,39 +38,91 @@ pub fn wilson95(k: u64, n: u64) -> Option<(f64, f64)> {
     Some(((center - half).max(0.0), (center + half).min(1.0)))
 }
 
+/// The largest number of discordant pairs [`mcnemar_exact`] computes in exact u128 arithmetic
+/// (the denominator is 2^n).
+pub const MCNEMAR_EXACT_MAX_PAIRS: u64 = 126;
+
 /// The exact two-sided McNemar test: `b` pairs where only the first arm passed, `c` where only
 /// the second did. p = min(1, 2 · P[X ≤ min(b, c)]) for X ~ Binomial(b + c, 1/2).
+///
+/// Up to [`MCNEMAR_EXACT_MAX_PAIRS`] discordant pairs the fraction is exact. Above that the same
+/// binomial tail is summed in `f64` (relative error about 1e-13, far closer to SciPy's
+/// `binomtest` than a normal approximation) and returned as a power-of-two fraction; a tail
+/// below 2^-127 is reported as 2^-127, an upper bound, never as 0.
 pub fn mcnemar_exact(b: u64, c: u64) -> Fraction {
     let n = b + c;
     if n == 0 {
         return Fraction { num: 1, den: 1 };
     }
-    if n > 126 {
-        // Beyond exact u128 range: the normal approximation, as any statistics package would.
-        let z = (b as f64 - c as f64).abs() / (n as f64).sqrt();
-        let p = (1.0 - erf(z / std::f64::consts::SQRT_2)).clamp(0.0, 1.0);
-        let den = 1_000_000_000_000u64;
-        return Fraction {
-            // p is clamped to [0, 1], so the product fits and is non-negative.
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            num: (p * den as f64).round() as u128,
-            den: u128::from(den),
-        };
+    if n > MCNEMAR_EXACT_MAX_PAIRS {
+        return float_fraction(2.0 * binomial_half_tail(n, b.min(c)));
     }
     let k = u128::from(b.min(c));
     let n = u128::from(n);
     let den: u128 = 1u128 << n;
-    // Σ_{i ≤ k} C(n, i), exact in u128 for n ≤ 126.
+    // Σ_{i ≤ k} C(n, i). C(n, i + 1) = C(n, i) · (n − i) / (i + 1) is computed with the
+    // division first: after removing g = gcd(C(n, i), i + 1), the rest of i + 1 divides n − i
+    // (the result is an integer and the two parts are coprime), so no intermediate exceeds
+    // C(n, i + 1) < 2^124, where the plain product overflowed u128 at n = 126.
     let mut tail: u128 = 0;
     let mut choose: u128 = 1;
     for i in 0..=k {
         tail += choose;
-        choose = choose * (n - i) / (i + 1);
+        let g = gcd128(choose, i + 1);
+        choose = (choose / g) * ((n - i) / ((i + 1) / g));
     }
+    // tail ≤ 2^(n−1) + C(n, n/2) / 2 < 2^126, so doubling it fits.
     let num = (2 * tail).min(den);
-    let g = gcd128(num, den);
-    let (num, den) = (num / g, den / g);
-    Fraction { num, den }
+    reduce(Fraction { num, den })
+}
+
+/// P[X ≤ k] for X ~ Binomial(n, 1/2), k ≤ n / 2, in `f64`. The largest term C(n, k) / 2^n is
+/// built as a running product that is halved whenever it exceeds 1 (so it neither overflows nor
+/// underflows early); the smaller terms follow from it by their ratios.
+fn binomial_half_tail(n: u64, k: u64) -> f64 {
+    let mut term = 1.0_f64;
+    let mut halves = n;
+    for i in 1..=k {
+        term *= (n - i + 1) as f64 / i as f64;
+        while term > 1.0 && halves > 0 {
+            term *= 0.5;
+            halves -= 1;
+        }
+    }
+    while halves > 0 {
+        let step = halves.min(1000);
+        // step ≤ 1000, so it fits an i32.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+        let scale = 2f64.powi(-(step as i32));
+        term *= scale;
+        halves -= step;
+    }
+    let mut sum = 1.0_f64;
+    let mut ratio = 1.0_f64;
+    for i in (1..=k).rev() {
+        ratio *= i as f64 / (n - i + 1) as f64;
+        sum += ratio;
+        if ratio < sum * 1e-18 {
+            break;
+        }
+    }
+    term * sum
+}
+
+/// A probability as a fraction over 2^127: exact for every `f64` in [2^-74, 1]; a positive value
+/// too small to show is rounded up to 2^-127 (a p-value is never understated as 0).
+fn float_fraction(p: f64) -> Fraction {
+    if p.is_nan() || p >= 1.0 {
+        return Fraction { num: 1, den: 1 };
+    }
+    let den: u128 = 1 << 127;
+    // 0 ≤ p < 1, so p · 2^127 < 2^127 fits u128 and is non-negative.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let mut num = (p.max(0.0) * den as f64).round() as u128;
+    if num == 0 && p > 0.0 {
+        num = 1;
+    }
+    reduce(Fraction { num, den })
 }
 
 /// The exact two-sided sign-flip permutation test of paired per-unit differences
@@ -125,17 +177,6 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
 
 fn gcd128(a: u128, b: u128) -> u128 {
     if b == 0 { a.max(1) } else { gcd128(b, a % b) }
-}
-
-/// The error function (Abramowitz and Stegun 7.1.26, |error| < 1.5e-7), for large-sample tails.
-fn erf(x: f64) -> f64 {
-    let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
-    let poly = t
-        * (0.254_829_592
-            + t * (-0.284_496_736
-                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
-    let y = 1.0 - poly * (-x * x).exp();
-    if x >= 0.0 { y } else { -y }
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -199,6 +240,96 @@ mod tests {
             (p - 3.161290522649495e-12).abs() / 3.161290522649495e-12 < 1e-9,
             "{p}"
         );
+    }
+
+    /// scipy.stats.binomtest(b, b + c, 0.5).pvalue (SciPy 1.17.1) at the exact limit of 126
+    /// discordant pairs, where `C(n, i) · (n − i)` used to overflow u128 and panic `report`, and
+    /// the exact fraction from Python's `fractions` for (60, 66).
+    #[test]
+    fn mcnemar_is_exact_and_does_not_overflow_at_126_pairs() {
+        assert_eq!(mcnemar_exact(63, 63), Fraction { num: 1, den: 1 });
+        assert_eq!(
+            mcnemar_exact(60, 66),
+            Fraction {
+                num: 27_910_734_796_148_379_806_119_108_765_210_133_507,
+                den: 42_535_295_865_117_307_932_921_825_928_971_026_432,
+            }
+        );
+        assert!(close(
+            mcnemar_exact(60, 66).value(),
+            0.656_178_221_603_429_1
+        ));
+        assert_eq!(mcnemar_exact(66, 60), mcnemar_exact(60, 66));
+        // Every split of 126 pairs, none of which may panic.
+        for b in 0..=126 {
+            let p = mcnemar_exact(b, 126 - b);
+            assert!(p.num <= p.den && p.num > 0, "{b}: {p:?}");
+        }
+        // scipy.stats.binomtest(0, 126, 0.5).pvalue = 2^-125
+        assert_eq!(
+            mcnemar_exact(0, 126),
+            Fraction {
+                num: 1,
+                den: 1 << 125
+            }
+        );
+    }
+
+    /// Above 126 pairs: scipy.stats.binomtest(min(b, c), b + c, 0.5).pvalue (SciPy 1.17.1),
+    /// matched to a relative 1e-9.
+    #[test]
+    fn mcnemar_above_126_pairs_matches_scipy_binomtest() {
+        let reference = [
+            (64, 63, 1.0),
+            (0, 127, 1.175_494_350_822_287_5e-38),
+            (70, 100, 0.025_844_387_581_341_693),
+            (100, 150, 0.001_883_300_935_076_160_2),
+            (300, 200, 8.940_066_542_253_288e-6),
+            (40, 120, 1.752_450_018_851_352_3e-10),
+            (500, 560, 0.069_909_559_460_269_37),
+        ];
+        for (b, c, p) in reference {
+            let got = mcnemar_exact(b, c);
+            assert!(got.num <= got.den, "{b},{c}: {got:?}");
+            assert!(
+                (got.value() - p).abs() / p < 1e-9,
+                "{b},{c}: {} vs {p}",
+                got.value()
+            );
+        }
+        // A tail too small for a fraction over 2^127 (binomtest(10, 210) is 4.7e-47) is shown
+        // as 2^-127, an upper bound, never as 0.
+        assert_eq!(
+            mcnemar_exact(10, 200),
+            Fraction {
+                num: 1,
+                den: 1 << 127
+            }
+        );
+        assert_eq!(
+            mcnemar_exact(0, 1000),
+            Fraction {
+                num: 1,
+                den: 1 << 127
+            }
+        );
+    }
+
+    /// The sign-flip test enumerates 2^T assignments, so it stops at 20 units: the report then
+    /// shows no p-value rather than running for minutes.
+    #[test]
+    fn sign_flip_refuses_more_than_20_units() {
+        let ones = [(1_i64, 1_u64); 21];
+        assert_eq!(sign_flip(&ones), None);
+        // At the limit: only the two all-same-sign assignments are as extreme, 2 / 2^20.
+        assert_eq!(
+            sign_flip(&ones[..20]),
+            Some(Fraction {
+                num: 1,
+                den: 1 << 19
+            })
+        );
+        assert_eq!(sign_flip(&[(1, 1), (1, 0)]), None, "a zero denominator");
     }
 
     /// scipy.stats.permutation_test((d,), sum, permutation_type='samples', alternative='two-sided')

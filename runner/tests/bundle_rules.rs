@@ -442,7 +442,25 @@ fn limits_are_configurable_for_tests() {
     };
     let codes = codes_with(&[skill(), Entry::stored("a.md", b"x")], &limits);
     assert_eq!(codes, vec![(RejectCode::TooManyFiles, None)]);
-    let _ = import_with; // the folder path honours the same struct
+    // The folder path honours the same struct: two files are one too many, and the default
+    // limits accept the same folder.
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("SKILL.md"), skill_md("t", "1.0.0")).unwrap();
+    fs::write(dir.path().join("a.md"), "x").unwrap();
+    let rejected = import_with(dir.path(), &limits).unwrap_err();
+    let codes: Vec<(RejectCode, Option<String>)> = rejected
+        .errors
+        .into_iter()
+        .map(|e| (e.code, e.path))
+        .collect();
+    assert_eq!(codes, vec![(RejectCode::TooManyFiles, None)]);
+    assert_eq!(
+        import_with(dir.path(), &Limits::default())
+            .unwrap()
+            .files
+            .len(),
+        2
+    );
 }
 
 // ---------- flags

@@ -125,8 +125,9 @@ fn fzyeg_token_2022_mint_matches_state_with_extensions() {
     let Extension::InterestBearingConfig {
         rate_authority,
         initialization_timestamp,
+        pre_update_average_rate,
+        last_update_timestamp,
         current_rate,
-        ..
     } = &extensions[1]
     else {
         panic!("second extension is not interest bearing")
@@ -138,6 +139,14 @@ fn fzyeg_token_2022_mint_matches_state_with_extensions() {
     assert_eq!(
         *initialization_timestamp,
         i64::from(interest.initialization_timestamp)
+    );
+    assert_eq!(
+        *pre_update_average_rate,
+        i16::from(interest.pre_update_average_rate)
+    );
+    assert_eq!(
+        *last_update_timestamp,
+        i64::from(interest.last_update_timestamp)
     );
     assert_eq!(*current_rate, i16::from(interest.current_rate));
 
@@ -283,6 +292,31 @@ fn v0_account_index_space_is_static_then_loaded_writable_then_readonly() {
         "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"
     );
     assert_eq!(ours.account_keys[11].to_string(), program::SYSTEM);
+    // Every key: the canonical static keys, then the node's own resolution of the lookup tables
+    // (`meta.loadedAddresses`), writable before readonly.
+    let result = response("tx-v0-alt-usdc");
+    let canonical: solana_transaction_serde::versioned::VersionedTransaction =
+        bincode::deserialize(&wire_bytes(&result)).unwrap();
+    let mut expected: Vec<String> = canonical
+        .message
+        .static_account_keys()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    for part in ["writable", "readonly"] {
+        expected.extend(strings(&result["meta"]["loadedAddresses"][part]));
+    }
+    let ours: Vec<String> = ours.account_keys.iter().map(ToString::to_string).collect();
+    assert_eq!(ours, expected);
+}
+
+fn strings(value: &serde_json::Value) -> Vec<String> {
+    value
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect()
 }
 
 #[test]
@@ -336,4 +370,529 @@ fn ata_derivation_matches_the_ata_interface() {
             }
         }
     }
+}
+
+/// An instruction as the canonical crates read it, in answer form: `(program, instruction,
+/// args)`. Each decoder must consume the whole data (a round trip or a whole-slice read), so
+/// trailing bytes cannot hide.
+fn canonical_instruction(
+    program_id: &str,
+    data: &[u8],
+) -> (
+    Option<&'static str>,
+    Option<&'static str>,
+    serde_json::Value,
+) {
+    use serde_json::json;
+    use solana_compute_budget_interface::ComputeBudgetInstruction;
+    use solana_system_interface::instruction::SystemInstruction;
+    use spl_token_2022_interface::extension::transfer_fee::instruction::TransferFeeInstruction;
+    if program_id == solana_system_interface::program::ID.to_string() {
+        let ix: SystemInstruction = bincode::deserialize(data).unwrap();
+        assert_eq!(bincode::serialize(&ix).unwrap(), data, "{ix:?}: whole data");
+        return match ix {
+            SystemInstruction::AdvanceNonceAccount => {
+                (Some("system"), Some("advance_nonce_account"), json!({}))
+            }
+            SystemInstruction::Transfer { lamports } => (
+                Some("system"),
+                Some("transfer"),
+                json!({ "lamports": lamports.to_string() }),
+            ),
+            other => panic!("no fixture uses {other:?}: extend this test"),
+        };
+    }
+    if program_id == spl_token_interface::ID.to_string() {
+        use spl_token_interface::instruction::TokenInstruction;
+        return match TokenInstruction::unpack(data).unwrap() {
+            TokenInstruction::Transfer { amount } => (
+                Some("spl-token"),
+                Some("transfer"),
+                json!({ "amount": amount.to_string() }),
+            ),
+            TokenInstruction::TransferChecked { amount, decimals } => (
+                Some("spl-token"),
+                Some("transfer_checked"),
+                json!({ "amount": amount.to_string(), "decimals": decimals }),
+            ),
+            other => panic!("no fixture uses {other:?}: extend this test"),
+        };
+    }
+    if program_id == spl_token_2022_interface::ID.to_string() {
+        use spl_token_2022_interface::instruction::TokenInstruction;
+        return match TokenInstruction::unpack(data).unwrap() {
+            TokenInstruction::TransferFeeExtension => {
+                match TransferFeeInstruction::unpack(&data[1..]).unwrap() {
+                    TransferFeeInstruction::TransferCheckedWithFee {
+                        amount,
+                        decimals,
+                        fee,
+                    } => (
+                        Some("spl-token-2022"),
+                        Some("transfer_checked_with_fee"),
+                        json!({
+                            "amount": amount.to_string(),
+                            "decimals": decimals,
+                            "fee": fee.to_string(),
+                        }),
+                    ),
+                    other => panic!("no fixture uses {other:?}: extend this test"),
+                }
+            }
+            #[allow(deprecated)]
+            TokenInstruction::TransferChecked { amount, decimals } => (
+                Some("spl-token-2022"),
+                Some("transfer_checked"),
+                json!({ "amount": amount.to_string(), "decimals": decimals }),
+            ),
+            other => panic!("no fixture uses {other:?}: extend this test"),
+        };
+    }
+    if program_id == solana_compute_budget_interface::ID.to_string() {
+        // borsh's `try_from_slice` refuses unread trailing bytes.
+        let ix: ComputeBudgetInstruction = borsh::from_slice(data).unwrap();
+        return match ix {
+            ComputeBudgetInstruction::SetComputeUnitLimit(units) => (
+                Some("compute-budget"),
+                Some("set_compute_unit_limit"),
+                json!({ "units": units }),
+            ),
+            ComputeBudgetInstruction::SetComputeUnitPrice(micro_lamports) => (
+                Some("compute-budget"),
+                Some("set_compute_unit_price"),
+                json!({ "micro_lamports": micro_lamports.to_string() }),
+            ),
+            other => panic!("no fixture uses {other:?}: extend this test"),
+        };
+    }
+    if program_id == spl_memo_interface::v3::ID.to_string() {
+        // The memo program's data is the memo's UTF-8 bytes, nothing else.
+        let memo = std::str::from_utf8(data).unwrap();
+        return (Some("spl-memo"), Some("memo"), json!({ "memo": memo }));
+    }
+    // A program the pack does not decode: no name, no args.
+    (None, None, json!({}))
+}
+
+/// Audit §3: the golden records' instructions came only from our own decoder. Here every
+/// instruction of both transaction fixtures is read with the canonical crates (bincode of
+/// `SystemInstruction`, `TokenInstruction::unpack`, borsh of `ComputeBudgetInstruction`) and its
+/// keys resolved through `meta.loadedAddresses`, and the golden record must equal it exactly.
+#[test]
+fn every_transaction_fixture_instruction_matches_the_canonical_crates() {
+    use serde_json::json;
+    for task in ["tx-legacy-nonce-bonk", "tx-v0-alt-usdc"] {
+        let result = response(task);
+        let canonical: solana_transaction_serde::versioned::VersionedTransaction =
+            bincode::deserialize(&wire_bytes(&result)).unwrap();
+        let mut keys: Vec<String> = canonical
+            .message
+            .static_account_keys()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        if let Some(loaded) = result["meta"].get("loadedAddresses") {
+            keys.extend(strings(&loaded["writable"]));
+            keys.extend(strings(&loaded["readonly"]));
+        }
+        let golden: serde_json::Value =
+            serde_json::from_slice(&task_file(task, "golden.json")).unwrap();
+        let golden = golden["instructions"].as_array().unwrap();
+        let compiled = canonical.message.instructions();
+        assert_eq!(golden.len(), compiled.len(), "{task}");
+        for (i, (g, c)) in golden.iter().zip(compiled).enumerate() {
+            let program_id = keys[usize::from(c.program_id_index)].clone();
+            let accounts: Vec<&String> =
+                c.accounts.iter().map(|a| &keys[usize::from(*a)]).collect();
+            let (program, instruction, args) = canonical_instruction(&program_id, &c.data);
+            let expected = json!({
+                "program_id": program_id,
+                "program": program,
+                "instruction": instruction,
+                "accounts": accounts,
+                "args": args,
+            });
+            assert_eq!(g, &expected, "{task} instruction {i}");
+        }
+    }
+}
+
+/// `"1234.56"` with 2 decimals is 123456: decimal arithmetic on the digits, written here apart
+/// from the runner's `atomic_amount`.
+fn atomic(text: &str, decimals: u32) -> u64 {
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let padded = format!("{fraction:0<width$}", width = decimals as usize);
+    assert_eq!(padded.len(), decimals as usize, "{text}");
+    format!("{whole}{padded}").parse().unwrap()
+}
+
+/// Audit §3 for plans: each plan fixture's golden record against a plan built only from the
+/// task's input with the canonical crates: ATAs from the ATA interface, decimals and the
+/// epoch's fee from the mint data via `StateWithExtensions` / `calculate_epoch_fee`, and the
+/// instructions from the interfaces' own builders (`transfer_checked`,
+/// `transfer_checked_with_fee`, `build_memo`), decoded back with their `unpack`.
+#[test]
+fn every_plan_fixture_matches_a_plan_built_with_the_canonical_crates() {
+    use serde_json::json;
+    use solana_pubkey_v3::Pubkey;
+    for task in ["plan-usdc-transfer", "plan-t22-fee-memo"] {
+        let input: serde_json::Value =
+            serde_json::from_slice(&task_file(task, "input.json")).unwrap();
+        let key = |k: &str| -> Pubkey { input[k].as_str().unwrap().parse().unwrap() };
+        let (mint, token_program) = (key("mint"), key("mint_owner_program"));
+        let (sender, recipient) = (key("sender_owner"), key("recipient_owner"));
+        let ata = |owner: &Pubkey| {
+            spl_associated_token_account_interface::address::get_associated_token_address_with_program_id(
+                owner,
+                &mint,
+                &token_program,
+            )
+        };
+        let (source, destination) = (ata(&sender), ata(&recipient));
+        let mint_data = input["mint_account_data_base64"].as_str().map(|b64| {
+            base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .unwrap()
+        });
+        let state = mint_data.as_ref().map(|d| {
+            StateWithExtensions::<spl_token_2022_interface::state::Mint>::unpack(d).unwrap()
+        });
+        let decimals = match (&state, input["decimals"].as_u64()) {
+            (Some(s), _) => s.base.decimals,
+            (None, Some(d)) => u8::try_from(d).unwrap(),
+            (None, None) => panic!("{task}: no decimals"),
+        };
+        let amount = atomic(input["amount"].as_str().unwrap(), u32::from(decimals));
+        let fee = state.as_ref().and_then(|s| {
+            s.get_extension::<TransferFeeConfig>().ok().map(|config| {
+                config
+                    .calculate_epoch_fee(input["current_epoch"].as_u64().unwrap(), amount)
+                    .unwrap()
+            })
+        });
+
+        let mut built = Vec::new();
+        if let Some(memo) = input["constraints"]["memo"].as_str() {
+            built.push(spl_memo_interface::instruction::build_memo(
+                &spl_memo_interface::v3::ID,
+                memo.as_bytes(),
+                &[],
+            ));
+        }
+        built.push(match fee {
+            Some(fee) => {
+                spl_token_2022_interface::extension::transfer_fee::instruction::transfer_checked_with_fee(
+                    &token_program,
+                    &source,
+                    &mint,
+                    &destination,
+                    &sender,
+                    &[],
+                    amount,
+                    decimals,
+                    fee,
+                )
+                .unwrap()
+            }
+            None => spl_token_interface::instruction::transfer_checked(
+                &token_program,
+                &source,
+                &mint,
+                &destination,
+                &sender,
+                &[],
+                amount,
+                decimals,
+            )
+            .unwrap(),
+        });
+        let instructions: Vec<serde_json::Value> = built
+            .iter()
+            .map(|ix| {
+                let program_id = ix.program_id.to_string();
+                let (_, instruction, args) = canonical_instruction(&program_id, &ix.data);
+                json!({
+                    "program_id": program_id,
+                    "instruction": instruction,
+                    "accounts": ix.accounts.iter().map(|m| m.pubkey.to_string()).collect::<Vec<_>>(),
+                    "args": args,
+                })
+            })
+            .collect();
+        let mut expected = json!({
+            "mint": mint.to_string(),
+            "token_program": token_program.to_string(),
+            "decimals": decimals,
+            "source_token_account": source.to_string(),
+            "destination_token_account": destination.to_string(),
+            "authority": sender.to_string(),
+            "amount_atomic": amount.to_string(),
+            "instructions": instructions,
+        });
+        if let Some(fee) = fee {
+            expected["fee_atomic"] = json!(fee.to_string());
+        }
+        let golden: serde_json::Value =
+            serde_json::from_slice(&task_file(task, "golden.json")).unwrap();
+        assert_eq!(golden, expected, "{task}");
+    }
+}
+
+/// A Token-2022 mint packed with spl-token-2022-interface whose older and newer transfer fees
+/// differ in every field, plus an interest-bearing config whose five fields all differ.
+fn synthetic_fee_mint(older: (u64, u64, u16), newer: (u64, u64, u16)) -> Vec<u8> {
+    use spl_token_2022_interface::extension::{BaseStateWithExtensionsMut, ExtensionType};
+    use spl_token_2022_interface::extension::{StateWithExtensionsMut, transfer_fee::TransferFee};
+    let key = |b: u8| solana_pubkey_v3::Pubkey::new_from_array([b; 32]);
+    let len = ExtensionType::try_calculate_account_len::<spl_token_2022_interface::state::Mint>(&[
+        ExtensionType::TransferFeeConfig,
+        ExtensionType::InterestBearingConfig,
+    ])
+    .unwrap();
+    let mut data = vec![0u8; len];
+    let mut state =
+        StateWithExtensionsMut::<spl_token_2022_interface::state::Mint>::unpack_uninitialized(
+            &mut data,
+        )
+        .unwrap();
+    let fee = |(epoch, maximum_fee, bps): (u64, u64, u16)| TransferFee {
+        epoch: epoch.into(),
+        maximum_fee: maximum_fee.into(),
+        transfer_fee_basis_points: bps.into(),
+    };
+    let config = state.init_extension::<TransferFeeConfig>(true).unwrap();
+    config.transfer_fee_config_authority = key(5).into();
+    config.withdraw_withheld_authority = key(6).into();
+    config.withheld_amount = 77_777.into();
+    config.older_transfer_fee = fee(older);
+    config.newer_transfer_fee = fee(newer);
+    let interest = state.init_extension::<InterestBearingConfig>(true).unwrap();
+    interest.rate_authority = key(7).into();
+    interest.initialization_timestamp = 1_700_000_000_i64.into();
+    interest.pre_update_average_rate = (-25_i16).into();
+    interest.last_update_timestamp = 1_750_000_000_i64.into();
+    interest.current_rate = 310_i16.into();
+    state.base = spl_token_2022_interface::state::Mint {
+        mint_authority: solana_program_option::COption::Some(key(3)),
+        supply: 9_876_543_210,
+        decimals: 2,
+        is_initialized: true,
+        freeze_authority: solana_program_option::COption::None,
+    };
+    state.pack_base();
+    state.init_account_type().unwrap();
+    data
+}
+
+/// Audit §4: FZYEg's two fees are identical, so swapping them, or choosing the wrong one for an
+/// epoch, passed every test. Here they differ, and every field is compared.
+#[test]
+fn a_mint_whose_older_and_newer_fees_differ_matches_get_epoch_fee() {
+    let newer_epoch = 700;
+    let data = synthetic_fee_mint((480, 5_000, 300), (newer_epoch, 90_000, 125));
+    let canonical =
+        StateWithExtensions::<spl_token_2022_interface::state::Mint>::unpack(&data).unwrap();
+    let DecodedAccount::Mint {
+        program,
+        mint,
+        extensions,
+    } = account::decode(TokenProgram::Token2022, &data).unwrap()
+    else {
+        panic!("not a mint")
+    };
+    assert_eq!(program, TokenProgram::Token2022);
+    assert_eq!(
+        mint,
+        account::Mint {
+            mint_authority: Some(Address(canonical.base.mint_authority.unwrap().to_bytes())),
+            supply: canonical.base.supply,
+            decimals: canonical.base.decimals,
+            is_initialized: canonical.base.is_initialized,
+            freeze_authority: None,
+        }
+    );
+    assert!(canonical.base.freeze_authority.is_none());
+
+    let config = canonical.get_extension::<TransferFeeConfig>().unwrap();
+    let interest = canonical.get_extension::<InterestBearingConfig>().unwrap();
+    let address = |k: Option<solana_pubkey_v3::Pubkey>| k.map(|k| Address(k.to_bytes()));
+    let fee =
+        |f: &spl_token_2022_interface::extension::transfer_fee::TransferFee| account::TransferFee {
+            epoch: u64::from(f.epoch),
+            maximum_fee: u64::from(f.maximum_fee),
+            basis_points: u16::from(f.transfer_fee_basis_points),
+        };
+    assert_eq!(
+        extensions,
+        vec![
+            Extension::TransferFeeConfig {
+                transfer_fee_config_authority: address(Option::from(
+                    config.transfer_fee_config_authority
+                )),
+                withdraw_withheld_authority: address(Option::from(
+                    config.withdraw_withheld_authority
+                )),
+                withheld_amount: u64::from(config.withheld_amount),
+                older: fee(&config.older_transfer_fee),
+                newer: fee(&config.newer_transfer_fee),
+            },
+            Extension::InterestBearingConfig {
+                rate_authority: address(Option::from(interest.rate_authority)),
+                initialization_timestamp: i64::from(interest.initialization_timestamp),
+                pre_update_average_rate: i16::from(interest.pre_update_average_rate),
+                last_update_timestamp: i64::from(interest.last_update_timestamp),
+                current_rate: i16::from(interest.current_rate),
+            },
+        ]
+    );
+    assert_ne!(
+        config.older_transfer_fee, config.newer_transfer_fee,
+        "the point of this mint"
+    );
+
+    // Below, at and above the newer fee's epoch: the schedule in force and its fees.
+    for epoch in [
+        0,
+        479,
+        480,
+        newer_epoch - 1,
+        newer_epoch,
+        newer_epoch + 1,
+        u64::MAX,
+    ] {
+        let ours = extensions[0].transfer_fee_at(epoch).unwrap();
+        let theirs = config.get_epoch_fee(epoch);
+        assert_eq!(ours, fee(theirs), "epoch {epoch}");
+        for amount in [0u64, 1, 10_000, 123_456, 1 << 40, u64::MAX] {
+            assert_eq!(
+                ours.fee_for(amount),
+                config.calculate_epoch_fee(epoch, amount),
+                "epoch {epoch}, amount {amount}"
+            );
+        }
+    }
+}
+
+/// The plan builder picks the fee for `current_epoch` from the same synthetic mint: the older
+/// fee before the newer one's epoch, the newer from it on (FZYEg could not tell them apart).
+#[test]
+fn a_plan_on_a_mint_with_two_fees_uses_the_epochs_fee() {
+    use skilltrial_runner::solana::plan;
+    let newer_epoch = 700;
+    let data = synthetic_fee_mint((480, 5_000, 300), (newer_epoch, 90_000, 125));
+    let canonical =
+        StateWithExtensions::<spl_token_2022_interface::state::Mint>::unpack(&data).unwrap();
+    let config = canonical.get_extension::<TransferFeeConfig>().unwrap();
+    let amount = 123_456_u64; // "1234.56" at 2 decimals
+    let mut fees = Vec::new();
+    for epoch in [612, newer_epoch - 1, newer_epoch, newer_epoch + 1] {
+        let input = serde_json::json!({
+            "mint": "FZYEgCWzzedxcmxYvGXSkMrj7TaA3bXoaEv6XMnwtLKh",
+            "mint_owner_program": program::TOKEN_2022,
+            "mint_account_data_base64": base64::engine::general_purpose::STANDARD.encode(&data),
+            "current_epoch": epoch,
+            "sender_owner": "12VFrc1dFynPzs4HBRdRoMKNm1jca2S2uhaNKCkdffwy",
+            "recipient_owner": "9RvNi4pPm8euMuPGPNQVjR8wWTPawZMvqfqA2QQmwVHC",
+            "amount": "1234.56",
+            "constraints": { "instruction": "transfer_checked_with_fee" },
+        });
+        let golden = plan::golden_plan(&input).unwrap();
+        let want = config
+            .calculate_epoch_fee(epoch, amount)
+            .unwrap()
+            .to_string();
+        assert_eq!(golden["fee_atomic"], want.as_str(), "epoch {epoch}");
+        assert_eq!(
+            golden["instructions"][0]["args"]["fee"],
+            want.as_str(),
+            "epoch {epoch}"
+        );
+        fees.push(want);
+    }
+    // ceil(123456 · 300 / 10^4) = 3704 under the older fee, ceil(123456 · 125 / 10^4) = 1544
+    // under the newer one.
+    assert_eq!(fees, ["3704", "3704", "1544", "1544"]);
+}
+
+/// Audit §4: no Token-2022 *token account* was cross-checked. One with a transfer-fee amount and
+/// an immutable-owner extension, packed by spl-token-2022-interface.
+#[test]
+fn a_token_2022_token_account_matches_state_with_extensions() {
+    use solana_program_option::COption;
+    use spl_token_2022_interface::extension::{
+        BaseStateWithExtensionsMut, ExtensionType, StateWithExtensionsMut,
+        immutable_owner::ImmutableOwner, transfer_fee::TransferFeeAmount,
+    };
+    let key = |b: u8| solana_pubkey_v3::Pubkey::new_from_array([b; 32]);
+    let len =
+        ExtensionType::try_calculate_account_len::<spl_token_2022_interface::state::Account>(&[
+            ExtensionType::TransferFeeAmount,
+            ExtensionType::ImmutableOwner,
+        ])
+        .unwrap();
+    let mut data = vec![0u8; len];
+    let mut state =
+        StateWithExtensionsMut::<spl_token_2022_interface::state::Account>::unpack_uninitialized(
+            &mut data,
+        )
+        .unwrap();
+    state
+        .init_extension::<TransferFeeAmount>(true)
+        .unwrap()
+        .withheld_amount = 4_242.into();
+    state.init_extension::<ImmutableOwner>(true).unwrap();
+    state.base = spl_token_2022_interface::state::Account {
+        mint: key(1),
+        owner: key(2),
+        amount: 1_000_000_007,
+        delegate: COption::Some(key(3)),
+        state: spl_token_2022_interface::state::AccountState::Frozen,
+        is_native: COption::None,
+        delegated_amount: 55,
+        close_authority: COption::Some(key(4)),
+    };
+    state.pack_base();
+    state.init_account_type().unwrap();
+
+    let canonical =
+        StateWithExtensions::<spl_token_2022_interface::state::Account>::unpack(&data).unwrap();
+    let DecodedAccount::TokenAccount {
+        program,
+        account,
+        extensions,
+    } = account::decode(TokenProgram::Token2022, &data).unwrap()
+    else {
+        panic!("not a token account")
+    };
+    assert_eq!(program, TokenProgram::Token2022);
+    let base = &canonical.base;
+    let address = |k: Option<solana_pubkey_v3::Pubkey>| k.map(|k| Address(k.to_bytes()));
+    assert_eq!(
+        account,
+        account::TokenAccount {
+            mint: Address(base.mint.to_bytes()),
+            owner: Address(base.owner.to_bytes()),
+            amount: base.amount,
+            delegate: address(Option::from(base.delegate)),
+            state: base.state as u8,
+            is_native: Option::from(base.is_native),
+            delegated_amount: base.delegated_amount,
+            close_authority: address(Option::from(base.close_authority)),
+        }
+    );
+    let types: Vec<u16> = canonical
+        .get_extension_types()
+        .unwrap()
+        .into_iter()
+        .map(u16::from)
+        .collect();
+    assert_eq!(types, vec![2, 7]);
+    // The pack interprets neither extension's content; it names both, in order.
+    assert_eq!(
+        extensions,
+        vec![
+            Extension::Other { type_id: 2 },
+            Extension::Other { type_id: 7 },
+        ]
+    );
 }

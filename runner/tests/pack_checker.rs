@@ -321,6 +321,91 @@ fn regression_review_loopholes_no_longer_pass() {
     );
 }
 
+/// Defect #8: for a program the pack does not decode, the prompt asks for `"instruction": null`.
+/// A name invented for it used to pass; it is now a wrong instruction.
+#[test]
+fn regression_a_name_for_an_undecoded_program_is_a_wrong_instruction() {
+    let p = pack();
+    let g = golden(&p, "tx-v0-alt-usdc");
+    assert_eq!(g["instructions"][2]["instruction"], Value::Null);
+    let mut tx = g.clone();
+    tx["instructions"][2]["instruction"] = json!("route");
+    let verdict = verdict_of("tx-v0-alt-usdc", &tx);
+    assert_eq!(verdict.outcome, Outcome::Fail);
+    assert_eq!(verdict.reasons, vec!["wrong_instruction"]);
+    assert_eq!(verdict.details.len(), 1, "{:?}", verdict.details);
+    let detail = &verdict.details[0];
+    assert_eq!(detail.field, "instructions[2].instruction");
+    assert_eq!(detail.expected, Some(Value::Null));
+    assert_eq!(detail.got, Some(json!("route")));
+    assert_eq!(
+        detail.message,
+        "the pack does not decode this program: `instruction` must be null"
+    );
+    // null, or leaving the key out, is what the prompt asks for
+    let mut omitted = g.clone();
+    omitted["instructions"][2]
+        .as_object_mut()
+        .unwrap()
+        .remove("instruction");
+    for answer in [&g, &omitted] {
+        assert_eq!(verdict_of("tx-v0-alt-usdc", answer).outcome, Outcome::Pass);
+    }
+}
+
+/// The stated rule for transactions: instructions are compared position by position (their
+/// order is part of the transaction). One dropped instruction therefore shows as
+/// `missing_instruction` at the end plus `wrong_instruction` at every position it shifted,
+/// which is what the known-wrong answers `nonce-advance-dropped` and `compute-limit-dropped`
+/// record.
+#[test]
+fn a_dropped_transaction_instruction_shifts_the_rest() {
+    let p = pack();
+    let mut tx = golden(&p, "tx-legacy-nonce-bonk");
+    tx["instructions"].as_array_mut().unwrap().remove(0);
+    let verdict = verdict_of("tx-legacy-nonce-bonk", &tx);
+    let found: Vec<(&str, &str)> = verdict
+        .details
+        .iter()
+        .map(|d| (d.reason.as_str(), d.field.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            ("wrong_instruction", "instructions[0].program_id"),
+            ("missing_instruction", "instructions[1]"),
+        ]
+    );
+}
+
+/// A whole-token amount is not an amount in atomic units: the message names the value the
+/// answer gave, and the detail carries it (it said "not a string" and showed nothing).
+#[test]
+fn regression_a_decimal_fraction_amount_is_named_in_the_violation() {
+    let p = pack();
+    let mut plan = golden(&p, "plan-usdc-transfer");
+    plan["amount_atomic"] = json!("12.5");
+    let verdict = verdict_of("plan-usdc-transfer", &plan);
+    assert_eq!(verdict.outcome, Outcome::InvalidOutput);
+    assert_eq!(verdict.details.len(), 1);
+    let detail = &verdict.details[0];
+    assert_eq!(detail.reason, "schema_violation");
+    assert_eq!(detail.field, "amount_atomic");
+    assert_eq!(detail.got, Some(json!("12.5")));
+    assert_eq!(
+        detail.message,
+        "`amount_atomic` must be a non-negative integer (a JSON integer or a string of digits), not a decimal string: \"12.5\""
+    );
+    plan["amount_atomic"] = json!(12.5);
+    let detail = &verdict_of("plan-usdc-transfer", &plan).details[0];
+    assert_eq!(
+        detail.message,
+        "`amount_atomic` must be a non-negative integer (a JSON integer or a string of digits), not a fractional number: 12.5"
+    );
+    // Floats are never stored in a detail (answers stay hashable): the number is kept as text.
+    assert_eq!(detail.got, Some(json!("12.5")));
+}
+
 #[test]
 fn regression_prose_and_stray_values_do_not_change_a_verdict() {
     let p = pack();

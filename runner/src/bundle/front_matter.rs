@@ -230,11 +230,31 @@ mod tests {
 
     #[test]
     fn missing_name_or_block_is_an_error() {
-        assert!(parse("---\ndescription: d\n---\n").is_err());
-        assert!(parse("# no front matter").is_err());
-        assert!(parse("---\nname: x\n").is_err());
-        assert!(parse("---\n- a list\n---\n").is_err());
-        assert!(parse("---\nname: [unclosed\n---\n").is_err());
+        let cases = [
+            (
+                "---\ndescription: d\n---\n",
+                "the front matter has no `name`",
+            ),
+            (
+                "# no front matter",
+                "SKILL.md must begin with a `---` line that opens its YAML front matter",
+            ),
+            (
+                "---\nname: x\n",
+                "the YAML front matter is never closed by a `---` line",
+            ),
+            (
+                "---\n- a list\n---\n",
+                "the front matter must be a YAML mapping (`key: value` lines)",
+            ),
+            (
+                "---\nname: [unclosed\n---\n",
+                "the front matter is not valid YAML: while parsing a flow sequence, expected ',' or ']' at byte 15 line 2 column 1",
+            ),
+        ];
+        for (text, message) in cases {
+            assert_eq!(parse(text).unwrap_err().0, message, "{text:?}");
+        }
     }
 
     #[test]

@@ -223,10 +223,16 @@ mod tests {
 
     #[test]
     fn bare_and_fenced_objects_are_read() {
-        assert!(extract("{\"a\":1}").is_ok());
-        assert!(extract("  {\"a\":1}\n").is_ok());
-        assert!(extract("Here it is:\n```json\n{\"a\": 1}\n```\nDone.").is_ok());
-        assert!(extract("```\n{\"a\": 1}\n```").is_ok());
+        let want = serde_json::json!({"a": 1});
+        for text in [
+            "{\"a\":1}",
+            "  {\"a\":1}\n",
+            "Here it is:\n```json\n{\"a\": 1}\n```\nDone.",
+            "```\n{\"a\": 1}\n```",
+        ] {
+            let got = extract(text).unwrap_or_else(|e| panic!("{text:?}: {}", e.message()));
+            assert_eq!(Value::Object(got), want, "{text:?}");
+        }
     }
 
     #[test]

@@ -94,13 +94,16 @@ pub fn as_i64(value: &Value) -> Option<i64> {
     }
 }
 
+/// A u64 field. The violation names what the answer gave (`not a decimal string: "12.5"`) and
+/// carries it in `got`, so a report shows the offending value rather than only its JSON kind.
 pub fn expect_u64(value: &Value, path: &str) -> Checked<u64> {
     as_u64(value).ok_or_else(|| {
-        violation(
+        violation_got(
             path,
+            value,
             format!(
-                "`{path}` must be a decimal string or non-negative integer, not {}",
-                kind(value)
+                "`{path}` must be a non-negative integer (a JSON integer or a string of digits), not {}",
+                describe_non_integer(value)
             ),
         )
     })
@@ -108,11 +111,35 @@ pub fn expect_u64(value: &Value, path: &str) -> Checked<u64> {
 
 pub fn expect_int(value: &Value, path: &str) -> Checked<i64> {
     as_i64(value).ok_or_else(|| {
-        violation(
+        violation_got(
             path,
-            format!("`{path}` must be an integer, not {}", kind(value)),
+            value,
+            format!(
+                "`{path}` must be an integer, not {}",
+                describe_non_integer(value)
+            ),
         )
     })
+}
+
+/// A schema violation that shows the answer's value.
+fn violation_got(path: &str, value: &Value, message: String) -> Box<Detail> {
+    let mut detail = violation(path, message);
+    // Answers are untrusted: keep them hashable (no floats or unsafe integers).
+    detail.got = Some(crate::canonical::make_safe(value));
+    detail
+}
+
+/// What a value that is not an integer of the expected kind is, with the value itself for
+/// strings and numbers (the two kinds a model gets nearly right).
+fn describe_non_integer(value: &Value) -> String {
+    match value {
+        Value::String(_) => format!("a decimal string: {value}"),
+        Value::Number(n) if n.is_f64() => format!("a fractional number: {n}"),
+        Value::Number(n) if n.is_i64() => format!("a negative number: {n}"),
+        Value::Number(n) => format!("a number out of range: {n}"),
+        other => kind(other).to_owned(),
+    }
 }
 
 pub fn expect_bool(value: &Value, path: &str) -> Checked<bool> {

@@ -269,7 +269,19 @@ fn compare_instruction(
         );
     }
     if golden_name.is_none() {
-        return; // a program the pack does not decode: its data is not judged
+        // A program the pack does not decode: the prompt asks for `"instruction": null` (or
+        // the key left out) and its data is not judged. A name is a claim the pack cannot back,
+        // and an invented one must not pass, so any name here is a wrong instruction.
+        if let Some(named) = got.name {
+            diff.push(
+                "wrong_instruction",
+                &join(path, "instruction"),
+                &Value::Null,
+                Some(&Value::String(named.to_owned())),
+                "the pack does not decode this program: `instruction` must be null",
+            );
+        }
+        return;
     }
     if let Some(Value::Object(args)) = golden.get("args") {
         let empty = Map::new();
@@ -280,6 +292,20 @@ fn compare_instruction(
 }
 
 /// Transaction interpretation.
+///
+/// **Instructions are compared by position**, because their order is part of what a
+/// transaction does. At each position: a different `program_id` is `wrong_instruction` (at
+/// `.program_id`); the same program with a different name is `wrong_instruction` (at
+/// `.instruction`); a name for a program the pack does not decode is `wrong_instruction` too
+/// (the prompt asks for null). Positions past the answer's end are `missing_instruction`, and
+/// positions past the golden record's end are `extra_instruction`.
+///
+/// So the intended reasons for **one dropped instruction** are `missing_instruction` for the
+/// last position plus `wrong_instruction` for each position whose instruction moved up — not
+/// `missing_instruction` alone. The checker does not guess which instruction was dropped: the
+/// positional rule states exactly what differs where, with no alignment heuristic to explain
+/// or to game, and the verdict (`fail`) is the same either way. The known-wrong answers `nonce-advance-dropped` and `compute-limit-dropped`
+/// in `solana-core@1.0.3` record exactly these two reasons.
 pub fn transaction(golden: &Object, answer: &Object, diff: &mut Diff) -> Checked<()> {
     let signature = expect_str(require(answer, "signature", "")?, "signature")?;
     let version = require(answer, "version", "")?;
@@ -532,7 +558,10 @@ pub fn plan(golden: &Object, answer: &Object, diff: &mut Diff) -> Checked<()> {
 
     // Plans are matched by (program, instruction), not position: a memo may come before or
     // after the transfer. Left-overs with the same program are a wrong instruction; the rest
-    // are missing or extra.
+    // are missing or extra. An instruction under another program is another instruction: the
+    // known-wrong plan `token-2022` (transfer_checked under Token-2022 instead of Token) is
+    // therefore `missing_instruction` + `extra_instruction`, plus `wrong_asset` for its
+    // `token_program`.
     let mut unmatched: Vec<usize> = (0..given.len()).collect();
     let mut leftovers: Vec<&Object> = Vec::new();
     for g in expected.iter().filter_map(Value::as_object) {

@@ -541,18 +541,54 @@ mod tests {
         };
         assert_eq!(mint.mint_authority, None);
         data[0] = 2;
-        assert!(
-            decode(TokenProgram::Token, &data).is_err(),
+        assert_eq!(
+            decode(TokenProgram::Token, &data),
+            Err(DecodeError::Invalid(
+                "COption tag 2 is neither 0 nor 1".to_owned()
+            )),
             "tag 2 is invalid"
         );
     }
 
+    fn error_of(program: TokenProgram, data: &[u8]) -> String {
+        match decode(program, data) {
+            Err(DecodeError::Invalid(message)) => message,
+            other => panic!("{} bytes: {other:?}", data.len()),
+        }
+    }
+
     #[test]
     fn odd_lengths_are_refused() {
-        assert!(decode(TokenProgram::Token, &[0; 100]).is_err());
-        assert!(
-            decode(TokenProgram::Token, &[0; 339]).is_err(),
+        assert_eq!(
+            error_of(TokenProgram::Token, &[0; 100]),
+            "100 bytes is not a spl-token mint (82) or token account (165)"
+        );
+        assert_eq!(
+            error_of(TokenProgram::Token, &[0; 339]),
+            "339 bytes is not a spl-token mint (82) or token account (165)",
             "TLV only under Token-2022"
+        );
+        assert_eq!(
+            error_of(TokenProgram::Token2022, &[0; MULTISIG_LEN]),
+            "355 bytes is a multisig account, not a mint or token account"
+        );
+        let mut mint = vec![0u8; ACCOUNT_LEN + 1];
+        mint[ACCOUNT_LEN] = 3;
+        assert_eq!(
+            error_of(TokenProgram::Token2022, &mint),
+            "Token-2022 account type byte is 3"
+        );
+        mint[ACCOUNT_LEN] = 1;
+        mint[MINT_LEN] = 1;
+        assert_eq!(
+            error_of(TokenProgram::Token2022, &mint),
+            "Token-2022 mint padding is not zero"
+        );
+        mint[MINT_LEN] = 0;
+        mint.extend_from_slice(&[1, 0]);
+        assert_eq!(
+            error_of(TokenProgram::Token2022, &mint),
+            "2 trailing bytes after the last TLV entry"
         );
     }
 }

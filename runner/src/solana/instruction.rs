@@ -239,18 +239,61 @@ mod tests {
 
     #[test]
     fn decodes_the_bonk_transfer_data_from_the_fixture() {
-        // 66iwZv… instruction 1: `03 005206f3b0430b00` (FACTS.md §1b)
+        // 66iwZv… instruction 1: `03 005206f3b0430b00` (tag 3 Transfer, amount u64 LE); every
+        // fixture instruction is also checked against the canonical crates in
+        // tests/decoder_vs_canonical.rs.
         let data = [0x03, 0x00, 0x52, 0x06, 0xf3, 0xb0, 0x43, 0x0b, 0x00];
         let ix = decode(id(program::TOKEN), vec![], &data).unwrap();
         assert_eq!(ix.instruction, Some("transfer"));
         assert_eq!(ix.args["amount"], "3170652014400000");
     }
 
+    fn error_of(program_id: &str, data: &[u8]) -> String {
+        match decode(id(program_id), vec![], data) {
+            Err(DecodeError::Invalid(message)) => message,
+            other => panic!("{data:?} under {program_id}: {other:?}"),
+        }
+    }
+
     #[test]
     fn truncated_or_trailing_data_is_an_error() {
-        assert!(decode(id(program::TOKEN), vec![], &[3, 1, 2]).is_err());
-        assert!(decode(id(program::SYSTEM), vec![], &[4, 0, 0, 0, 9]).is_err());
-        assert!(decode(id(program::COMPUTE_BUDGET), vec![], &[9]).is_err());
+        assert_eq!(
+            error_of(program::TOKEN, &[3, 1, 2]),
+            "token instruction: needs 8 bytes at offset 1, only 2 left"
+        );
+        assert_eq!(
+            error_of(program::SYSTEM, &[4, 0, 0, 0, 9]),
+            "system instruction: 1 trailing bytes"
+        );
+        assert_eq!(
+            error_of(program::COMPUTE_BUDGET, &[9]),
+            "compute-budget instruction 9 is unknown"
+        );
+        assert_eq!(
+            error_of(program::COMPUTE_BUDGET, &[2, 1, 0]),
+            "compute-budget instruction: needs 4 bytes at offset 1, only 2 left"
+        );
+        assert_eq!(
+            error_of(program::SYSTEM, &[3, 0, 0, 0]),
+            "system instruction 3 is not decoded by the pack"
+        );
+        assert_eq!(
+            error_of(program::TOKEN, &[26, 1]),
+            "token instruction 26 is not decoded by the pack",
+            "the transfer-fee extension exists only under Token-2022"
+        );
+        assert_eq!(
+            error_of(program::TOKEN_2022, &[26, 5]),
+            "transfer-fee instruction 5 is not decoded by the pack"
+        );
+        assert_eq!(
+            error_of(program::ASSOCIATED_TOKEN, &[3]),
+            "unknown associated-token-account instruction"
+        );
+        assert_eq!(
+            error_of(program::MEMO, &[0xff]),
+            "memo is not UTF-8: invalid utf-8 sequence of 1 bytes from index 0"
+        );
     }
 
     #[test]
@@ -266,10 +309,31 @@ mod tests {
         let ix = decode(
             id(program::TOKEN_2022),
             vec![],
-            &encode::transfer_checked_with_fee(10, 2, 1),
+            &encode::transfer_checked_with_fee(1_234_567_890_123, 9, 4_321),
         )
         .unwrap();
         assert_eq!(ix.instruction, Some("transfer_checked_with_fee"));
-        assert_eq!(ix.args["fee"], "1");
+        assert_eq!(
+            ix.args,
+            BTreeMap::from([
+                ("amount", json!("1234567890123")),
+                ("decimals", json!(9)),
+                ("fee", json!("4321")),
+            ])
+        );
+        let ix = decode(
+            id(program::TOKEN),
+            vec![],
+            &encode::transfer_checked(u64::MAX, 6),
+        )
+        .unwrap();
+        assert_eq!(ix.instruction, Some("transfer_checked"));
+        assert_eq!(
+            ix.args,
+            BTreeMap::from([
+                ("amount", json!("18446744073709551615")),
+                ("decimals", json!(6)),
+            ])
+        );
     }
 }

@@ -193,16 +193,38 @@ mod tests {
         assert_eq!(atomic_amount("1234.56", 2).unwrap(), 123_456);
         assert_eq!(atomic_amount("0.000001", 6).unwrap(), 1);
         assert_eq!(atomic_amount("7", 0).unwrap(), 7);
-        assert!(
-            atomic_amount("0.0000001", 6).is_err(),
+        let refusal = |text: &str, decimals: u8| match atomic_amount(text, decimals) {
+            Err(DecodeError::Invalid(message)) => message,
+            other => panic!("{text}: {other:?}"),
+        };
+        assert_eq!(
+            refusal("0.0000001", 6),
+            "`0.0000001` is not an amount with at most 6 decimals",
             "more decimals than the mint has"
         );
-        assert!(atomic_amount("-1", 6).is_err());
-        assert!(atomic_amount("1e3", 6).is_err());
-        assert!(atomic_amount(".5", 6).is_err());
-        assert!(
-            atomic_amount("18446744073709.551616", 6).is_err(),
+        assert_eq!(
+            refusal("-1", 6),
+            "`-1` is not an amount with at most 6 decimals"
+        );
+        assert_eq!(
+            refusal("1e3", 6),
+            "`1e3` is not an amount with at most 6 decimals"
+        );
+        assert_eq!(
+            refusal(".5", 6),
+            "`.5` is not an amount with at most 6 decimals"
+        );
+        assert_eq!(
+            refusal("18446744073709.551616", 6),
+            "`18446744073709.551616` is not an amount with at most 6 decimals",
             "overflow"
         );
+        assert_eq!(
+            refusal("1", 20),
+            "`1` is not an amount with at most 20 decimals",
+            "10^20 does not fit a u64"
+        );
+        // The largest u64 itself is fine.
+        assert_eq!(atomic_amount("18446744073709.551615", 6).unwrap(), u64::MAX);
     }
 }
