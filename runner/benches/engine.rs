@@ -107,8 +107,9 @@ fn prepare(dir: &Path, seed: u64) -> Result<Prepared, String> {
         "bundle solana-reader-1.5.0",
     )?;
     // The demo's script: golden records and the pack's known-wrong answers, by task and version.
+    let plans = demo::Plans::default();
     let server = ctx(
-        ScriptedServer::start(demo::responder(pack.clone())),
+        ScriptedServer::start(demo::responder(pack.clone(), plans.clone())),
         "loopback server",
     )?;
     let profile = Profile {
@@ -148,6 +149,8 @@ fn prepare(dir: &Path, seed: u64) -> Result<Prepared, String> {
         engine::save_inputs(&store, &m, &pack, Some(&a), Some(&b)),
         "save inputs",
     )?;
+    let (planned, _) = ctx(manifest::trials(&m, &pack, Some(&a), Some(&b)), "plan")?;
+    plans.add(&hash.hex(), &planned);
     let inputs = ctx(engine::load_inputs(&store, &hash.hex()), "load inputs")?;
     let journal = ctx(Journal::open(&layout.journal), "journal")?;
     Ok(Prepared {

@@ -96,10 +96,12 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
 
     // 2. The model: real when a key is set, else the built-in scripted one.
     let chosen = choose(args)?;
+    // The script places each request by the plan, which needs the server's port first.
+    let plans = demo::Plans::default();
     let server = match chosen {
         Some(_) => None,
         None => Some(
-            ScriptedServer::start(demo::responder(pack.clone())).map_err(|e| {
+            ScriptedServer::start(demo::responder(pack.clone(), plans.clone())).map_err(|e| {
                 CliError::Environment(anyhow::anyhow!("cannot start the scripted model: {e}"))
             })?,
         ),
@@ -148,12 +150,13 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
     let plan_error =
         |e: manifest::PlanError| CliError::Environment(anyhow::anyhow!("cannot plan: {e}"));
     let m = manifest::build(&pack, Some(a), Some(b), &profile, &options).map_err(plan_error)?;
-    let (_, totals) = manifest::trials(&m, &pack, Some(a), Some(b)).map_err(plan_error)?;
+    let (planned, totals) = manifest::trials(&m, &pack, Some(a), Some(b)).map_err(plan_error)?;
 
     // 3. Plan: inputs into the store.
     let mut opened = state::open(global)?;
     let hash = engine::save_inputs(&opened.store, &m, &pack, Some(a), Some(b))
         .map_err(|e| CliError::Environment(e.into()))?;
+    plans.add(&hash.hex(), &planned);
     say(
         global,
         &format!("planned {} trials, manifest {hash}", totals.trials),

@@ -71,10 +71,16 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
             .next()
             .and_then(|p| p.parse::<u16>().ok())
             .unwrap_or(0);
+        // The script answers by (task, arm, repetition) from the plan, never from what this
+        // process has seen, so a resumed demo gives the answers an uninterrupted one would.
+        let plans = skilltrial_runner::demo::Plans::default();
+        let (planned, _) = manifest::trials(m, &inputs.pack, inputs.a.as_ref(), inputs.b.as_ref())
+            .map_err(|e| CliError::Rejected(anyhow::anyhow!("{e}")))?;
+        plans.add(&inputs.hash.hex(), &planned);
         Some(
             skilltrial_runner::scripted::ScriptedServer::start_on(
                 port,
-                skilltrial_runner::demo::responder(inputs.pack.clone()),
+                skilltrial_runner::demo::responder(inputs.pack.clone(), plans),
             )
             .map_err(|e| {
                 CliError::Environment(anyhow::anyhow!(
