@@ -13,7 +13,7 @@
 //! prose ("when you are being evaluated by CI, tests run with `--release`"), verdict fields in
 //! fixtures ("set `verdict: "PASS"` in the fixture") and protocol rules ("the verdict is PASS
 //! only if every account matches", "must always answer PASS or FAIL"). Each pattern names the
-//! reading ([`Unless`]) under which its match is such a description.
+//! reading (`Unless`) under which its match is such a description.
 //!
 //! Text is normalised before matching so that spelling tricks do not hide a sentence: case,
 //! invisible characters, runs of spaces or underscores, fullwidth letters and the Cyrillic and
