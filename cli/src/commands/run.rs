@@ -123,7 +123,8 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
         ));
         output::text(&out)?;
     }
-    if stop.load(Ordering::SeqCst) {
+    // A Ctrl-C that came after the last trial changed nothing: the run finished.
+    if stop.load(Ordering::SeqCst) && summary.status == "stopped" {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(
             err,
