@@ -1,6 +1,7 @@
 //! The one map from outcomes and errors to exit codes, and how errors are shown.
 //!
 //! 0: success. 1: a check failed or an input was rejected. 2: usage or environment error.
+//! 130: `run` stopped by Ctrl-C or SIGTERM (the run is resumable).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -16,6 +17,8 @@ pub enum Status {
     CheckFailed,
     /// An input could not be found or read; the output says which.
     Environment,
+    /// `run` stopped on Ctrl-C or SIGTERM; the run is left resumable.
+    Interrupted,
 }
 
 impl From<Status> for ExitCode {
@@ -24,9 +27,14 @@ impl From<Status> for ExitCode {
             Status::Ok => ExitCode::SUCCESS,
             Status::CheckFailed => ExitCode::from(1),
             Status::Environment => ExitCode::from(2),
+            Status::Interrupted => ExitCode::from(INTERRUPTED_EXIT),
         }
     }
 }
+
+/// The exit code of a `run` stopped by Ctrl-C or SIGTERM (the first or a second), as shells
+/// report an interrupted command.
+pub const INTERRUPTED_EXIT: u8 = 130;
 
 /// An error that stopped a command before it could report normally.
 #[derive(Debug, thiserror::Error)]

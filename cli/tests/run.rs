@@ -631,13 +631,18 @@ fn status_reads_well_for_people() {
     let status = env.json(&["status", "--json"]);
     let unknown = status["unknown"][0]["attempt"].as_str().unwrap();
     let nonce = unknown.rsplit('-').next().unwrap();
+    let failed = status["infrastructure_errors"][0]["attempt"]
+        .as_str()
+        .unwrap();
+    let failed_nonce = failed.rsplit('-').next().unwrap();
     let out = env.run(&["status"]);
     assert!(out.status.success());
-    // The attempt's random part and the time the run took vary; the rest is fixed.
+    // The attempts' random parts and the time the run took vary; the rest is fixed.
     let text: String = String::from_utf8(out.stdout)
         .unwrap()
         .replace(&run[..12], "<run>")
         .replace(nonce, "<random>")
+        .replace(failed_nonce, "<random>")
         .lines()
         .map(
             |line| match (line.starts_with("bounds"), line.rsplit_once(", ")) {

@@ -191,6 +191,7 @@ fn execute(mut p: Prepared) -> Result<Measured, String> {
             &p.inputs,
             RunOptions {
                 dispatch_limit: None,
+                ..RunOptions::default()
             },
             &mut |progress| {
                 if progress.done != last_done {

@@ -11,6 +11,8 @@
 //! times, each retry a new attempt with its reason ([`crate::provider::retry`]).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -337,11 +339,22 @@ pub struct RunSummary {
 }
 
 /// Run-time settings that are not part of the manifest.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     /// Stop after this many dispatches in this invocation (tests and `--max-dispatch`); `None`
     /// for no extra limit.
     pub dispatch_limit: Option<u32>,
+    /// Set (by the CLI's Ctrl-C / SIGTERM handler) to stop this invocation: the request in
+    /// flight finishes and is journaled, nothing more is sent, and the run is left `stopped`,
+    /// resumable (unlike a cancel, which is recorded in the journal and ends the run). Checked
+    /// where a cancel is, including during an automatic retry's wait.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+impl RunOptions {
+    fn stop_requested(&self) -> bool {
+        self.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst))
+    }
 }
 
 /// Whether a trial needs no more work: its latest attempt is a result, an unknown held for the
@@ -369,6 +382,9 @@ pub fn outcome_counts(trials: u32, attempts: &[AttemptRow]) -> BTreeMap<String, 
             Some(a) => match a.state {
                 AttemptState::Planned => "pending".to_owned(),
                 AttemptState::Dispatched => "in_flight".to_owned(),
+                // Answered and journaled, not yet scored (a stop between the two): `run`
+                // scores it when it resumes.
+                AttemptState::Result if a.outcome.is_none() => "unscored".to_owned(),
                 _ => a.outcome.clone().unwrap_or_else(|| "pending".to_owned()),
             },
         };
@@ -463,6 +479,16 @@ pub fn run(
     // the rejected attempt and the reason its retry will carry.
     let mut queue: std::collections::VecDeque<&PlannedTrial> = trials.iter().collect();
     let mut auto_retry: BTreeMap<u32, (String, String)> = BTreeMap::new();
+    // A stop (kill, Ctrl-C, `--max-dispatch`) during a retry's wait leaves the trial's latest
+    // attempt a retryable rejection with retries left: it keeps them, up to the same bound, after
+    // what remains of the default wait.
+    for trial in &trials {
+        if let Some((attempt, reason)) =
+            resumed_auto_retry(journal, &run_id, trial.index, backoff_scale, &options)?
+        {
+            auto_retry.insert(trial.index, (attempt, reason));
+        }
+    }
     let mut dispatched_now = 0u32;
     let mut stopped = false;
 
@@ -544,9 +570,10 @@ pub fn run(
             )?;
             continue;
         }
-        if options
-            .dispatch_limit
-            .is_some_and(|limit| dispatched_now >= limit)
+        if options.stop_requested()
+            || options
+                .dispatch_limit
+                .is_some_and(|limit| dispatched_now >= limit)
         {
             stopped = true;
             break;
@@ -726,6 +753,7 @@ pub fn run(
                         status,
                         retry_after,
                         backoff_scale,
+                        &options,
                     )?
                 {
                     auto_retry.insert(trial.index, (attempt.clone(), reason));
@@ -796,27 +824,11 @@ fn wait_for_auto_retry(
     status: u16,
     retry_after: Option<Duration>,
     backoff_scale: f64,
+    options: &RunOptions,
 ) -> Result<Option<String>, EngineError> {
-    let mut chain: Vec<AttemptRow> = journal
-        .attempts(run_id)?
-        .into_iter()
-        .filter(|a| a.trial_idx == trial_idx)
-        .collect();
-    chain.sort_by_key(|a| std::cmp::Reverse(a.seq));
-    // Automatic retries since the first attempt or the user's last retry.
-    let done = chain
-        .iter()
-        .take_while(|a| {
-            a.retry_reason
-                .as_deref()
-                .is_some_and(|r| r.starts_with(retry::AUTO_REASON_PREFIX))
-        })
-        .count();
-    let done = u32::try_from(done).unwrap_or(u32::MAX);
-    if done >= retry::MAX_AUTO_RETRIES {
+    let Some(n) = next_auto_retry(journal, run_id, trial_idx)? else {
         return Ok(None);
-    }
-    let n = done + 1;
+    };
     let wait = retry::wait(n, retry_after).mul_f64(backoff_scale);
     let source = match retry_after {
         Some(asked) => format!("retry-after {} ms", asked.as_millis()),
@@ -828,15 +840,102 @@ fn wait_for_auto_retry(
         retry::MAX_AUTO_RETRIES,
         wait.as_millis()
     );
+    wait_unless_stopped(journal, run_id, wait, options)?;
+    Ok(Some(reason))
+}
+
+/// Sleeps for `wait`, ending early on a cancel or a stop request.
+fn wait_unless_stopped(
+    journal: &Journal,
+    run_id: &str,
+    wait: Duration,
+    options: &RunOptions,
+) -> Result<(), EngineError> {
     let until = Instant::now() + wait;
-    while Instant::now() < until && !journal.cancel_requested(run_id)? {
+    while Instant::now() < until
+        && !options.stop_requested()
+        && !journal.cancel_requested(run_id)?
+    {
         std::thread::sleep(
             until
                 .saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(100)),
         );
     }
-    Ok(Some(reason))
+    Ok(())
+}
+
+/// The number (1-based) of the trial's next automatic retry, or `None` once it has had its
+/// [`retry::MAX_AUTO_RETRIES`] since its first attempt or the user's last retry.
+fn next_auto_retry(
+    journal: &Journal,
+    run_id: &str,
+    trial_idx: u32,
+) -> Result<Option<u32>, EngineError> {
+    let mut chain: Vec<AttemptRow> = journal
+        .attempts(run_id)?
+        .into_iter()
+        .filter(|a| a.trial_idx == trial_idx)
+        .collect();
+    chain.sort_by_key(|a| std::cmp::Reverse(a.seq));
+    let done = chain
+        .iter()
+        .take_while(|a| {
+            a.retry_reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with(retry::AUTO_REASON_PREFIX))
+        })
+        .count();
+    let done = u32::try_from(done).unwrap_or(u32::MAX);
+    Ok((done < retry::MAX_AUTO_RETRIES).then_some(done + 1))
+}
+
+/// At the start of a `run`: when the trial's latest attempt is a rejection that is retried
+/// automatically and it has retries left, the run was stopped during the wait before its retry
+/// (a kill, Ctrl-C, `--max-dispatch`; a cancel or a cap would have closed the trial `not_run`).
+/// Waits what remains of the default wait since the rejection (the provider's `retry-after` is
+/// not journaled) and returns the rejected attempt and the reason its retry carries.
+fn resumed_auto_retry(
+    journal: &Journal,
+    run_id: &str,
+    trial_idx: u32,
+    backoff_scale: f64,
+    options: &RunOptions,
+) -> Result<Option<(String, String)>, EngineError> {
+    let attempts = journal.attempts(run_id)?;
+    let Some(latest) = attempts
+        .iter()
+        .filter(|a| a.trial_idx == trial_idx)
+        .max_by_key(|a| a.seq)
+    else {
+        return Ok(None);
+    };
+    let Some(status) = latest.http_status else {
+        return Ok(None);
+    };
+    if latest.state != AttemptState::Closed
+        || latest.outcome.as_deref() != Some(Outcome::InfrastructureError.as_str())
+        || !retry::is_retryable(status, latest.error.as_deref().unwrap_or(""))
+    {
+        return Ok(None);
+    }
+    let Some(n) = next_auto_retry(journal, run_id, trial_idx)? else {
+        return Ok(None);
+    };
+    let since = latest.finished_at_ms.map_or(Duration::ZERO, |at| {
+        Duration::from_millis(u64::try_from(now_ms().saturating_sub(at)).unwrap_or(0))
+    });
+    let wait = retry::wait(n, None)
+        .mul_f64(backoff_scale)
+        .saturating_sub(since);
+    let reason = format!(
+        "{} {n}/{} after HTTP {status}, nothing spent; the run stopped during the wait and resumed, then waited {} ms more (default backoff)",
+        retry::AUTO_REASON_PREFIX,
+        retry::MAX_AUTO_RETRIES,
+        wait.as_millis()
+    );
+    wait_unless_stopped(journal, run_id, wait, options)?;
+    Ok(Some((latest.id.clone(), reason)))
 }
 
 fn elapsed_ms(started: Instant) -> u64 {

@@ -540,6 +540,7 @@ fn regression_a_timeout_is_unknown_and_never_retried_by_the_engine() {
         &inputs,
         RunOptions {
             dispatch_limit: None,
+            ..RunOptions::default()
         },
         &mut |_| {},
     )

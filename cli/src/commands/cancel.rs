@@ -15,9 +15,14 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     if matches!(run.status.as_str(), "finished" | "cancelled") {
         // Nothing is left to stop: every trial already has its outcome.
         if global.json {
-            output::json(
-                &serde_json::json!({ "run": run.id, "cancel_requested": false, "status": run.status }),
-            )?;
+            // `cancel_requested` is the run's own flag (true for a cancelled run), and `live`
+            // is always present, as in the other branch.
+            output::json(&serde_json::json!({
+                "run": run.id,
+                "cancel_requested": run.cancel_requested,
+                "status": run.status,
+                "live": false,
+            }))?;
         } else {
             output::text(&format!(
                 "run {} is already {}: nothing to cancel\n",

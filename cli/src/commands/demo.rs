@@ -175,6 +175,7 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
         &inputs,
         RunOptions {
             dispatch_limit: None,
+            ..RunOptions::default()
         },
         &mut show,
     )

@@ -1,7 +1,14 @@
 //! `skilltrial run --manifest <hash>`: execute or resume a planned run.
+//!
+//! Ctrl-C (or SIGTERM) once: the request in flight finishes and is journaled, nothing more is
+//! sent, and the run is left `stopped`, resumable with `run` (a stop, not a cancel). Twice: the
+//! process exits at once, and the request in flight becomes `unknown` when the run resumes, as
+//! after a kill.
 
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use skilltrial_runner::engine::{self, RunOptions, RunSummary};
 use skilltrial_runner::manifest;
@@ -54,7 +61,8 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
         return Ok(Status::Ok);
     }
 
-    if m.budget.requires_confirmation && !args.yes {
+    // A cancelled run sends nothing: say so (the engine does) rather than ask to confirm.
+    if m.budget.requires_confirmation && !args.yes && !cancelled(&layout, &manifest_ref)? {
         confirm(m)?;
     }
     let provider =
@@ -92,17 +100,22 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
     } else {
         None
     };
-    let summary = engine::run(
+    let stop = Arc::new(AtomicBool::new(false));
+    on_interrupt(&stop)?;
+    let notice = interrupt_notice(Arc::clone(&stop));
+    let result = engine::run(
         &mut journal,
         &payloads,
         provider.as_ref(),
         &inputs,
         RunOptions {
             dispatch_limit: args.max_dispatch,
+            stop: Some(Arc::clone(&stop)),
         },
         &mut show,
-    )
-    .map_err(crate::exit::engine_error)?;
+    );
+    notice.finish();
+    let summary = result.map_err(crate::exit::engine_error)?;
     drop(show);
     if global.json {
         output::json(&summary)?;
@@ -116,7 +129,89 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
         ));
         output::text(&out)?;
     }
+    // A Ctrl-C that came after the last trial changed nothing: the run finished.
+    if stop.load(Ordering::SeqCst) && summary.status == "stopped" {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "stopped: resume with `skilltrial run --manifest {}`",
+            short(&summary.run)
+        );
+        return Ok(Status::Interrupted);
+    }
     Ok(Status::Ok)
+}
+
+/// Installs the Ctrl-C and SIGTERM handlers: the first such signal sets `stop` (the engine
+/// checks it before every dispatch and during retry waits); one arriving when `stop` is already
+/// set exits at once with [`crate::exit::INTERRUPTED_EXIT`].
+fn on_interrupt(stop: &Arc<AtomicBool>) -> Result<(), CliError> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    for signal in [SIGINT, SIGTERM] {
+        // The shutdown check is registered first, so it sees the flag as it was before this
+        // signal set it.
+        signal_hook::flag::register_conditional_shutdown(
+            signal,
+            i32::from(crate::exit::INTERRUPTED_EXIT),
+            Arc::clone(stop),
+        )
+        .and_then(|_| signal_hook::flag::register(signal, Arc::clone(stop)))
+        .map_err(|e| {
+            CliError::Environment(anyhow::anyhow!("cannot install the Ctrl-C handler: {e}"))
+        })?;
+    }
+    Ok(())
+}
+
+/// Says on stderr, as soon as the first Ctrl-C arrives, what happens now (a signal handler must
+/// not print, so a thread watches the flag).
+struct Notice {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+fn interrupt_notice(stop: Arc<AtomicBool>) -> Notice {
+    let done = Arc::new(AtomicBool::new(false));
+    let watching = Arc::clone(&done);
+    let thread = std::thread::spawn(move || {
+        while !watching.load(Ordering::SeqCst) {
+            if stop.load(Ordering::SeqCst) {
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(
+                    err,
+                    "\nstopping: the request in flight finishes and is journaled; no new request is sent. Press Ctrl-C again to exit at once (that request then becomes unknown when the run resumes)."
+                );
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    });
+    Notice {
+        done,
+        thread: Some(thread),
+    }
+}
+
+impl Notice {
+    fn finish(mut self) {
+        self.done.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Whether the journal says `reference`'s run is cancelled or has a cancel requested: then
+/// `run` sends nothing, so there is no spend to confirm.
+fn cancelled(layout: &skilltrial_runner::home::Layout, reference: &str) -> Result<bool, CliError> {
+    if !layout.journal.is_file() {
+        return Ok(false);
+    }
+    let journal = state::journal(layout)?;
+    Ok(journal
+        .run(reference)
+        .map_err(|e| CliError::Environment(e.into()))?
+        .is_some_and(|run| run.status == "cancelled" || run.cancel_requested))
 }
 
 /// The full manifest hash for `reference`: as given when it is one, else the run whose id it

@@ -1,4 +1,6 @@
-//! `skilltrial status [run]`: planned, executed and per-outcome counts, money, bounds, unknowns.
+//! `skilltrial status [run]`: planned, executed and per-outcome counts, money, bounds, unknowns,
+//! attempts in flight or unscored, automatic retries, infrastructure errors and why trials were
+//! not run.
 //!
 //! Read-only and safe beside a live run: it never writes to the run, and it tells a run that a
 //! process is executing now (its lock is held) from one that was interrupted (killed, crashed).
@@ -10,6 +12,7 @@ use serde::Serialize;
 use skilltrial_runner::engine::{outcome_counts, run_is_live};
 use skilltrial_runner::journal::AttemptState;
 use skilltrial_runner::money::MicroUsd;
+use skilltrial_runner::provider::retry;
 
 use crate::cli::{Global, RunRef};
 use crate::commands::state::{self, short};
@@ -27,6 +30,29 @@ struct UnknownAttempt {
     repetition: u32,
     reserved_usd_micros: u64,
     error: Option<String>,
+}
+
+/// An automatic retry: the attempt that retried, the one it retried, and why.
+#[derive(Debug, Serialize)]
+struct RetryAttempt {
+    attempt: String,
+    retry_of: Option<String>,
+    task: String,
+    arm: String,
+    repetition: u32,
+    reason: String,
+}
+
+/// A trial whose latest attempt is an infrastructure error, and the command that retries it.
+#[derive(Debug, Serialize)]
+struct InfraAttempt {
+    attempt: String,
+    task: String,
+    arm: String,
+    repetition: u32,
+    http_status: Option<u16>,
+    error: Option<String>,
+    retry: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -52,6 +78,17 @@ struct StatusReport {
     run_limit_ms: Option<u64>,
     executed_ms: u64,
     unknown: Vec<UnknownAttempt>,
+    /// Attempts journaled as sent with no answer yet: in flight now when `live`, else in flight
+    /// at the kill (they may have cost money, and become `unknown` when `run` resumes).
+    in_flight: Vec<UnknownAttempt>,
+    /// Attempts whose answer is journaled but not yet scored (`run` scores them on resume).
+    unscored: Vec<String>,
+    /// Every automatic retry of a rate-limited or overloaded request, with its reason.
+    automatic_retries: Vec<RetryAttempt>,
+    /// Trials whose latest attempt is an infrastructure error (`resolve --retry` takes these).
+    infrastructure_errors: Vec<InfraAttempt>,
+    /// Trials not run, by reason (`not_run_request_cap`, `not_run_budget`, `cancelled`, ...).
+    not_run_reasons: BTreeMap<String, u32>,
     /// What to do next, when there is something to do.
     next: Option<String>,
 }
@@ -69,21 +106,84 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
         .iter()
         .map(|k| counts.get(*k).copied().unwrap_or(0))
         .sum();
-    let unknown = attempts
+    let held = |state: AttemptState| -> Vec<UnknownAttempt> {
+        attempts
+            .iter()
+            .filter(|a| a.state == state)
+            .filter_map(|a| {
+                let t = trials.iter().find(|t| t.idx == a.trial_idx)?;
+                Some(UnknownAttempt {
+                    attempt: a.id.clone(),
+                    task: t.task.clone(),
+                    arm: t.arm.clone(),
+                    repetition: t.repetition,
+                    reserved_usd_micros: a.reserved_micros,
+                    error: a.error.clone(),
+                })
+            })
+            .collect()
+    };
+    let unknown = held(AttemptState::Unknown);
+    let in_flight = held(AttemptState::Dispatched);
+    let unscored = attempts
         .iter()
-        .filter(|a| a.state == AttemptState::Unknown)
+        .filter(|a| a.state == AttemptState::Result && a.outcome.is_none())
+        .map(|a| a.id.clone())
+        .collect();
+    let automatic_retries = attempts
+        .iter()
+        .filter_map(|a| {
+            let reason = a.retry_reason.as_deref()?;
+            if !reason.starts_with(retry::AUTO_REASON_PREFIX) {
+                return None;
+            }
+            let t = trials.iter().find(|t| t.idx == a.trial_idx)?;
+            Some(RetryAttempt {
+                attempt: a.id.clone(),
+                retry_of: a.retry_of.clone(),
+                task: t.task.clone(),
+                arm: t.arm.clone(),
+                repetition: t.repetition,
+                reason: reason.to_owned(),
+            })
+        })
+        .collect();
+    // The latest attempt of each trial: the one its outcome comes from (and the only one
+    // `resolve --retry` accepts).
+    let mut latest: BTreeMap<u32, &skilltrial_runner::journal::AttemptRow> = BTreeMap::new();
+    for a in &attempts {
+        if latest.get(&a.trial_idx).is_none_or(|l| l.seq < a.seq) {
+            latest.insert(a.trial_idx, a);
+        }
+    }
+    let infrastructure_errors = latest
+        .values()
+        .filter(|a| a.outcome.as_deref() == Some("infrastructure_error"))
         .filter_map(|a| {
             let t = trials.iter().find(|t| t.idx == a.trial_idx)?;
-            Some(UnknownAttempt {
+            Some(InfraAttempt {
                 attempt: a.id.clone(),
                 task: t.task.clone(),
                 arm: t.arm.clone(),
                 repetition: t.repetition,
-                reserved_usd_micros: a.reserved_micros,
+                http_status: a.http_status,
                 error: a.error.clone(),
+                retry: format!("skilltrial resolve {} --retry --reason \"…\"", a.id),
             })
         })
         .collect();
+    let mut not_run_reasons = BTreeMap::new();
+    for a in latest
+        .values()
+        .filter(|a| a.outcome.as_deref() == Some("not_run"))
+    {
+        let reason = a
+            .reasons
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "not_run".to_owned());
+        *not_run_reasons.entry(reason).or_insert(0u32) += 1;
+    }
     let live = run_is_live(journal.path(), &run.id).map_err(anyhow::Error::from)?;
     let status = if run.status == "running" && !live {
         "interrupted".to_owned()
@@ -120,6 +220,11 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
         run_limit_ms: run.run_limit_ms,
         executed_ms: run.executed_ms,
         unknown,
+        in_flight,
+        unscored,
+        automatic_retries,
+        infrastructure_errors,
+        not_run_reasons,
         next,
     };
     if global.json {
@@ -155,14 +260,20 @@ fn render(r: &StatusReport) -> String {
         get("invalid_output"),
         get("unsupported_case")
     );
+    // Every trial is in exactly one of these counts, so they add up to planned.
+    let unscored = match get("unscored") {
+        0 => String::new(),
+        n => format!(", unscored {n}"),
+    };
     let _ = writeln!(
         out,
-        "         infrastructure_error {}, unknown {}, interrupted {}, not_run {}, pending {}",
+        "         infrastructure_error {}, unknown {}, interrupted {}, not_run {}, pending {}, in_flight {}{unscored}",
         get("infrastructure_error"),
         get("unknown"),
         get("interrupted"),
         get("not_run"),
-        get("pending")
+        get("pending"),
+        get("in_flight")
     );
     let cap = r.cap_usd_micros.map_or_else(
         || "none (unpriced profile)".to_owned(),
@@ -216,10 +327,89 @@ fn render(r: &StatusReport) -> String {
             "  decide: skilltrial resolve <attempt> --retry --reason \"...\"   or   --release"
         );
     }
+    if !r.in_flight.is_empty() {
+        let what = if r.live {
+            "in flight now"
+        } else {
+            "in flight at the kill: may have cost money; becomes unknown when `run` resumes (then resolve it)"
+        };
+        let _ = writeln!(out, "in_flight {} attempt(s) {what}:", r.in_flight.len());
+        for u in &r.in_flight {
+            let _ = writeln!(
+                out,
+                "  {}  {}/{}/rep {}  holds {}",
+                u.attempt,
+                u.task,
+                u.arm,
+                u.repetition,
+                MicroUsd(u.reserved_usd_micros)
+            );
+        }
+    }
+    if !r.unscored.is_empty() {
+        let _ = writeln!(
+            out,
+            "unscored {} answer(s) journaled but not yet scored; `run` scores them when it resumes: {}",
+            r.unscored.len(),
+            r.unscored.join(", ")
+        );
+    }
+    if !r.automatic_retries.is_empty() {
+        let _ = writeln!(
+            out,
+            "retries  {} automatic retry(ies) of rate-limited or overloaded requests:",
+            r.automatic_retries.len()
+        );
+        for a in &r.automatic_retries {
+            let _ = writeln!(out, "  {}  {}", a.attempt, a.reason);
+        }
+    }
+    if !r.infrastructure_errors.is_empty() {
+        let _ = writeln!(
+            out,
+            "infra    {} trial(s) ended in an infrastructure error (nothing spent):",
+            r.infrastructure_errors.len()
+        );
+        for a in &r.infrastructure_errors {
+            let status = a
+                .http_status
+                .map_or_else(String::new, |s| format!("  HTTP {s}"));
+            let _ = writeln!(
+                out,
+                "  {}  {}/{}/rep {}{status}  {}",
+                a.attempt,
+                a.task,
+                a.arm,
+                a.repetition,
+                first_line(a.error.as_deref().unwrap_or(""), 100)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  retry one with: skilltrial resolve <attempt> --retry --reason \"…\""
+        );
+    }
+    if !r.not_run_reasons.is_empty() {
+        let reasons: Vec<String> = r
+            .not_run_reasons
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let _ = writeln!(out, "not_run  {}", reasons.join(", "));
+    }
     if let Some(next) = &r.next {
         let _ = writeln!(out, "next     {next}");
     }
     out
+}
+
+/// The first line of `text`, cut to `max` characters (provider error bodies can be long).
+fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or("");
+    match line.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
+    }
 }
 
 /// A duration for people: `42 s`, `3 min 5 s`, `60 min`.

@@ -1,0 +1,545 @@
+//! A run's life after it starts: what `status` shows of an interrupted run, Ctrl-C, a kill during
+//! an automatic retry's wait, and `run`/`cancel` on a cancelled run. The real `skilltrial`
+//! binary, a real SQLite journal under a temporary state directory, and the loopback server
+//! speaking the Anthropic wire format.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use skilltrial_runner::checker::Expected;
+use skilltrial_runner::journal::{AttemptRow, AttemptState, Journal};
+use skilltrial_runner::pack;
+use skilltrial_runner::scripted::{Reply, ScriptedServer, ServerRequest};
+
+const SECRET: &str = "sk-ant-test-SECRET-lifecycle-4242";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Waits (at most 60 s) until `server` has seen at least `count` requests.
+fn wait_for_requests(server: &ScriptedServer, count: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server.requests().len() < count {
+        assert!(
+            Instant::now() < deadline,
+            "the runner never reached request {count}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new(server: &ScriptedServer, price: bool) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let price_lines = if price {
+            "input_usd_per_mtok = \"3\"\noutput_usd_per_mtok = \"15\"\nprice_source = \"test\"\nprice_as_of = \"2026-11-29\"\n"
+        } else {
+            ""
+        };
+        std::fs::write(
+            dir.path().join("profiles.toml"),
+            format!(
+                "[[profile]]\nid = \"loopback\"\nprovider = \"anthropic\"\nmodel = \"loopback-model\"\nbase_url = \"{}\"\ncontext_tokens = 200000\nmax_output_tokens = 1024\n{price_lines}",
+                server.url()
+            ),
+        )
+        .unwrap();
+        Self { dir }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_skilltrial"));
+        cmd.args(args)
+            .arg("--home")
+            .arg(self.home())
+            .current_dir(root())
+            .env("ANTHROPIC_API_KEY", SECRET)
+            .env_remove("ANTHROPIC_BASE_URL")
+            .env_remove(skilltrial_runner::engine::KILL_POINT_VAR)
+            .env("SKILLTRIAL_TEST_BACKOFF_SCALE", "0")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    fn attempts(&self, run: &str) -> Vec<AttemptRow> {
+        Journal::open(&self.home().join("journal.sqlite3"))
+            .unwrap()
+            .attempts(run)
+            .unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    fn text(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn plan(&self, extra: &[&str]) -> String {
+        let profiles = self.dir.path().join("profiles.toml");
+        let mut args = vec![
+            "plan",
+            "--model",
+            "loopback",
+            "--profiles",
+            profiles.to_str().unwrap(),
+            "--a",
+            "fixtures/bundles/solana-reader-1.4.2",
+            "--b",
+            "fixtures/bundles/solana-reader-1.5.0",
+            "--seed",
+            "7",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        self.json(&args)["run"].as_str().unwrap().to_owned()
+    }
+}
+
+/// The golden answer of the task named in a request, or a wrong answer for the baseline arm.
+fn scripted_answer(request: &ServerRequest) -> String {
+    let user = request.user_text();
+    let task = user
+        .split("<task id=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or("");
+    let p = pack::open("solana-core@1.0.3").unwrap();
+    let Ok(t) = p.task(task) else {
+        return "no such task".into();
+    };
+    let Expected::Golden(golden) = t.reveal_expected() else {
+        return "excluded".into();
+    };
+    if user.contains("<skill name=") {
+        golden.to_string()
+    } else {
+        "I cannot decode this.".into()
+    }
+}
+
+fn count(status: &Value, key: &str) -> u64 {
+    status["counts"]
+        .get(key)
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+}
+
+/// The counts of `status --json` add up to the planned trials.
+fn assert_counts_add_up(status: &Value) {
+    let sum: u64 = status["counts"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, status["planned"].as_u64().unwrap(), "{status}");
+}
+
+/// Runs with a debug kill point and checks the process died there.
+fn kill_at(env: &Env, run: &str, window: &str) {
+    let out = env
+        .command(&["run", "--manifest", run, "--json"])
+        .env(skilltrial_runner::engine::KILL_POINT_VAR, window)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(skilltrial_runner::engine::KILL_POINT_EXIT),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn regression_status_of_a_killed_run_lists_the_attempt_in_flight_and_counts_add_up() {
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    kill_at(&env, &run, "after_dispatch");
+    let attempt = env.attempts(&run)[0].clone();
+    assert_eq!(attempt.state, AttemptState::Dispatched);
+
+    let status = env.json(&["status", "--json"]);
+    assert_eq!(status["status"], "interrupted");
+    assert_eq!(count(&status, "in_flight"), 1, "{status}");
+    assert_eq!(count(&status, "pending"), 17, "{status}");
+    assert_counts_add_up(&status);
+    let in_flight = &status["in_flight"][0];
+    assert_eq!(in_flight["attempt"], attempt.id.as_str());
+    assert_eq!(in_flight["reserved_usd_micros"], attempt.reserved_micros);
+    assert!(attempt.reserved_micros > 0);
+    let text = env.text(&["status"]);
+    assert!(
+        text.contains(
+            "in flight at the kill: may have cost money; becomes unknown when `run` resumes (then resolve it):"
+        ),
+        "{text}"
+    );
+    assert!(text.contains(&attempt.id), "{text}");
+    assert!(text.contains("pending 17, in_flight 1"), "{text}");
+}
+
+#[test]
+fn regression_status_of_a_run_killed_before_scoring_shows_the_answer_unscored() {
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    kill_at(&env, &run, "after_result");
+    let status = env.json(&["status", "--json"]);
+    assert_eq!(count(&status, "unscored"), 1, "{status}");
+    assert_eq!(count(&status, "pending"), 17, "{status}");
+    assert_counts_add_up(&status);
+    let attempt = &env.attempts(&run)[0];
+    assert_eq!(status["unscored"][0], attempt.id.as_str());
+    let text = env.text(&["status"]);
+    assert!(
+        text.contains(&format!(
+            "unscored 1 answer(s) journaled but not yet scored; `run` scores them when it resumes: {}",
+            attempt.id
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn regression_status_shows_retry_reasons_infrastructure_errors_and_not_run_reasons() {
+    // The first request is rate limited once (retried by itself), the third fails with a 503
+    // (not retried), and the request cap of 18 leaves the last trial not run.
+    let server = ScriptedServer::start(|r| match r.index {
+        0 => Reply::RetryAfter(429, "0".into()),
+        3 => Reply::Status(503),
+        _ => Reply::Answer(scripted_answer(r)),
+    })
+    .unwrap();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4", "--max-requests", "18"]);
+    env.json(&["run", "--manifest", &run, "--json"]);
+    let attempts = env.attempts(&run);
+    let retry = attempts
+        .iter()
+        .find(|a| a.retry_reason.is_some())
+        .unwrap()
+        .clone();
+    let failed = attempts
+        .iter()
+        .find(|a| a.http_status == Some(503))
+        .unwrap()
+        .clone();
+
+    let status = env.json(&["status", "--json"]);
+    assert_counts_add_up(&status);
+    assert_eq!(status["automatic_retries"][0]["attempt"], retry.id.as_str());
+    assert_eq!(
+        status["automatic_retries"][0]["reason"],
+        retry.retry_reason.as_deref().unwrap()
+    );
+    assert_eq!(
+        status["infrastructure_errors"][0]["attempt"],
+        failed.id.as_str()
+    );
+    assert_eq!(status["infrastructure_errors"].as_array().unwrap().len(), 1);
+    assert_eq!(status["not_run_reasons"]["not_run_request_cap"], 1);
+    assert_eq!(count(&status, "not_run"), 1);
+
+    let text = env.text(&["status"]);
+    assert!(
+        text.contains(&format!(
+            "  {}  {}",
+            retry.id,
+            retry.retry_reason.as_deref().unwrap()
+        )),
+        "{text}"
+    );
+    assert!(text.contains(&failed.id), "{text}");
+    assert!(
+        text.contains("retry one with: skilltrial resolve <attempt> --retry --reason \"…\""),
+        "{text}"
+    );
+    assert!(text.contains("not_run  not_run_request_cap 1"), "{text}");
+}
+
+#[test]
+fn regression_a_kill_during_a_retry_wait_keeps_the_trials_automatic_retries_on_resume() {
+    // The first request is rate limited with a long retry-after; the runner dies in the wait.
+    let server = ScriptedServer::start(|r| match r.index {
+        0 => Reply::RetryAfter(429, "30".into()),
+        _ => Reply::Answer(scripted_answer(r)),
+    })
+    .unwrap();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    let mut child = env
+        .command(&["run", "--manifest", &run])
+        .env("SKILLTRIAL_TEST_BACKOFF_SCALE", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_requests(&server, 1);
+    std::thread::sleep(Duration::from_millis(500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(server.requests().len(), 1, "killed during the wait");
+    let rejected = env.attempts(&run)[0].clone();
+    assert_eq!(rejected.outcome.as_deref(), Some("infrastructure_error"));
+
+    let summary = env.json(&["run", "--manifest", &run, "--json"]);
+    assert_eq!(summary["status"], "finished");
+    assert_eq!(
+        summary["counts"].get("infrastructure_error"),
+        None,
+        "{summary}"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 19, "18 trials plus the one retry");
+    let attempts = env.attempts(&run);
+    let retry = attempts
+        .iter()
+        .find(|a| a.retry_of.as_deref() == Some(rejected.id.as_str()))
+        .expect("the rejected attempt was retried automatically on resume");
+    assert!(
+        retry
+            .retry_reason
+            .as_deref()
+            .unwrap()
+            .starts_with("automatic retry 1/3 after HTTP 429"),
+        "{retry:?}"
+    );
+}
+
+#[test]
+fn regression_a_resumed_trial_gets_no_more_than_its_automatic_retries() {
+    // Trial 0 is always rate limited: the first run stops right after one retry has been
+    // rejected (the dispatch limit), the second continues its retries up to the same bound.
+    let server = ScriptedServer::start(|r| {
+        if r.header("x-skilltrial-attempt")
+            .is_some_and(|a| a.split('-').nth(1) == Some("000"))
+        {
+            Reply::Status(429)
+        } else {
+            Reply::Answer(scripted_answer(r))
+        }
+    })
+    .unwrap();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    env.json(&["run", "--manifest", &run, "--max-dispatch", "2", "--json"]);
+    assert_eq!(server.requests().len(), 2);
+    env.json(&["run", "--manifest", &run, "--json"]);
+    let trial0: Vec<AttemptRow> = env
+        .attempts(&run)
+        .into_iter()
+        .filter(|a| a.trial_idx == 0)
+        .collect();
+    assert_eq!(trial0.len(), 4, "the first attempt and 3 automatic retries");
+    assert_eq!(
+        trial0[3].outcome.as_deref(),
+        Some("infrastructure_error"),
+        "{trial0:?}"
+    );
+    assert_eq!(server.requests().len(), 4 + 17);
+}
+
+#[test]
+fn regression_run_on_a_cancelled_run_says_so_before_asking_for_confirmation() {
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server, false);
+    let run = env.plan(&[
+        "--reps",
+        "1",
+        "--max-requests",
+        "40",
+        "--max-tokens",
+        "5000000",
+    ]);
+    env.json(&["cancel", "--json"]);
+    env.json(&["run", "--manifest", &run, "--yes", "--json"]);
+    assert_eq!(server.requests().len(), 0);
+    let out = env.run(&["run", "--manifest", &run]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("run {} was cancelled; plan a new run", &run[..12])),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("--yes"), "{stderr}");
+
+    // cancel --json on the cancelled run says a cancel was requested, and whether it is live.
+    let cancel = env.json(&["cancel", "--json"]);
+    assert_eq!(cancel["status"], "cancelled");
+    assert_eq!(cancel["cancel_requested"], true, "{cancel}");
+    assert_eq!(cancel["live"], false, "{cancel}");
+    // status --json always has `live`.
+    let status = env.json(&["status", "--json"]);
+    assert_eq!(status["live"], false, "{status}");
+}
+
+/// Sends `signal` (a name `kill` understands, e.g. `INT`) to `child`.
+fn signal(child: &std::process::Child, signal: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Waits (at most 30 s) for `child` to exit; returns its exit code and stderr.
+fn wait_exit(mut child: std::process::Child) -> (Option<i32>, String) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the runner did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Every trial of the run was sent exactly once: one request per trial, by attempt header.
+fn assert_each_trial_sent_once(server: &ScriptedServer, trials: usize) {
+    let mut seen: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| {
+            r.attempt
+                .as_deref()
+                .unwrap()
+                .split('-')
+                .nth(1)
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(seen.len(), trials, "{seen:?}");
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), trials, "a trial was sent twice");
+}
+
+#[test]
+fn regression_one_ctrl_c_finishes_the_request_in_flight_and_stops_resumable() {
+    for sig in ["INT", "TERM"] {
+        // The second request is held open for a second, long enough to interrupt it.
+        let server = ScriptedServer::start(|r| {
+            if r.index == 1 {
+                Reply::Slow(scripted_answer(r), Duration::from_millis(1500))
+            } else {
+                Reply::Answer(scripted_answer(r))
+            }
+        })
+        .unwrap();
+        let env = Env::new(&server, true);
+        let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+        let child = env
+            .command(&["run", "--manifest", &run])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_requests(&server, 2);
+        std::thread::sleep(Duration::from_millis(300));
+        signal(&child, sig);
+        let (code, stderr) = wait_exit(child);
+
+        // The answer in flight was journaled and scored, nothing more was sent.
+        assert_eq!(code, Some(130), "SIG{sig}: {stderr}");
+        assert!(
+            stderr.contains(
+                "stopping: the request in flight finishes and is journaled; no new request is sent"
+            ),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains(&format!(
+                "stopped: resume with `skilltrial run --manifest {}`",
+                &run[..12]
+            )),
+            "{stderr}"
+        );
+        assert_eq!(server.requests().len(), 2, "SIG{sig}");
+        let attempts = env.attempts(&run);
+        assert_eq!(attempts.len(), 2);
+        assert!(attempts[1].outcome.is_some(), "{:?}", attempts[1]);
+        let status = env.json(&["status", "--json"]);
+        assert_eq!(status["status"], "stopped");
+        assert_eq!(status["cancel_requested"], false);
+        assert_eq!(count(&status, "pending"), 16);
+
+        // And `run` again resumes and finishes, each trial sent once.
+        let summary = env.json(&["run", "--manifest", &run, "--json"]);
+        assert_eq!(summary["status"], "finished");
+        assert_each_trial_sent_once(&server, 18);
+    }
+}
+
+#[test]
+fn regression_a_second_ctrl_c_exits_at_once_and_the_request_becomes_unknown() {
+    let server = ScriptedServer::start(|r| {
+        if r.index == 1 {
+            Reply::Hang
+        } else {
+            Reply::Answer(scripted_answer(r))
+        }
+    })
+    .unwrap();
+    let env = Env::new(&server, true);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    let child = env
+        .command(&["run", "--manifest", &run])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_requests(&server, 2);
+    std::thread::sleep(Duration::from_millis(200));
+    signal(&child, "INT");
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    signal(&child, "INT");
+    let (code, _) = wait_exit(child);
+    assert_eq!(code, Some(130));
+    assert!(started.elapsed() < Duration::from_secs(5), "exited at once");
+    let status = env.json(&["status", "--json"]);
+    assert_eq!(status["status"], "interrupted");
+    assert_eq!(count(&status, "in_flight"), 1);
+    let summary = env.json(&["run", "--manifest", &run, "--json"]);
+    assert_eq!(summary["recovered_unknown"].as_array().unwrap().len(), 1);
+    assert_eq!(server.requests().len(), 18, "the lost one is not re-sent");
+}
