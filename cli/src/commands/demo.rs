@@ -7,6 +7,8 @@
 
 use std::fmt::Write as _;
 use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use skilltrial_runner::bundle;
 use skilltrial_runner::demo;
@@ -168,20 +170,35 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
     let provider = skilltrial_runner::provider::for_manifest(&m)
         .map_err(|e| CliError::Environment(anyhow::anyhow!(e)))?;
     let mut show = crate::commands::progress::printer(global.json);
-    let summary = engine::run(
+    // Ctrl-C as in `run`: the first stops after the request in flight (resumable), the second
+    // exits at once.
+    let stop = Arc::new(AtomicBool::new(false));
+    crate::commands::run::on_interrupt(&stop)?;
+    let notice = crate::commands::run::interrupt_notice(Arc::clone(&stop));
+    let result = engine::run(
         &mut opened.journal,
         &opened.payloads,
         provider.as_ref(),
         &inputs,
         RunOptions {
             dispatch_limit: None,
-            ..RunOptions::default()
+            stop: Some(Arc::clone(&stop)),
         },
         &mut show,
-    )
-    .map_err(crate::exit::engine_error)?;
+    );
+    notice.finish();
+    let summary = result.map_err(crate::exit::engine_error)?;
     drop(show);
     drop(server);
+    if stop.load(Ordering::SeqCst) && summary.status == "stopped" {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "stopped: resume with `skilltrial run --manifest {}`, then `skilltrial report`",
+            hash.hex()
+        );
+        return Ok(Status::Interrupted);
+    }
 
     // 5. Reports.
     let run = state::find_run(&opened.journal, Some(&summary.run))?;

@@ -145,7 +145,7 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
 /// Installs the Ctrl-C and SIGTERM handlers: the first such signal sets `stop` (the engine
 /// checks it before every dispatch and during retry waits); one arriving when `stop` is already
 /// set exits at once with [`crate::exit::INTERRUPTED_EXIT`].
-fn on_interrupt(stop: &Arc<AtomicBool>) -> Result<(), CliError> {
+pub(crate) fn on_interrupt(stop: &Arc<AtomicBool>) -> Result<(), CliError> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     for signal in [SIGINT, SIGTERM] {
         // The shutdown check is registered first, so it sees the flag as it was before this
@@ -165,12 +165,12 @@ fn on_interrupt(stop: &Arc<AtomicBool>) -> Result<(), CliError> {
 
 /// Says on stderr, as soon as the first Ctrl-C arrives, what happens now (a signal handler must
 /// not print, so a thread watches the flag).
-struct Notice {
+pub(crate) struct Notice {
     done: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-fn interrupt_notice(stop: Arc<AtomicBool>) -> Notice {
+pub(crate) fn interrupt_notice(stop: Arc<AtomicBool>) -> Notice {
     let done = Arc::new(AtomicBool::new(false));
     let watching = Arc::clone(&done);
     let thread = std::thread::spawn(move || {
@@ -193,7 +193,7 @@ fn interrupt_notice(stop: Arc<AtomicBool>) -> Notice {
 }
 
 impl Notice {
-    fn finish(mut self) {
+    pub(crate) fn finish(mut self) {
         self.done.store(true, Ordering::SeqCst);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
