@@ -112,3 +112,30 @@ fn emit_error(kind: &str, message: &str, json: bool) {
         let _ = writeln!(std::io::stderr().lock(), "error: {message}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::chain_text;
+
+    /// Like the store's and the journal's errors: the message embeds its source and also marks
+    /// it as the source.
+    #[derive(Debug, thiserror::Error)]
+    #[error("store /tmp/q1: {source}")]
+    struct Embeds {
+        #[source]
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn regression_a_cause_embedded_in_its_error_is_said_once() {
+        let io = std::io::Error::other("Is a directory (os error 21)");
+        let error = anyhow::Error::from(Embeds { source: io }).context("cannot write the report");
+        assert_eq!(
+            chain_text(&error),
+            "cannot write the report: store /tmp/q1: Is a directory (os error 21)"
+        );
+        // A chain of distinct causes keeps every one.
+        let plain = anyhow::anyhow!("inner").context("middle").context("outer");
+        assert_eq!(chain_text(&plain), "outer: middle: inner");
+    }
+}
