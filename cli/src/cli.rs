@@ -19,6 +19,9 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Every numeric flag allows a leading `-`, so that `--reps -1` is refused by the flag's own
+// parser, naming the flag, rather than read as an unknown flag `-1`.
+
 /// Flags every subcommand takes.
 #[derive(Debug, Args)]
 pub struct Global {
@@ -121,10 +124,10 @@ pub struct DemoArgs {
     #[arg(long, value_name = "PROFILE")]
     pub model: Option<String>,
     /// Repetitions.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, allow_negative_numbers = true)]
     pub reps: u32,
     /// Budget cap in USD for a real model.
-    #[arg(long, default_value = "4")]
+    #[arg(long, default_value = "4", allow_negative_numbers = true)]
     pub cap_usd: String,
     /// Where to write the reports (default: <state dir>/reports/<run>).
     #[arg(long, value_name = "DIR")]
@@ -173,22 +176,22 @@ pub struct PlanArgs {
     #[arg(long, value_name = "BUNDLE")]
     pub b: Option<std::path::PathBuf>,
     /// Repetitions of every (task, arm).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, allow_negative_numbers = true)]
     pub reps: u32,
     /// Budget cap in USD (required for priced profiles), e.g. 4 or 0.50.
-    #[arg(long, value_name = "USD")]
+    #[arg(long, value_name = "USD", allow_negative_numbers = true)]
     pub cap_usd: Option<String>,
     /// Arm-order seed (random when omitted; recorded in the manifest).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub seed: Option<u64>,
     /// Hard cap on requests (default 100; required for unpriced profiles).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub max_requests: Option<u32>,
     /// Hard cap on tokens over the run (required for unpriced profiles).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub max_tokens: Option<u64>,
     /// Output limit per request (default 2048, at most the profile's).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub max_output_tokens: Option<u64>,
     /// Also write the manifest here.
     #[arg(long, value_name = "FILE")]
@@ -214,7 +217,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub yes: bool,
     /// Stop after this many dispatches in this invocation (the run can be resumed).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub max_dispatch: Option<u32>,
 }
 

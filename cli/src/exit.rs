@@ -59,15 +59,38 @@ pub fn engine_error(e: skilltrial_runner::engine::EngineError) -> CliError {
 /// Prints a command error (text on stderr, or JSON on stdout) and returns its exit code.
 pub fn report(error: &CliError, json: bool) -> ExitCode {
     match error {
-        CliError::Environment(_) => {
-            emit_error("environment", &error.to_string(), json);
+        CliError::Environment(e) => {
+            emit_error("environment", &chain_text(e), json);
             ExitCode::from(2)
         }
-        CliError::Rejected(_) => {
-            emit_error("rejected", &error.to_string(), json);
+        CliError::Rejected(e) => {
+            emit_error("rejected", &chain_text(e), json);
             ExitCode::from(1)
         }
     }
+}
+
+/// The error and its causes joined by ": ", each cause said once. A thiserror message that
+/// embeds `{source}` while also marking it `#[source]` (the store's and the journal's errors do,
+/// so that they read whole on their own) would otherwise be followed by that same cause again;
+/// rusqlite's error is in turn followed by SQLite's, which restates it with its code. So a cause
+/// already said, or one that only restates the cause before it, is left out: once, here, for
+/// every error the CLI prints.
+pub fn chain_text(error: &anyhow::Error) -> String {
+    let mut out = String::new();
+    let mut previous = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        let restates = !previous.is_empty() && text.contains(previous.as_str());
+        if !(out.contains(text.as_str()) || restates) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+        previous = text;
+    }
+    out
 }
 
 /// Prints a clap outcome: help and version go to stdout with exit 0, usage errors exit 2.
@@ -95,5 +118,32 @@ fn emit_error(kind: &str, message: &str, json: bool) {
         let _ = writeln!(std::io::stdout().lock(), "{body}");
     } else {
         let _ = writeln!(std::io::stderr().lock(), "error: {message}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chain_text;
+
+    /// Like the store's and the journal's errors: the message embeds its source and also marks
+    /// it as the source.
+    #[derive(Debug, thiserror::Error)]
+    #[error("store /tmp/q1: {source}")]
+    struct Embeds {
+        #[source]
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn regression_a_cause_embedded_in_its_error_is_said_once() {
+        let io = std::io::Error::other("Is a directory (os error 21)");
+        let error = anyhow::Error::from(Embeds { source: io }).context("cannot write the report");
+        assert_eq!(
+            chain_text(&error),
+            "cannot write the report: store /tmp/q1: Is a directory (os error 21)"
+        );
+        // A chain of distinct causes keeps every one.
+        let plain = anyhow::anyhow!("inner").context("middle").context("outer");
+        assert_eq!(chain_text(&plain), "outer: middle: inner");
     }
 }

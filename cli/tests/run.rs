@@ -523,9 +523,13 @@ fn run_refuses_a_manifest_whose_inputs_changed_or_are_missing() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(server.requests().len(), 0, "nothing sent");
+    // A hash that names no run (not in the journal, its manifest not in the store) is a usage
+    // error, as from every command.
     let missing = env.run(&["run", "--manifest", &"ab".repeat(32)]);
-    assert_eq!(missing.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&missing.stderr).contains("not in the store"));
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains(&format!("no run `{}`", "ab".repeat(32)))
+    );
 }
 
 #[test]
@@ -1099,7 +1103,8 @@ fn regression_run_accepts_id_prefixes_and_cancel_on_a_finished_run_says_so() {
     assert_eq!(summary["run"], run.as_str());
     assert_eq!(summary["status"], "finished");
     let (code, _, stderr) = outcome(env.command(&["run", "--manifest", "0123456789abcdef"]));
-    assert_eq!(code, Some(1));
+    // No such run is a usage error (2), from `run` as from every command.
+    assert_eq!(code, Some(2));
     assert!(stderr.contains("no run `0123456789abcdef`"), "{stderr}");
 
     let (code, stdout, _) = outcome(env.command(&["cancel", &run[..12]]));

@@ -249,6 +249,58 @@ impl Journal {
         Ok(journal)
     }
 
+    /// Opens an existing journal for reading only, for a state directory this process may not
+    /// write (a read-only mount, a `chmod -R a-w` copy): `status`, `report`, `compare` still
+    /// work there. SQLite opens a WAL journal read-only only if it can use the `-shm` file
+    /// beside it; with no `-wal` file left (every connection closed cleanly) nothing is pending,
+    /// so the file is opened as immutable, which needs neither. A leftover `-wal` holds
+    /// committed rows the main file lacks, so then it is opened read-only the ordinary way.
+    /// Nothing is migrated: a journal of an older schema is refused, naming the reason.
+    pub fn open_read_only(path: &Path) -> Result<Self, JournalError> {
+        let sql = |source| JournalError::Sql {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        let mut uri = "file:".to_owned();
+        for c in path.to_string_lossy().chars() {
+            match c {
+                '%' => uri.push_str("%25"),
+                '?' => uri.push_str("%3f"),
+                '#' => uri.push_str("%23"),
+                c => uri.push(c),
+            }
+        }
+        if !Path::new(&wal).exists() {
+            uri.push_str("?immutable=1");
+        }
+        let conn = Connection::open_with_flags(
+            &uri,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                | rusqlite::OpenFlags::SQLITE_OPEN_URI
+                | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(sql)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+        let version: u32 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(sql)?;
+        if version > SCHEMA_VERSION {
+            return Err(JournalError::TooNew(path.to_path_buf(), version));
+        }
+        if version < SCHEMA_VERSION {
+            return Err(JournalError::State(format!(
+                "journal {} is of schema {version} and needs migrating to {SCHEMA_VERSION}, but its directory is read-only",
+                path.display()
+            )));
+        }
+        Ok(Self {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
     /// The file.
     pub fn path(&self) -> &Path {
         &self.path

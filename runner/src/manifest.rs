@@ -248,11 +248,15 @@ pub struct PlannedTrial {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Totals {
     pub trials: u32,
+    /// The most requests the run can send: min(the cap, trials × (1 + automatic retries)).
     pub max_requests: u32,
     pub max_input_tokens: u64,
     pub max_output_tokens: u64,
     /// Sum of every trial's reservation: the most the run could cost if every request used its
-    /// whole bound (the cap may stop it sooner).
+    /// whole bound (the cap may stop it sooner). One reservation per trial, not per request: an
+    /// automatic retry follows only a rate-limited or overloaded answer, which the provider
+    /// turned away unbilled, so a trial makes at most one billed request unless the user
+    /// retries it with `resolve --retry` (which reserves again).
     pub upper_cost: Option<MicroUsd>,
 }
 
@@ -389,6 +393,13 @@ pub fn build(
             "give a budget cap with --cap-usd".to_owned(),
         ));
     }
+    if priced && options.cap == Some(MicroUsd::ZERO) {
+        // Every trial reserves its upper cost before it is sent, and no reserve fits a zero cap:
+        // the run could send nothing at all.
+        return Err(PlanError::Invalid(
+            "--cap-usd must be more than 0: with a cap of $0 no trial can be sent".to_owned(),
+        ));
+    }
     let cap = if priced {
         options.cap.map(|c| c.0)
     } else {
@@ -517,9 +528,16 @@ pub fn trials(
             manifest.budget.max_requests
         )));
     }
+    // The true hard bound on requests: each trial may be sent once and then retried
+    // automatically after a rate-limited or overloaded answer, and every request, retries
+    // included, counts against the cap, which stops the run when reached.
+    let per_trial = 1 + crate::provider::retry::MAX_AUTO_RETRIES;
+    let max_requests = count
+        .saturating_mul(per_trial)
+        .min(manifest.budget.max_requests);
     let totals = Totals {
         trials: count,
-        max_requests: count,
+        max_requests,
         max_input_tokens: planned.iter().map(|t| t.input_token_bound).sum(),
         max_output_tokens: planned.iter().map(|t| t.max_output_tokens).sum(),
         upper_cost: match manifest.budget.price {

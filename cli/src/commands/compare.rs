@@ -61,6 +61,17 @@ pub fn run(args: &CompareArgs, global: &Global) -> Result<Status, CliError> {
             })
         };
         let (x, y) = (get(a), get(b));
+        // What the API reported, and which checker scored the verdicts, is known only from
+        // model results: a run with none yet (planned, or cancelled before its first answer)
+        // has an empty set, which contradicts nothing; the rows then show it has no results.
+        let unreported = |v: &Value| v.as_array().is_some_and(Vec::is_empty);
+        let observed = matches!(
+            label,
+            "models the API reported" | "system fingerprints" | "checker behind the verdicts"
+        );
+        if observed && (unreported(&x) || unreported(&y)) {
+            continue;
+        }
         if x != y {
             differs.push(serde_json::json!({ "what": label, "first": x, "second": y }));
         }
@@ -113,10 +124,15 @@ pub fn run(args: &CompareArgs, global: &Global) -> Result<Status, CliError> {
             short(second.as_str().unwrap_or(""))
         );
         for row in &rows {
+            // The JSON keeps the journal's arm ids; people read A and B, as everywhere else.
+            let arm = match row["arm"].as_str().unwrap_or("") {
+                "baseline" => "baseline".to_owned(),
+                other => other.to_uppercase(),
+            };
             let _ = writeln!(
                 out,
                 "{:<10} {:>22} {:>22}",
-                row["arm"].as_str().unwrap_or(""),
+                arm,
                 cell(&row["first"]),
                 cell(&row["second"])
             );

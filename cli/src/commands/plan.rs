@@ -217,8 +217,10 @@ fn render(r: &PlanReport<'_>) -> String {
     );
     let _ = writeln!(
         out,
-        "requests  at most {} (cap {} per run; nothing is retried automatically)",
-        r.totals.max_requests, m.budget.max_requests
+        "requests  at most {} (cap {} per run; up to {} automatic retries per trial of rate-limited or overloaded requests, which cost nothing, count against it)",
+        r.totals.max_requests,
+        m.budget.max_requests,
+        skilltrial_runner::provider::retry::MAX_AUTO_RETRIES
     );
     let _ = writeln!(
         out,

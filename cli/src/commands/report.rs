@@ -74,7 +74,13 @@ pub fn write_to(state: &Opened, run: &RunRow, targets: &Targets<'_>) -> Result<W
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("cannot create {}", parent.display()))?;
         }
-        skilltrial_runner::store::write_durably(path, &bytes).map_err(anyhow::Error::from)?;
+        // The store's error names "store"; this is a report file the user chose.
+        skilltrial_runner::store::write_durably(path, &bytes).map_err(|e| match e {
+            skilltrial_runner::store::StoreError::Io { source, .. } => {
+                anyhow::anyhow!("cannot write the report file {}: {source}", path.display())
+            }
+            other => other.into(),
+        })?;
     }
     Ok(Written {
         report: doc,

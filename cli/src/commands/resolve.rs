@@ -28,10 +28,18 @@ pub fn run(args: &ResolveArgs, global: &Global) -> Result<Status, CliError> {
     let layout = state::layout(global)?;
     let mut journal = state::existing_journal(&layout)?;
     // An infrastructure error keeps its outcome when retried (nothing was spent on it).
-    let infrastructure = journal
+    let Some((_, attempt)) = journal
         .attempt(&args.attempt)
         .map_err(|e| CliError::Rejected(e.into()))?
-        .is_some_and(|(_, a)| a.outcome.as_deref() == Some("infrastructure_error"));
+    else {
+        // Like a run id no run has: a usage error (exit 2), not a rejected decision.
+        return Err(CliError::Environment(anyhow::anyhow!(
+            "no attempt `{}` in {}: give an attempt id `skilltrial status` lists",
+            args.attempt,
+            journal.path().display()
+        )));
+    };
+    let infrastructure = attempt.outcome.as_deref() == Some("infrastructure_error");
     let new_attempt = journal
         .resolve(&args.attempt, &resolution)
         .map_err(|e| CliError::Rejected(e.into()))?;

@@ -22,7 +22,7 @@ use crate::output;
 pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
     let layout = state::layout(global)?;
     let store = state::store(&layout)?;
-    let manifest_ref = full_run_id(&layout, &args.manifest)?;
+    let manifest_ref = state::run_id(&layout, &args.manifest)?;
     let inputs =
         engine::load_inputs(&store, &manifest_ref).map_err(|e| CliError::Rejected(e.into()))?;
     let m = &inputs.manifest;
@@ -212,27 +212,6 @@ fn cancelled(layout: &skilltrial_runner::home::Layout, reference: &str) -> Resul
         .run(reference)
         .map_err(|e| CliError::Environment(e.into()))?
         .is_some_and(|run| run.status == "cancelled" || run.cancel_requested))
-}
-
-/// The full manifest hash for `reference`: as given when it is one, else the run whose id it
-/// prefixes (the prefixes `status`, `report` and `cancel` accept).
-fn full_run_id(
-    layout: &skilltrial_runner::home::Layout,
-    reference: &str,
-) -> Result<String, CliError> {
-    let is_full = reference.len() == 64 && reference.bytes().all(|b| b.is_ascii_hexdigit());
-    if is_full || !layout.journal.is_file() {
-        return Ok(reference.to_owned());
-    }
-    let journal = state::journal(layout)?;
-    match journal.run(reference) {
-        Ok(Some(run)) => Ok(run.id),
-        Ok(None) => Err(CliError::Rejected(anyhow::anyhow!(
-            "no run `{reference}` in {}: give the manifest hash `skilltrial plan` printed, or a prefix of at least 8 characters",
-            journal.path().display()
-        ))),
-        Err(e) => Err(CliError::Rejected(e.into())),
-    }
 }
 
 fn confirm(m: &manifest::Manifest) -> Result<(), CliError> {

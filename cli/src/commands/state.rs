@@ -26,9 +26,26 @@ pub fn existing_journal(layout: &Layout) -> Result<Journal, CliError> {
     journal(layout)
 }
 
+/// The journal, created if missing. In a state directory whose permissions forbid writing, an
+/// existing journal is opened read-only instead, so that commands that only read still work
+/// there (and one that writes fails naming the read-only journal). Decided by the permission
+/// bits, not by trying to write, so that it holds for root too, whom `chmod` does not stop.
 pub fn journal(layout: &Layout) -> Result<Journal, CliError> {
-    Ok(Journal::open(&layout.journal)
-        .with_context(|| format!("cannot open the journal in {}", layout.root.display()))?)
+    let dir = layout.journal.parent().unwrap_or(&layout.root);
+    let read_only = layout.journal.is_file()
+        && std::fs::metadata(dir).is_ok_and(|m| m.permissions().readonly());
+    let opened = if read_only {
+        Journal::open_read_only(&layout.journal)
+    } else {
+        Journal::open(&layout.journal)
+    };
+    Ok(opened.with_context(|| {
+        format!(
+            "cannot open the journal in {}{}",
+            layout.root.display(),
+            if read_only { " (read-only)" } else { "" }
+        )
+    })?)
 }
 
 pub fn store(layout: &Layout) -> Result<Store, CliError> {
@@ -39,15 +56,56 @@ pub fn payloads(layout: &Layout) -> Result<Store, CliError> {
     Ok(Store::open(&layout.payloads).context("cannot open the payload store")?)
 }
 
-/// A run by id or prefix, or the latest run.
+/// The shortest run id prefix accepted: shorter ones match too easily by accident.
+pub const MIN_PREFIX: usize = 8;
+
+/// A run reference as a person gives it, checked and reduced to lowercase hex: the manifest
+/// hash as `plan` prints it (`sha256:<64 hex>`), its 64 hex digits, or a prefix of at least
+/// [`MIN_PREFIX`] of them. Every command that takes a run goes through here.
+pub fn run_reference(reference: &str) -> Result<String, CliError> {
+    let hex = reference.strip_prefix("sha256:").unwrap_or(reference);
+    if hex.is_empty() || hex.len() > 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(CliError::Environment(anyhow::anyhow!(
+            "`{reference}` is not a run id: give the manifest hash `skilltrial plan` printed (sha256:<64 hex>), or a prefix of at least {MIN_PREFIX} of its hex characters"
+        )));
+    }
+    if hex.len() < MIN_PREFIX {
+        return Err(CliError::Environment(anyhow::anyhow!(
+            "run id prefix `{reference}` is too short: give at least {MIN_PREFIX} characters of the manifest hash"
+        )));
+    }
+    Ok(hex.to_ascii_lowercase())
+}
+
+/// The full id of the run `reference` names (see [`run_reference`]), for `run`. A full hash
+/// whose manifest is in the store is a run even before the journal records it (a journal
+/// deleted or not yet created: `run` records it); one in neither is no run (exit 2).
+pub fn run_id(layout: &Layout, reference: &str) -> Result<String, CliError> {
+    let hex = run_reference(reference)?;
+    if hex.len() == 64
+        && skilltrial_runner::store::parse_hex(&hex)
+            .is_some_and(|d| store(layout).is_ok_and(|s| s.contains(&d)))
+    {
+        return Ok(hex);
+    }
+    Ok(find_run(&existing_journal(layout)?, Some(reference))?.id)
+}
+
+/// A run by id or prefix (see [`run_reference`]), or the latest run. No such run is a usage
+/// error (exit 2), whichever command asked.
 pub fn find_run(journal: &Journal, run: Option<&str>) -> Result<RunRow, CliError> {
     let found = match run {
-        Some(id) => journal.run(id).map_err(anyhow::Error::from)?,
+        Some(reference) => journal
+            .run(&run_reference(reference)?)
+            .map_err(anyhow::Error::from)?,
         None => journal.latest_run().map_err(anyhow::Error::from)?,
     };
     found.ok_or_else(|| {
         CliError::Environment(anyhow::anyhow!(match run {
-            Some(id) => format!("no run `{id}` in {}", journal.path().display()),
+            Some(id) => format!(
+                "no run `{id}` in {}: give the manifest hash `skilltrial plan` printed, or a prefix of at least {MIN_PREFIX} characters",
+                journal.path().display()
+            ),
             None => format!(
                 "no runs yet in {}: plan one with `skilltrial plan`, then `skilltrial run`",
                 journal.path().display()

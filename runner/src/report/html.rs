@@ -126,6 +126,16 @@ pub fn utc(ms: i64) -> String {
 
 /// The run's state in words, from the same numbers for the header and the partial-run banner,
 /// so the two can never disagree.
+/// An arm as people read it: A and B uppercase, as in the summary and the CLI; baseline keeps its
+/// word. The JSON and the `data-arm` attributes the filters match keep the journal's ids.
+fn arm_label(arm: &str) -> String {
+    if arm == "baseline" {
+        arm.to_owned()
+    } else {
+        arm.to_uppercase()
+    }
+}
+
 fn coverage_words(report: &Value) -> (bool, String) {
     let summary = &report["summary"];
     let complete = summary["complete"].as_bool().unwrap_or(false);
@@ -383,7 +393,7 @@ pub fn render(report: &Value) -> String {
         let _ = write!(
             h,
             "<tr><td>{}</td><td class=\"mono\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-            escape(&s(&arm["arm"])),
+            escape(&arm_label(&s(&arm["arm"]))),
             escape(&bundle),
             escape(&coverage),
             s(&arm["pass"]),
@@ -462,7 +472,7 @@ pub fn render(report: &Value) -> String {
         .unwrap_or_default();
     h.push_str("<section class=\"view\" id=\"tasks\"><h2>Tasks and trials</h2><h3>Per-task matrix (pass / executed)</h3><table class=\"sortable\"><thead><tr><th>task</th><th>family</th>");
     for arm in &arms {
-        let _ = write!(h, "<th class=\"num\">{}</th>", escape(arm));
+        let _ = write!(h, "<th class=\"num\">{}</th>", escape(&arm_label(arm)));
     }
     h.push_str("<th>verdict A</th><th>verdict B</th><th>B vs A</th></tr></thead><tbody>");
     for t in report["tasks"].as_array().into_iter().flatten() {
@@ -511,7 +521,7 @@ pub fn render(report: &Value) -> String {
             "<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"{class}\">{}</td><td class=\"mono\">{}</td><td class=\"num\">{}</td></tr>",
             s(&t["index"]),
             escape(&s(&t["task"])),
-            escape(&s(&t["arm"])),
+            escape(&arm_label(&s(&t["arm"]))),
             s(&t["repetition"]),
             escape(&outcome),
             escape(&reasons.join(", ")),
@@ -541,7 +551,7 @@ pub fn render(report: &Value) -> String {
                 escape(&s(&a["outcome"])),
                 s(&t["index"]),
                 escape(&s(&t["task"])),
-                escape(&s(&t["arm"])),
+                escape(&arm_label(&s(&t["arm"]))),
                 s(&t["repetition"]),
                 escape(&s(&a["outcome"])),
                 escape(&s(&a["id"]))
@@ -615,7 +625,7 @@ pub fn render(report: &Value) -> String {
             let _ = write!(
                 h,
                 "<tr><td>{}</td><td class=\"num\" data-v=\"{}\">{}</td></tr>",
-                escape(arm),
+                escape(&arm_label(arm)),
                 s(v),
                 usd(v)
             );

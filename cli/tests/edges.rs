@@ -1,0 +1,574 @@
+//! The CLI's edges found by the acceptance run: the request bound `plan` prints, run ids in every
+//! form `plan` prints them, one exit code per kind of error, flags given negative numbers, error
+//! messages that say each cause once, `verify --json`, a read-only state directory, and
+//! `compare` of a run without results. The real binary, a real journal under a temporary state
+//! directory, and the loopback server speaking the Anthropic wire format.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use skilltrial_runner::checker::Expected;
+use skilltrial_runner::journal::Journal;
+use skilltrial_runner::pack;
+use skilltrial_runner::scripted::{Reply, ScriptedServer, ServerRequest};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The golden answer for arms with a skill, a wrong one for the baseline.
+fn answer(request: &ServerRequest) -> String {
+    let user = request.user_text();
+    let task = user
+        .split("<task id=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or("");
+    let p = pack::open("solana-core@1.0.3").unwrap();
+    let Ok(t) = p.task(task) else {
+        return "no such task".into();
+    };
+    match t.reveal_expected() {
+        Expected::Golden(golden) if user.contains("<skill name=") => golden.to_string(),
+        _ => "I cannot decode this.".into(),
+    }
+}
+
+struct Env {
+    dir: tempfile::TempDir,
+    home: PathBuf,
+}
+
+impl Env {
+    fn new(server: &ScriptedServer) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("profiles.toml"),
+            format!(
+                "[[profile]]\nid = \"loopback\"\nprovider = \"anthropic\"\nmodel = \"loopback-model\"\nbase_url = \"{}\"\ncontext_tokens = 200000\nmax_output_tokens = 1024\ninput_usd_per_mtok = \"3\"\noutput_usd_per_mtok = \"15\"\nprice_source = \"test\"\nprice_as_of = \"2026-11-29\"\n",
+                server.url()
+            ),
+        )
+        .unwrap();
+        let home = dir.path().join("home");
+        Self { dir, home }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.run_in(&self.home, args)
+    }
+
+    fn run_in(&self, home: &Path, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_skilltrial"))
+            .args(args)
+            .arg("--home")
+            .arg(home)
+            .current_dir(root())
+            .env("ANTHROPIC_API_KEY", "sk-ant-test-edges")
+            .env("SKILLTRIAL_TEST_BACKOFF_SCALE", "0")
+            .env_remove("ANTHROPIC_BASE_URL")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    fn plan_args(&self, extra: &[&str]) -> Vec<String> {
+        let profiles = self.dir.path().join("profiles.toml");
+        let mut args: Vec<String> = [
+            "plan",
+            "--model",
+            "loopback",
+            "--profiles",
+            profiles.to_str().unwrap(),
+            "--a",
+            "fixtures/bundles/solana-reader-1.4.2",
+            "--b",
+            "fixtures/bundles/solana-reader-1.5.0",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        args
+    }
+
+    /// Plans a run and returns its plan document.
+    fn plan(&self, extra: &[&str]) -> Value {
+        let mut args = self.plan_args(extra);
+        args.push("--json".into());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.json(&args)
+    }
+
+    fn plan_outcome(&self, extra: &[&str]) -> (Option<i32>, String, String) {
+        let args = self.plan_args(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        outcome(self.run(&args))
+    }
+}
+
+/// (exit code, stdout, stderr).
+fn outcome(out: Output) -> (Option<i32>, String, String) {
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn regression_plan_prints_the_true_request_bound_counting_automatic_retries() {
+    // Given a provider that turns every request away with a 429 (which costs nothing)
+    let server = ScriptedServer::start(|_| Reply::Status(429)).unwrap();
+    let env = Env::new(&server);
+    // When 18 trials are planned under a cap of 60 requests
+    let plan = env.plan(&[
+        "--reps",
+        "1",
+        "--seed",
+        "7",
+        "--cap-usd",
+        "4",
+        "--max-requests",
+        "60",
+    ]);
+    // Then the bound is min(60, 18 × (1 + 3 automatic retries)) = 60, not 18
+    assert_eq!(plan["trials"], 18);
+    assert_eq!(plan["totals"]["max_requests"], 60);
+    let (code, text, _) = env.plan_outcome(&[
+        "--reps",
+        "1",
+        "--seed",
+        "7",
+        "--cap-usd",
+        "4",
+        "--max-requests",
+        "100",
+    ]);
+    assert_eq!(code, Some(0));
+    assert!(
+        text.contains("requests  at most 72 (cap 100 per run; up to 3 automatic retries per trial of rate-limited or overloaded requests, which cost nothing, count against it)\n"),
+        "{text}"
+    );
+    // And the run really sends more than one request per trial, never more than the bound
+    let run = plan["run"].as_str().unwrap();
+    let out = env.run(&["run", "--manifest", run, "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sent = server.requests().len();
+    assert!(sent > 18 && sent <= 60, "{sent} requests sent");
+}
+
+#[test]
+fn regression_every_command_takes_the_run_id_as_plan_prints_it() {
+    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
+    let env = Env::new(&server);
+    let plan = env.plan(&["--reps", "1", "--seed", "7", "--cap-usd", "4"]);
+    let printed = plan["manifest_hash"].as_str().unwrap().to_owned();
+    let run = plan["run"].as_str().unwrap().to_owned();
+    assert_eq!(printed, format!("sha256:{run}"));
+    let dry = env.json(&["run", "--manifest", &printed, "--dry-run", "--json"]);
+    assert_eq!(dry["run"], run.as_str());
+    assert_eq!(
+        env.json(&["status", &printed, "--json"])["run"],
+        run.as_str()
+    );
+    let summary = env.json(&["run", "--manifest", &printed, "--json"]);
+    assert_eq!(summary["status"], "finished");
+    let out_dir = env.dir.path().join("r");
+    let report = env.json(&[
+        "report",
+        &printed,
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(report["manifest_hash"], printed.as_str());
+    assert_eq!(
+        env.json(&["recheck", &printed, "--json"])["run"],
+        run.as_str()
+    );
+    assert_eq!(
+        env.json(&["compare", &printed, &run, "--json"])["comparable"],
+        true
+    );
+    // An uppercase hash is the same id.
+    let upper = format!("sha256:{}", run.to_uppercase());
+    assert_eq!(env.json(&["status", &upper, "--json"])["run"], run.as_str());
+    let (code, stdout, _) = outcome(env.run(&["cancel", &printed]));
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        stdout,
+        format!(
+            "run {} is already finished: nothing to cancel\n",
+            &run[..12]
+        )
+    );
+}
+
+#[test]
+fn regression_no_such_run_is_a_usage_error_from_every_command_and_short_prefixes_say_so() {
+    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
+    let env = Env::new(&server);
+    env.plan(&["--reps", "1", "--seed", "7", "--cap-usd", "4"]);
+    let journal = env.home.join("journal.sqlite3");
+    let missing = format!(
+        "error: no run `0123456789abcdef` in {}: give the manifest hash `skilltrial plan` printed, or a prefix of at least 8 characters\n",
+        journal.display()
+    );
+    for args in [
+        &["run", "--manifest", "0123456789abcdef"][..],
+        &["status", "0123456789abcdef"],
+        &["report", "0123456789abcdef"],
+        &["cancel", "0123456789abcdef"],
+        &["recheck", "0123456789abcdef"],
+    ] {
+        let (code, _, stderr) = outcome(env.run(args));
+        assert_eq!(
+            (code, stderr.as_str()),
+            (Some(2), missing.as_str()),
+            "{args:?}"
+        );
+    }
+    let short = "error: run id prefix `08ed` is too short: give at least 8 characters of the manifest hash\n";
+    for args in [
+        &["run", "--manifest", "08ed"][..],
+        &["status", "08ed"],
+        &["compare", "08ed", "08ed"],
+    ] {
+        let (code, _, stderr) = outcome(env.run(args));
+        assert_eq!((code, stderr.as_str()), (Some(2), short), "{args:?}");
+    }
+    let (code, _, stderr) = outcome(env.run(&["status", "not-a-run"]));
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        stderr,
+        "error: `not-a-run` is not a run id: give the manifest hash `skilltrial plan` printed (sha256:<64 hex>), or a prefix of at least 8 of its hex characters\n"
+    );
+    let (code, _, stderr) = outcome(env.run(&["resolve", "bogus-id", "--release"]));
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        stderr,
+        format!(
+            "error: no attempt `bogus-id` in {}: give an attempt id `skilltrial status` lists\n",
+            journal.display()
+        )
+    );
+}
+
+#[test]
+fn regression_negative_numbers_are_refused_naming_the_flag_and_a_zero_cap_is_refused() {
+    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
+    let env = Env::new(&server);
+    for (flag, value, said) in [
+        (
+            "--reps",
+            "-1",
+            "error: invalid value '-1' for '--reps <REPS>': -1 is not in 0..=4294967295",
+        ),
+        (
+            "--max-requests",
+            "-5",
+            "error: invalid value '-5' for '--max-requests <MAX_REQUESTS>': -5 is not in 0..=4294967295",
+        ),
+        (
+            "--seed",
+            "-2",
+            "error: invalid value '-2' for '--seed <SEED>': invalid digit found in string",
+        ),
+    ] {
+        let (code, _, stderr) = env.plan_outcome(&["--cap-usd", "4", flag, value]);
+        assert_eq!(code, Some(2), "{flag}");
+        assert_eq!(stderr.lines().next(), Some(said), "{stderr}");
+    }
+    let (code, _, stderr) = env.plan_outcome(&["--cap-usd", "-1"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        stderr,
+        "error: --cap-usd: `-1` is not a USD amount (digits, optionally a point and up to 6 decimals, e.g. 4 or 0.25)\n"
+    );
+    let (code, _, stderr) =
+        outcome(env.run(&["run", "--manifest", "0123456789", "--max-dispatch", "-3"]));
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.starts_with("error: invalid value '-3' for '--max-dispatch <N>'"),
+        "{stderr}"
+    );
+    // A zero cap on a priced profile could send nothing: refused, not planned with a warning.
+    let (code, _, stderr) = env.plan_outcome(&["--cap-usd", "0"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        stderr,
+        "error: cannot plan: --cap-usd must be more than 0: with a cap of $0 no trial can be sent\n"
+    );
+}
+
+#[test]
+fn regression_errors_say_each_cause_once_and_name_the_report_file() {
+    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
+    let env = Env::new(&server);
+    // A journal that is not SQLite.
+    let garbage = env.dir.path().join("garbage");
+    std::fs::create_dir_all(&garbage).unwrap();
+    std::fs::write(garbage.join("journal.sqlite3"), vec![b'x'; 4096]).unwrap();
+    let (code, _, stderr) = outcome(env.run_in(&garbage, &["status"]));
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        stderr,
+        format!(
+            "error: cannot open the journal in {}: journal {}: file is not a database\n",
+            garbage.display(),
+            garbage.join("journal.sqlite3").display()
+        )
+    );
+    // A report file path that is a directory.
+    let run = env.plan(&["--reps", "1", "--seed", "7", "--cap-usd", "4"])["run"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    env.json(&["run", "--manifest", &run, "--json"]);
+    let dir = env.dir.path().join("q1");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (code, _, stderr) =
+        outcome(env.run(&["report", &run, "--out-json", dir.to_str().unwrap()]));
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        stderr,
+        format!(
+            "error: cannot write the report file {}: Is a directory (os error 21)\n",
+            dir.display()
+        )
+    );
+}
+
+#[test]
+fn regression_verify_json_names_every_mismatch_in_the_shape_of_a_success() {
+    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
+    let env = Env::new(&server);
+    let run = env.plan(&["--reps", "1", "--seed", "7", "--cap-usd", "4"])["run"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    env.json(&["run", "--manifest", &run, "--json"]);
+    let out_dir = env.dir.path().join("r");
+    env.json(&["report", &run, "--out", out_dir.to_str().unwrap(), "--json"]);
+    let path = out_dir.join("report.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let (report_hash, manifest_hash) = (
+        doc["report_hash"].as_str().unwrap().to_owned(),
+        doc["manifest_hash"].as_str().unwrap().to_owned(),
+    );
+    assert_eq!(
+        env.json(&["verify", path.to_str().unwrap(), "--json"]),
+        serde_json::json!({
+            "ok": true,
+            "report_hash": { "stated": report_hash, "recomputed": report_hash, "ok": true },
+            "manifest_hash": { "stated": manifest_hash, "recomputed": manifest_hash, "ok": true },
+        })
+    );
+    // An edited manifest breaks both hashes, and both are named.
+    let mut edited = doc.clone();
+    edited["manifest"]["repetitions"] = serde_json::json!(9);
+    let edited_path = env.dir.path().join("edited.json");
+    std::fs::write(&edited_path, serde_json::to_string_pretty(&edited).unwrap()).unwrap();
+    let (code, stdout, _) = outcome(env.run(&["verify", edited_path.to_str().unwrap(), "--json"]));
+    assert_eq!(code, Some(1));
+    let got: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(got["ok"], false);
+    assert_eq!(got["report_hash"]["stated"], report_hash.as_str());
+    assert_eq!(got["report_hash"]["ok"], false);
+    assert_ne!(got["report_hash"]["recomputed"], report_hash.as_str());
+    assert_eq!(got["manifest_hash"]["stated"], manifest_hash.as_str());
+    assert_eq!(got["manifest_hash"]["ok"], false);
+    let recomputed = got["manifest_hash"]["recomputed"].as_str().unwrap();
+    assert_ne!(recomputed, manifest_hash);
+    let (code, text, _) = outcome(env.run(&["verify", edited_path.to_str().unwrap()]));
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        text,
+        format!(
+            "MISMATCH: report hash: the file states {report_hash}, the content hashes to {}\nMISMATCH: manifest hash: the file states {manifest_hash}, the manifest hashes to {recomputed}\n",
+            got["report_hash"]["recomputed"].as_str().unwrap()
+        )
+    );
+    // A file that is not JSON is an error in the CLI's error convention.
+    let not_json = env.dir.path().join("not.json");
+    std::fs::write(&not_json, "nope").unwrap();
+    let (code, stdout, _) = outcome(env.run(&["verify", not_json.to_str().unwrap(), "--json"]));
+    assert_eq!(code, Some(1));
+    let got: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(got["error"]["kind"], "rejected");
+    assert_eq!(
+        got["error"]["message"],
+        format!(
+            "{} is not JSON: expected ident at line 1 column 2",
+            not_json.display()
+        )
+    );
+}
+
+/// Copies a directory tree.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Sets or clears every write bit under `dir` (`chmod -R a-w` / `u+w`).
+fn set_read_only(dir: &Path, read_only: bool) {
+    use std::os::unix::fs::PermissionsExt;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            set_read_only(&path, read_only);
+        }
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        let mode = if read_only {
+            mode & !0o222
+        } else {
+            mode | 0o200
+        };
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let mode = std::fs::metadata(dir).unwrap().permissions().mode();
+    let mode = if read_only {
+        mode & !0o222
+    } else {
+        mode | 0o200
+    };
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Every path under `dir`, sorted.
+fn listing(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(listing(&path));
+        }
+        out.push(path);
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn regression_a_read_only_state_directory_can_be_read() {
+    // Tests often run as root, whom `chmod` does not stop: the CLI decides by the permission
+    // bits, so this exercises the read-only open either way; the listing check below shows that
+    // nothing (not even SQLite's -wal/-shm files) was written into the read-only copy.
+    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
+    let env = Env::new(&server);
+    let run = env.plan(&["--reps", "1", "--seed", "7", "--cap-usd", "4"])["run"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let other = env.plan(&["--reps", "1", "--seed", "8", "--cap-usd", "4"])["run"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    env.json(&["run", "--manifest", &run, "--json"]);
+    let copy = env.dir.path().join("ro-home");
+    copy_tree(&env.home, &copy);
+    set_read_only(&copy, true);
+    let before = listing(&copy);
+    let json = |args: &[&str]| -> Value {
+        let (code, stdout, stderr) = outcome(env.run_in(&copy, args));
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+        serde_json::from_str(&stdout).unwrap()
+    };
+    let status = json(&["status", &run, "--json"]);
+    assert_eq!(status["status"], "finished");
+    let out_dir = env.dir.path().join("ro-report");
+    let report = json(&["report", &run, "--out", out_dir.to_str().unwrap(), "--json"]);
+    assert_eq!(report["manifest_hash"], format!("sha256:{run}"));
+    assert_eq!(
+        json(&["compare", &run, &other, "--json"])["comparable"],
+        true
+    );
+    let after = listing(&copy);
+    set_read_only(&copy, false);
+    assert_eq!(
+        before, after,
+        "nothing is written into a read-only state directory"
+    );
+
+    // The read-only journal refuses writes, naming the file.
+    let journal = Journal::open_read_only(&env.home.join("journal.sqlite3")).unwrap();
+    assert_eq!(journal.run(&run).unwrap().unwrap().status, "finished");
+    let err = journal.request_cancel(&run).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "journal {}: attempt to write a readonly database",
+            env.home.join("journal.sqlite3").display()
+        )
+    );
+}
+
+#[test]
+fn regression_compare_with_a_run_without_results_and_arm_labels_read_a_and_b() {
+    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
+    let env = Env::new(&server);
+    let run = env.plan(&["--reps", "1", "--seed", "7", "--cap-usd", "4"])["run"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let planned = env.plan(&["--reps", "1", "--seed", "8", "--cap-usd", "4"])["run"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    env.json(&["run", "--manifest", &run, "--json"]);
+    // A run with no model results yet reported no models: that contradicts nothing.
+    let doc = env.json(&["compare", &run, &planned, "--json"]);
+    assert_eq!(doc["comparable"], true);
+    assert_eq!(doc["rows"][1]["arm"], "a");
+    let (code, text, _) = outcome(env.run(&["compare", &run, &planned]));
+    assert_eq!(code, Some(0));
+    let arms: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(arms, ["baseline", "A", "B"], "{text}");
+    // The HTML coverage table labels the arms the same way.
+    let out_dir = env.dir.path().join("r");
+    env.json(&["report", &run, "--out", out_dir.to_str().unwrap(), "--json"]);
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    let coverage = html.split("<h3>Coverage</h3>").nth(1).unwrap();
+    let coverage = coverage.split("</table>").next().unwrap();
+    assert!(coverage.contains("<tr><td>A</td>"), "{coverage}");
+    assert!(coverage.contains("<tr><td>B</td>"), "{coverage}");
+    assert!(!coverage.contains("<tr><td>a</td>"), "{coverage}");
+    // And so do the per-task matrix and the cost table.
+    assert!(html.contains("<th class=\"num\">A</th><th class=\"num\">B</th>"));
+    assert!(!html.contains("<tr><td>a</td>"), "cost table");
+}
