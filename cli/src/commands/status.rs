@@ -96,7 +96,16 @@ struct StatusReport {
 pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     let layout = state::layout(global)?;
     let journal = state::existing_journal(&layout)?;
-    let run = state::find_run(&journal, args.run.as_deref())?;
+    let found = state::find_run(&journal, args.run.as_deref())?;
+    // Probe the run's lock before reading its rows and again after: a run that finishes (or
+    // starts) between a read and a single probe would otherwise read `running` with its lock
+    // free, and be called interrupted. The engine writes its final status before it lets go of
+    // the lock, so a run seen live by either probe is never reported interrupted.
+    let live_before = run_is_live(journal.path(), &found.id).map_err(anyhow::Error::from)?;
+    let run = journal
+        .run(&found.id)
+        .map_err(anyhow::Error::from)?
+        .unwrap_or(found);
     let trials = journal.trials(&run.id).map_err(anyhow::Error::from)?;
     let attempts = journal.attempts(&run.id).map_err(anyhow::Error::from)?;
     let money = journal.money(&run.id).map_err(anyhow::Error::from)?;
@@ -184,7 +193,8 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
             .unwrap_or_else(|| "not_run".to_owned());
         *not_run_reasons.entry(reason).or_insert(0u32) += 1;
     }
-    let live = run_is_live(journal.path(), &run.id).map_err(anyhow::Error::from)?;
+    let live_after = run_is_live(journal.path(), &run.id).map_err(anyhow::Error::from)?;
+    let live = live_after || (live_before && run.status == "running");
     let status = if run.status == "running" && !live {
         "interrupted".to_owned()
     } else {
