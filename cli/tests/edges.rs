@@ -14,7 +14,7 @@ use skilltrial_runner::scripted::{Reply, ScriptedServer};
 
 mod support;
 
-use support::{Env, scripted_answer as answer};
+use support::{Env, scripted_answer};
 
 /// `plan` with `extra` and no `--json`: (exit code, stdout, stderr).
 fn plan_outcome(env: &Env, extra: &[&str]) -> (Option<i32>, String, String) {
@@ -84,7 +84,7 @@ fn regression_plan_prints_the_true_request_bound_counting_automatic_retries() {
 
 #[test]
 fn regression_every_command_takes_the_run_id_as_plan_prints_it() {
-    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::new(&server).backoff_scale("0");
     let plan = env.plan_doc(&["--reps", "1", "--seed", "7", "--cap-usd", "4"]);
     let printed = plan["manifest_hash"].as_str().unwrap().to_owned();
@@ -131,7 +131,7 @@ fn regression_every_command_takes_the_run_id_as_plan_prints_it() {
 
 #[test]
 fn regression_no_such_run_is_a_usage_error_from_every_command_and_short_prefixes_say_so() {
-    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::new(&server).backoff_scale("0");
     env.plan_doc(&["--reps", "1", "--seed", "7", "--cap-usd", "4"]);
     let journal = env.home().join("journal.sqlite3");
@@ -181,7 +181,7 @@ fn regression_no_such_run_is_a_usage_error_from_every_command_and_short_prefixes
 
 #[test]
 fn regression_negative_numbers_are_refused_naming_the_flag_and_a_zero_cap_is_refused() {
-    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::new(&server).backoff_scale("0");
     for (flag, value, said) in [
         (
@@ -228,7 +228,7 @@ fn regression_negative_numbers_are_refused_naming_the_flag_and_a_zero_cap_is_ref
 
 #[test]
 fn regression_errors_say_each_cause_once_and_name_the_report_file() {
-    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::new(&server).backoff_scale("0");
     // A journal that is not SQLite.
     let garbage = env.dir.path().join("garbage");
@@ -245,10 +245,7 @@ fn regression_errors_say_each_cause_once_and_name_the_report_file() {
         )
     );
     // A report file path that is a directory.
-    let run = env.plan_doc(&["--reps", "1", "--seed", "7", "--cap-usd", "4"])["run"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     env.json(&["run", "--manifest", &run, "--json"]);
     let dir = env.dir.path().join("q1");
     std::fs::create_dir_all(&dir).unwrap();
@@ -266,12 +263,9 @@ fn regression_errors_say_each_cause_once_and_name_the_report_file() {
 
 #[test]
 fn regression_verify_json_names_every_mismatch_in_the_shape_of_a_success() {
-    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::new(&server).backoff_scale("0");
-    let run = env.plan_doc(&["--reps", "1", "--seed", "7", "--cap-usd", "4"])["run"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     env.json(&["run", "--manifest", &run, "--json"]);
     let out_dir = env.dir.path().join("r");
     env.json(&["report", &run, "--out", out_dir.to_str().unwrap(), "--json"]);
@@ -388,16 +382,10 @@ fn regression_a_read_only_state_directory_can_be_read() {
     // Tests often run as root, whom `chmod` does not stop: the CLI decides by the permission
     // bits, so this exercises the read-only open either way; the listing check below shows that
     // nothing (not even SQLite's -wal/-shm files) was written into the read-only copy.
-    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::new(&server).backoff_scale("0");
-    let run = env.plan_doc(&["--reps", "1", "--seed", "7", "--cap-usd", "4"])["run"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let other = env.plan_doc(&["--reps", "1", "--seed", "8", "--cap-usd", "4"])["run"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    let other = env.plan_seeded("8", &["--reps", "1", "--cap-usd", "4"]);
     env.json(&["run", "--manifest", &run, "--json"]);
     let copy = env.dir.path().join("ro-home");
     copy_tree(&env.home(), &copy);
@@ -439,16 +427,10 @@ fn regression_a_read_only_state_directory_can_be_read() {
 
 #[test]
 fn regression_compare_with_a_run_without_results_and_arm_labels_read_a_and_b() {
-    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::new(&server).backoff_scale("0");
-    let run = env.plan_doc(&["--reps", "1", "--seed", "7", "--cap-usd", "4"])["run"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let planned = env.plan_doc(&["--reps", "1", "--seed", "8", "--cap-usd", "4"])["run"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    let planned = env.plan_seeded("8", &["--reps", "1", "--cap-usd", "4"]);
     env.json(&["run", "--manifest", &run, "--json"]);
     // A run with no model results yet reported no models: that contradicts nothing.
     let doc = env.json(&["compare", &run, &planned, "--json"]);

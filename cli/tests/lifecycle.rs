@@ -13,7 +13,7 @@ use skilltrial_runner::scripted::{Reply, ScriptedServer};
 
 mod support;
 
-use support::{Env, scripted_answer, wait_for_requests};
+use support::{Env, hang_at, scripted_answer, wait_for_requests};
 
 fn count(status: &Value, key: &str) -> u64 {
     status["counts"]
@@ -33,27 +33,12 @@ fn assert_counts_add_up(status: &Value) {
     assert_eq!(sum, status["planned"].as_u64().unwrap(), "{status}");
 }
 
-/// Runs with a debug kill point and checks the process died there.
-fn kill_at(env: &Env, run: &str, window: &str) {
-    let out = env
-        .command(&["run", "--manifest", run, "--json"])
-        .env(skilltrial_runner::engine::KILL_POINT_VAR, window)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(skilltrial_runner::engine::KILL_POINT_EXIT),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 #[test]
 fn regression_status_of_a_killed_run_lists_the_attempt_in_flight_and_counts_add_up() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::new(&server).backoff_scale("0");
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
-    kill_at(&env, &run, "after_dispatch");
+    env.kill_at(&run, "after_dispatch");
     let attempt = env.attempts(&run)[0].clone();
     assert_eq!(attempt.state, AttemptState::Dispatched);
 
@@ -82,7 +67,7 @@ fn regression_status_of_a_run_killed_before_scoring_shows_the_answer_unscored() 
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::new(&server).backoff_scale("0");
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
-    kill_at(&env, &run, "after_result");
+    env.kill_at(&run, "after_result");
     let status = env.json(&["status", "--json"]);
     assert_eq!(count(&status, "unscored"), 1, "{status}");
     assert_eq!(count(&status, "pending"), 17, "{status}");
@@ -375,14 +360,7 @@ fn regression_one_ctrl_c_finishes_the_request_in_flight_and_stops_resumable() {
 
 #[test]
 fn regression_a_second_ctrl_c_exits_at_once_and_the_request_becomes_unknown() {
-    let server = ScriptedServer::start(|r| {
-        if r.index == 1 {
-            Reply::Hang
-        } else {
-            Reply::Answer(scripted_answer(r))
-        }
-    })
-    .unwrap();
+    let server = hang_at(1);
     let env = Env::new(&server).backoff_scale("0");
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     let child = env

@@ -14,7 +14,7 @@ use skilltrial_runner::scripted::{Reply, ScriptedServer, ServerRequest};
 
 mod support;
 
-use support::{DEFAULT_SECRET as SECRET, Env, scripted_answer, wait_for_requests};
+use support::{DEFAULT_SECRET as SECRET, Env, hang_at, scripted_answer, wait_for_requests};
 
 /// The usage the loopback server reports for an answer: its own count, a quarter token per byte
 /// rounded up, of the request body it received and of the answer text it sends.
@@ -386,7 +386,7 @@ fn run_refuses_a_manifest_whose_inputs_changed_or_are_missing() {
 fn an_unpriced_profile_needs_hard_caps_and_confirmation() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::with_price(&server, false);
-    let profiles = env.dir.path().join("profiles.toml");
+    let profiles = env.profiles();
     let base = [
         "plan",
         "--model",
@@ -535,25 +535,14 @@ fn regression_a_second_runner_on_the_same_run_is_refused() {
 fn regression_missing_usage_counts_the_whole_token_reservation() {
     let server = ScriptedServer::start(|r| Reply::AnswerWithoutUsage(scripted_answer(r))).unwrap();
     let env = Env::with_price(&server, false);
-    let profiles = env.dir.path().join("profiles.toml");
     // Room for about three requests' token bounds, not eighteen.
-    let doc = env.json(&[
-        "plan",
-        "--model",
-        "loopback",
-        "--profiles",
-        profiles.to_str().unwrap(),
+    let doc = env.plan_doc(&[
         "--reps",
         "1",
         "--max-requests",
         "18",
         "--max-tokens",
         "20000",
-        "--json",
-        "--a",
-        "fixtures/bundles/solana-reader-1.4.2",
-        "--b",
-        "fixtures/bundles/solana-reader-1.5.0",
     ]);
     let run = doc["run"].as_str().unwrap().to_owned();
     // The trials that fit, in order, when each counts its whole token bound.
@@ -975,14 +964,7 @@ fn regression_run_accepts_id_prefixes_and_cancel_on_a_finished_run_says_so() {
 
 #[test]
 fn regression_status_tells_a_live_run_from_an_interrupted_one() {
-    let server = ScriptedServer::start(|r| {
-        if r.index == 2 {
-            Reply::Hang
-        } else {
-            Reply::Answer(scripted_answer(r))
-        }
-    })
-    .unwrap();
+    let server = hang_at(2);
     let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     let mut child = env.spawn_run(&run);
@@ -1033,17 +1015,7 @@ fn crash_at(
     let (server, usage) = answering_server();
     let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
-    let out = env
-        .command(&["run", "--manifest", &run, "--json"])
-        .env(skilltrial_runner::engine::KILL_POINT_VAR, window)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(skilltrial_runner::engine::KILL_POINT_EXIT),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    env.kill_at(&run, window);
     at_crash(&env, &run, &server);
     let summary = env.json(&["run", "--manifest", &run, "--json"]);
     (env, run, server, usage, summary)

@@ -14,7 +14,7 @@ use skilltrial_runner::checker::Expected;
 use skilltrial_runner::engine::KILL_POINT_VAR;
 use skilltrial_runner::journal::{AttemptRow, Journal, LedgerTotals};
 use skilltrial_runner::pack;
-use skilltrial_runner::scripted::{ScriptedServer, ServerRequest};
+use skilltrial_runner::scripted::{Reply, ScriptedServer, ServerRequest};
 
 /// The variable that scales the runner's retry waits (debug builds only).
 pub const BACKOFF_VAR: &str = "SKILLTRIAL_TEST_BACKOFF_SCALE";
@@ -22,8 +22,59 @@ pub const BACKOFF_VAR: &str = "SKILLTRIAL_TEST_BACKOFF_SCALE";
 /// The key every `Env` hands the binary unless a test names its own.
 pub const DEFAULT_SECRET: &str = "sk-ant-test-SECRET-do-not-store-4242";
 
-/// The profile's prices: $3 and $15 per Mtok, so 3 and 15 µUSD per token (exact costs).
-const PRICE_LINES: &str = "input_usd_per_mtok = \"3\"\noutput_usd_per_mtok = \"15\"\nprice_source = \"test\"\nprice_as_of = \"2026-11-29\"\n";
+/// A profiles.toml holding one Anthropic-format profile `id` (model `model`) at `url`, with
+/// `(context_tokens, max_output_tokens)` and, if given, `(input, output)` USD per Mtok.
+pub fn profile_toml(
+    id: &str,
+    model: &str,
+    url: &str,
+    (context, max_output): (u32, u32),
+    prices: Option<(&str, &str)>,
+) -> String {
+    let mut toml = format!(
+        "[[profile]]\nid = \"{id}\"\nprovider = \"anthropic\"\nmodel = \"{model}\"\nbase_url = \"{url}\"\ncontext_tokens = {context}\nmax_output_tokens = {max_output}\n"
+    );
+    if let Some((input, output)) = prices {
+        toml.push_str(&format!(
+            "input_usd_per_mtok = \"{input}\"\noutput_usd_per_mtok = \"{output}\"\nprice_source = \"test\"\nprice_as_of = \"2026-11-29\"\n"
+        ));
+    }
+    toml
+}
+
+/// `plan` of bundle A 1.4.2 against B 1.5.0 on the profile `loopback` of `profiles`, then
+/// `extra`.
+pub fn paired_plan_args(profiles: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "plan",
+        "--model",
+        "loopback",
+        "--profiles",
+        profiles.to_str().unwrap(),
+        "--a",
+        "fixtures/bundles/solana-reader-1.4.2",
+        "--b",
+        "fixtures/bundles/solana-reader-1.5.0",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    args
+}
+
+/// A server answering `scripted_answer`, except request `index` (0-based), which it never
+/// answers.
+pub fn hang_at(index: u64) -> ScriptedServer {
+    ScriptedServer::start(move |r| {
+        if r.index == index {
+            Reply::Hang
+        } else {
+            Reply::Answer(scripted_answer(r))
+        }
+    })
+    .unwrap()
+}
 
 /// The workspace root: the binary runs there so that `fixtures/...` paths resolve.
 pub fn root() -> PathBuf {
@@ -111,12 +162,16 @@ impl Env {
     /// An environment whose profile has prices or none (`price`).
     pub fn with_price(server: &ScriptedServer, price: bool) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let price_lines = if price { PRICE_LINES } else { "" };
+        // $3 and $15 per Mtok: 3 and 15 µUSD per token, so costs are exact.
+        let prices = price.then_some(("3", "15"));
         std::fs::write(
             dir.path().join("profiles.toml"),
-            format!(
-                "[[profile]]\nid = \"loopback\"\nprovider = \"anthropic\"\nmodel = \"loopback-model\"\nbase_url = \"{}\"\ncontext_tokens = 200000\nmax_output_tokens = 1024\n{price_lines}",
-                server.url()
+            profile_toml(
+                "loopback",
+                "loopback-model",
+                &server.url(),
+                (200_000, 1024),
+                prices,
             ),
         )
         .unwrap();
@@ -181,6 +236,21 @@ impl Env {
         self.command(args).env(BACKOFF_VAR, scale).output().unwrap()
     }
 
+    /// Runs `run` with the debug kill point `point` and checks the process died there.
+    pub fn kill_at(&self, run: &str, point: &str) {
+        let out = self
+            .command(&["run", "--manifest", run, "--json"])
+            .env(KILL_POINT_VAR, point)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(skilltrial_runner::engine::KILL_POINT_EXIT),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// Starts `skilltrial run --manifest <run>` in the background, output discarded.
     pub fn spawn_run(&self, run: &str) -> Child {
         self.command(&["run", "--manifest", run])
@@ -210,23 +280,7 @@ impl Env {
 
     /// `plan` of bundle A 1.4.2 against B 1.5.0 on the loopback profile, then `extra`.
     pub fn plan_args(&self, extra: &[&str]) -> Vec<String> {
-        let profiles = self.profiles();
-        let mut args: Vec<String> = [
-            "plan",
-            "--model",
-            "loopback",
-            "--profiles",
-            profiles.to_str().unwrap(),
-            "--a",
-            "fixtures/bundles/solana-reader-1.4.2",
-            "--b",
-            "fixtures/bundles/solana-reader-1.5.0",
-        ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
-        args.extend(extra.iter().map(|s| (*s).to_owned()));
-        args
+        paired_plan_args(&self.profiles(), extra)
     }
 
     /// Plans a run with `extra` and returns its plan document.
@@ -239,7 +293,12 @@ impl Env {
 
     /// Plans a run with seed 7 and `extra` and returns its id.
     pub fn plan(&self, extra: &[&str]) -> String {
-        let mut args = vec!["--seed", "7"];
+        self.plan_seeded("7", extra)
+    }
+
+    /// Plans a run with `seed` and `extra` and returns its id.
+    pub fn plan_seeded(&self, seed: &str, extra: &[&str]) -> String {
+        let mut args = vec!["--seed", seed];
         args.extend_from_slice(extra);
         self.plan_doc(&args)["run"].as_str().unwrap().to_owned()
     }
