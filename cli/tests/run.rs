@@ -14,7 +14,9 @@ use skilltrial_runner::scripted::{Reply, ScriptedServer, ServerRequest};
 
 mod support;
 
-use support::{DEFAULT_SECRET as SECRET, Env, hang_at, scripted_answer, wait_for_requests};
+use support::{
+    DEFAULT_SECRET as SECRET, Env, files_under, hang_at, scripted_answer, wait_for_requests,
+};
 
 /// The usage the loopback server reports for an answer: its own count, a quarter token per byte
 /// rounded up, of the request body it received and of the answer text it sends.
@@ -58,23 +60,15 @@ fn counts(status: &Value) -> (u64, u64, u64) {
 }
 
 fn files_contain(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
-    let mut hits = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if std::fs::read(&path)
+    files_under(dir)
+        .into_iter()
+        .filter(|path| {
+            std::fs::read(path)
                 .unwrap()
                 .windows(needle.len())
                 .any(|w| w == needle)
-            {
-                hits.push(path);
-            }
-        }
-    }
-    hits
+        })
+        .collect()
 }
 
 #[test]

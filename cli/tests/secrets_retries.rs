@@ -18,30 +18,21 @@ const SECRET: &str = "sk-ant-api03-Qm7vT2xLp9RwZk4NcY8dHj3F-Ub6sGe1Ao5KiWq0Xr-7h
 
 mod support;
 
-use support::{BACKOFF_VAR, Env, scripted_answer};
+use support::{BACKOFF_VAR, Env, files_under, scripted_answer};
 
 /// Every file under `dir` (recursively) that contains any `piece`-byte substring of `secret`.
 fn files_with_key_pieces(dir: &Path, secret: &str, piece: usize) -> Vec<(PathBuf, String)> {
     let pieces: Vec<&[u8]> = secret.as_bytes().windows(piece).collect();
-    let mut hits = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
+    files_under(dir)
+        .into_iter()
+        .filter_map(|path| {
             let bytes = std::fs::read(&path).unwrap();
-            if let Some(p) = pieces
+            pieces
                 .iter()
                 .find(|p| bytes.windows(p.len()).any(|w| w == **p))
-            {
-                hits.push((path, String::from_utf8_lossy(p).into_owned()));
-            }
-        }
-    }
-    hits
+                .map(|p| (path, String::from_utf8_lossy(p).into_owned()))
+        })
+        .collect()
 }
 
 /// All attempts of a report, by id.
