@@ -6,121 +6,21 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
-use skilltrial_runner::checker::Expected;
 use skilltrial_runner::journal::Journal;
-use skilltrial_runner::pack;
-use skilltrial_runner::scripted::{Reply, ScriptedServer, ServerRequest};
+use skilltrial_runner::scripted::{Reply, ScriptedServer};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+mod support;
 
-/// The golden answer for arms with a skill, a wrong one for the baseline.
-fn answer(request: &ServerRequest) -> String {
-    let user = request.user_text();
-    let task = user
-        .split("<task id=\"")
-        .nth(1)
-        .and_then(|s| s.split('"').next())
-        .unwrap_or("");
-    let p = pack::open("solana-core@1.0.3").unwrap();
-    let Ok(t) = p.task(task) else {
-        return "no such task".into();
-    };
-    match t.reveal_expected() {
-        Expected::Golden(golden) if user.contains("<skill name=") => golden.to_string(),
-        _ => "I cannot decode this.".into(),
-    }
-}
+use support::{Env, scripted_answer};
 
-struct Env {
-    dir: tempfile::TempDir,
-    home: PathBuf,
-}
-
-impl Env {
-    fn new(server: &ScriptedServer) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("profiles.toml"),
-            format!(
-                "[[profile]]\nid = \"loopback\"\nprovider = \"anthropic\"\nmodel = \"loopback-model\"\nbase_url = \"{}\"\ncontext_tokens = 200000\nmax_output_tokens = 1024\ninput_usd_per_mtok = \"3\"\noutput_usd_per_mtok = \"15\"\nprice_source = \"test\"\nprice_as_of = \"2026-11-29\"\n",
-                server.url()
-            ),
-        )
-        .unwrap();
-        let home = dir.path().join("home");
-        Self { dir, home }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.run_in(&self.home, args)
-    }
-
-    fn run_in(&self, home: &Path, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_skilltrial"))
-            .args(args)
-            .arg("--home")
-            .arg(home)
-            .current_dir(root())
-            .env("ANTHROPIC_API_KEY", "sk-ant-test-edges")
-            .env("SKILLTRIAL_TEST_BACKOFF_SCALE", "0")
-            .env_remove("ANTHROPIC_BASE_URL")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "{args:?}: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-
-    fn plan_args(&self, extra: &[&str]) -> Vec<String> {
-        let profiles = self.dir.path().join("profiles.toml");
-        let mut args: Vec<String> = [
-            "plan",
-            "--model",
-            "loopback",
-            "--profiles",
-            profiles.to_str().unwrap(),
-            "--a",
-            "fixtures/bundles/solana-reader-1.4.2",
-            "--b",
-            "fixtures/bundles/solana-reader-1.5.0",
-        ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
-        args.extend(extra.iter().map(|s| (*s).to_owned()));
-        args
-    }
-
-    /// Plans a run and returns its plan document.
-    fn plan(&self, extra: &[&str]) -> Value {
-        let mut args = self.plan_args(extra);
-        args.push("--json".into());
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        self.json(&args)
-    }
-
-    fn plan_outcome(&self, extra: &[&str]) -> (Option<i32>, String, String) {
-        let args = self.plan_args(extra);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        outcome(self.run(&args))
-    }
+/// `plan` with `extra` and no `--json`: (exit code, stdout, stderr).
+fn plan_outcome(env: &Env, extra: &[&str]) -> (Option<i32>, String, String) {
+    let args = env.plan_args(extra);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    outcome(env.run(&args))
 }
 
 /// (exit code, stdout, stderr).
@@ -136,9 +36,9 @@ fn outcome(out: Output) -> (Option<i32>, String, String) {
 fn regression_plan_prints_the_true_request_bound_counting_automatic_retries() {
     // Given a provider that turns every request away with a 429 (which costs nothing)
     let server = ScriptedServer::start(|_| Reply::Status(429)).unwrap();
-    let env = Env::new(&server);
+    let env = Env::new(&server).backoff_scale("0");
     // When 18 trials are planned under a cap of 60 requests
-    let plan = env.plan(&[
+    let plan = env.plan_doc(&[
         "--reps",
         "1",
         "--seed",
@@ -151,16 +51,19 @@ fn regression_plan_prints_the_true_request_bound_counting_automatic_retries() {
     // Then the bound is min(60, 18 × (1 + 3 automatic retries)) = 60, not 18
     assert_eq!(plan["trials"], 18);
     assert_eq!(plan["totals"]["max_requests"], 60);
-    let (code, text, _) = env.plan_outcome(&[
-        "--reps",
-        "1",
-        "--seed",
-        "7",
-        "--cap-usd",
-        "4",
-        "--max-requests",
-        "100",
-    ]);
+    let (code, text, _) = plan_outcome(
+        &env,
+        &[
+            "--reps",
+            "1",
+            "--seed",
+            "7",
+            "--cap-usd",
+            "4",
+            "--max-requests",
+            "100",
+        ],
+    );
     assert_eq!(code, Some(0));
     assert!(
         text.contains("requests  at most 72 (cap 100 per run; up to 3 automatic retries per trial of rate-limited or overloaded requests, which cost nothing, count against it)\n"),
@@ -181,9 +84,9 @@ fn regression_plan_prints_the_true_request_bound_counting_automatic_retries() {
 
 #[test]
 fn regression_every_command_takes_the_run_id_as_plan_prints_it() {
-    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
-    let env = Env::new(&server);
-    let plan = env.plan(&["--reps", "1", "--seed", "7", "--cap-usd", "4"]);
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server).backoff_scale("0");
+    let plan = env.plan_doc(&["--reps", "1", "--seed", "7", "--cap-usd", "4"]);
     let printed = plan["manifest_hash"].as_str().unwrap().to_owned();
     let run = plan["run"].as_str().unwrap().to_owned();
     assert_eq!(printed, format!("sha256:{run}"));
@@ -228,10 +131,10 @@ fn regression_every_command_takes_the_run_id_as_plan_prints_it() {
 
 #[test]
 fn regression_no_such_run_is_a_usage_error_from_every_command_and_short_prefixes_say_so() {
-    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
-    let env = Env::new(&server);
-    env.plan(&["--reps", "1", "--seed", "7", "--cap-usd", "4"]);
-    let journal = env.home.join("journal.sqlite3");
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server).backoff_scale("0");
+    env.plan_doc(&["--reps", "1", "--seed", "7", "--cap-usd", "4"]);
+    let journal = env.home().join("journal.sqlite3");
     let missing = format!(
         "error: no run `0123456789abcdef` in {}: give the manifest hash `skilltrial plan` printed, or a prefix of at least 8 characters\n",
         journal.display()
@@ -278,8 +181,8 @@ fn regression_no_such_run_is_a_usage_error_from_every_command_and_short_prefixes
 
 #[test]
 fn regression_negative_numbers_are_refused_naming_the_flag_and_a_zero_cap_is_refused() {
-    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
-    let env = Env::new(&server);
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server).backoff_scale("0");
     for (flag, value, said) in [
         (
             "--reps",
@@ -297,11 +200,11 @@ fn regression_negative_numbers_are_refused_naming_the_flag_and_a_zero_cap_is_ref
             "error: invalid value '-2' for '--seed <SEED>': invalid digit found in string",
         ),
     ] {
-        let (code, _, stderr) = env.plan_outcome(&["--cap-usd", "4", flag, value]);
+        let (code, _, stderr) = plan_outcome(&env, &["--cap-usd", "4", flag, value]);
         assert_eq!(code, Some(2), "{flag}");
         assert_eq!(stderr.lines().next(), Some(said), "{stderr}");
     }
-    let (code, _, stderr) = env.plan_outcome(&["--cap-usd", "-1"]);
+    let (code, _, stderr) = plan_outcome(&env, &["--cap-usd", "-1"]);
     assert_eq!(code, Some(2));
     assert_eq!(
         stderr,
@@ -315,7 +218,7 @@ fn regression_negative_numbers_are_refused_naming_the_flag_and_a_zero_cap_is_ref
         "{stderr}"
     );
     // A zero cap on a priced profile could send nothing: refused, not planned with a warning.
-    let (code, _, stderr) = env.plan_outcome(&["--cap-usd", "0"]);
+    let (code, _, stderr) = plan_outcome(&env, &["--cap-usd", "0"]);
     assert_eq!(code, Some(2));
     assert_eq!(
         stderr,
@@ -325,8 +228,8 @@ fn regression_negative_numbers_are_refused_naming_the_flag_and_a_zero_cap_is_ref
 
 #[test]
 fn regression_errors_say_each_cause_once_and_name_the_report_file() {
-    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
-    let env = Env::new(&server);
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server).backoff_scale("0");
     // A journal that is not SQLite.
     let garbage = env.dir.path().join("garbage");
     std::fs::create_dir_all(&garbage).unwrap();
@@ -342,10 +245,7 @@ fn regression_errors_say_each_cause_once_and_name_the_report_file() {
         )
     );
     // A report file path that is a directory.
-    let run = env.plan(&["--reps", "1", "--seed", "7", "--cap-usd", "4"])["run"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     env.json(&["run", "--manifest", &run, "--json"]);
     let dir = env.dir.path().join("q1");
     std::fs::create_dir_all(&dir).unwrap();
@@ -363,12 +263,9 @@ fn regression_errors_say_each_cause_once_and_name_the_report_file() {
 
 #[test]
 fn regression_verify_json_names_every_mismatch_in_the_shape_of_a_success() {
-    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
-    let env = Env::new(&server);
-    let run = env.plan(&["--reps", "1", "--seed", "7", "--cap-usd", "4"])["run"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server).backoff_scale("0");
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     env.json(&["run", "--manifest", &run, "--json"]);
     let out_dir = env.dir.path().join("r");
     env.json(&["report", &run, "--out", out_dir.to_str().unwrap(), "--json"]);
@@ -485,19 +382,13 @@ fn regression_a_read_only_state_directory_can_be_read() {
     // Tests often run as root, whom `chmod` does not stop: the CLI decides by the permission
     // bits, so this exercises the read-only open either way; the listing check below shows that
     // nothing (not even SQLite's -wal/-shm files) was written into the read-only copy.
-    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
-    let env = Env::new(&server);
-    let run = env.plan(&["--reps", "1", "--seed", "7", "--cap-usd", "4"])["run"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let other = env.plan(&["--reps", "1", "--seed", "8", "--cap-usd", "4"])["run"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server).backoff_scale("0");
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    let other = env.plan_seeded("8", &["--reps", "1", "--cap-usd", "4"]);
     env.json(&["run", "--manifest", &run, "--json"]);
     let copy = env.dir.path().join("ro-home");
-    copy_tree(&env.home, &copy);
+    copy_tree(&env.home(), &copy);
     set_read_only(&copy, true);
     let before = listing(&copy);
     let json = |args: &[&str]| -> Value {
@@ -522,30 +413,24 @@ fn regression_a_read_only_state_directory_can_be_read() {
     );
 
     // The read-only journal refuses writes, naming the file.
-    let journal = Journal::open_read_only(&env.home.join("journal.sqlite3")).unwrap();
+    let journal = Journal::open_read_only(&env.home().join("journal.sqlite3")).unwrap();
     assert_eq!(journal.run(&run).unwrap().unwrap().status, "finished");
     let err = journal.request_cancel(&run).unwrap_err().to_string();
     assert_eq!(
         err,
         format!(
             "journal {}: attempt to write a readonly database",
-            env.home.join("journal.sqlite3").display()
+            env.home().join("journal.sqlite3").display()
         )
     );
 }
 
 #[test]
 fn regression_compare_with_a_run_without_results_and_arm_labels_read_a_and_b() {
-    let server = ScriptedServer::start(|r| Reply::Answer(answer(r))).unwrap();
-    let env = Env::new(&server);
-    let run = env.plan(&["--reps", "1", "--seed", "7", "--cap-usd", "4"])["run"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let planned = env.plan(&["--reps", "1", "--seed", "8", "--cap-usd", "4"])["run"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server).backoff_scale("0");
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    let planned = env.plan_seeded("8", &["--reps", "1", "--cap-usd", "4"]);
     env.json(&["run", "--manifest", &run, "--json"]);
     // A run with no model results yet reported no models: that contradicts nothing.
     let doc = env.json(&["compare", &run, &planned, "--json"]);

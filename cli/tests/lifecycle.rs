@@ -4,152 +4,16 @@
 //! speaking the Anthropic wire format.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use skilltrial_runner::checker::Expected;
-use skilltrial_runner::journal::{AttemptRow, AttemptState, Journal};
-use skilltrial_runner::pack;
-use skilltrial_runner::scripted::{Reply, ScriptedServer, ServerRequest};
+use skilltrial_runner::journal::{AttemptRow, AttemptState};
+use skilltrial_runner::scripted::{Reply, ScriptedServer};
 
-const SECRET: &str = "sk-ant-test-SECRET-lifecycle-4242";
+mod support;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-/// Waits (at most 60 s) until `server` has seen at least `count` requests.
-fn wait_for_requests(server: &ScriptedServer, count: usize) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while server.requests().len() < count {
-        assert!(
-            Instant::now() < deadline,
-            "the runner never reached request {count}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-struct Env {
-    dir: tempfile::TempDir,
-}
-
-impl Env {
-    fn new(server: &ScriptedServer, price: bool) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let price_lines = if price {
-            "input_usd_per_mtok = \"3\"\noutput_usd_per_mtok = \"15\"\nprice_source = \"test\"\nprice_as_of = \"2026-11-29\"\n"
-        } else {
-            ""
-        };
-        std::fs::write(
-            dir.path().join("profiles.toml"),
-            format!(
-                "[[profile]]\nid = \"loopback\"\nprovider = \"anthropic\"\nmodel = \"loopback-model\"\nbase_url = \"{}\"\ncontext_tokens = 200000\nmax_output_tokens = 1024\n{price_lines}",
-                server.url()
-            ),
-        )
-        .unwrap();
-        Self { dir }
-    }
-
-    fn home(&self) -> PathBuf {
-        self.dir.path().join("home")
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_skilltrial"));
-        cmd.args(args)
-            .arg("--home")
-            .arg(self.home())
-            .current_dir(root())
-            .env("ANTHROPIC_API_KEY", SECRET)
-            .env_remove("ANTHROPIC_BASE_URL")
-            .env_remove(skilltrial_runner::engine::KILL_POINT_VAR)
-            .env("SKILLTRIAL_TEST_BACKOFF_SCALE", "0")
-            .stdin(Stdio::null());
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().unwrap()
-    }
-
-    fn attempts(&self, run: &str) -> Vec<AttemptRow> {
-        Journal::open(&self.home().join("journal.sqlite3"))
-            .unwrap()
-            .attempts(run)
-            .unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "{args:?}: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-
-    fn text(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    fn plan(&self, extra: &[&str]) -> String {
-        let profiles = self.dir.path().join("profiles.toml");
-        let mut args = vec![
-            "plan",
-            "--model",
-            "loopback",
-            "--profiles",
-            profiles.to_str().unwrap(),
-            "--a",
-            "fixtures/bundles/solana-reader-1.4.2",
-            "--b",
-            "fixtures/bundles/solana-reader-1.5.0",
-            "--seed",
-            "7",
-            "--json",
-        ];
-        args.extend_from_slice(extra);
-        self.json(&args)["run"].as_str().unwrap().to_owned()
-    }
-}
-
-/// The golden answer of the task named in a request, or a wrong answer for the baseline arm.
-fn scripted_answer(request: &ServerRequest) -> String {
-    let user = request.user_text();
-    let task = user
-        .split("<task id=\"")
-        .nth(1)
-        .and_then(|s| s.split('"').next())
-        .unwrap_or("");
-    let p = pack::open("solana-core@1.0.3").unwrap();
-    let Ok(t) = p.task(task) else {
-        return "no such task".into();
-    };
-    let Expected::Golden(golden) = t.reveal_expected() else {
-        return "excluded".into();
-    };
-    if user.contains("<skill name=") {
-        golden.to_string()
-    } else {
-        "I cannot decode this.".into()
-    }
-}
+use support::{Env, hang_at, scripted_answer, wait_for_requests};
 
 fn count(status: &Value, key: &str) -> u64 {
     status["counts"]
@@ -169,27 +33,12 @@ fn assert_counts_add_up(status: &Value) {
     assert_eq!(sum, status["planned"].as_u64().unwrap(), "{status}");
 }
 
-/// Runs with a debug kill point and checks the process died there.
-fn kill_at(env: &Env, run: &str, window: &str) {
-    let out = env
-        .command(&["run", "--manifest", run, "--json"])
-        .env(skilltrial_runner::engine::KILL_POINT_VAR, window)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(skilltrial_runner::engine::KILL_POINT_EXIT),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 #[test]
 fn regression_status_of_a_killed_run_lists_the_attempt_in_flight_and_counts_add_up() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server).backoff_scale("0");
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
-    kill_at(&env, &run, "after_dispatch");
+    env.kill_at(&run, "after_dispatch");
     let attempt = env.attempts(&run)[0].clone();
     assert_eq!(attempt.state, AttemptState::Dispatched);
 
@@ -216,9 +65,9 @@ fn regression_status_of_a_killed_run_lists_the_attempt_in_flight_and_counts_add_
 #[test]
 fn regression_status_of_a_run_killed_before_scoring_shows_the_answer_unscored() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server).backoff_scale("0");
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
-    kill_at(&env, &run, "after_result");
+    env.kill_at(&run, "after_result");
     let status = env.json(&["status", "--json"]);
     assert_eq!(count(&status, "unscored"), 1, "{status}");
     assert_eq!(count(&status, "pending"), 17, "{status}");
@@ -245,7 +94,7 @@ fn regression_status_shows_retry_reasons_infrastructure_errors_and_not_run_reaso
         _ => Reply::Answer(scripted_answer(r)),
     })
     .unwrap();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server).backoff_scale("0");
     let run = env.plan(&["--reps", "1", "--cap-usd", "4", "--max-requests", "18"]);
     env.json(&["run", "--manifest", &run, "--json"]);
     let attempts = env.attempts(&run);
@@ -300,7 +149,7 @@ fn regression_a_kill_during_a_retry_wait_keeps_the_trials_automatic_retries_on_r
         _ => Reply::Answer(scripted_answer(r)),
     })
     .unwrap();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server).backoff_scale("0");
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     let mut child = env
         .command(&["run", "--manifest", &run])
@@ -355,7 +204,7 @@ fn regression_a_resumed_trial_gets_no_more_than_its_automatic_retries() {
         }
     })
     .unwrap();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server).backoff_scale("0");
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     env.json(&["run", "--manifest", &run, "--max-dispatch", "2", "--json"]);
     assert_eq!(server.requests().len(), 2);
@@ -377,7 +226,7 @@ fn regression_a_resumed_trial_gets_no_more_than_its_automatic_retries() {
 #[test]
 fn regression_run_on_a_cancelled_run_says_so_before_asking_for_confirmation() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
-    let env = Env::new(&server, false);
+    let env = Env::with_price(&server, false).backoff_scale("0");
     let run = env.plan(&[
         "--reps",
         "1",
@@ -465,7 +314,7 @@ fn regression_one_ctrl_c_finishes_the_request_in_flight_and_stops_resumable() {
             }
         })
         .unwrap();
-        let env = Env::new(&server, true);
+        let env = Env::new(&server).backoff_scale("0");
         let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
         let child = env
             .command(&["run", "--manifest", &run])
@@ -511,15 +360,8 @@ fn regression_one_ctrl_c_finishes_the_request_in_flight_and_stops_resumable() {
 
 #[test]
 fn regression_a_second_ctrl_c_exits_at_once_and_the_request_becomes_unknown() {
-    let server = ScriptedServer::start(|r| {
-        if r.index == 1 {
-            Reply::Hang
-        } else {
-            Reply::Answer(scripted_answer(r))
-        }
-    })
-    .unwrap();
-    let env = Env::new(&server, true);
+    let server = hang_at(1);
+    let env = Env::new(&server).backoff_scale("0");
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     let child = env
         .command(&["run", "--manifest", &run])

@@ -8,25 +8,12 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 use skilltrial_runner::report;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+mod support;
+
+use support::root;
 
 fn skilltrial(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_skilltrial"))
-        .args(args)
-        .arg("--home")
-        .arg(home)
-        .current_dir(root())
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    support::offline_command(home, args).output().unwrap()
 }
 
 fn demo(home: &Path, out: &Path, reps: &str) -> Value {
@@ -424,7 +411,13 @@ fn compare_refuses_runs_of_different_models_naming_what_differs() {
     let profiles = tmp.path().join("profiles.toml");
     std::fs::write(
         &profiles,
-        format!("[[profile]]\nid = \"other\"\nprovider = \"anthropic\"\nmodel = \"other-model\"\nbase_url = \"{}\"\ncontext_tokens = 100000\nmax_output_tokens = 512\ninput_usd_per_mtok = \"1\"\noutput_usd_per_mtok = \"1\"\nprice_source = \"test\"\nprice_as_of = \"2026-11-29\"\n", server.url()),
+        support::profile_toml(
+            "other",
+            "other-model",
+            &server.url(),
+            (100_000, 512),
+            Some(("1", "1")),
+        ),
     )
     .unwrap();
     let plan = skilltrial(
@@ -479,7 +472,13 @@ fn loopback_profile(dir: &Path, url: &str) -> PathBuf {
     let profiles = dir.join("profiles.toml");
     std::fs::write(
         &profiles,
-        format!("[[profile]]\nid = \"loopback\"\nprovider = \"anthropic\"\nmodel = \"loopback-model\"\nbase_url = \"{url}\"\ncontext_tokens = 100000\nmax_output_tokens = 512\ninput_usd_per_mtok = \"1\"\noutput_usd_per_mtok = \"1\"\nprice_source = \"test\"\nprice_as_of = \"2026-11-29\"\n"),
+        support::profile_toml(
+            "loopback",
+            "loopback-model",
+            url,
+            (100_000, 512),
+            Some(("1", "1")),
+        ),
     )
     .unwrap();
     profiles
@@ -499,25 +498,9 @@ fn with_key(home: &Path, args: &[&str]) -> Output {
 
 /// Plans a paired run (baseline, A, B) on the loopback profile and returns its id.
 fn plan_paired(home: &Path, profiles: &Path, reps: &str) -> String {
-    let plan = with_key(
-        home,
-        &[
-            "plan",
-            "--model",
-            "loopback",
-            "--profiles",
-            profiles.to_str().unwrap(),
-            "--a",
-            "fixtures/bundles/solana-reader-1.4.2",
-            "--b",
-            "fixtures/bundles/solana-reader-1.5.0",
-            "--reps",
-            reps,
-            "--cap-usd",
-            "4",
-            "--json",
-        ],
-    );
+    let args = support::paired_plan_args(profiles, &["--reps", reps, "--cap-usd", "4", "--json"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let plan = with_key(home, &args);
     assert!(
         plan.status.success(),
         "{}",

@@ -3,168 +3,20 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
-use skilltrial_runner::checker::Expected;
-use skilltrial_runner::journal::{AttemptRow, AttemptState, Journal, LedgerTotals};
-use skilltrial_runner::pack;
+use skilltrial_runner::journal::AttemptState;
 use skilltrial_runner::scripted::{Reply, ScriptedServer, ServerRequest};
 
-const SECRET: &str = "sk-ant-test-SECRET-do-not-store-4242";
+mod support;
 
-/// Waits (at most 60 s) until `server` has seen at least `count` requests.
-fn wait_for_requests(server: &ScriptedServer, count: usize) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while server.requests().len() < count {
-        assert!(
-            Instant::now() < deadline,
-            "the runner never reached request {count}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-struct Env {
-    dir: tempfile::TempDir,
-}
-
-impl Env {
-    fn new(server: &ScriptedServer, price: bool) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let price_lines = if price {
-            "input_usd_per_mtok = \"3\"\noutput_usd_per_mtok = \"15\"\nprice_source = \"test\"\nprice_as_of = \"2026-11-29\"\n"
-        } else {
-            ""
-        };
-        std::fs::write(
-            dir.path().join("profiles.toml"),
-            format!(
-                "[[profile]]\nid = \"loopback\"\nprovider = \"anthropic\"\nmodel = \"loopback-model\"\nbase_url = \"{}\"\ncontext_tokens = 200000\nmax_output_tokens = 1024\n{price_lines}",
-                server.url()
-            ),
-        )
-        .unwrap();
-        Self { dir }
-    }
-
-    fn home(&self) -> PathBuf {
-        self.dir.path().join("home")
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_skilltrial"));
-        cmd.args(args)
-            .arg("--home")
-            .arg(self.home())
-            .current_dir(root())
-            .env("ANTHROPIC_API_KEY", SECRET)
-            .env_remove("ANTHROPIC_BASE_URL")
-            .stdin(Stdio::null());
-        cmd
-    }
-
-    /// Starts `skilltrial run --manifest <run>` in the background, output discarded.
-    fn spawn_run(&self, run: &str) -> std::process::Child {
-        self.command(&["run", "--manifest", run])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().unwrap()
-    }
-
-    /// The journal, opened read-mostly by the test (the real SQLite file of the state dir).
-    fn journal(&self) -> Journal {
-        Journal::open(&self.home().join("journal.sqlite3")).unwrap()
-    }
-
-    fn attempts(&self, run: &str) -> Vec<AttemptRow> {
-        self.journal().attempts(run).unwrap()
-    }
-
-    fn ledger(&self, run: &str) -> LedgerTotals {
-        self.journal().ledger_totals(run).unwrap()
-    }
-
-    /// The per-trial upper cost (µUSD) the plan reserves, from `run --dry-run`, by trial index.
-    fn reserves(&self, run: &str) -> Vec<u64> {
-        let doc = self.json(&["run", "--manifest", run, "--dry-run", "--json"]);
-        doc["trials"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["reserve"].as_u64().unwrap())
-            .collect()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "{args:?}: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-
-    fn plan(&self, extra: &[&str]) -> String {
-        let profiles = self.dir.path().join("profiles.toml");
-        let mut args = vec![
-            "plan",
-            "--model",
-            "loopback",
-            "--profiles",
-            profiles.to_str().unwrap(),
-            "--a",
-            "fixtures/bundles/solana-reader-1.4.2",
-            "--b",
-            "fixtures/bundles/solana-reader-1.5.0",
-            "--seed",
-            "7",
-            "--json",
-        ];
-        args.extend_from_slice(extra);
-        let doc = self.json(&args);
-        doc["run"].as_str().unwrap().to_owned()
-    }
-}
-
-/// The golden answer of the task named in a request, or a wrong answer for the baseline arm.
-fn scripted_answer(request: &ServerRequest) -> String {
-    let user = request.user_text();
-    let task = user
-        .split("<task id=\"")
-        .nth(1)
-        .and_then(|s| s.split('"').next())
-        .unwrap_or("");
-    let p = pack::open("solana-core@1.0.3").unwrap();
-    let Ok(t) = p.task(task) else {
-        return "no such task".into();
-    };
-    let Expected::Golden(golden) = t.reveal_expected() else {
-        return "excluded".into();
-    };
-    if user.contains("<skill name=") {
-        golden.to_string()
-    } else {
-        "I cannot decode this.".into()
-    }
-}
+use support::{
+    DEFAULT_SECRET as SECRET, Env, files_under, hang_at, scripted_answer, wait_for_requests,
+};
 
 /// The usage the loopback server reports for an answer: its own count, a quarter token per byte
 /// rounded up, of the request body it received and of the answer text it sends.
@@ -208,29 +60,21 @@ fn counts(status: &Value) -> (u64, u64, u64) {
 }
 
 fn files_contain(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
-    let mut hits = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if std::fs::read(&path)
+    files_under(dir)
+        .into_iter()
+        .filter(|path| {
+            std::fs::read(path)
                 .unwrap()
                 .windows(needle.len())
                 .any(|w| w == needle)
-            {
-                hits.push(path);
-            }
-        }
-    }
-    hits
+        })
+        .collect()
 }
 
 #[test]
 fn a_54_trial_run_completes_with_correct_outcomes_and_no_key_on_disk() {
     let (server, usage) = answering_server();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "3", "--cap-usd", "4"]);
     let summary = env.json(&["run", "--manifest", &run, "--json"]);
     assert_eq!(summary["status"], "finished");
@@ -299,7 +143,7 @@ fn sigkill_mid_request_leaves_one_unknown_seen_once_and_nothing_resent() {
         })
         .unwrap()
     };
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "3", "--cap-usd", "4"]);
 
     // When the runner is SIGKILLed while that request is in flight
@@ -405,7 +249,7 @@ fn sigkill_mid_request_leaves_one_unknown_seen_once_and_nothing_resent() {
 #[test]
 fn a_small_cap_stops_dispatch_with_not_run_budget_and_never_overspends() {
     let (server, usage) = answering_server();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "0.20"]);
     env.json(&["run", "--manifest", &run, "--json"]);
     let status = env.json(&["status", "--json"]);
@@ -433,7 +277,7 @@ fn cancel_from_another_process_stops_new_dispatches() {
     let server =
         ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(150)))
             .unwrap();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     let mut child = env.spawn_run(&run);
     wait_for_requests(&server, 3);
@@ -460,7 +304,7 @@ fn cancel_from_another_process_stops_new_dispatches() {
 #[test]
 fn recheck_rescores_without_the_network_and_purge_removes_payloads() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     env.json(&["run", "--manifest", &run, "--json"]);
     server.stop(); // no network from here on
@@ -499,7 +343,7 @@ fn recheck_rescores_without_the_network_and_purge_removes_payloads() {
 #[test]
 fn run_refuses_a_manifest_whose_inputs_changed_or_are_missing() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     // Tamper with a stored input: the bundle's SKILL.md blob
     let store = env.home().join("store/sha256");
@@ -535,8 +379,8 @@ fn run_refuses_a_manifest_whose_inputs_changed_or_are_missing() {
 #[test]
 fn an_unpriced_profile_needs_hard_caps_and_confirmation() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
-    let env = Env::new(&server, false);
-    let profiles = env.dir.path().join("profiles.toml");
+    let env = Env::with_price(&server, false);
+    let profiles = env.profiles();
     let base = [
         "plan",
         "--model",
@@ -566,7 +410,7 @@ fn an_unpriced_profile_needs_hard_caps_and_confirmation() {
 #[test]
 fn keys_come_from_the_keychain_when_one_exists_else_the_error_says_what_to_do() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     let mut set = env.command(&["key", "set", "anthropic"]);
     set.stdin(Stdio::piped())
@@ -629,7 +473,7 @@ fn status_reads_well_for_people() {
         _ => Reply::Answer(scripted_answer(r)),
     })
     .unwrap();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     env.json(&["run", "--manifest", &run, "--json"]);
     let status = env.json(&["status", "--json"]);
@@ -665,7 +509,7 @@ fn regression_a_second_runner_on_the_same_run_is_refused() {
     let server =
         ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(100)))
             .unwrap();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     let mut first = env.spawn_run(&run);
     wait_for_requests(&server, 1);
@@ -684,26 +528,15 @@ fn regression_a_second_runner_on_the_same_run_is_refused() {
 #[test]
 fn regression_missing_usage_counts_the_whole_token_reservation() {
     let server = ScriptedServer::start(|r| Reply::AnswerWithoutUsage(scripted_answer(r))).unwrap();
-    let env = Env::new(&server, false);
-    let profiles = env.dir.path().join("profiles.toml");
+    let env = Env::with_price(&server, false);
     // Room for about three requests' token bounds, not eighteen.
-    let doc = env.json(&[
-        "plan",
-        "--model",
-        "loopback",
-        "--profiles",
-        profiles.to_str().unwrap(),
+    let doc = env.plan_doc(&[
         "--reps",
         "1",
         "--max-requests",
         "18",
         "--max-tokens",
         "20000",
-        "--json",
-        "--a",
-        "fixtures/bundles/solana-reader-1.4.2",
-        "--b",
-        "fixtures/bundles/solana-reader-1.5.0",
     ]);
     let run = doc["run"].as_str().unwrap().to_owned();
     // The trials that fit, in order, when each counts its whole token bound.
@@ -733,7 +566,7 @@ fn regression_missing_usage_counts_the_whole_token_reservation() {
 #[test]
 fn regression_an_answer_with_huge_numbers_still_reports() {
     let server = ScriptedServer::start(|_| Reply::Answer("{\"account_type\":\"mint\",\"program\":\"spl-token\",\"mint_authority\":null,\"supply\":18446744073709551615,\"decimals\":1.5e300,\"is_initialized\":true,\"freeze_authority\":null}".into())).unwrap();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     env.json(&["run", "--manifest", &run, "--json"]);
     let out_dir = env.dir.path().join("report");
@@ -811,7 +644,7 @@ fn regression_concurrent_processes_on_a_fresh_state_dir_never_fail() {
         ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(5)))
             .unwrap();
     for round in 0..5 {
-        let env = Env::new(&server, true);
+        let env = Env::new(&server);
         let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
         // A fresh journal: the processes below race to create and migrate it, and to record the
         // run.
@@ -873,7 +706,7 @@ fn regression_concurrent_processes_on_a_fresh_state_dir_never_fail() {
 #[test]
 fn regression_a_retry_the_run_cannot_send_for_its_request_cap_is_closed_not_run() {
     let server = first_request_lost();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4", "--max-requests", "18"]);
     env.json(&["run", "--manifest", &run, "--json"]);
     let (_, retry) = retry_the_unknown(&env, &run);
@@ -885,7 +718,7 @@ fn regression_a_retry_the_run_cannot_send_for_its_request_cap_is_closed_not_run(
 #[test]
 fn regression_a_retry_the_run_cannot_send_for_its_budget_is_closed_not_run() {
     let server = first_request_lost();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     // A cap with room for the first trial's reserve and not for a second reserve beside it.
     let probe = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     let reserves = env.reserves(&probe);
@@ -908,7 +741,7 @@ fn regression_a_retry_the_run_cannot_send_for_its_budget_is_closed_not_run() {
 fn regression_a_retry_the_run_cannot_send_after_a_cancel_is_closed_not_run() {
     // A run paused with one unknown, a retry planned, then cancelled while no process runs it.
     let server = first_request_lost();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     env.json(&["run", "--manifest", &run, "--max-dispatch", "1", "--json"]);
     let (_, retry) = retry_the_unknown(&env, &run);
@@ -927,7 +760,7 @@ fn regression_a_retry_the_run_cannot_send_after_a_cancel_is_closed_not_run() {
 
     // On a run already cancelled, `resolve --retry` refuses and changes nothing.
     let server = first_request_lost();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     env.json(&["run", "--manifest", &run, "--max-dispatch", "1", "--json"]);
     env.json(&["cancel", &run, "--json"]);
@@ -953,7 +786,7 @@ fn regression_a_retry_the_run_cannot_send_after_a_cancel_is_closed_not_run() {
 #[test]
 fn regression_a_retry_the_run_cannot_send_in_its_time_is_closed_not_run() {
     let server = first_request_lost();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     env.json(&["run", "--manifest", &run, "--json"]);
     let (_, retry) = retry_the_unknown(&env, &run);
@@ -974,7 +807,7 @@ fn regression_a_retry_the_run_cannot_send_in_its_time_is_closed_not_run() {
 #[test]
 fn regression_status_shows_a_planned_run_and_its_bounds_before_any_run() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4", "--max-requests", "30"]);
     for args in [
         vec!["status", &run[..12], "--json"],
@@ -1016,7 +849,7 @@ fn regression_the_time_limit_bounds_executing_time_across_invocations() {
     let server =
         ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(400)))
             .unwrap();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     let limited = |args: &[&str]| {
         let out = env
@@ -1059,8 +892,8 @@ fn regression_the_time_limit_bounds_executing_time_across_invocations() {
 #[test]
 fn regression_attempt_ids_differ_across_state_directories() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
-    let one = Env::new(&server, true);
-    let two = Env::new(&server, true);
+    let one = Env::new(&server);
+    let two = Env::new(&server);
     let run = one.plan(&["--reps", "1", "--cap-usd", "4"]);
     assert_eq!(
         two.plan(&["--reps", "1", "--cap-usd", "4"]),
@@ -1097,7 +930,7 @@ fn regression_attempt_ids_differ_across_state_directories() {
 #[test]
 fn regression_run_accepts_id_prefixes_and_cancel_on_a_finished_run_says_so() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     let summary = env.json(&["run", "--manifest", &run[..10], "--json"]);
     assert_eq!(summary["run"], run.as_str());
@@ -1125,15 +958,8 @@ fn regression_run_accepts_id_prefixes_and_cancel_on_a_finished_run_says_so() {
 
 #[test]
 fn regression_status_tells_a_live_run_from_an_interrupted_one() {
-    let server = ScriptedServer::start(|r| {
-        if r.index == 2 {
-            Reply::Hang
-        } else {
-            Reply::Answer(scripted_answer(r))
-        }
-    })
-    .unwrap();
-    let env = Env::new(&server, true);
+    let server = hang_at(2);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     let mut child = env.spawn_run(&run);
     wait_for_requests(&server, 3);
@@ -1181,19 +1007,9 @@ fn crash_at(
     at_crash: impl FnOnce(&Env, &str, &ScriptedServer),
 ) -> (Env, String, ScriptedServer, UsageLog, Value) {
     let (server, usage) = answering_server();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
-    let out = env
-        .command(&["run", "--manifest", &run, "--json"])
-        .env(skilltrial_runner::engine::KILL_POINT_VAR, window)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(skilltrial_runner::engine::KILL_POINT_EXIT),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    env.kill_at(&run, window);
     at_crash(&env, &run, &server);
     let summary = env.json(&["run", "--manifest", &run, "--json"]);
     (env, run, server, usage, summary)
@@ -1292,7 +1108,7 @@ fn status_beside_a_live_run_never_fails_nor_disturbs_it() {
     let server =
         ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(30)))
             .unwrap();
-    let env = Env::new(&server, true);
+    let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     let mut child = env.spawn_run(&run);
     let mut polls = 0;

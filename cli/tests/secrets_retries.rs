@@ -5,158 +5,34 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use skilltrial_runner::checker::Expected;
 use skilltrial_runner::digest::Sha256Digest;
-use skilltrial_runner::pack;
 use skilltrial_runner::scripted::{Reply, ScriptedServer, ServerRequest};
 
 /// A key long enough to have many 12-character pieces, with no piece that occurs elsewhere.
 const SECRET: &str = "sk-ant-api03-Qm7vT2xLp9RwZk4NcY8dHj3F-Ub6sGe1Ao5KiWq0Xr-7hTz2Mv";
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+mod support;
 
-struct Env {
-    dir: tempfile::TempDir,
-}
-
-impl Env {
-    fn new(server: &ScriptedServer) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("profiles.toml"),
-            format!(
-                "[[profile]]\nid = \"loopback\"\nprovider = \"anthropic\"\nmodel = \"loopback-model\"\nbase_url = \"{}\"\ncontext_tokens = 200000\nmax_output_tokens = 1024\ninput_usd_per_mtok = \"3\"\noutput_usd_per_mtok = \"15\"\nprice_source = \"test\"\nprice_as_of = \"2026-11-29\"\n",
-                server.url()
-            ),
-        )
-        .unwrap();
-        Self { dir }
-    }
-
-    fn home(&self) -> PathBuf {
-        self.dir.path().join("home")
-    }
-
-    fn run(&self, args: &[&str], backoff_scale: &str) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_skilltrial"))
-            .args(args)
-            .arg("--home")
-            .arg(self.home())
-            .current_dir(root())
-            .env("ANTHROPIC_API_KEY", SECRET)
-            .env("SKILLTRIAL_TEST_BACKOFF_SCALE", backoff_scale)
-            .env_remove("ANTHROPIC_BASE_URL")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        self.json_scaled(args, "1")
-    }
-
-    fn json_scaled(&self, args: &[&str], backoff_scale: &str) -> Value {
-        let out = self.run(args, backoff_scale);
-        assert!(
-            out.status.success(),
-            "{args:?}: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-
-    fn plan(&self) -> String {
-        let profiles = self.dir.path().join("profiles.toml");
-        let doc = self.json(&[
-            "plan",
-            "--model",
-            "loopback",
-            "--profiles",
-            profiles.to_str().unwrap(),
-            "--a",
-            "fixtures/bundles/solana-reader-1.4.2",
-            "--b",
-            "fixtures/bundles/solana-reader-1.5.0",
-            "--seed",
-            "7",
-            "--reps",
-            "1",
-            "--cap-usd",
-            "4",
-            "--json",
-        ]);
-        doc["run"].as_str().unwrap().to_owned()
-    }
-
-    /// Writes the report (JSON and HTML) into `<tmp>/report` and returns the JSON.
-    fn report(&self, run: &str) -> Value {
-        let out_dir = self.dir.path().join("report");
-        let out = self.run(&["report", run, "--out", out_dir.to_str().unwrap()], "1");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out_dir.join("report.html").is_file());
-        serde_json::from_slice(&std::fs::read(out_dir.join("report.json")).unwrap()).unwrap()
-    }
-}
-
-/// The golden answer of the task named in a request, or a wrong answer for the baseline arm.
-fn scripted_answer(request: &ServerRequest) -> String {
-    let user = request.user_text();
-    let task = user
-        .split("<task id=\"")
-        .nth(1)
-        .and_then(|s| s.split('"').next())
-        .unwrap_or("");
-    let p = pack::open("solana-core@1.0.3").unwrap();
-    let Ok(t) = p.task(task) else {
-        return "no such task".into();
-    };
-    let Expected::Golden(golden) = t.reveal_expected() else {
-        return "excluded".into();
-    };
-    if user.contains("<skill name=") {
-        golden.to_string()
-    } else {
-        "I cannot decode this.".into()
-    }
-}
+use support::{BACKOFF_VAR, Env, files_under, scripted_answer};
 
 /// Every file under `dir` (recursively) that contains any `piece`-byte substring of `secret`.
 fn files_with_key_pieces(dir: &Path, secret: &str, piece: usize) -> Vec<(PathBuf, String)> {
     let pieces: Vec<&[u8]> = secret.as_bytes().windows(piece).collect();
-    let mut hits = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
+    files_under(dir)
+        .into_iter()
+        .filter_map(|path| {
             let bytes = std::fs::read(&path).unwrap();
-            if let Some(p) = pieces
+            pieces
                 .iter()
                 .find(|p| bytes.windows(p.len()).any(|w| w == **p))
-            {
-                hits.push((path, String::from_utf8_lossy(p).into_owned()));
-            }
-        }
-    }
-    hits
+                .map(|p| (path, String::from_utf8_lossy(p).into_owned()))
+        })
+        .collect()
 }
 
 /// All attempts of a report, by id.
@@ -212,17 +88,17 @@ fn regression_a_key_quoted_by_the_provider_never_reaches_any_file() {
         _ => Reply::Answer(scripted_answer(r)),
     })
     .unwrap();
-    let env = Env::new(&server);
-    let run = env.plan();
+    let env = Env::new(&server).secret(SECRET).backoff_scale("1");
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
 
     // When the real binary runs the plan and writes its report
-    let out = env.run(&["run", "--manifest", &run, "--json"], "1");
+    let out = env.run(&["run", "--manifest", &run, "--json"]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let status = env.run(&["status", "--json"], "1");
+    let status = env.run(&["status", "--json"]);
     let report = env.report(&run);
 
     // Then the provider text was kept (scrubbed), the key travelled in its header only
@@ -303,8 +179,8 @@ fn regression_a_429_with_retry_after_is_retried_once_as_a_new_attempt_after_the_
             Reply::Answer(scripted_answer(r))
         }
     });
-    let env = Env::new(&server);
-    let run = env.plan();
+    let env = Env::new(&server).secret(SECRET).backoff_scale("1");
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
 
     // When the run goes, with waits scaled by 1/50 (10 s become 200 ms)
     let summary = env.json_scaled(&["run", "--manifest", &run, "--json"], "0.02");
@@ -365,8 +241,8 @@ fn regression_529_every_time_gives_up_after_three_retries_and_resolve_retry_take
             }
         })
     };
-    let env = Env::new(&server);
-    let run = env.plan();
+    let env = Env::new(&server).secret(SECRET).backoff_scale("1");
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
 
     // When the run goes (waits scaled to 1/100)
     env.json_scaled(&["run", "--manifest", &run, "--json"], "0.01");
@@ -417,16 +293,13 @@ fn regression_529_every_time_gives_up_after_three_retries_and_resolve_retry_take
     assert_eq!(resolved["closed_as"], "infrastructure_error");
     let new_attempt = resolved["new_attempt"].as_str().unwrap().to_owned();
     // An older attempt of the chain is not the one to retry
-    let older = env.run(
-        &[
-            "resolve",
-            chain[0]["id"].as_str().unwrap(),
-            "--retry",
-            "--reason",
-            "x",
-        ],
-        "1",
-    );
+    let older = env.run(&[
+        "resolve",
+        chain[0]["id"].as_str().unwrap(),
+        "--retry",
+        "--reason",
+        "x",
+    ]);
     assert_eq!(older.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&older.stderr).contains("is not its trial's latest attempt"),
@@ -455,8 +328,8 @@ fn regression_a_cut_connection_is_unknown_and_never_retried_automatically() {
             Reply::Answer(scripted_answer(r))
         }
     });
-    let env = Env::new(&server);
-    let run = env.plan();
+    let env = Env::new(&server).secret(SECRET).backoff_scale("1");
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     env.json_scaled(&["run", "--manifest", &run, "--json"], "0");
     assert_eq!(arrivals.lock().unwrap().len(), 18, "nothing re-sent");
     let status = env.json(&["status", "--json"]);
@@ -470,9 +343,9 @@ fn regression_a_cut_connection_is_unknown_and_never_retried_automatically() {
 #[test]
 fn a_backoff_scale_that_is_not_a_fraction_is_refused_by_name() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
-    let env = Env::new(&server);
-    let run = env.plan();
-    let out = env.run(&["run", "--manifest", &run], "fast");
+    let env = Env::new(&server).secret(SECRET).backoff_scale("1");
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    let out = env.run_scaled(&["run", "--manifest", &run], "fast");
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains(
@@ -510,8 +383,8 @@ fn every_fault_becomes_exactly_its_outcome_with_its_reserve() {
             }
         })
     };
-    let env = Env::new(&server);
-    let run = env.plan();
+    let env = Env::new(&server).secret(SECRET).backoff_scale("1");
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     env.json_scaled(&["run", "--manifest", &run, "--json"], "0.001");
     let report = env.report(&run);
     let by_id = attempts_by_id(&report);
@@ -586,16 +459,12 @@ fn regression_a_cancel_during_a_retry_wait_ends_it_and_leaves_nothing_planned() 
             Reply::Answer(scripted_answer(r))
         }
     });
-    let env = Env::new(&server);
-    let run = env.plan();
+    let env = Env::new(&server).secret(SECRET).backoff_scale("1");
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_skilltrial"))
-        .args(["run", "--manifest", &run, "--home"])
-        .arg(env.home())
-        .current_dir(root())
-        .env("ANTHROPIC_API_KEY", SECRET)
-        .env_remove("SKILLTRIAL_TEST_BACKOFF_SCALE")
-        .stdin(Stdio::null())
+    let mut child = env
+        .command(&["run", "--manifest", &run])
+        .env_remove(BACKOFF_VAR)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
