@@ -166,18 +166,34 @@ fn table(s: &Value, header: bool) -> String {
             || "—".to_owned(),
             |w| format!("{}–{}", pct(&w[0]), pct(&w[1])),
         );
+        // An arm without a model result has no rate or interval to show: say so instead of 0/0.
+        let stats = if arm["executed"].as_u64().unwrap_or(0) == 0 {
+            format!("{:<26}", "no model results yet")
+        } else {
+            format!(
+                "{:>13}  {:<11}",
+                format!("{}/{}", text(&arm["pass"]), text(&arm["executed"])),
+                ci
+            )
+        };
         let _ = writeln!(
             out,
-            "{:<9} {:<28} {:>13}  {:<11} {}",
+            "{:<9} {:<28} {stats} {}",
             arm_label(arm["arm"].as_str().unwrap_or("")),
             text(&arm["bundle"]),
-            format!("{}/{}", text(&arm["pass"]), text(&arm["executed"])),
-            ci,
             text(&arm["not_model_results"])
         );
     }
     let changes = &s["changes"];
-    if changes.as_object().is_some_and(|c| !c.is_empty()) {
+    // With no model result at all, no task and no pair can be compared: one line says so, in
+    // place of empty fixes lists and a table of dashes.
+    let nothing_yet = executed == 0;
+    if nothing_yet {
+        let _ = writeln!(
+            out,
+            "\nWhat changed: nothing can be compared yet: no trial has a model result."
+        );
+    } else if changes.as_object().is_some_and(|c| !c.is_empty()) {
         let _ = writeln!(out);
         for (key, label) in [
             ("b_vs_a", "B vs A"),
@@ -203,7 +219,7 @@ fn table(s: &Value, header: bool) -> String {
         }
     }
     let pairs: Vec<&Value> = s["pairs"].as_array().into_iter().flatten().collect();
-    if !pairs.is_empty() {
+    if !pairs.is_empty() && !nothing_yet {
         let _ = writeln!(out);
         let _ = writeln!(
             out,

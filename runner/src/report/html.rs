@@ -124,8 +124,6 @@ pub fn utc(ms: i64) -> String {
     )
 }
 
-/// The run's state in words, from the same numbers for the header and the partial-run banner,
-/// so the two can never disagree.
 /// An arm as people read it: A and B uppercase, as in the summary and the CLI; baseline keeps its
 /// word. The JSON and the `data-arm` attributes the filters match keep the journal's ids.
 fn arm_label(arm: &str) -> String {
@@ -136,6 +134,8 @@ fn arm_label(arm: &str) -> String {
     }
 }
 
+/// The run's state in words, from the same numbers for the header and the partial-run banner,
+/// so the two can never disagree.
 fn coverage_words(report: &Value) -> (bool, String) {
     let summary = &report["summary"];
     let complete = summary["complete"].as_bool().unwrap_or(false);
@@ -160,13 +160,6 @@ fn evidence_link(text: &str, task: &str, arm: Option<&str>) -> String {
     )
 }
 
-fn upper_first(text: &str) -> String {
-    let mut chars = text.chars();
-    chars.next().map_or_else(String::new, |c| {
-        c.to_uppercase().collect::<String>() + chars.as_str()
-    })
-}
-
 fn cell_class(pass: u64, executed: u64) -> &'static str {
     if executed == 0 {
         ""
@@ -183,6 +176,10 @@ fn cell_class(pass: u64, executed: u64) -> &'static str {
 /// baseline, every task linked to its attempts in the evidence view.
 fn changes_html(report: &Value) -> String {
     let changes = &report["summary"]["changes"];
+    // With no model result there is nothing to compare: say so rather than list "no task".
+    if report["summary"]["executed"].as_u64() == Some(0) {
+        return "<ul class=\"changes\"><li>Nothing can be compared yet: no trial has a model result.</li></ul>".to_owned();
+    }
     let mut h = String::from("<ul class=\"changes\">");
     let mut any = false;
     for (key, x, y) in [
@@ -317,8 +314,8 @@ pub fn render(report: &Value) -> String {
     if !complete {
         let _ = write!(
             h,
-            "<div class=\"banner\"><strong>Partial run.</strong> {}, so no winner is named.</div>",
-            escape(&upper_first(&coverage))
+            "<div class=\"banner\"><strong>Partial run:</strong> {}, so no winner is named.</div>",
+            escape(coverage.strip_prefix("partial: ").unwrap_or(&coverage))
         );
     }
     h.push_str("<nav><a href=\"#summary\">Summary &amp; coverage</a><a href=\"#pairs\">Pair comparison</a><a href=\"#tasks\">Tasks &amp; trials</a><a href=\"#evidence\">Evidence &amp; reasons</a><a href=\"#cost\">Cost &amp; unknowns</a><a href=\"#manifest\">Manifest</a></nav></header><main>");
@@ -348,14 +345,27 @@ pub fn render(report: &Value) -> String {
                 s(&b["version"])
             ),
         };
+        // An arm without a model result has no statistics to show, only that none exist yet.
+        let rate_line = if arm["executed"].as_u64().unwrap_or(0) == 0 {
+            "no model results yet".to_owned()
+        } else {
+            format!(
+                "{} pass of {} executed · {}",
+                s(&arm["pass"]),
+                s(&arm["executed"]),
+                escape(&ci)
+            )
+        };
+        // Trials still waiting for a result are counted too, so the card adds up to planned.
+        let waiting = match arm["pending"].as_u64().unwrap_or(0) {
+            0 => String::new(),
+            n => format!(" · no result yet {n}"),
+        };
         let _ = write!(
             h,
-            "<div class=\"card\"><div class=\"k\">{}</div><div class=\"big\">{}</div><div class=\"k\">{} pass of {} executed · {}</div><div class=\"k\">planned {} · infrastructure errors {} · unknown {} · interrupted {} · not run {}</div></div>",
+            "<div class=\"card\"><div class=\"k\">{}</div><div class=\"big\">{}</div><div class=\"k\">{rate_line}</div><div class=\"k\">planned {} · infrastructure errors {} · unknown {} · interrupted {} · not run {}{waiting}</div></div>",
             escape(&name),
             pct(success),
-            s(&arm["pass"]),
-            s(&arm["executed"]),
-            escape(&ci),
             s(&arm["planned"]),
             s(&arm["infrastructure_error"]),
             s(&arm["unknown"]),
