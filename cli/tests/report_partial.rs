@@ -194,6 +194,45 @@ fn regression_a_stopped_demo_reports_every_trial_on_its_card_and_one_banner_sent
     }
     assert_eq!(waiting_total + executed, planned);
 
+    // What changed: a contrast no task can be compared on yet says so, not "fixes: no task"; one
+    // with compared tasks lists them as before.
+    let compared = |verdict: &str| {
+        json["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["verdicts"][verdict].is_string())
+            .count()
+    };
+    let mut seen_empty = false;
+    for (verdict, html_label, table_label) in [
+        ("b_vs_a", "B against A", "B vs A"),
+        ("b", "B against baseline", "B vs baseline"),
+        ("a", "A against baseline", "A vs baseline"),
+    ] {
+        let line = format!(
+            "{html_label} : nothing to compare yet (no task has a model result in both arms)."
+        );
+        let row = format!(
+            "{table_label:<14} nothing to compare yet (no task has a model result in both arms)\n"
+        );
+        if compared(verdict) == 0 {
+            seen_empty = true;
+            assert!(text.contains(&line), "{line:?} in {text}");
+            assert!(table.contains(&row), "{row:?} in {table}");
+        } else {
+            assert!(!text.contains(&line), "{text}");
+            assert!(!table.contains(&row), "{table}");
+        }
+    }
+    // Two trials answered (baseline and A of one task), B's answer not yet scored: B against A
+    // has nothing to compare, A against baseline has one task.
+    assert!(
+        seen_empty,
+        "the stopped demo left every contrast comparable"
+    );
+    assert!(compared("a") > 0, "{}", json["tasks"]);
+
     // The terminal table: the same header words, and each row's numbers add up to planned.
     assert!(table.contains(&coverage), "{table}");
     assert!(

@@ -61,6 +61,7 @@ pub fn of_report(r: &Value) -> Value {
         "scripted": r["comparability"]["model"]["scripted"],
         "arms": arms,
         "changes": r["summary"]["changes"],
+        "compared_tasks": report::compared_tasks(r),
         "pairs": pairs,
         "caveat": r["summary"]["caveat"],
         "leader": r["summary"]["leader"],
@@ -201,6 +202,14 @@ fn table(s: &Value, header: bool) -> String {
             ("a_vs_baseline", "A vs baseline"),
         ] {
             let Some(c) = changes.get(key) else { continue };
+            // No task has a result in both arms yet: empty lists would read as "fixes nothing".
+            if s["compared_tasks"][key].as_u64() == Some(0) {
+                let _ = writeln!(
+                    out,
+                    "{label:<14} nothing to compare yet (no task has a model result in both arms)"
+                );
+                continue;
+            }
             let list = |k: &str| {
                 let tasks: Vec<String> = c[k].as_array().into_iter().flatten().map(text).collect();
                 if tasks.is_empty() {
@@ -311,5 +320,38 @@ mod tests {
         assert!(text.contains(
             "run 0123456789ab  finished · complete: all 6 planned trials have a model result"
         ));
+    }
+
+    #[test]
+    fn regression_a_partial_table_shows_no_empty_statistics() {
+        // A stopped run: the baseline has one result, A none yet; A against the baseline has no
+        // task with a result in both arms.
+        let summary = json!({
+            "run": "0123456789abcdef", "status": "stopped", "complete": false, "planned": 4, "executed": 1,
+            "scripted": false,
+            "arms": [
+                { "arm": "baseline", "bundle": null, "pass": 1, "executed": 1, "not_model_results": 1, "wilson95": ["0.206549", "1.000000"] },
+                { "arm": "a", "bundle": "x 1.0", "pass": 0, "executed": 0, "not_model_results": 2, "wilson95": null },
+            ],
+            "changes": { "a_vs_baseline": { "fixes": [], "breaks": [] } },
+            "compared_tasks": { "a_vs_baseline": 0 },
+            "pairs": [],
+            "caveat": "c",
+            "leader": null,
+        });
+        let text = render(&summary);
+        assert!(
+            text.contains("A         x 1.0                        no model results yet       2\n"),
+            "{text}"
+        );
+        assert!(!text.contains("0/0"), "{text}");
+        assert!(
+            text.contains(
+                "A vs baseline  nothing to compare yet (no task has a model result in both arms)\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("fixes:"), "{text}");
+        assert!(text.contains("Partial run: no winner is named."), "{text}");
     }
 }

@@ -180,6 +180,7 @@ fn changes_html(report: &Value) -> String {
     if report["summary"]["executed"].as_u64() == Some(0) {
         return "<ul class=\"changes\"><li>Nothing can be compared yet: no trial has a model result.</li></ul>".to_owned();
     }
+    let compared = super::compared_tasks(report);
     let mut h = String::from("<ul class=\"changes\">");
     let mut any = false;
     for (key, x, y) in [
@@ -199,6 +200,14 @@ fn changes_html(report: &Value) -> String {
             }
         };
         let (xn, yn) = (label(x), label(y));
+        // No task has a result in both arms yet: empty lists would read as "fixes nothing".
+        if compared.get(key) == Some(&0) {
+            let _ = write!(
+                h,
+                "<li><strong>{xn} against {yn}</strong>: nothing to compare yet (no task has a model result in both arms).</li>"
+            );
+            continue;
+        }
         for (kind, verb, how) in [
             ("fixes", "fixes", format!("{yn} fails, {xn} passes")),
             ("breaks", "breaks", format!("{yn} passes, {xn} fails")),
@@ -679,6 +688,54 @@ pub fn render(report: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A three-arm partial report as `report::build` shapes it, only the members the first screen
+    /// reads: `executed` trials per arm have a result, the rest of the 18 are still waiting.
+    fn partial(executed: [u64; 3]) -> Value {
+        let arm = |id: &str, n: u64| {
+            serde_json::json!({
+                "arm": id, "bundle": if id == "baseline" { Value::Null } else { serde_json::json!({ "name": "s", "version": "1", "digest": "sha256:0", "coverage": "full" }) },
+                "planned": 18, "executed": n, "pass": n, "infrastructure_error": 0, "unknown": 0,
+                "interrupted": 0, "not_run": 0, "pending": 18 - n,
+                "success": { "value": if n == 0 { Value::Null } else { serde_json::json!("1.000000") } },
+            })
+        };
+        let total: u64 = executed.iter().sum();
+        serde_json::json!({
+            "run": { "id": "r", "status": "stopped" },
+            "summary": {
+                "complete": false, "planned": 54, "executed": total,
+                "arms": [arm("baseline", executed[0]), arm("a", executed[1]), arm("b", executed[2])],
+                "changes": { "b_vs_a": { "fixes": [], "breaks": [] }, "a_vs_baseline": { "fixes": [], "breaks": [] } },
+            },
+            "tasks": [{ "task": "t1", "verdicts": { "a": if executed[0] > 0 && executed[1] > 0 { serde_json::json!("no-op") } else { Value::Null }, "b_vs_a": null } }],
+        })
+    }
+
+    #[test]
+    fn regression_a_partial_run_banner_is_one_sentence_and_cards_count_waiting_trials() {
+        let h = render(&partial([1, 1, 0]));
+        assert!(h.contains("<strong>Partial run:</strong> 2 of 54 planned trials have a model result, so no winner is named."), "{h}");
+        assert!(!h.contains("Partial: "), "{h}");
+        assert!(h.contains("1 pass of 1 executed"), "{h}");
+        assert!(h.contains("not run 0 · no result yet 17</div>"), "{h}");
+        // B has no result yet: no empty statistics, and B against A is not compared yet.
+        assert!(h.contains("<div class=\"k\">no model results yet</div><div class=\"k\">planned 18 · infrastructure errors 0 · unknown 0 · interrupted 0 · not run 0 · no result yet 18</div>"), "{h}");
+        assert!(h.contains("<li><strong>B against A</strong>: nothing to compare yet (no task has a model result in both arms).</li>"), "{h}");
+        assert!(
+            h.contains("<strong>A fixes</strong> (baseline fails, A passes): no task"),
+            "{h}"
+        );
+        assert!(!h.contains("0 pass of 0 executed"), "{h}");
+    }
+
+    #[test]
+    fn regression_a_run_without_results_compares_nothing() {
+        let h = render(&partial([0, 0, 0]));
+        assert!(h.contains("<h2>What changed</h2><ul class=\"changes\"><li>Nothing can be compared yet: no trial has a model result.</li></ul>"), "{h}");
+        assert!(!h.contains("no task"), "{h}");
+        assert_eq!(h.matches("no model results yet").count(), 3, "{h}");
+    }
 
     #[test]
     fn escapes_markup_and_quotes() {
