@@ -611,7 +611,7 @@ fn a_report_with_incomplete_pairs_lists_every_excluded_tuple() {
         html.contains("partial: 16 of 18 planned trials have a model result"),
         "header"
     );
-    assert!(html.contains("<strong>Partial run.</strong> Partial: 16 of 18 planned trials have a model result, so no winner is named."), "banner");
+    assert!(html.contains("<strong>Partial run:</strong> 16 of 18 planned trials have a model result, so no winner is named."), "banner");
 }
 
 #[test]

@@ -61,6 +61,7 @@ pub fn of_report(r: &Value) -> Value {
         "scripted": r["comparability"]["model"]["scripted"],
         "arms": arms,
         "changes": r["summary"]["changes"],
+        "compared_tasks": report::compared_tasks(r),
         "pairs": pairs,
         "caveat": r["summary"]["caveat"],
         "leader": r["summary"]["leader"],
@@ -166,18 +167,34 @@ fn table(s: &Value, header: bool) -> String {
             || "—".to_owned(),
             |w| format!("{}–{}", pct(&w[0]), pct(&w[1])),
         );
+        // An arm without a model result has no rate or interval to show: say so instead of 0/0.
+        let stats = if arm["executed"].as_u64().unwrap_or(0) == 0 {
+            format!("{:<26}", "no model results yet")
+        } else {
+            format!(
+                "{:>13}  {:<11}",
+                format!("{}/{}", text(&arm["pass"]), text(&arm["executed"])),
+                ci
+            )
+        };
         let _ = writeln!(
             out,
-            "{:<9} {:<28} {:>13}  {:<11} {}",
+            "{:<9} {:<28} {stats} {}",
             arm_label(arm["arm"].as_str().unwrap_or("")),
             text(&arm["bundle"]),
-            format!("{}/{}", text(&arm["pass"]), text(&arm["executed"])),
-            ci,
             text(&arm["not_model_results"])
         );
     }
     let changes = &s["changes"];
-    if changes.as_object().is_some_and(|c| !c.is_empty()) {
+    // With no model result at all, no task and no pair can be compared: one line says so, in
+    // place of empty fixes lists and a table of dashes.
+    let nothing_yet = executed == 0;
+    if nothing_yet {
+        let _ = writeln!(
+            out,
+            "\nWhat changed: nothing can be compared yet: no trial has a model result."
+        );
+    } else if changes.as_object().is_some_and(|c| !c.is_empty()) {
         let _ = writeln!(out);
         for (key, label) in [
             ("b_vs_a", "B vs A"),
@@ -185,6 +202,14 @@ fn table(s: &Value, header: bool) -> String {
             ("a_vs_baseline", "A vs baseline"),
         ] {
             let Some(c) = changes.get(key) else { continue };
+            // No task has a result in both arms yet: empty lists would read as "fixes nothing".
+            if s["compared_tasks"][key].as_u64() == Some(0) {
+                let _ = writeln!(
+                    out,
+                    "{label:<14} nothing to compare yet (no task has a model result in both arms)"
+                );
+                continue;
+            }
             let list = |k: &str| {
                 let tasks: Vec<String> = c[k].as_array().into_iter().flatten().map(text).collect();
                 if tasks.is_empty() {
@@ -203,7 +228,7 @@ fn table(s: &Value, header: bool) -> String {
         }
     }
     let pairs: Vec<&Value> = s["pairs"].as_array().into_iter().flatten().collect();
-    if !pairs.is_empty() {
+    if !pairs.is_empty() && !nothing_yet {
         let _ = writeln!(out);
         let _ = writeln!(
             out,
@@ -295,5 +320,38 @@ mod tests {
         assert!(text.contains(
             "run 0123456789ab  finished · complete: all 6 planned trials have a model result"
         ));
+    }
+
+    #[test]
+    fn regression_a_partial_table_shows_no_empty_statistics() {
+        // A stopped run: the baseline has one result, A none yet; A against the baseline has no
+        // task with a result in both arms.
+        let summary = json!({
+            "run": "0123456789abcdef", "status": "stopped", "complete": false, "planned": 4, "executed": 1,
+            "scripted": false,
+            "arms": [
+                { "arm": "baseline", "bundle": null, "pass": 1, "executed": 1, "not_model_results": 1, "wilson95": ["0.206549", "1.000000"] },
+                { "arm": "a", "bundle": "x 1.0", "pass": 0, "executed": 0, "not_model_results": 2, "wilson95": null },
+            ],
+            "changes": { "a_vs_baseline": { "fixes": [], "breaks": [] } },
+            "compared_tasks": { "a_vs_baseline": 0 },
+            "pairs": [],
+            "caveat": "c",
+            "leader": null,
+        });
+        let text = render(&summary);
+        assert!(
+            text.contains("A         x 1.0                        no model results yet       2\n"),
+            "{text}"
+        );
+        assert!(!text.contains("0/0"), "{text}");
+        assert!(
+            text.contains(
+                "A vs baseline  nothing to compare yet (no task has a model result in both arms)\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("fixes:"), "{text}");
+        assert!(text.contains("Partial run: no winner is named."), "{text}");
     }
 }

@@ -124,8 +124,6 @@ pub fn utc(ms: i64) -> String {
     )
 }
 
-/// The run's state in words, from the same numbers for the header and the partial-run banner,
-/// so the two can never disagree.
 /// An arm as people read it: A and B uppercase, as in the summary and the CLI; baseline keeps its
 /// word. The JSON and the `data-arm` attributes the filters match keep the journal's ids.
 fn arm_label(arm: &str) -> String {
@@ -136,6 +134,8 @@ fn arm_label(arm: &str) -> String {
     }
 }
 
+/// The run's state in words, from the same numbers for the header and the partial-run banner,
+/// so the two can never disagree.
 fn coverage_words(report: &Value) -> (bool, String) {
     let summary = &report["summary"];
     let complete = summary["complete"].as_bool().unwrap_or(false);
@@ -160,13 +160,6 @@ fn evidence_link(text: &str, task: &str, arm: Option<&str>) -> String {
     )
 }
 
-fn upper_first(text: &str) -> String {
-    let mut chars = text.chars();
-    chars.next().map_or_else(String::new, |c| {
-        c.to_uppercase().collect::<String>() + chars.as_str()
-    })
-}
-
 fn cell_class(pass: u64, executed: u64) -> &'static str {
     if executed == 0 {
         ""
@@ -183,6 +176,11 @@ fn cell_class(pass: u64, executed: u64) -> &'static str {
 /// baseline, every task linked to its attempts in the evidence view.
 fn changes_html(report: &Value) -> String {
     let changes = &report["summary"]["changes"];
+    // With no model result there is nothing to compare: say so rather than list "no task".
+    if report["summary"]["executed"].as_u64() == Some(0) {
+        return "<ul class=\"changes\"><li>Nothing can be compared yet: no trial has a model result.</li></ul>".to_owned();
+    }
+    let compared = super::compared_tasks(report);
     let mut h = String::from("<ul class=\"changes\">");
     let mut any = false;
     for (key, x, y) in [
@@ -202,6 +200,14 @@ fn changes_html(report: &Value) -> String {
             }
         };
         let (xn, yn) = (label(x), label(y));
+        // No task has a result in both arms yet: empty lists would read as "fixes nothing".
+        if compared.get(key) == Some(&0) {
+            let _ = write!(
+                h,
+                "<li><strong>{xn} against {yn}</strong>: nothing to compare yet (no task has a model result in both arms).</li>"
+            );
+            continue;
+        }
         for (kind, verb, how) in [
             ("fixes", "fixes", format!("{yn} fails, {xn} passes")),
             ("breaks", "breaks", format!("{yn} passes, {xn} fails")),
@@ -317,8 +323,8 @@ pub fn render(report: &Value) -> String {
     if !complete {
         let _ = write!(
             h,
-            "<div class=\"banner\"><strong>Partial run.</strong> {}, so no winner is named.</div>",
-            escape(&upper_first(&coverage))
+            "<div class=\"banner\"><strong>Partial run:</strong> {}, so no winner is named.</div>",
+            escape(coverage.strip_prefix("partial: ").unwrap_or(&coverage))
         );
     }
     h.push_str("<nav><a href=\"#summary\">Summary &amp; coverage</a><a href=\"#pairs\">Pair comparison</a><a href=\"#tasks\">Tasks &amp; trials</a><a href=\"#evidence\">Evidence &amp; reasons</a><a href=\"#cost\">Cost &amp; unknowns</a><a href=\"#manifest\">Manifest</a></nav></header><main>");
@@ -348,14 +354,27 @@ pub fn render(report: &Value) -> String {
                 s(&b["version"])
             ),
         };
+        // An arm without a model result has no statistics to show, only that none exist yet.
+        let rate_line = if arm["executed"].as_u64().unwrap_or(0) == 0 {
+            "no model results yet".to_owned()
+        } else {
+            format!(
+                "{} pass of {} executed · {}",
+                s(&arm["pass"]),
+                s(&arm["executed"]),
+                escape(&ci)
+            )
+        };
+        // Trials still waiting for a result are counted too, so the card adds up to planned.
+        let waiting = match arm["pending"].as_u64().unwrap_or(0) {
+            0 => String::new(),
+            n => format!(" · no result yet {n}"),
+        };
         let _ = write!(
             h,
-            "<div class=\"card\"><div class=\"k\">{}</div><div class=\"big\">{}</div><div class=\"k\">{} pass of {} executed · {}</div><div class=\"k\">planned {} · infrastructure errors {} · unknown {} · interrupted {} · not run {}</div></div>",
+            "<div class=\"card\"><div class=\"k\">{}</div><div class=\"big\">{}</div><div class=\"k\">{rate_line}</div><div class=\"k\">planned {} · infrastructure errors {} · unknown {} · interrupted {} · not run {}{waiting}</div></div>",
             escape(&name),
             pct(success),
-            s(&arm["pass"]),
-            s(&arm["executed"]),
-            escape(&ci),
             s(&arm["planned"]),
             s(&arm["infrastructure_error"]),
             s(&arm["unknown"]),
@@ -669,6 +688,54 @@ pub fn render(report: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A three-arm partial report as `report::build` shapes it, only the members the first screen
+    /// reads: `executed` trials per arm have a result, the rest of the 18 are still waiting.
+    fn partial(executed: [u64; 3]) -> Value {
+        let arm = |id: &str, n: u64| {
+            serde_json::json!({
+                "arm": id, "bundle": if id == "baseline" { Value::Null } else { serde_json::json!({ "name": "s", "version": "1", "digest": "sha256:0", "coverage": "full" }) },
+                "planned": 18, "executed": n, "pass": n, "infrastructure_error": 0, "unknown": 0,
+                "interrupted": 0, "not_run": 0, "pending": 18 - n,
+                "success": { "value": if n == 0 { Value::Null } else { serde_json::json!("1.000000") } },
+            })
+        };
+        let total: u64 = executed.iter().sum();
+        serde_json::json!({
+            "run": { "id": "r", "status": "stopped" },
+            "summary": {
+                "complete": false, "planned": 54, "executed": total,
+                "arms": [arm("baseline", executed[0]), arm("a", executed[1]), arm("b", executed[2])],
+                "changes": { "b_vs_a": { "fixes": [], "breaks": [] }, "a_vs_baseline": { "fixes": [], "breaks": [] } },
+            },
+            "tasks": [{ "task": "t1", "verdicts": { "a": if executed[0] > 0 && executed[1] > 0 { serde_json::json!("no-op") } else { Value::Null }, "b_vs_a": null } }],
+        })
+    }
+
+    #[test]
+    fn regression_a_partial_run_banner_is_one_sentence_and_cards_count_waiting_trials() {
+        let h = render(&partial([1, 1, 0]));
+        assert!(h.contains("<strong>Partial run:</strong> 2 of 54 planned trials have a model result, so no winner is named."), "{h}");
+        assert!(!h.contains("Partial: "), "{h}");
+        assert!(h.contains("1 pass of 1 executed"), "{h}");
+        assert!(h.contains("not run 0 · no result yet 17</div>"), "{h}");
+        // B has no result yet: no empty statistics, and B against A is not compared yet.
+        assert!(h.contains("<div class=\"k\">no model results yet</div><div class=\"k\">planned 18 · infrastructure errors 0 · unknown 0 · interrupted 0 · not run 0 · no result yet 18</div>"), "{h}");
+        assert!(h.contains("<li><strong>B against A</strong>: nothing to compare yet (no task has a model result in both arms).</li>"), "{h}");
+        assert!(
+            h.contains("<strong>A fixes</strong> (baseline fails, A passes): no task"),
+            "{h}"
+        );
+        assert!(!h.contains("0 pass of 0 executed"), "{h}");
+    }
+
+    #[test]
+    fn regression_a_run_without_results_compares_nothing() {
+        let h = render(&partial([0, 0, 0]));
+        assert!(h.contains("<h2>What changed</h2><ul class=\"changes\"><li>Nothing can be compared yet: no trial has a model result.</li></ul>"), "{h}");
+        assert!(!h.contains("no task"), "{h}");
+        assert_eq!(h.matches("no model results yet").count(), 3, "{h}");
+    }
 
     #[test]
     fn escapes_markup_and_quotes() {

@@ -649,6 +649,27 @@ fn changes(tasks: &Value) -> Value {
     Value::Object(out)
 }
 
+/// Per contrast of `summary.changes` (`b_vs_a`, `b_vs_baseline`, `a_vs_baseline`), how many tasks
+/// could be compared: those with a model result in both arms (a verdict). In a partial run this can
+/// be 0, and then an empty fixes list means "not compared yet", not "fixes nothing".
+pub fn compared_tasks(report: &Value) -> BTreeMap<&'static str, usize> {
+    let rows = report["tasks"].as_array().map_or(&[][..], Vec::as_slice);
+    [
+        ("b_vs_a", "b_vs_a"),
+        ("b_vs_baseline", "b"),
+        ("a_vs_baseline", "a"),
+    ]
+    .into_iter()
+    .map(|(key, verdict)| {
+        let n = rows
+            .iter()
+            .filter(|t| t["verdicts"][verdict].is_string())
+            .count();
+        (key, n)
+    })
+    .collect()
+}
+
 fn task_table(
     manifest: &Manifest,
     observations: &[Observation<'_>],
@@ -714,6 +735,19 @@ mod tests {
 
     fn f(num: u128, den: u128) -> Fraction {
         Fraction { num, den }
+    }
+
+    #[test]
+    fn compared_tasks_counts_only_tasks_with_a_verdict_per_contrast() {
+        // A partial run: one task has results in baseline and A, none in B.
+        let report = json!({ "tasks": [
+            { "task": "t1", "verdicts": { "a": "no-op", "b": null, "b_vs_a": null } },
+            { "task": "t2", "verdicts": { "a": null, "b": null, "b_vs_a": null } },
+        ]});
+        let got = compared_tasks(&report);
+        assert_eq!(got["a_vs_baseline"], 1);
+        assert_eq!(got["b_vs_baseline"], 0);
+        assert_eq!(got["b_vs_a"], 0);
     }
 
     #[test]
