@@ -248,6 +248,9 @@ fn regression_a_run_with_no_result_yet_says_so_instead_of_empty_statistics() {
     let run = stopped_demo(&home, "after_plan");
     let (table, json, text) = report(&home, &run, &tmp.path().join("out"));
     assert_eq!(json["summary"]["executed"], 0);
+    // Regression: the runner was killed (no process holds the run), so the report does not
+    // say `running`, as `status` does not.
+    assert_eq!(json["run"]["status"], "interrupted", "{}", json["run"]);
 
     // HTML: no "0 pass of 0 executed", no "fixes: no task".
     assert!(!text.contains("0 pass of 0 executed"), "{text}");

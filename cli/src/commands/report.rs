@@ -51,6 +51,21 @@ pub fn write(state: &Opened, run: &RunRow, out: Option<&Path>) -> Result<Written
 pub fn write_to(state: &Opened, run: &RunRow, targets: &Targets<'_>) -> Result<Written, CliError> {
     let (layout, journal, store, payloads) =
         (&state.layout, &state.journal, &state.store, &state.payloads);
+    // The journal says `running` until a process finishes the run; one whose lock nobody holds
+    // was killed or crashed, and the report says so, as `status` does.
+    let interrupted;
+    let run = if run.status == "running"
+        && !skilltrial_runner::engine::run_is_live(journal.path(), &run.id)
+            .map_err(|e| CliError::Environment(e.into()))?
+    {
+        interrupted = RunRow {
+            status: "interrupted".to_owned(),
+            ..run.clone()
+        };
+        &interrupted
+    } else {
+        run
+    };
     let mut doc =
         report::build(journal, store, payloads, run).map_err(|e| CliError::Rejected(e.into()))?;
     let hash = report::seal(&mut doc).map_err(|e| CliError::Rejected(e.into()))?;
