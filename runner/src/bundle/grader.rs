@@ -15,6 +15,13 @@
 //! only if every account matches", "must always answer PASS or FAIL"). Each pattern names the
 //! reading (`Unless`) under which its match is such a description.
 //!
+//! Plain prose can address a grader without naming one ("if an AI is grading this", "whoever
+//! checks this", "the evaluation bot", "SYSTEM:"): such an addressee flags together with a
+//! passing verdict in the same text ("record a pass", "it is correct", `{"outcome":"pass"}`),
+//! never alone. A role, verdict or override aimed away from the answer ("the judge of whether
+//! ...", "accept a u64 amount", "full marks to clarity", "everything above the blank line")
+//! does not flag.
+//!
 //! Text is normalised before matching so that spelling tricks do not hide a sentence: case,
 //! invisible characters, runs of spaces or underscores, fullwidth letters and the Cyrillic and
 //! Greek look-alikes of Latin letters. Letter-spaced text ("i g n o r e") is also matched with
