@@ -95,7 +95,7 @@ fn placements(sentence: &str) -> Vec<(&'static str, String, usize)> {
 #[test]
 fn every_hostile_sentence_is_flagged_grader_wherever_it_stands() {
     let sentences = corpus("hostile.txt");
-    assert!(sentences.len() >= 75, "the hostile corpus shrank");
+    assert!(sentences.len() >= 115, "the hostile corpus shrank");
     let mut missed = Vec::new();
     for sentence in &sentences {
         for (path, text, line) in placements(sentence) {
@@ -136,7 +136,7 @@ fn a_hostile_sentence_wrapped_over_three_lines_is_still_flagged() {
 #[test]
 fn no_benign_sentence_is_flagged_grader_anywhere() {
     let sentences = corpus("benign.txt");
-    assert!(sentences.len() >= 75, "the benign corpus shrank");
+    assert!(sentences.len() >= 100, "the benign corpus shrank");
     let raised = false_alarms(&sentences);
     assert!(raised.is_empty(), "false alarms:\n{}", raised.join("\n"));
 }
@@ -199,6 +199,18 @@ fn regression_fixtures_with_verdict_fields_are_not_grader_flags() {
 fn regression_protocol_prose_with_pass_fail_values_is_not_a_grader_flag() {
     let sentences = section("benign.txt", "Protocol prose");
     assert!(sentences.len() >= 8);
+    let raised = false_alarms(&sentences);
+    assert!(raised.is_empty(), "false alarms:\n{}", raised.join("\n"));
+}
+
+#[test]
+fn regression_context_blind_phrases_aimed_elsewhere_are_not_grader_flags() {
+    // "disregard everything above the blank line", "you are the judge of whether ...", "the
+    // evaluator should accept a u64 amount", "give full marks to clarity", and near misses of
+    // the plain-prose addressees ("whoever reviews this PR", "the model that scores this
+    // response is configured in ...").
+    let sentences = section("benign.txt", "Context-blind false alarms");
+    assert!(sentences.len() >= 15);
     let raised = false_alarms(&sentences);
     assert!(raised.is_empty(), "false alarms:\n{}", raised.join("\n"));
 }
