@@ -95,6 +95,108 @@ impl Drop for Bar {
     }
 }
 
+/// stderr as the bar draws on it, except that each drawn line ends with a newline instead of
+/// indicatif's padding to the right edge. indicatif leaves the cursor at the right edge of the
+/// bar's last row, so the `^C` the terminal echoes on a Ctrl-C wraps onto a new row that
+/// indicatif does not know of: its next clear then starts one row low, leaving a stale bar row
+/// above the stop notice. Here the cursor rests at the start of the row below the bar, where an
+/// echo changes no row count, and the first cursor move or clear after a draw first steps back
+/// up onto the bar's last row, where indicatif believes the cursor is.
+#[derive(Debug)]
+struct Stderr {
+    term: console::Term,
+    state: Mutex<Rows>,
+}
+
+#[derive(Debug, Default)]
+struct Rows {
+    /// The next `write_str` is the padding after a line's text (indicatif writes each line's
+    /// text, then its padding).
+    padding_next: bool,
+    /// The cursor is on the row below the bar.
+    below: bool,
+}
+
+impl Stderr {
+    fn new() -> Self {
+        Self {
+            term: console::Term::stderr(),
+            state: Mutex::new(Rows::default()),
+        }
+    }
+
+    /// Steps back onto the bar's last row before a cursor move, a clear or a whole line.
+    fn settle(&self) -> std::io::Result<()> {
+        let mut rows = self.state.lock().map_err(|_| std::io::ErrorKind::Other)?;
+        rows.padding_next = false;
+        if std::mem::take(&mut rows.below) {
+            self.term.move_cursor_up(1)?;
+        }
+        Ok(())
+    }
+}
+
+impl indicatif::TermLike for Stderr {
+    fn width(&self) -> u16 {
+        self.term.size().1
+    }
+
+    fn height(&self) -> u16 {
+        self.term.size().0
+    }
+
+    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+        self.settle()?;
+        self.term.move_cursor_up(n)
+    }
+
+    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+        self.settle()?;
+        self.term.move_cursor_down(n)
+    }
+
+    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
+        self.settle()?;
+        self.term.move_cursor_right(n)
+    }
+
+    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
+        self.settle()?;
+        self.term.move_cursor_left(n)
+    }
+
+    fn write_line(&self, s: &str) -> std::io::Result<()> {
+        self.settle()?;
+        self.term.write_line(s)
+    }
+
+    fn write_str(&self, s: &str) -> std::io::Result<()> {
+        if s == "\r" {
+            self.settle()?;
+            return self.term.write_str(s);
+        }
+        let mut rows = self.state.lock().map_err(|_| std::io::ErrorKind::Other)?;
+        if rows.padding_next {
+            rows.padding_next = false;
+            rows.below = true;
+            self.term.write_str("\n")
+        } else {
+            rows.padding_next = true;
+            rows.below = false;
+            self.term.write_str(s)
+        }
+    }
+
+    fn clear_line(&self) -> std::io::Result<()> {
+        self.settle()?;
+        self.term.clear_line()
+    }
+
+    fn flush(&self) -> std::io::Result<()> {
+        self.term.flush()
+    }
+}
+
 /// A progress printer for `engine::run`. Drop it before printing the result.
 pub fn printer(json: bool) -> impl FnMut(&Progress) {
     let term = std::env::var("TERM").ok();
@@ -112,7 +214,7 @@ pub fn printer(json: bool) -> impl FnMut(&Progress) {
                 // work does not inflate the rate or shorten the ETA.
                 let bar = ProgressBar::with_draw_target(
                     Some(u64::from(p.total)),
-                    ProgressDrawTarget::stderr(),
+                    ProgressDrawTarget::term_like_with_hz(Box::new(Stderr::new()), 20),
                 );
                 let start = u64::from(p.done);
                 bar.set_style(
