@@ -334,3 +334,77 @@ fn regression_a_dumb_terminal_gets_plain_progress_lines() {
     assert!(all.contains("[1/"), "{all}");
     assert!(all.contains("spent $"), "{all}");
 }
+
+/// Runs tmux with `args` against the test's own server socket.
+fn tmux(socket: &Path, args: &[&str]) -> Output {
+    Command::new("tmux")
+        .arg("-S")
+        .arg(socket)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn regression_a_ctrl_c_on_a_real_terminal_leaves_no_stale_bar_over_the_notice() {
+    // A real terminal: tmux, whose Ctrl-C goes through the tty (signal and `^C` echo). Skipped
+    // where tmux is missing.
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("tmux not found: skipped");
+        return;
+    }
+    let server = ScriptedServer::start(|_| {
+        Reply::Slow("I cannot decode this.".into(), Duration::from_millis(700))
+    })
+    .unwrap();
+    let env = Env::new(&server);
+    let run = env.plan();
+    let socket = env.dir.path().join("tmux.sock");
+    let command = format!(
+        "cd {} && ANTHROPIC_API_KEY=sk-ant-test {} run --manifest {run} --home {}; sleep 30",
+        root().display(),
+        env!("CARGO_BIN_EXE_skilltrial"),
+        env.home().display()
+    );
+    let started = tmux(
+        &socket,
+        &[
+            "new-session",
+            "-d",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            "-e",
+            "TERM=xterm-256color",
+            &command,
+        ],
+    );
+    assert!(started.status.success(), "{}", text(&started));
+    let begun = Instant::now();
+    while server.requests().len() < 3 {
+        assert!(begun.elapsed() < Duration::from_secs(60), "no requests");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    tmux(&socket, &["send-keys", "C-c"]);
+    std::thread::sleep(Duration::from_millis(3000));
+    let screen =
+        String::from_utf8_lossy(&tmux(&socket, &["capture-pane", "-p"]).stdout).into_owned();
+    tmux(&socket, &["kill-server"]);
+    // The notice is whole (both halves of its wrapped line), and no bar row is left above it.
+    let lines: Vec<&str> = screen.lines().collect();
+    let notice = lines
+        .iter()
+        .position(|l| l.starts_with("stopping: the request in flight finishes"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(
+        lines[notice + 1].starts_with("hat request then becomes unknown"),
+        "{screen}"
+    );
+    assert!(
+        lines[..notice]
+            .iter()
+            .all(|l| !l.contains('█') && !l.contains('░')),
+        "a stale bar above the notice:\n{screen}"
+    );
+}
