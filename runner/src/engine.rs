@@ -43,16 +43,31 @@ fn lock_path(journal: &std::path::Path, run_id: &str) -> std::path::PathBuf {
 }
 
 fn open_lock_file(path: &std::path::Path) -> Result<std::fs::File, EngineError> {
+    // A state directory that cannot be written is named as such: the lock file is only the
+    // first thing `run` would write there.
+    let unwritable = |dir: &std::path::Path, e: std::io::Error| {
+        let why = if e.kind() == std::io::ErrorKind::PermissionDenied
+            || e.kind() == std::io::ErrorKind::ReadOnlyFilesystem
+        {
+            "is read-only (or not writable by you)".to_owned()
+        } else {
+            format!("cannot be written: {e}")
+        };
+        EngineError::Environment(format!(
+            "the state directory {} {why}; `run` must write there (choose another with --home)",
+            dir.display()
+        ))
+    };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| EngineError::Refused(format!("cannot create {}: {e}", dir.display())))?;
+        let state_dir = dir.parent().unwrap_or(dir);
+        std::fs::create_dir_all(dir).map_err(|e| unwritable(state_dir, e))?;
     }
     std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(path)
-        .map_err(|e| EngineError::Refused(format!("cannot open {}: {e}", path.display())))
+        .map_err(|e| unwritable(path.parent().and_then(|d| d.parent()).unwrap_or(path), e))
 }
 
 /// How long `run` keeps trying a held lock: `status` probes it for microseconds
@@ -70,7 +85,7 @@ fn lock_run(journal: &Journal, run_id: &str) -> Result<RunLock, EngineError> {
                 std::thread::sleep(Duration::from_millis(25));
             }
             Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(EngineError::Refused(format!(
+                return Err(EngineError::Environment(format!(
                     "run {} is being run by another skilltrial process; wait for it, or cancel it with `skilltrial cancel`",
                     short(run_id)
                 )));
@@ -163,6 +178,10 @@ fn close_not_run(
 pub enum EngineError {
     #[error("{0}")]
     Refused(String),
+    /// The machine, not the input, is in the way: another process holds the run, or the state
+    /// directory cannot be written. Nothing about the run is wrong; retrying later may work.
+    #[error("{0}")]
+    Environment(String),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -499,8 +518,15 @@ pub fn run(
         let attempts = journal.attempts(&run_id)?;
         let counts = outcome_counts(total, &attempts);
         let money = journal.money(&run_id)?;
+        // A trial waiting for an automatic retry is not done: counting it would step the count
+        // back when its retry is planned.
+        let waiting = trials
+            .iter()
+            .filter(|t| awaiting_auto_retry(&attempts, t.index).is_some())
+            .count();
         let pending = counts.get("pending").copied().unwrap_or(0)
-            + counts.get("in_flight").copied().unwrap_or(0);
+            + counts.get("in_flight").copied().unwrap_or(0)
+            + u32::try_from(waiting).unwrap_or(u32::MAX);
         progress(&Progress {
             done: total.saturating_sub(pending),
             total,
@@ -872,9 +898,13 @@ fn next_auto_retry(
     run_id: &str,
     trial_idx: u32,
 ) -> Result<Option<u32>, EngineError> {
-    let mut chain: Vec<AttemptRow> = journal
-        .attempts(run_id)?
-        .into_iter()
+    Ok(next_auto_retry_of(&journal.attempts(run_id)?, trial_idx))
+}
+
+/// [`next_auto_retry`] over a run's attempts already read.
+fn next_auto_retry_of(attempts: &[AttemptRow], trial_idx: u32) -> Option<u32> {
+    let mut chain: Vec<&AttemptRow> = attempts
+        .iter()
         .filter(|a| a.trial_idx == trial_idx)
         .collect();
     chain.sort_by_key(|a| std::cmp::Reverse(a.seq));
@@ -887,7 +917,27 @@ fn next_auto_retry(
         })
         .count();
     let done = u32::try_from(done).unwrap_or(u32::MAX);
-    Ok((done < retry::MAX_AUTO_RETRIES).then_some(done + 1))
+    (done < retry::MAX_AUTO_RETRIES).then_some(done + 1)
+}
+
+/// The automatic retry (1-based, of [`retry::MAX_AUTO_RETRIES`]) trial `trial_idx` is waiting
+/// for: its latest attempt is a rate-limited or overloaded rejection and it has retries left.
+/// Such a trial is not done: `run` (this one after its wait, or the next after a stop) sends it
+/// again by itself, so `status` and the progress count must not treat it as an infrastructure
+/// error left for the user. The same rule decides the retry on resume.
+pub fn awaiting_auto_retry(attempts: &[AttemptRow], trial_idx: u32) -> Option<u32> {
+    let latest = attempts
+        .iter()
+        .filter(|a| a.trial_idx == trial_idx)
+        .max_by_key(|a| a.seq)?;
+    let status = latest.http_status?;
+    if latest.state != AttemptState::Closed
+        || latest.outcome.as_deref() != Some(Outcome::InfrastructureError.as_str())
+        || !retry::is_retryable(status, latest.error.as_deref().unwrap_or(""))
+    {
+        return None;
+    }
+    next_auto_retry_of(attempts, trial_idx)
 }
 
 /// At the start of a `run`: when the trial's latest attempt is a rejection that is retried
@@ -903,6 +953,9 @@ fn resumed_auto_retry(
     options: &RunOptions,
 ) -> Result<Option<(String, String)>, EngineError> {
     let attempts = journal.attempts(run_id)?;
+    let Some(n) = awaiting_auto_retry(&attempts, trial_idx) else {
+        return Ok(None);
+    };
     let Some(latest) = attempts
         .iter()
         .filter(|a| a.trial_idx == trial_idx)
@@ -910,18 +963,7 @@ fn resumed_auto_retry(
     else {
         return Ok(None);
     };
-    let Some(status) = latest.http_status else {
-        return Ok(None);
-    };
-    if latest.state != AttemptState::Closed
-        || latest.outcome.as_deref() != Some(Outcome::InfrastructureError.as_str())
-        || !retry::is_retryable(status, latest.error.as_deref().unwrap_or(""))
-    {
-        return Ok(None);
-    }
-    let Some(n) = next_auto_retry(journal, run_id, trial_idx)? else {
-        return Ok(None);
-    };
+    let status = latest.http_status.unwrap_or(0);
     let since = latest.finished_at_ms.map_or(Duration::ZERO, |at| {
         Duration::from_millis(u64::try_from(now_ms().saturating_sub(at)).unwrap_or(0))
     });

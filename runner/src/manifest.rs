@@ -479,6 +479,15 @@ pub fn bundle_for<'a>(
     }
 }
 
+/// The most requests a run of `trials` trials can send under a cap of `cap` requests: each trial
+/// is sent once and may be retried automatically after a rate-limited or overloaded answer, and
+/// every request counts against the cap. `plan` and `status` both print this bound.
+pub fn request_bound(trials: u32, cap: u32) -> u32 {
+    trials
+        .saturating_mul(1 + crate::provider::retry::MAX_AUTO_RETRIES)
+        .min(cap)
+}
+
 /// THE plan: every trial in execution order with its token bounds and reservation, and the
 /// totals. Shared by `plan`, `run --dry-run` and the real run.
 pub fn trials(
@@ -531,10 +540,7 @@ pub fn trials(
     // The true hard bound on requests: each trial may be sent once and then retried
     // automatically after a rate-limited or overloaded answer, and every request, retries
     // included, counts against the cap, which stops the run when reached.
-    let per_trial = 1 + crate::provider::retry::MAX_AUTO_RETRIES;
-    let max_requests = count
-        .saturating_mul(per_trial)
-        .min(manifest.budget.max_requests);
+    let max_requests = request_bound(count, manifest.budget.max_requests);
     let totals = Totals {
         trials: count,
         max_requests,

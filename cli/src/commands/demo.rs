@@ -52,6 +52,10 @@ fn choose(args: &DemoArgs) -> Result<Option<Profile>, CliError> {
         .map_err(|e| CliError::Environment(e.into()))
 }
 
+/// The bounds of a demo against an unpriced profile, which has no monetary cap.
+const DEMO_UNPRICED_MAX_REQUESTS: u32 = 100;
+const DEMO_UNPRICED_MAX_TOKENS: u64 = 5_000_000;
+
 pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
     // 1. Validate the two bundles.
     let mut bundles = Vec::new();
@@ -122,8 +126,18 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
         say(
             global,
             &format!(
-                "model: {} ({}), budget cap ${}",
-                profile.id, profile.model, args.cap_usd
+                "model: {} ({}), {}",
+                profile.id,
+                profile.model,
+                // What bounds this run: an unpriced profile has no monetary cap (the requests
+                // and tokens caps below apply instead), whatever --cap-usd says.
+                if profile.price.is_none() {
+                    format!(
+                        "no monetary cap (unpriced profile): at most {DEMO_UNPRICED_MAX_REQUESTS} requests and {DEMO_UNPRICED_MAX_TOKENS} tokens"
+                    )
+                } else {
+                    format!("budget cap ${}", args.cap_usd)
+                }
             ),
         );
     }
@@ -143,8 +157,8 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
         repetitions: args.reps,
         seed: 20_261_129,
         cap: (!unpriced).then_some(cap),
-        max_requests: unpriced.then_some(100),
-        max_tokens: unpriced.then_some(5_000_000),
+        max_requests: unpriced.then_some(DEMO_UNPRICED_MAX_REQUESTS),
+        max_tokens: unpriced.then_some(DEMO_UNPRICED_MAX_TOKENS),
         max_output_tokens: None,
         endpoint,
         scripted,

@@ -176,10 +176,9 @@ pub(crate) fn interrupt_notice(stop: Arc<AtomicBool>) -> Notice {
     let thread = std::thread::spawn(move || {
         while !watching.load(Ordering::SeqCst) {
             if stop.load(Ordering::SeqCst) {
-                let mut err = std::io::stderr().lock();
-                let _ = writeln!(
-                    err,
-                    "\nstopping: the request in flight finishes and is journaled; no new request is sent. Press Ctrl-C again to exit at once (that request then becomes unknown when the run resumes)."
+                // Through the progress printer: a bar drawn after the notice would overwrite it.
+                crate::commands::progress::notice(
+                    "stopping: the request in flight finishes and is journaled; no new request is sent. Press Ctrl-C again to exit at once (that request then becomes unknown when the run resumes).",
                 );
                 return;
             }

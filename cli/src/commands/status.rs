@@ -55,6 +55,21 @@ struct InfraAttempt {
     retry: String,
 }
 
+/// A trial whose latest attempt was rate-limited or overloaded and that still has automatic
+/// retries: `run` sends it again by itself (after the wait, or when it resumes after a stop),
+/// so it is not an infrastructure error for the user to resolve.
+#[derive(Debug, Serialize)]
+struct WaitingRetry {
+    attempt: String,
+    task: String,
+    arm: String,
+    repetition: u32,
+    http_status: Option<u16>,
+    /// Which automatic retry comes next, of `max_automatic_retries`.
+    next_automatic_retry: u32,
+    max_automatic_retries: u32,
+}
+
 #[derive(Debug, Serialize)]
 struct StatusReport {
     run: String,
@@ -73,6 +88,9 @@ struct StatusReport {
     reserved_usd_micros: u64,
     cap_usd_micros: Option<u64>,
     max_requests: u32,
+    /// The most requests this run can send: what `plan` printed, the cap or fewer when the
+    /// trials and their automatic retries cannot reach it.
+    request_bound: u32,
     max_tokens: Option<u64>,
     /// The run's time limit and the executing time used so far, over all `run` invocations.
     run_limit_ms: Option<u64>,
@@ -85,8 +103,10 @@ struct StatusReport {
     unscored: Vec<String>,
     /// Every automatic retry of a rate-limited or overloaded request, with its reason.
     automatic_retries: Vec<RetryAttempt>,
-    /// Trials whose latest attempt is an infrastructure error (`resolve --retry` takes these).
+    /// Trials whose latest attempt is an infrastructure error (`resolve --retry` takes these),
+    /// except those `run` retries by itself (`waiting_for_automatic_retry`).
     infrastructure_errors: Vec<InfraAttempt>,
+    waiting_for_automatic_retry: Vec<WaitingRetry>,
     /// Trials not run, by reason (`not_run_request_cap`, `not_run_budget`, `cancelled`, ...).
     not_run_reasons: BTreeMap<String, u32>,
     /// What to do next, when there is something to do.
@@ -165,9 +185,30 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
             latest.insert(a.trial_idx, a);
         }
     }
+    let waiting_for_automatic_retry: Vec<WaitingRetry> = latest
+        .values()
+        .filter_map(|a| {
+            let n = skilltrial_runner::engine::awaiting_auto_retry(&attempts, a.trial_idx)?;
+            let t = trials.iter().find(|t| t.idx == a.trial_idx)?;
+            Some(WaitingRetry {
+                attempt: a.id.clone(),
+                task: t.task.clone(),
+                arm: t.arm.clone(),
+                repetition: t.repetition,
+                http_status: a.http_status,
+                next_automatic_retry: n,
+                max_automatic_retries: skilltrial_runner::provider::retry::MAX_AUTO_RETRIES,
+            })
+        })
+        .collect();
     let infrastructure_errors = latest
         .values()
         .filter(|a| a.outcome.as_deref() == Some("infrastructure_error"))
+        .filter(|a| {
+            !waiting_for_automatic_retry
+                .iter()
+                .any(|w| w.attempt == a.id)
+        })
         .filter_map(|a| {
             let t = trials.iter().find(|t| t.idx == a.trial_idx)?;
             Some(InfraAttempt {
@@ -226,6 +267,7 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
         reserved_usd_micros: money.reserved.0,
         cap_usd_micros: run.cap_micros,
         max_requests: run.max_requests,
+        request_bound: skilltrial_runner::manifest::request_bound(planned, run.max_requests),
         max_tokens: run.max_tokens,
         run_limit_ms: run.run_limit_ms,
         executed_ms: run.executed_ms,
@@ -234,6 +276,7 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
         unscored,
         automatic_retries,
         infrastructure_errors,
+        waiting_for_automatic_retry,
         not_run_reasons,
         next,
     };
@@ -312,7 +355,7 @@ fn render(r: &StatusReport) -> String {
     let _ = writeln!(
         out,
         "bounds   at most {} requests, {tokens}, {time}",
-        r.max_requests
+        r.request_bound
     );
     if !r.unknown.is_empty() {
         let _ = writeln!(
@@ -372,6 +415,34 @@ fn render(r: &StatusReport) -> String {
         );
         for a in &r.automatic_retries {
             let _ = writeln!(out, "  {}  {}", a.attempt, a.reason);
+        }
+    }
+    if !r.waiting_for_automatic_retry.is_empty() {
+        // Live: this run's wait; otherwise the run was stopped during the wait.
+        let when = if r.live {
+            "after its wait"
+        } else {
+            "when `run` resumes"
+        };
+        let _ = writeln!(
+            out,
+            "retrying {} trial(s) rate-limited or overloaded (nothing spent), retried automatically {when}, nothing to resolve:",
+            r.waiting_for_automatic_retry.len()
+        );
+        for w in &r.waiting_for_automatic_retry {
+            let status = w
+                .http_status
+                .map_or_else(String::new, |s| format!("  HTTP {s}"));
+            let _ = writeln!(
+                out,
+                "  {}  {}/{}/rep {}{status}  waiting for an automatic retry ({}/{}) {when}",
+                w.attempt,
+                w.task,
+                w.arm,
+                w.repetition,
+                w.next_automatic_retry,
+                w.max_automatic_retries
+            );
         }
     }
     if !r.infrastructure_errors.is_empty() {
