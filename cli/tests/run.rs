@@ -514,7 +514,8 @@ fn regression_a_second_runner_on_the_same_run_is_refused() {
     let mut first = env.spawn_run(&run);
     wait_for_requests(&server, 1);
     let second = env.run(&["run", "--manifest", &run]);
-    assert_eq!(second.status.code(), Some(1));
+    // Another process holding the run is an environment condition (exit 2), not a rejection.
+    assert_eq!(second.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&second.stderr).contains("another skilltrial process"));
     assert!(
         first.wait().unwrap().success(),
@@ -680,7 +681,7 @@ fn regression_concurrent_processes_on_a_fresh_state_dir_never_fail() {
                 ("run", Some(0)) => finished_runs += 1,
                 ("status", Some(0)) => {}
                 // Refused cleanly: another process holds the run.
-                ("run", Some(1)) => assert!(
+                ("run", Some(2)) => assert!(
                     stderr.contains("is being run by another skilltrial process"),
                     "round {round}: {stderr}"
                 ),
