@@ -173,7 +173,7 @@ fn regression_plan_refuses_a_token_cap_below_one_request() {
             "{err}{out}"
         );
         assert!(
-            err.ends_with(" tokens one request of this plan may use (its prompt's input bound plus --max-output-tokens): such a trial could never be sent; give at least that\n"),
+            err.ends_with(" tokens the smallest request of this plan may use (its prompt's input bound plus --max-output-tokens): no trial could ever be sent; give at least that\n"),
             "{err}"
         );
         assert_eq!(code, 2);
