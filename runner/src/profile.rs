@@ -95,7 +95,28 @@ impl Profile {
                 .filter(|v| !v.trim().is_empty())
         });
         match configured {
-            Some(url) => Ok(url),
+            Some(url) => {
+                // Checked here, at plan time, so a URL the HTTP client cannot use is refused
+                // naming where it came from, not turned into one infrastructure error per trial.
+                let from = if self.base_url.is_some() {
+                    format!("base_url of profile {}", self.id)
+                } else {
+                    self.provider.base_url_env().to_owned()
+                };
+                let bad = |reason: String| ProfileError::BadEndpoint {
+                    from: from.clone(),
+                    url: url.clone(),
+                    reason,
+                };
+                let parsed = reqwest::Url::parse(&url).map_err(|e| bad(e.to_string()))?;
+                if !matches!(parsed.scheme(), "http" | "https") {
+                    return Err(bad(format!("the scheme is {}", parsed.scheme())));
+                }
+                if parsed.host_str().is_none_or(str::is_empty) {
+                    return Err(bad("it has no host".to_owned()));
+                }
+                Ok(url)
+            }
             None if self.price.is_none() => Err(ProfileError::NeedsEndpoint {
                 id: self.id.clone(),
                 env: self.provider.base_url_env(),
@@ -115,6 +136,13 @@ impl Profile {
         let name = name.trim();
         if name.is_empty() {
             return Err(refuse("it is empty".to_owned()));
+        }
+        // A model name is an identifier, echoed by `plan`, `status` and reports: a control
+        // character (a newline, an escape sequence) could rewrite what a terminal shows.
+        if name.chars().any(char::is_control) {
+            return Err(refuse(
+                "it contains a control character (a model name is an identifier)".to_owned(),
+            ));
         }
         if self.price.is_some() {
             return Err(refuse(format!(
@@ -168,6 +196,12 @@ pub enum ProfileError {
         "profile {id} has no price, so it never calls a provider's public endpoint: set {env} to your server (e.g. http://127.0.0.1:8000/v1), or give the profile a base_url"
     )]
     NeedsEndpoint { id: String, env: &'static str },
+    #[error("{from} `{url}` is not a usable http(s) URL: {reason}")]
+    BadEndpoint {
+        from: String,
+        url: String,
+        reason: String,
+    },
     #[error("model name for profile {id}: {reason}")]
     ModelName { id: String, reason: String },
 }
@@ -237,6 +271,13 @@ pub fn builtin() -> Vec<Profile> {
 pub fn all(user_file: Option<&Path>) -> Result<Vec<Profile>, ProfileError> {
     let mut profiles = builtin();
     if let Some(path) = user_file.filter(|p| p.exists()) {
+        // A FIFO nobody writes would block the read forever, a device never end it.
+        if !path.is_file() && !path.is_dir() {
+            return Err(ProfileError::Io {
+                path: path.display().to_string(),
+                source: std::io::Error::other("not a regular file (a FIFO, socket or device)"),
+            });
+        }
         let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io {
             path: path.display().to_string(),
             source,

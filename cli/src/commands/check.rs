@@ -9,11 +9,16 @@ use skilltrial_runner::checker::answer::MAX_ANSWER_BYTES;
 use skilltrial_runner::outcome::Outcome;
 
 use crate::cli::{CheckArgs, Global};
+use crate::commands::input;
 use crate::commands::pack::open;
 use crate::exit::{CliError, Status};
 use crate::output;
 
 pub fn run(args: &CheckArgs, global: &Global) -> Result<Status, CliError> {
+    // Looked at first, before the pack and task: a FIFO nobody writes would block the read.
+    if args.answer.as_os_str() != "-" {
+        input::regular_file(&args.answer, "an answer file, or `-` for standard input")?;
+    }
     let pack = open(&args.pack)?;
     let task = pack
         .task(&args.task)

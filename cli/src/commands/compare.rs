@@ -15,11 +15,20 @@ pub fn run(args: &CompareArgs, global: &Global) -> Result<Status, CliError> {
     let journal = state::existing_journal(&layout)?;
     let store = state::store(&layout)?;
     let payloads = state::payloads(&layout)?;
+    let runs = [
+        state::find_run(&journal, Some(&args.first))?,
+        state::find_run(&journal, Some(&args.second))?,
+    ];
+    if runs[0].id == runs[1].id {
+        return Err(CliError::Environment(anyhow::anyhow!(
+            "both arguments name run {}: comparing a run with itself says nothing; give two different runs",
+            short(&runs[0].id)
+        )));
+    }
     let mut docs = Vec::new();
-    for id in [&args.first, &args.second] {
-        let run = state::find_run(&journal, Some(id))?;
+    for run in &runs {
         docs.push(
-            report::build(&journal, &store, &payloads, &run)
+            report::build(&journal, &store, &payloads, run)
                 .map_err(|e| CliError::Rejected(e.into()))?,
         );
     }

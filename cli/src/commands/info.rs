@@ -1,9 +1,10 @@
 //! `skilltrial info`: the version and where state lives. Reads only; creates nothing.
 
 use serde::Serialize;
-use skilltrial_runner::home::{HomeSource, resolve_home};
+use skilltrial_runner::home::HomeSource;
 
 use crate::cli::Global;
+use crate::commands::state;
 use crate::exit::{CliError, Status};
 use crate::output;
 
@@ -16,8 +17,7 @@ struct Info {
 }
 
 pub fn run(global: &Global) -> Result<Status, CliError> {
-    let home = resolve_home(global.home.as_deref(), |key| std::env::var(key).ok())
-        .map_err(anyhow::Error::from)?;
+    let home = state::home(global)?;
     let info = Info {
         version: skilltrial_runner::APP_VERSION,
         home: home.path.display().to_string(),

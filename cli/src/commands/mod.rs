@@ -5,6 +5,7 @@ mod check;
 mod compare;
 mod demo;
 mod info;
+mod input;
 mod key;
 mod pack;
 mod plan;

@@ -21,9 +21,25 @@ pub fn run(command: PackCommand, global: &Global) -> Result<Status, CliError> {
 }
 
 /// Opens a pack, mapping "not found" to a usage error and "malformed" to a rejection.
+/// A pack named without its version (`solana-core`) is answered with the embedded versions of
+/// that name, so the fix is on screen.
 pub fn open(spec: &str) -> Result<Pack, CliError> {
     pack::open(spec).map_err(|e| match e {
-        PackError::NotFound(_) | PackError::Io { .. } => CliError::Environment(e.into()),
+        PackError::NotFound(_) => {
+            let versions: Vec<String> = pack::embedded_ids()
+                .into_iter()
+                .filter(|id| id.split_once('@').is_some_and(|(name, _)| name == spec))
+                .collect();
+            if versions.is_empty() {
+                CliError::Environment(e.into())
+            } else {
+                CliError::Environment(anyhow::anyhow!(
+                    "{e}; did you mean {}?",
+                    versions.join(" or ")
+                ))
+            }
+        }
+        PackError::Io { .. } => CliError::Environment(e.into()),
         other => CliError::Rejected(other.into()),
     })
 }

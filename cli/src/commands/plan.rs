@@ -79,6 +79,13 @@ pub fn run(args: &PlanArgs, global: &Global) -> Result<Status, CliError> {
     let endpoint = profile
         .endpoint()
         .map_err(|e| CliError::Environment(e.into()))?;
+    if args.cap_usd.is_some() && profile.price.is_none() {
+        // Dropped silently before: an unpriced run has no cost to hold against a cap.
+        return Err(CliError::Environment(anyhow::anyhow!(
+            "--cap-usd: profile {} has no price, so a money cap cannot be kept: bound the run with --max-requests and --max-tokens",
+            profile.id
+        )));
+    }
     let pack = open_pack(&args.pack)?;
     let a = args.a.as_deref().map(|p| import(p, "A")).transpose()?;
     let b = args.b.as_deref().map(|p| import(p, "B")).transpose()?;
@@ -105,6 +112,22 @@ pub fn run(args: &PlanArgs, global: &Global) -> Result<Status, CliError> {
         manifest::build(&pack, a.as_ref(), b.as_ref(), &profile, &options).map_err(plan_error)?;
     let (trials, totals) =
         manifest::trials(&manifest, &pack, a.as_ref(), b.as_ref()).map_err(plan_error)?;
+    // A trial reserves its prompt's input bound plus its output limit against the token cap
+    // before it is sent (engine), so a cap below the smallest such bound leaves every trial
+    // unsendable: refused here rather than planned into all not_run_budget. A cap that fits some
+    // trials and not others is a choice the plan's totals show, and stays allowed.
+    let per_request = trials
+        .iter()
+        .map(|t| t.input_token_bound.saturating_add(t.max_output_tokens))
+        .min()
+        .unwrap_or(0);
+    if let Some(cap) = manifest.budget.max_tokens
+        && cap < per_request
+    {
+        return Err(plan_error(manifest::PlanError::Invalid(format!(
+            "--max-tokens {cap} is below the {per_request} tokens the smallest request of this plan may use (its prompt's input bound plus --max-output-tokens): no trial could ever be sent; give at least that"
+        ))));
+    }
 
     let layout = state::layout(global)?;
     let store = state::store(&layout)?;

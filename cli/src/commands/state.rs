@@ -1,18 +1,31 @@
 //! Opening the state directory: the journal, the input store and the payload store.
 
 use anyhow::Context;
-use skilltrial_runner::home::{Layout, resolve_home};
+use skilltrial_runner::home::{Layout, StateHome, resolve_home};
 use skilltrial_runner::journal::{Journal, RunRow};
 use skilltrial_runner::store::Store;
 
 use crate::cli::Global;
 use crate::exit::CliError;
 
-/// The state layout chosen by `--home`, `SKILLTRIAL_HOME` or XDG.
-pub fn layout(global: &Global) -> Result<Layout, CliError> {
+/// The state directory chosen by `--home`, `SKILLTRIAL_HOME` or XDG. One that exists but is not
+/// a directory (a file) is an error here, for every command: otherwise those that only read
+/// would call it "no runs yet" or "not created yet" and those that write would fail deeper in.
+pub fn home(global: &Global) -> Result<StateHome, CliError> {
     let home = resolve_home(global.home.as_deref(), |k| std::env::var(k).ok())
         .map_err(anyhow::Error::from)?;
-    Ok(Layout::new(&home.path))
+    if std::fs::metadata(&home.path).is_ok_and(|m| !m.is_dir()) {
+        return Err(CliError::Environment(anyhow::anyhow!(
+            "state directory {} is not a directory: give --home or SKILLTRIAL_HOME a directory, or a path that does not exist yet",
+            home.path.display()
+        )));
+    }
+    Ok(home)
+}
+
+/// The state layout under [`home`].
+pub fn layout(global: &Global) -> Result<Layout, CliError> {
+    Ok(Layout::new(&home(global)?.path))
 }
 
 /// The journal, which must already exist: commands that only read never create state.

@@ -8,6 +8,7 @@ use skilltrial_runner::bundle::{
 };
 
 use crate::cli::{Global, ValidateArgs};
+use crate::commands::input;
 use crate::exit::{CliError, Status};
 use crate::output;
 
@@ -45,6 +46,11 @@ pub struct FileReport {
 }
 
 pub fn run(args: &ValidateArgs, global: &Global) -> Result<Status, CliError> {
+    // A FIFO or device given as a bundle is refused before any is opened: reading a FIFO that
+    // nobody writes blocks forever.
+    for path in &args.bundles {
+        input::file_or_folder(path, "a bundle folder or ZIP")?;
+    }
     let results: Vec<(String, Result<Bundle, Rejected>)> = args
         .bundles
         .iter()

@@ -6,12 +6,14 @@
 //! breaks (the manifest is part of the report's content).
 
 use std::fmt::Write as _;
+use std::io::Read as _;
 
 use anyhow::Context;
 use serde_json::{Value, json};
 use skilltrial_runner::{canonical, report};
 
 use crate::cli::{Global, VerifyArgs};
+use crate::commands::input;
 use crate::exit::{CliError, Status};
 use crate::output;
 
@@ -21,9 +23,39 @@ fn check(stated: Option<&str>, recomputed: Option<String>) -> Value {
     json!({ "stated": stated, "recomputed": recomputed, "ok": ok })
 }
 
+/// The largest file `verify` reads. A report holds every answer: 100 requests of at most 256 KiB
+/// each is 25 MiB, and JSON may escape a byte as six (`\u0001`), so 150 MiB at worst, plus the
+/// manifest and the verdicts. 256 MiB is above that and far below what would exhaust memory.
+const MAX_REPORT_BYTES: u64 = 256 * 1024 * 1024;
+
 pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
-    let text = std::fs::read_to_string(&args.report)
+    // A FIFO or device is refused before it is opened: reading one would block or never end.
+    let meta = input::regular_file(&args.report, "a report.json file")?;
+    let too_large = || {
+        CliError::Rejected(anyhow::anyhow!(
+            "{} is larger than {} MiB, more than any report holds: not a report",
+            args.report.display(),
+            MAX_REPORT_BYTES / (1024 * 1024)
+        ))
+    };
+    if meta.len() > MAX_REPORT_BYTES {
+        return Err(too_large());
+    }
+    // Read through `take` too: the file may grow between the check and the read.
+    let mut bytes = Vec::new();
+    std::fs::File::open(&args.report)
+        .and_then(|f| f.take(MAX_REPORT_BYTES + 1).read_to_end(&mut bytes))
         .with_context(|| format!("cannot read {}", args.report.display()))?;
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_REPORT_BYTES {
+        return Err(too_large());
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        CliError::Rejected(anyhow::anyhow!(
+            "{} is not JSON: not UTF-8 at byte {}",
+            args.report.display(),
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| {
         CliError::Rejected(anyhow::anyhow!(
             "{} is not JSON: {e}",
