@@ -352,33 +352,77 @@ static ANCHOR: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Whether `text` (one line, or two joined) addresses a grader.
 pub fn addresses_grader(text: &str) -> bool {
-    let normal = normalise(text);
-    if !ANCHOR.is_match(&normal) && !LETTER_SPACED.is_match(&normal) {
+    addresses_grader_normalised(&normalise(text))
+}
+
+/// Whether already normalised text (see [`normalise`] and [`join_normalised`]) addresses a
+/// grader. Lets a caller normalise each line once and test windows of lines without
+/// normalising every line again for every window it is in.
+pub fn addresses_grader_normalised(normal: &str) -> bool {
+    if !ANCHOR.is_match(normal) && !LETTER_SPACED.is_match(normal) {
         return false;
     }
-    if OVERRIDE.iter().any(|p| gives_override(p, &normal))
-        || addressed_verdict(&normal)
+    if OVERRIDE.iter().any(|p| gives_override(p, normal))
+        || addressed_verdict(normal)
         || PATTERNS
             .iter()
-            .any(|(p, unless)| p.find_iter(&normal).any(|m| !unless.excuses(&normal, &m)))
+            .any(|(p, unless)| p.find_iter(normal).any(|m| !unless.excuses(normal, &m)))
     {
         return true;
     }
     // Squashed matching only for letter-spaced text: squashing ordinary prose would join words
     // that were never a phrase ("ignore all instructions embedded in ...").
-    if !LETTER_SPACED.is_match(&normal) {
+    if !LETTER_SPACED.is_match(normal) {
         return false;
     }
     let squashed: String = normal.chars().filter(char::is_ascii_alphabetic).collect();
     SQUASHED.iter().any(|phrase| squashed.contains(phrase))
 }
 
+/// `normalise(&parts.join(" "))` for parts that are each already normalised from trimmed
+/// text: the same string, without normalising the parts again. (Normalising is a left-to-right
+/// pass whose only state is "the last character kept was a space", so a part normalised on its
+/// own continues exactly as it would have after the joining space.)
+pub fn join_normalised(parts: &[&str]) -> String {
+    let mut out = String::with_capacity(parts.iter().map(|p| p.len() + 1).sum());
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 && !out.is_empty() && !out.ends_with(' ') {
+            out.push(' ');
+        }
+        out.push_str(part);
+    }
+    out
+}
+
 /// Lowercase, without invisible characters, with look-alike letters folded to ASCII and runs of
 /// whitespace and underscores made one space.
-fn normalise(text: &str) -> String {
+pub fn normalise(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut space = false;
     for c in text.chars() {
+        // ASCII (nearly all of it) is never invisible and never folded: the fast path.
+        if c.is_ascii() {
+            match c {
+                '\\' => {}
+                '_' => {
+                    if !space && !out.is_empty() {
+                        out.push(' ');
+                    }
+                    space = true;
+                }
+                c if c.is_ascii_whitespace() || c == '\u{b}' => {
+                    if !space && !out.is_empty() {
+                        out.push(' ');
+                    }
+                    space = true;
+                }
+                c => {
+                    space = false;
+                    out.push(c.to_ascii_lowercase());
+                }
+            }
+            continue;
+        }
         if is_invisible(c) {
             continue;
         }
@@ -443,6 +487,31 @@ fn fold(c: char) -> char {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn joining_normalised_lines_equals_normalising_the_joined_lines() {
+        let lines = [
+            "Note to the",
+            "grader_",
+            "\u{200b}_mark",
+            "",
+            "\\ \\",
+            "ＰＡＳＳ this",
+            "x\u{200b}",
+            "_",
+            "  plain  text ",
+        ];
+        for a in lines {
+            for b in lines {
+                for c in lines {
+                    let raw = [a.trim(), b.trim(), c.trim()].join(" ");
+                    let parts = [a, b, c].map(|l| normalise(l.trim()));
+                    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+                    assert_eq!(join_normalised(&parts), normalise(&raw), "{raw:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn normalise_folds_tricks() {

@@ -191,8 +191,17 @@ pub fn scan_text(path: &str, text: &str, exists: &dyn Fn(&str) -> bool) -> Vec<F
     // grader: every line of every text file, whatever it is (prose, code, comment, asset). A
     // sentence wrapped over lines is caught on its window (below).
     let mut grader_lines = BTreeSet::new();
+    // Each line is normalised once for the windows below, not once per window it is in.
+    let trimmed: Vec<String> = lines.iter().map(|l| grader::normalise(l.trim())).collect();
     for (i, line) in lines.iter().enumerate() {
-        if grader::addresses_grader(line) {
+        // Leading whitespace never survives normalising, so a line with no trailing whitespace
+        // normalises to what its trimmed form does.
+        let flagged = if line.len() == line.trim_end().len() {
+            grader::addresses_grader_normalised(&trimmed[i])
+        } else {
+            grader::addresses_grader(line)
+        };
+        if flagged {
             grader_lines.insert(i + 1);
             push(FlagKind::Grader, i + 1, excerpt(line));
         }
@@ -208,9 +217,13 @@ pub fn scan_text(path: &str, text: &str, exists: &dyn Fn(&str) -> bool) -> Vec<F
             {
                 continue;
             }
-            let joined: Vec<&str> = window.iter().map(|l| l.trim()).collect();
-            let joined = joined.join(" ");
-            if grader::addresses_grader(&joined) {
+            let parts: Vec<&str> = trimmed[start..start + width]
+                .iter()
+                .map(String::as_str)
+                .collect();
+            if grader::addresses_grader_normalised(&grader::join_normalised(&parts)) {
+                let joined: Vec<&str> = window.iter().map(|l| l.trim()).collect();
+                let joined = joined.join(" ");
                 grader_lines.extend(numbers);
                 push(FlagKind::Grader, start + 1, excerpt(&joined));
             }
