@@ -5,29 +5,15 @@
 //! process on the spot (as a crash or a SIGTERM between trials would leave the run).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod support;
+
+use std::path::Path;
+use std::process::Output;
 
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
 fn skilltrial(home: &Path, args: &[&str], kill_at: Option<&str>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_skilltrial"));
-    cmd.args(args)
-        .arg("--home")
-        .arg(home)
-        .current_dir(root())
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("SKILLTRIAL_TEST_KILL_AT")
-        .stdin(Stdio::null());
+    let mut cmd = support::offline_command(home, args);
     if let Some(point) = kill_at {
         cmd.env("SKILLTRIAL_TEST_KILL_AT", point);
     }
