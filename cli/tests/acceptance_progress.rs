@@ -10,15 +10,10 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod support;
+
 use serde_json::Value;
 use skilltrial_runner::scripted::{Reply, ScriptedServer};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 /// A temporary state directory with a priced Anthropic profile pointing at `server`.
 struct Env {
@@ -48,7 +43,7 @@ impl Env {
         c.args(args)
             .arg("--home")
             .arg(self.home())
-            .current_dir(root())
+            .current_dir(support::root())
             .env("ANTHROPIC_API_KEY", "sk-ant-test")
             .env_remove("ANTHROPIC_BASE_URL")
             .env_remove("SKILLTRIAL_TEST_BACKOFF_SCALE")
@@ -73,26 +68,7 @@ impl Env {
 
     fn plan_args(&self) -> Vec<String> {
         let profiles = self.dir.path().join("profiles.toml");
-        [
-            "plan",
-            "--model",
-            "loopback",
-            "--profiles",
-            profiles.to_str().unwrap(),
-            "--a",
-            "fixtures/bundles/solana-reader-1.4.2",
-            "--b",
-            "fixtures/bundles/solana-reader-1.5.0",
-            "--seed",
-            "7",
-            "--reps",
-            "1",
-            "--cap-usd",
-            "4",
-        ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect()
+        support::paired_plan_args(&profiles, &["--seed", "7", "--reps", "1", "--cap-usd", "4"])
     }
 
     /// Plans a run; returns its full id.
@@ -288,7 +264,7 @@ fn regression_the_local_demo_prints_the_bounds_that_apply_not_a_dollar_cap() {
             "--home",
         ])
         .arg(dir.path().join("home"))
-        .current_dir(root())
+        .current_dir(support::root())
         .env("OPENAI_BASE_URL", format!("{}/v1", server.url()))
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
@@ -322,7 +298,7 @@ fn regression_a_dumb_terminal_gets_plain_progress_lines() {
     );
     let out = Command::new("script")
         .args(["-qfec", &inner, "/dev/null"])
-        .current_dir(root())
+        .current_dir(support::root())
         .env("TERM", "dumb")
         .env("ANTHROPIC_API_KEY", "sk-ant-test")
         .env_remove("ANTHROPIC_BASE_URL")
@@ -362,7 +338,7 @@ fn regression_a_ctrl_c_on_a_real_terminal_leaves_no_stale_bar_over_the_notice() 
     let socket = env.dir.path().join("tmux.sock");
     let command = format!(
         "cd {} && ANTHROPIC_API_KEY=sk-ant-test {} run --manifest {run} --home {}; sleep 30",
-        root().display(),
+        support::root().display(),
         env!("CARGO_BIN_EXE_skilltrial"),
         env.home().display()
     );
