@@ -42,12 +42,14 @@ const CLI_INPUTS: &[&str] = &[
     "Cargo.lock",
     "cli/Cargo.toml",
     "cli/src",
-    "runner/Cargo.toml",
-    "runner/build.rs",
-    "runner/profiles.toml",
-    "runner/src",
+    "core/Cargo.toml",
+    "core/build.rs",
+    "core/profiles.toml",
+    "core/src",
+    "engine/Cargo.toml",
+    "engine/src",
+    "engine/migrations",
     "fixtures",
-    "migrations",
 ];
 
 /// The newest modification time among the binary's inputs.

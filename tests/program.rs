@@ -13,9 +13,9 @@
 use std::collections::{HashMap, HashSet};
 
 use anchor_lang::{InstructionData, ToAccountMetas};
+use skilltrial_core::solana::pda::find_program_address;
 use skilltrial_e2e::workspace_root;
 use skilltrial_program as skilltrial;
-use skilltrial_runner::solana::pda::find_program_address;
 use solana_clock::Clock;
 use solana_instruction::{AccountMeta, Instruction};
 use solana_keypair::Keypair;
@@ -42,7 +42,7 @@ fn a(p: &Pubkey) -> Anchor {
 }
 
 fn pda(seeds: &[&[u8]]) -> Pubkey {
-    let id = skilltrial_runner::solana::Address(program_id().to_bytes());
+    let id = skilltrial_core::solana::Address(program_id().to_bytes());
     Pubkey::new_from_array(find_program_address(seeds, &id).unwrap().0.0)
 }
 
@@ -51,7 +51,7 @@ const UPGRADEABLE_LOADER: Pubkey =
 
 /// The program's ProgramData address under the upgradeable loader.
 fn program_data_address() -> Pubkey {
-    let loader = skilltrial_runner::solana::Address(UPGRADEABLE_LOADER.to_bytes());
+    let loader = skilltrial_core::solana::Address(UPGRADEABLE_LOADER.to_bytes());
     Pubkey::new_from_array(
         find_program_address(&[program_id().as_ref()], &loader)
             .unwrap()

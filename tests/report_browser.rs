@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use skilltrial_e2e::{skilltrial_bin, workspace_root};
-use skilltrial_runner::scripted::{Reply, ScriptedServer};
+use skilltrial_engine::scripted::{Reply, ScriptedServer};
 
 const VIEWS: [&str; 6] = ["summary", "pairs", "tasks", "evidence", "cost", "manifest"];
 

@@ -124,18 +124,18 @@ fn embedded_example_bundles_equal_the_folders() {
     // Given the example bundles built into the binary, and the folders they came from
     for (i, example) in EXAMPLES.iter().enumerate() {
         let name = Path::new(example).file_name().unwrap().to_str().unwrap();
-        let embedded = skilltrial_runner::demo::example_bundle(name).unwrap();
-        let folder = skilltrial_runner::bundle::import(&workspace_root().join(example)).unwrap();
+        let embedded = skilltrial_core::bundle::examples::example_bundle(name).unwrap();
+        let folder = skilltrial_core::bundle::import(&workspace_root().join(example)).unwrap();
 
         // Then both have the pinned digest and the same files
         assert_eq!(embedded.digest.to_string(), PINNED_DIGESTS[i], "{name}");
         assert_eq!(folder.digest.to_string(), PINNED_DIGESTS[i], "{name}");
-        let paths = |b: &skilltrial_runner::bundle::Bundle| {
+        let paths = |b: &skilltrial_core::bundle::Bundle| {
             b.files.iter().map(|f| f.path.clone()).collect::<Vec<_>>()
         };
         assert_eq!(paths(&embedded), paths(&folder), "{name}");
     }
-    let missing = skilltrial_runner::demo::example_bundle("no-such-example").unwrap_err();
+    let missing = skilltrial_core::bundle::examples::example_bundle("no-such-example").unwrap_err();
     assert_eq!(
         missing.to_string(),
         "bundle (built-in example) no-such-example rejected: not_found: no example bundle `no-such-example` is built into this binary"

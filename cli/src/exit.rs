@@ -49,9 +49,9 @@ pub enum CliError {
 
 /// Maps an engine error: a refusal about the run's inputs is a rejection (1); a journal or
 /// store failure is the environment (2).
-pub fn engine_error(e: skilltrial_runner::engine::EngineError) -> CliError {
+pub fn engine_error(e: skilltrial_engine::engine::EngineError) -> CliError {
     match e {
-        skilltrial_runner::engine::EngineError::Refused(_) => CliError::Rejected(e.into()),
+        skilltrial_engine::engine::EngineError::Refused(_) => CliError::Rejected(e.into()),
         other => CliError::Environment(other.into()),
     }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 mod support;
 
 use serde_json::Value;
-use skilltrial_runner::scripted::{Reply, ScriptedServer};
+use skilltrial_engine::scripted::{Reply, ScriptedServer};
 
 /// A temporary state directory with a priced Anthropic profile pointing at `server`.
 struct Env {

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use serde_json::Value;
-use skilltrial_runner::journal::Journal;
-use skilltrial_runner::scripted::{Reply, ScriptedServer};
+use skilltrial_engine::journal::Journal;
+use skilltrial_engine::scripted::{Reply, ScriptedServer};
 
 mod support;
 

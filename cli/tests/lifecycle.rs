@@ -8,8 +8,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use skilltrial_runner::journal::{AttemptRow, AttemptState};
-use skilltrial_runner::scripted::{Reply, ScriptedServer};
+use skilltrial_engine::journal::{AttemptRow, AttemptState};
+use skilltrial_engine::scripted::{Reply, ScriptedServer};
 
 mod support;
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
-use skilltrial_runner::report;
+use skilltrial_engine::report;
 
 mod support;
 
@@ -399,7 +399,7 @@ fn doc_passes(home: &Path, run: &str) -> Vec<u64> {
 
 #[test]
 fn compare_refuses_runs_of_different_models_naming_what_differs() {
-    use skilltrial_runner::scripted::{Reply, ScriptedServer};
+    use skilltrial_engine::scripted::{Reply, ScriptedServer};
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let scripted = demo(&home, &tmp.path().join("one"), "1")["run"]
@@ -514,7 +514,7 @@ fn plan_paired(home: &Path, profiles: &Path, reps: &str) -> String {
 
 #[test]
 fn a_report_with_incomplete_pairs_lists_every_excluded_tuple() {
-    use skilltrial_runner::scripted::{Reply, ScriptedServer};
+    use skilltrial_engine::scripted::{Reply, ScriptedServer};
     // Given a paired run in which two requests die halfway (each trial stays `unknown`) ...
     let server = ScriptedServer::start(|r| match r.index {
         3 | 10 => Reply::DieHalfway("{}".into()),
@@ -616,7 +616,7 @@ fn a_report_with_incomplete_pairs_lists_every_excluded_tuple() {
 
 #[test]
 fn regression_a_pause_between_run_invocations_is_not_runner_time() {
-    use skilltrial_runner::scripted::{Reply, ScriptedServer};
+    use skilltrial_engine::scripted::{Reply, ScriptedServer};
     // Given a run executed in two invocations with a pause between them ...
     let server = ScriptedServer::start(|_| Reply::Answer("not sure".into())).unwrap();
     let tmp = tempfile::tempdir().unwrap();

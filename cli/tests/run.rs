@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use skilltrial_runner::journal::AttemptState;
-use skilltrial_runner::scripted::{Reply, ScriptedServer, ServerRequest};
+use skilltrial_engine::journal::AttemptState;
+use skilltrial_engine::scripted::{Reply, ScriptedServer, ServerRequest};
 
 mod support;
 
@@ -793,7 +793,7 @@ fn regression_a_retry_the_run_cannot_send_in_its_time_is_closed_not_run() {
     let (_, retry) = retry_the_unknown(&env, &run);
     let out = env
         .command(&["run", "--manifest", &run, "--json"])
-        .env(skilltrial_runner::engine::RUN_LIMIT_VAR, "1")
+        .env(skilltrial_engine::engine::RUN_LIMIT_VAR, "1")
         .output()
         .unwrap();
     assert!(
@@ -855,7 +855,7 @@ fn regression_the_time_limit_bounds_executing_time_across_invocations() {
     let limited = |args: &[&str]| {
         let out = env
             .command(args)
-            .env(skilltrial_runner::engine::RUN_LIMIT_VAR, "1500")
+            .env(skilltrial_engine::engine::RUN_LIMIT_VAR, "1500")
             .output()
             .unwrap();
         assert!(

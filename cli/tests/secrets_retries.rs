@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use skilltrial_runner::digest::Sha256Digest;
-use skilltrial_runner::scripted::{Reply, ScriptedServer, ServerRequest};
+use skilltrial_core::digest::Sha256Digest;
+use skilltrial_engine::scripted::{Reply, ScriptedServer, ServerRequest};
 
 /// A key long enough to have many 12-character pieces, with no piece that occurs elsewhere.
 const SECRET: &str = "sk-ant-api03-Qm7vT2xLp9RwZk4NcY8dHj3F-Ub6sGe1Ao5KiWq0Xr-7hTz2Mv";

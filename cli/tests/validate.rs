@@ -1,7 +1,7 @@
 //! `skilltrial validate` as a user runs it: the real binary, real folders and ZIPs on disk.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "../../runner/tests/support/rawzip.rs"]
+#[path = "../../core/tests/support/rawzip.rs"]
 mod rawzip;
 
 use std::path::{Path, PathBuf};

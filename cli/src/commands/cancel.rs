@@ -1,7 +1,7 @@
 //! `skilltrial cancel [run]`: stop new dispatches. The request in flight finishes. A run that
 //! already finished or was cancelled is left as it is, and the output says so.
 
-use skilltrial_runner::engine::run_is_live;
+use skilltrial_engine::engine::run_is_live;
 
 use crate::cli::{Global, RunRef};
 use crate::commands::state::{self, short};

@@ -4,9 +4,9 @@ use std::fmt::Write as _;
 use std::io::Read;
 
 use anyhow::Context;
-use skilltrial_runner::bundle::display_safe;
-use skilltrial_runner::checker::answer::MAX_ANSWER_BYTES;
-use skilltrial_runner::outcome::Outcome;
+use skilltrial_core::bundle::display_safe;
+use skilltrial_core::checker::answer::MAX_ANSWER_BYTES;
+use skilltrial_core::outcome::Outcome;
 
 use crate::cli::{CheckArgs, Global};
 use crate::commands::input;

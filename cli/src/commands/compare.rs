@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use serde_json::Value;
-use skilltrial_runner::report;
+use skilltrial_engine::report;
 
 use crate::cli::{CompareArgs, Global};
 use crate::commands::state::{self, short};

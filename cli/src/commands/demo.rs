@@ -10,13 +10,13 @@ use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use skilltrial_runner::bundle;
-use skilltrial_runner::demo;
-use skilltrial_runner::engine::{self, RunOptions};
-use skilltrial_runner::manifest::{self, PlanOptions};
-use skilltrial_runner::money::MicroUsd;
-use skilltrial_runner::profile::{self, Profile};
-use skilltrial_runner::scripted::ScriptedServer;
+use skilltrial_core::bundle::{self, examples};
+use skilltrial_core::manifest::{self, PlanOptions};
+use skilltrial_core::money::MicroUsd;
+use skilltrial_core::profile::{self, Profile};
+use skilltrial_engine::demo;
+use skilltrial_engine::engine::{self, RunOptions};
+use skilltrial_engine::scripted::ScriptedServer;
 
 use crate::cli::{DemoArgs, Global};
 use crate::commands::pack::open as open_pack;
@@ -61,12 +61,12 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
     let mut bundles = Vec::new();
     // The examples are built into the binary, so the default works from any directory.
     for (label, path, example) in [
-        ("A", &args.a, demo::EXAMPLE_A),
-        ("B", &args.b, demo::EXAMPLE_B),
+        ("A", &args.a, examples::EXAMPLE_A),
+        ("B", &args.b, examples::EXAMPLE_B),
     ] {
         let imported = match path {
             Some(path) => bundle::import(path),
-            None => demo::example_bundle(example),
+            None => examples::example_bundle(example),
         };
         let b = imported.map_err(|rejected| {
             let env = rejected.errors.iter().any(|e| e.code.is_environment());
@@ -181,7 +181,7 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
     // 4. Run.
     let inputs = engine::load_inputs(&opened.store, &hash.hex())
         .map_err(|e| CliError::Rejected(e.into()))?;
-    let provider = skilltrial_runner::provider::for_manifest(&m)
+    let provider = skilltrial_engine::provider::for_manifest(&m)
         .map_err(|e| CliError::Environment(anyhow::anyhow!(e)))?;
     let mut show = crate::commands::progress::printer(global.json);
     // Ctrl-C as in `run`: the first stops after the request in flight (resumable), the second
@@ -229,7 +229,7 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
         let _ = writeln!(
             out,
             "note: {}",
-            skilltrial_runner::report::SENSITIVE_WARNING
+            skilltrial_engine::report::SENSITIVE_WARNING
         );
         output::text(&out)?;
     }

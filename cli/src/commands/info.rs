@@ -1,7 +1,7 @@
 //! `skilltrial info`: the version and where state lives. Reads only; creates nothing.
 
 use serde::Serialize;
-use skilltrial_runner::home::HomeSource;
+use skilltrial_engine::home::HomeSource;
 
 use crate::cli::Global;
 use crate::commands::state;
@@ -19,7 +19,7 @@ struct Info {
 pub fn run(global: &Global) -> Result<Status, CliError> {
     let home = state::home(global)?;
     let info = Info {
-        version: skilltrial_runner::APP_VERSION,
+        version: skilltrial_engine::APP_VERSION,
         home: home.path.display().to_string(),
         home_source: home.source,
         home_exists: home.path.is_dir(),

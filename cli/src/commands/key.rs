@@ -3,8 +3,8 @@
 
 use std::io::Read;
 
-use skilltrial_runner::keys::{self, KeySource};
-use skilltrial_runner::profile::ProviderKind;
+use skilltrial_core::profile::ProviderKind;
+use skilltrial_engine::keys::{self, KeySource};
 
 use crate::cli::{Global, KeyCommand};
 use crate::exit::{CliError, Status};

@@ -4,8 +4,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 use serde_json::Value;
-use skilltrial_runner::checker::{self, Expected};
-use skilltrial_runner::pack::{self, Pack, PackError};
+use skilltrial_core::checker::{self, Expected};
+use skilltrial_core::pack::{self, Pack, PackError};
 
 use crate::cli::{Global, PackArg, PackCommand, PackShowArgs};
 use crate::exit::{CliError, Status};

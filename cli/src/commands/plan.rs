@@ -5,11 +5,11 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use serde::Serialize;
-use skilltrial_runner::bundle::{self, Bundle};
-use skilltrial_runner::engine;
-use skilltrial_runner::manifest::{self, PlanOptions, Totals};
-use skilltrial_runner::money::MicroUsd;
-use skilltrial_runner::profile;
+use skilltrial_core::bundle::{self, Bundle};
+use skilltrial_core::manifest::{self, PlanOptions, Totals};
+use skilltrial_core::money::MicroUsd;
+use skilltrial_core::profile;
+use skilltrial_engine::engine;
 
 use crate::cli::{Global, PlanArgs};
 use crate::commands::pack::open as open_pack;
@@ -243,7 +243,7 @@ fn render(r: &PlanReport<'_>) -> String {
         "requests  at most {} (cap {} per run; up to {} automatic retries per trial of rate-limited or overloaded requests, which cost nothing, count against it)",
         r.totals.max_requests,
         m.budget.max_requests,
-        skilltrial_runner::provider::retry::MAX_AUTO_RETRIES
+        skilltrial_engine::provider::retry::MAX_AUTO_RETRIES
     );
     let _ = writeln!(
         out,

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use skilltrial_runner::engine::Progress;
+use skilltrial_engine::engine::Progress;
 
 /// The trial counts and money of a progress report, in one line.
 fn line(p: &Progress) -> String {

@@ -1,7 +1,7 @@
 //! `skilltrial purge [--older-than 30d]`: delete raw payloads past retention.
 
-use skilltrial_runner::journal::now_ms;
-use skilltrial_runner::store::parse_hex;
+use skilltrial_engine::journal::now_ms;
+use skilltrial_engine::store::parse_hex;
 
 use crate::cli::{Global, PurgeArgs};
 use crate::commands::state;

@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use skilltrial_runner::journal::AttemptState;
-use skilltrial_runner::pack;
-use skilltrial_runner::store::{StoreError, parse_hex};
+use skilltrial_core::pack;
+use skilltrial_engine::journal::AttemptState;
+use skilltrial_engine::store::{StoreError, parse_hex};
 
 use crate::cli::{Global, RunRef};
 use crate::commands::state::{self, short};
@@ -29,7 +29,7 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     // The pack comes from the store, by the hash the run pinned; the checker is this binary's.
     let manifest_hash = parse_hex(&run.manifest_sha256)
         .ok_or_else(|| CliError::Rejected(anyhow::anyhow!("run id is not a hash")))?;
-    let manifest: skilltrial_runner::manifest::Manifest =
+    let manifest: skilltrial_core::manifest::Manifest =
         serde_json::from_slice(&store.get(&manifest_hash).map_err(anyhow::Error::from)?)
             .map_err(anyhow::Error::from)?;
     let pack_hash = parse_hex(&manifest.pack.hash)
@@ -83,8 +83,8 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     if global.json {
         output::json(&serde_json::json!({
             "run": run.id,
-            "checker_version": skilltrial_runner::checker::CHECKER_VERSION,
-            "checker_source_sha256": skilltrial_runner::checker::source_sha256(),
+            "checker_version": skilltrial_core::checker::CHECKER_VERSION,
+            "checker_source_sha256": skilltrial_core::checker::source_sha256(),
             "rechecked": rechecked,
             "changed": changes,
             "answers_purged": purged,
@@ -93,7 +93,7 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
         let mut out = format!(
             "run {}: {rechecked} stored answers re-scored with checker {} (no model calls); {} changed\n",
             short(&run.id),
-            skilltrial_runner::checker::CHECKER_VERSION,
+            skilltrial_core::checker::CHECKER_VERSION,
             changes.len()
         );
         for c in &changes {

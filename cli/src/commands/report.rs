@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use serde_json::Value;
-use skilltrial_runner::journal::RunRow;
-use skilltrial_runner::report::{self, html};
+use skilltrial_engine::journal::RunRow;
+use skilltrial_engine::report::{self, html};
 
 use crate::cli::{Global, ReportArgs};
 use crate::commands::state::{self, Opened, short};
@@ -55,7 +55,7 @@ pub fn write_to(state: &Opened, run: &RunRow, targets: &Targets<'_>) -> Result<W
     // was killed or crashed, and the report says so, as `status` does.
     let interrupted;
     let run = if run.status == "running"
-        && !skilltrial_runner::engine::run_is_live(journal.path(), &run.id)
+        && !skilltrial_engine::engine::run_is_live(journal.path(), &run.id)
             .map_err(|e| CliError::Environment(e.into()))?
     {
         interrupted = RunRow {
@@ -90,8 +90,8 @@ pub fn write_to(state: &Opened, run: &RunRow, targets: &Targets<'_>) -> Result<W
                 .with_context(|| format!("cannot create {}", parent.display()))?;
         }
         // The store's error names "store"; this is a report file the user chose.
-        skilltrial_runner::store::write_durably(path, &bytes).map_err(|e| match e {
-            skilltrial_runner::store::StoreError::Io { source, .. } => {
+        skilltrial_engine::store::write_durably(path, &bytes).map_err(|e| match e {
+            skilltrial_engine::store::StoreError::Io { source, .. } => {
                 anyhow::anyhow!("cannot write the report file {}: {source}", path.display())
             }
             other => other.into(),

@@ -1,7 +1,7 @@
 //! `skilltrial resolve <attempt> --retry --reason "…" | --release`. A retry on a cancelled run
 //! is refused (it could never be sent); one the run later cannot send is closed as `not_run`.
 
-use skilltrial_runner::journal::Resolution;
+use skilltrial_engine::journal::Resolution;
 
 use crate::cli::{Global, ResolveArgs};
 use crate::commands::state;

@@ -10,9 +10,9 @@ use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use skilltrial_runner::engine::{self, RunOptions, RunSummary};
-use skilltrial_runner::manifest;
-use skilltrial_runner::provider;
+use skilltrial_core::manifest;
+use skilltrial_engine::engine::{self, RunOptions, RunSummary};
+use skilltrial_engine::provider;
 
 use crate::cli::{Global, RunArgs};
 use crate::commands::state::{self, short};
@@ -81,14 +81,14 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
             .unwrap_or(0);
         // The script answers by (task, arm, repetition) from the plan, never from what this
         // process has seen, so a resumed demo gives the answers an uninterrupted one would.
-        let plans = skilltrial_runner::demo::Plans::default();
+        let plans = skilltrial_engine::demo::Plans::default();
         let (planned, _) = manifest::trials(m, &inputs.pack, inputs.a.as_ref(), inputs.b.as_ref())
             .map_err(|e| CliError::Rejected(anyhow::anyhow!("{e}")))?;
         plans.add(&inputs.hash.hex(), &planned);
         Some(
-            skilltrial_runner::scripted::ScriptedServer::start_on(
+            skilltrial_engine::scripted::ScriptedServer::start_on(
                 port,
-                skilltrial_runner::demo::responder(inputs.pack.clone(), plans),
+                skilltrial_engine::demo::responder(inputs.pack.clone(), plans),
             )
             .map_err(|e| {
                 CliError::Environment(anyhow::anyhow!(
@@ -202,7 +202,7 @@ impl Notice {
 
 /// Whether the journal says `reference`'s run is cancelled or has a cancel requested: then
 /// `run` sends nothing, so there is no spend to confirm.
-fn cancelled(layout: &skilltrial_runner::home::Layout, reference: &str) -> Result<bool, CliError> {
+fn cancelled(layout: &skilltrial_engine::home::Layout, reference: &str) -> Result<bool, CliError> {
     if !layout.journal.is_file() {
         return Ok(false);
     }

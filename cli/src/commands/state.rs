@@ -1,9 +1,9 @@
 //! Opening the state directory: the journal, the input store and the payload store.
 
 use anyhow::Context;
-use skilltrial_runner::home::{Layout, StateHome, resolve_home};
-use skilltrial_runner::journal::{Journal, RunRow};
-use skilltrial_runner::store::Store;
+use skilltrial_engine::home::{Layout, StateHome, resolve_home};
+use skilltrial_engine::journal::{Journal, RunRow};
+use skilltrial_engine::store::Store;
 
 use crate::cli::Global;
 use crate::exit::CliError;
@@ -96,7 +96,7 @@ pub fn run_reference(reference: &str) -> Result<String, CliError> {
 pub fn run_id(layout: &Layout, reference: &str) -> Result<String, CliError> {
     let hex = run_reference(reference)?;
     if hex.len() == 64
-        && skilltrial_runner::store::parse_hex(&hex)
+        && skilltrial_engine::store::parse_hex(&hex)
             .is_some_and(|d| store(layout).is_ok_and(|s| s.contains(&d)))
     {
         return Ok(hex);

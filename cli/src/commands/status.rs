@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use skilltrial_runner::engine::{outcome_counts, run_is_live};
-use skilltrial_runner::journal::AttemptState;
-use skilltrial_runner::money::MicroUsd;
-use skilltrial_runner::provider::retry;
+use skilltrial_core::money::MicroUsd;
+use skilltrial_engine::engine::{outcome_counts, run_is_live};
+use skilltrial_engine::journal::AttemptState;
+use skilltrial_engine::provider::retry;
 
 use crate::cli::{Global, RunRef};
 use crate::commands::state::{self, short};
@@ -179,7 +179,7 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
         .collect();
     // The latest attempt of each trial: the one its outcome comes from (and the only one
     // `resolve --retry` accepts).
-    let mut latest: BTreeMap<u32, &skilltrial_runner::journal::AttemptRow> = BTreeMap::new();
+    let mut latest: BTreeMap<u32, &skilltrial_engine::journal::AttemptRow> = BTreeMap::new();
     for a in &attempts {
         if latest.get(&a.trial_idx).is_none_or(|l| l.seq < a.seq) {
             latest.insert(a.trial_idx, a);
@@ -188,7 +188,7 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     let waiting_for_automatic_retry: Vec<WaitingRetry> = latest
         .values()
         .filter_map(|a| {
-            let n = skilltrial_runner::engine::awaiting_auto_retry(&attempts, a.trial_idx)?;
+            let n = skilltrial_engine::engine::awaiting_auto_retry(&attempts, a.trial_idx)?;
             let t = trials.iter().find(|t| t.idx == a.trial_idx)?;
             Some(WaitingRetry {
                 attempt: a.id.clone(),
@@ -197,7 +197,7 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
                 repetition: t.repetition,
                 http_status: a.http_status,
                 next_automatic_retry: n,
-                max_automatic_retries: skilltrial_runner::provider::retry::MAX_AUTO_RETRIES,
+                max_automatic_retries: skilltrial_engine::provider::retry::MAX_AUTO_RETRIES,
             })
         })
         .collect();
@@ -267,7 +267,7 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
         reserved_usd_micros: money.reserved.0,
         cap_usd_micros: run.cap_micros,
         max_requests: run.max_requests,
-        request_bound: skilltrial_runner::manifest::request_bound(planned, run.max_requests),
+        request_bound: skilltrial_core::manifest::request_bound(planned, run.max_requests),
         max_tokens: run.max_tokens,
         run_limit_ms: run.run_limit_ms,
         executed_ms: run.executed_ms,

@@ -9,9 +9,9 @@
 use std::fmt::Write as _;
 
 use serde_json::{Value, json};
-use skilltrial_runner::journal::Journal;
-use skilltrial_runner::report;
-use skilltrial_runner::store::Store;
+use skilltrial_engine::journal::Journal;
+use skilltrial_engine::report;
+use skilltrial_engine::store::Store;
 
 /// The summary of a report document (`report::build`'s output).
 pub fn of_report(r: &Value) -> Value {

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use skilltrial_runner::bundle::{
+use skilltrial_core::bundle::{
     self, Bundle, FileKind, Flag, FlagKind, Rejected, Rejection, display_safe,
 };
 

@@ -10,7 +10,8 @@ use std::io::Read as _;
 
 use anyhow::Context;
 use serde_json::{Value, json};
-use skilltrial_runner::{canonical, report};
+use skilltrial_core::canonical;
+use skilltrial_engine::report;
 
 use crate::cli::{Global, VerifyArgs};
 use crate::commands::input;

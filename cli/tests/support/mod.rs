@@ -10,11 +10,11 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use skilltrial_runner::checker::Expected;
-use skilltrial_runner::engine::KILL_POINT_VAR;
-use skilltrial_runner::journal::{AttemptRow, Journal, LedgerTotals};
-use skilltrial_runner::pack;
-use skilltrial_runner::scripted::{Reply, ScriptedServer, ServerRequest};
+use skilltrial_core::checker::Expected;
+use skilltrial_core::pack;
+use skilltrial_engine::engine::KILL_POINT_VAR;
+use skilltrial_engine::journal::{AttemptRow, Journal, LedgerTotals};
+use skilltrial_engine::scripted::{Reply, ScriptedServer, ServerRequest};
 
 /// The variable that scales the runner's retry waits (debug builds only).
 pub const BACKOFF_VAR: &str = "SKILLTRIAL_TEST_BACKOFF_SCALE";
@@ -262,7 +262,7 @@ impl Env {
             .unwrap();
         assert_eq!(
             out.status.code(),
-            Some(skilltrial_runner::engine::KILL_POINT_EXIT),
+            Some(skilltrial_engine::engine::KILL_POINT_EXIT),
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );

@@ -1,0 +1,612 @@
+//! The run manifest (SPEC §4) and the one function that computes a plan from it.
+//!
+//! A manifest pins everything a run depends on: the A/B bundle digests and the baseline, the pack
+//! and checker hashes, the prompt template (text and hash), the model (provider, name, revision,
+//! endpoint), sampling and output limits, repetitions, the arm-order seed, the budget, the
+//! environment and the app version. Never a key. Its hash is SHA-256 over its RFC 8785 canonical
+//! JSON ([`crate::canonical`]); the run id is that hash.
+//!
+//! Trial order (reproducible from the manifest alone): repetitions outermost, then tasks in the
+//! manifest's order; within each (repetition, task) the arms are shuffled by Fisher–Yates driven
+//! by one SplitMix64 stream seeded with `order.seed`, drawing `next() % (i + 1)` for
+//! `i = len-1 .. 1`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::bundle::Bundle;
+use crate::canonical;
+use crate::checker;
+use crate::digest::Sha256Digest;
+use crate::money::{MicroUsd, MoneyError};
+use crate::pack::Pack;
+use crate::profile::{Price, Profile, ProviderKind};
+use crate::prompt;
+
+/// The manifest format name.
+pub const FORMAT: &str = "skilltrial-manifest-v1";
+/// The order algorithm's name.
+pub const ORDER_ALGORITHM: &str = "splitmix64-fisher-yates-v1";
+
+/// One arm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arm {
+    Baseline,
+    A,
+    B,
+}
+
+impl Arm {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Baseline => "baseline",
+            Self::A => "a",
+            Self::B => "b",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "baseline" => Some(Self::Baseline),
+            "a" => Some(Self::A),
+            "b" => Some(Self::B),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppInfo {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Environment {
+    pub os: String,
+    pub arch: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PackRef {
+    pub id: String,
+    pub hash: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckerRef {
+    pub name: String,
+    pub version: String,
+    pub source_sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BundleRef {
+    pub name: String,
+    pub version: Option<String>,
+    pub digest: String,
+    /// `full`, or `partial` when the bundle holds scripts or binaries.
+    pub coverage: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArmSpec {
+    pub arm: Arm,
+    /// `null` for the baseline.
+    pub bundle: Option<BundleRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptInfo {
+    pub template_id: String,
+    pub template_sha256: String,
+    pub template: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelInfo {
+    pub profile: String,
+    pub provider: ProviderKind,
+    pub model: String,
+    pub revision: Option<String>,
+    /// Scheme, host, port and path: never credentials, query or fragment.
+    pub endpoint: String,
+    /// A scripted local model (the demo): never comparable with a real one.
+    pub scripted: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sampling {
+    /// Decimal string, e.g. "0".
+    pub temperature: String,
+    pub max_output_tokens: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Order {
+    /// The seed, as a decimal string (a u64 does not fit JSON's safe integers).
+    pub seed: String,
+    pub algorithm: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    /// The monetary cap in µUSD; `None` when the profile has no verifiable price.
+    pub cap_usd_micros: Option<u64>,
+    /// The price the reservations use.
+    pub price: Option<Price>,
+    /// Hard cap on requests sent.
+    pub max_requests: u32,
+    /// Hard cap on tokens (input bound + output limit) reserved over the run, if set.
+    pub max_tokens: Option<u64>,
+    /// A run without a verifiable price must be confirmed by a person (CLI only).
+    pub requires_confirmation: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    pub request_timeout_ms: u64,
+    pub run_timeout_ms: u64,
+    pub checker_timeout_ms: u64,
+}
+
+/// The manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub format: String,
+    pub app: AppInfo,
+    pub environment: Environment,
+    pub pack: PackRef,
+    pub tasks: Vec<String>,
+    pub checker: CheckerRef,
+    pub arms: Vec<ArmSpec>,
+    pub prompt: PromptInfo,
+    pub model: ModelInfo,
+    pub sampling: Sampling,
+    pub repetitions: u32,
+    pub order: Order,
+    pub budget: Budget,
+    pub limits: Limits,
+}
+
+impl Manifest {
+    /// The canonical JSON text.
+    pub fn canonical(&self) -> Result<String, PlanError> {
+        let value = serde_json::to_value(self).map_err(|e| PlanError::Invalid(e.to_string()))?;
+        canonical::to_string(&value).map_err(|e| PlanError::Invalid(e.to_string()))
+    }
+
+    /// SHA-256 of the canonical JSON: the manifest hash and run id.
+    pub fn hash(&self) -> Result<Sha256Digest, PlanError> {
+        Ok(Sha256Digest::of(self.canonical()?.as_bytes()))
+    }
+
+    /// The seed as a number.
+    pub fn seed(&self) -> Result<u64, PlanError> {
+        self.order.seed.parse().map_err(|_| {
+            PlanError::Invalid(format!("order.seed `{}` is not a u64", self.order.seed))
+        })
+    }
+}
+
+/// What a plan needs that is not in the pack or bundles.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    pub repetitions: u32,
+    pub seed: u64,
+    pub cap: Option<MicroUsd>,
+    pub max_requests: Option<u32>,
+    pub max_tokens: Option<u64>,
+    pub max_output_tokens: Option<u64>,
+    pub endpoint: String,
+    pub scripted: bool,
+}
+
+/// Defaults of SPEC §6.
+pub const DEFAULT_MAX_REQUESTS: u32 = 100;
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 60_000;
+pub const DEFAULT_RUN_TIMEOUT_MS: u64 = 60 * 60_000;
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 2048;
+pub const DEFAULT_REPETITIONS: u32 = 3;
+
+/// Why a plan cannot be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("money: {0}")]
+    Money(#[from] MoneyError),
+}
+
+/// One trial, in execution order, with its reservation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlannedTrial {
+    pub index: u32,
+    pub task: String,
+    pub arm: Arm,
+    pub repetition: u32,
+    pub input_token_bound: u64,
+    pub max_output_tokens: u64,
+    /// The upper cost reserved before dispatch (zero without a price).
+    pub reserve: MicroUsd,
+}
+
+/// Totals of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    pub trials: u32,
+    /// The most requests the run can send: min(the cap, trials × (1 + automatic retries)).
+    pub max_requests: u32,
+    pub max_input_tokens: u64,
+    pub max_output_tokens: u64,
+    /// Sum of every trial's reservation: the most the run could cost if every request used its
+    /// whole bound (the cap may stop it sooner). One reservation per trial, not per request: an
+    /// automatic retry follows only a rate-limited or overloaded answer, which the provider
+    /// turned away unbilled, so a trial makes at most one billed request unless the user
+    /// retries it with `resolve --retry` (which reserves again).
+    pub upper_cost: Option<MicroUsd>,
+}
+
+/// SplitMix64: tiny, fully specified, and the same on every platform and version.
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// The trial order: `(repetition, task, arm)` in execution order.
+pub fn order(
+    tasks: &[String],
+    arms: &[Arm],
+    repetitions: u32,
+    seed: u64,
+) -> Vec<(u32, String, Arm)> {
+    let mut rng = SplitMix64::new(seed);
+    let mut out = Vec::new();
+    for repetition in 1..=repetitions {
+        for task in tasks {
+            let mut shuffled = arms.to_vec();
+            for i in (1..shuffled.len()).rev() {
+                let j = usize::try_from(rng.next_u64() % (i as u64 + 1)).unwrap_or(0);
+                shuffled.swap(i, j);
+            }
+            out.extend(
+                shuffled
+                    .into_iter()
+                    .map(|arm| (repetition, task.clone(), arm)),
+            );
+        }
+    }
+    out
+}
+
+/// The endpoint as recorded: scheme, host, port and path, never credentials, query or fragment.
+pub fn endpoint_of(url: &str) -> Result<String, PlanError> {
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| PlanError::Invalid(format!("`{url}` is not an http(s) URL")))?;
+    if scheme != "http" && scheme != "https" {
+        return Err(PlanError::Invalid(format!("`{url}` is not an http(s) URL")));
+    }
+    let rest = rest.split(['?', '#']).next().unwrap_or(rest);
+    let (authority, path) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
+    let host = authority.rsplit('@').next().unwrap_or(authority);
+    if host.is_empty() {
+        return Err(PlanError::Invalid(format!("`{url}` has no host")));
+    }
+    let path = path.trim_end_matches('/');
+    Ok(if path.is_empty() {
+        format!("{scheme}://{host}")
+    } else {
+        format!("{scheme}://{host}/{path}")
+    })
+}
+
+/// Builds the manifest for a pack, up to two bundles and a profile.
+pub fn build(
+    pack: &Pack,
+    a: Option<&Bundle>,
+    b: Option<&Bundle>,
+    profile: &Profile,
+    options: &PlanOptions,
+) -> Result<Manifest, PlanError> {
+    if options.repetitions == 0 || options.repetitions > 100 {
+        return Err(PlanError::Invalid(format!(
+            "--reps must be between 1 and 100, not {}",
+            options.repetitions
+        )));
+    }
+    if b.is_some() && a.is_none() {
+        return Err(PlanError::Invalid(
+            "--b needs --a: B is compared with A".to_owned(),
+        ));
+    }
+    let bundle_ref = |bundle: &Bundle| BundleRef {
+        name: bundle.name.clone(),
+        version: bundle.version.clone(),
+        digest: bundle.digest.to_string(),
+        coverage: if bundle.has_non_executable() {
+            "partial"
+        } else {
+            "full"
+        }
+        .to_owned(),
+    };
+    let mut arms = vec![ArmSpec {
+        arm: Arm::Baseline,
+        bundle: None,
+    }];
+    if let Some(a) = a {
+        arms.push(ArmSpec {
+            arm: Arm::A,
+            bundle: Some(bundle_ref(a)),
+        });
+    }
+    if let Some(b) = b {
+        arms.push(ArmSpec {
+            arm: Arm::B,
+            bundle: Some(bundle_ref(b)),
+        });
+    }
+    let max_output_tokens = options
+        .max_output_tokens
+        .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS.min(profile.max_output_tokens));
+    if max_output_tokens == 0 || max_output_tokens > profile.max_output_tokens {
+        return Err(PlanError::Invalid(format!(
+            "--max-output-tokens must be between 1 and the profile's {}",
+            profile.max_output_tokens
+        )));
+    }
+    let priced = profile.price.is_some();
+    if !priced && (options.max_requests.is_none() || options.max_tokens.is_none()) {
+        return Err(PlanError::Invalid(format!(
+            "profile `{}` has no verifiable price, so no monetary cap is possible: give --max-requests and --max-tokens",
+            profile.id
+        )));
+    }
+    if priced && options.cap.is_none() {
+        return Err(PlanError::Invalid(
+            "give a budget cap with --cap-usd".to_owned(),
+        ));
+    }
+    if priced && options.cap == Some(MicroUsd::ZERO) {
+        // Every trial reserves its upper cost before it is sent, and no reserve fits a zero cap:
+        // the run could send nothing at all.
+        return Err(PlanError::Invalid(
+            "--cap-usd must be more than 0: with a cap of $0 no trial can be sent".to_owned(),
+        ));
+    }
+    let cap = if priced {
+        options.cap.map(|c| c.0)
+    } else {
+        None
+    };
+    if cap.is_some_and(|c| c > canonical::MAX_SAFE_INTEGER) {
+        return Err(PlanError::Invalid("the cap is too large".to_owned()));
+    }
+    Ok(Manifest {
+        format: FORMAT.to_owned(),
+        app: AppInfo {
+            name: "skilltrial".to_owned(),
+            version: crate::APP_VERSION.to_owned(),
+        },
+        environment: Environment {
+            os: std::env::consts::OS.to_owned(),
+            arch: std::env::consts::ARCH.to_owned(),
+        },
+        pack: PackRef {
+            id: pack.id(),
+            hash: pack.hash.to_string(),
+        },
+        tasks: pack.tasks.iter().map(|t| t.id.clone()).collect(),
+        checker: CheckerRef {
+            name: pack.checker.name.clone(),
+            version: checker::CHECKER_VERSION.to_owned(),
+            source_sha256: checker::source_sha256().to_owned(),
+        },
+        arms,
+        prompt: PromptInfo {
+            template_id: prompt::TEMPLATE_ID.to_owned(),
+            template_sha256: prompt::template_sha256().to_string(),
+            template: prompt::TEMPLATE.to_owned(),
+        },
+        model: ModelInfo {
+            profile: profile.id.clone(),
+            provider: profile.provider,
+            model: profile.model.clone(),
+            revision: profile.revision.clone(),
+            endpoint: endpoint_of(&options.endpoint)?,
+            scripted: options.scripted,
+        },
+        sampling: Sampling {
+            temperature: "0".to_owned(),
+            max_output_tokens,
+        },
+        repetitions: options.repetitions,
+        order: Order {
+            seed: options.seed.to_string(),
+            algorithm: ORDER_ALGORITHM.to_owned(),
+        },
+        budget: Budget {
+            cap_usd_micros: cap,
+            price: profile.price.clone(),
+            max_requests: options.max_requests.unwrap_or(DEFAULT_MAX_REQUESTS),
+            max_tokens: options.max_tokens,
+            requires_confirmation: !priced,
+        },
+        limits: Limits {
+            request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
+            run_timeout_ms: DEFAULT_RUN_TIMEOUT_MS,
+            checker_timeout_ms: u64::try_from(checker::CHECK_LIMIT.as_millis()).unwrap_or(5_000),
+        },
+    })
+}
+
+/// The bundle an arm uses, by arm.
+pub fn bundle_for<'a>(
+    arm: Arm,
+    a: Option<&'a Bundle>,
+    b: Option<&'a Bundle>,
+) -> Option<&'a Bundle> {
+    match arm {
+        Arm::Baseline => None,
+        Arm::A => a,
+        Arm::B => b,
+    }
+}
+
+/// Automatic retries per trial after the first rejected attempt (so at most four requests): a
+/// rate-limited or overloaded answer reached no model, so it may be sent again (the engine's
+/// `provider::retry` policy). Planning needs the number to bound a run's requests.
+pub const MAX_AUTO_RETRIES: u32 = 3;
+
+/// The most requests a run of `trials` trials can send under a cap of `cap` requests: each trial
+/// is sent once and may be retried automatically after a rate-limited or overloaded answer, and
+/// every request counts against the cap. `plan` and `status` both print this bound.
+pub fn request_bound(trials: u32, cap: u32) -> u32 {
+    trials.saturating_mul(1 + MAX_AUTO_RETRIES).min(cap)
+}
+
+/// THE plan: every trial in execution order with its token bounds and reservation, and the
+/// totals. Shared by `plan`, `run --dry-run` and the real run.
+pub fn trials(
+    manifest: &Manifest,
+    pack: &Pack,
+    a: Option<&Bundle>,
+    b: Option<&Bundle>,
+) -> Result<(Vec<PlannedTrial>, Totals), PlanError> {
+    let arms: Vec<Arm> = manifest.arms.iter().map(|s| s.arm).collect();
+    let order = order(
+        &manifest.tasks,
+        &arms,
+        manifest.repetitions,
+        manifest.seed()?,
+    );
+    let mut planned = Vec::with_capacity(order.len());
+    for (index, (repetition, task_id, arm)) in order.into_iter().enumerate() {
+        let task = pack
+            .task(&task_id)
+            .map_err(|e| PlanError::Invalid(e.to_string()))?;
+        let prompt = prompt::build(&task.public(), bundle_for(arm, a, b));
+        let input_token_bound = prompt.input_token_bound();
+        let max_output_tokens = manifest.sampling.max_output_tokens;
+        let reserve = match &manifest.budget.price {
+            Some(price) => price
+                .input
+                .cost(input_token_bound)?
+                .checked_add(price.output.cost(max_output_tokens)?)?,
+            None => MicroUsd::ZERO,
+        };
+        planned.push(PlannedTrial {
+            index: u32::try_from(index)
+                .map_err(|_| PlanError::Invalid("too many trials".to_owned()))?,
+            task: task_id,
+            arm,
+            repetition,
+            input_token_bound,
+            max_output_tokens,
+            reserve,
+        });
+    }
+    let count = u32::try_from(planned.len())
+        .map_err(|_| PlanError::Invalid("too many trials".to_owned()))?;
+    if count > manifest.budget.max_requests {
+        return Err(PlanError::Invalid(format!(
+            "{count} trials need {count} requests, over the cap of {} per run; raise --max-requests or lower --reps",
+            manifest.budget.max_requests
+        )));
+    }
+    // The true hard bound on requests: each trial may be sent once and then retried
+    // automatically after a rate-limited or overloaded answer, and every request, retries
+    // included, counts against the cap, which stops the run when reached.
+    let max_requests = request_bound(count, manifest.budget.max_requests);
+    let totals = Totals {
+        trials: count,
+        max_requests,
+        max_input_tokens: planned.iter().map(|t| t.input_token_bound).sum(),
+        max_output_tokens: planned.iter().map(|t| t.max_output_tokens).sum(),
+        upper_cost: match manifest.budget.price {
+            Some(_) => Some(MicroUsd::sum(planned.iter().map(|t| t.reserve))?),
+            None => None,
+        },
+    };
+    Ok((planned, totals))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitmix64_matches_the_reference_sequence() {
+        // First outputs for seed 0 (Vigna's reference implementation).
+        let mut rng = SplitMix64::new(0);
+        assert_eq!(rng.next_u64(), 0xe220_a839_7b1d_cdaf);
+        assert_eq!(rng.next_u64(), 0x6e78_9e6a_a1b9_65f4);
+    }
+
+    #[test]
+    fn order_is_reproducible_and_shuffles_arms_per_task() {
+        let tasks: Vec<String> = (0..6).map(|i| format!("t{i}")).collect();
+        let arms = [Arm::Baseline, Arm::A, Arm::B];
+        let one = order(&tasks, &arms, 3, 42);
+        assert_eq!(one, order(&tasks, &arms, 3, 42));
+        assert_ne!(one, order(&tasks, &arms, 3, 43));
+        assert_eq!(one.len(), 54);
+        // Every (rep, task) holds each arm exactly once.
+        for chunk in one.chunks(3) {
+            let mut got: Vec<Arm> = chunk.iter().map(|(_, _, a)| *a).collect();
+            got.sort();
+            assert_eq!(got, arms.to_vec());
+        }
+        let firsts: std::collections::BTreeSet<Arm> = one.chunks(3).map(|c| c[0].2).collect();
+        assert!(firsts.len() > 1, "arm order varies between tasks");
+    }
+
+    #[test]
+    fn endpoints_drop_credentials_query_and_fragment() {
+        assert_eq!(
+            endpoint_of("https://user:secret@api.example.com:8443/v1?key=x#f").unwrap(),
+            "https://api.example.com:8443/v1"
+        );
+        assert_eq!(
+            endpoint_of("http://127.0.0.1:9/").unwrap(),
+            "http://127.0.0.1:9"
+        );
+        for (url, why) in [
+            ("ftp://x", "is not an http(s) URL"),
+            ("api.example.com/v1", "is not an http(s) URL"),
+            ("https://user@/v1", "has no host"),
+        ] {
+            assert_eq!(
+                endpoint_of(url),
+                Err(PlanError::Invalid(format!("`{url}` {why}"))),
+                "{url}"
+            );
+        }
+    }
+}

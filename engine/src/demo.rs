@@ -1,0 +1,341 @@
+//! The scripted model behind the no-key demo: a fixed script of answers per task, skill version
+//! and repetition, served over the real OpenAI wire format by
+//! [`crate::scripted::ScriptedServer`]. The repetition comes from the plan ([`Plans`]), never
+//! from what one server process has seen, so a killed and resumed demo answers the same.
+//!
+//! It is labelled `scripted` in the manifest, in every report and on every screen, and its
+//! fingerprint (`skilltrial-scripted-1`) can never be compared with a real model's. The script
+//! is built from the pack's own golden records and known-wrong answers, so it exercises the
+//! whole pipeline honestly: the checker scores every answer as it would a real model's.
+//!
+//! The story it tells: the baseline fails most tasks; 1.4.2 (A) helps but falls for the stale
+//! COption authority, the v0 account order (once) and rounds the Token-2022 fee down; 1.5.0 (B)
+//! fixes those but regresses on the legacy transaction in two repetitions.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use crate::provider::ATTEMPT_HEADER;
+use crate::scripted::{Reply, ServerRequest};
+use skilltrial_core::checker::Expected;
+use skilltrial_core::manifest::PlannedTrial;
+use skilltrial_core::money::PerMtok;
+use skilltrial_core::pack::Pack;
+use skilltrial_core::profile::{Price, Profile, ProviderKind};
+
+/// The model id the scripted server reports.
+pub const SCRIPTED_MODEL: &str = "skilltrial-scripted-1";
+
+/// The profile of the scripted model: free, so its price is known (zero).
+pub fn profile(base_url: &str) -> Profile {
+    Profile {
+        id: "scripted@1".to_owned(),
+        provider: ProviderKind::Openai,
+        model: SCRIPTED_MODEL.to_owned(),
+        revision: Some("1".to_owned()),
+        base_url: Some(base_url.to_owned()),
+        context_tokens: 200_000,
+        max_output_tokens: 2048,
+        price: Some(Price {
+            input: PerMtok(0),
+            output: PerMtok(0),
+            source: "built-in scripted model: free".to_owned(),
+            as_of: "n/a".to_owned(),
+        }),
+        origin: "builtin".to_owned(),
+    }
+}
+
+/// Which answer the script gives: the golden record, or a named known-wrong answer.
+fn scripted_choice(task: &str, version: Option<&str>, repetition: u32) -> Option<&'static str> {
+    match (version, task) {
+        (Some("1.5.0"), "tx-legacy-nonce-bonk") if repetition >= 2 => Some("transfer-checked"),
+        (Some("1.5.0"), _) => None,
+        (Some("1.4.2"), "acct-t22-fzyeg-mint") => Some("stale-mint-authority"),
+        (Some("1.4.2"), "tx-v0-alt-usdc") if repetition == 1 => {
+            Some("loaded-readonly-before-writable")
+        }
+        (Some("1.4.2"), "plan-t22-fee-memo") => Some("fee-rounded-down"),
+        (Some("1.4.2"), _) => None,
+        // The baseline, and any skill the script does not know.
+        (_, "acct-usdc-mint") if repetition == 1 => None,
+        (_, "acct-usdc-mint") => Some("prose"),
+        (_, "acct-t22-fzyeg-mint") => Some("stale-mint-authority"),
+        (_, "tx-legacy-nonce-bonk") => Some("fee-one-signature"),
+        (_, "tx-v0-alt-usdc") => Some("loaded-readonly-before-writable"),
+        (_, "plan-usdc-transfer") => Some("amount-in-whole-tokens"),
+        (_, "plan-t22-fee-memo") => Some("six-decimals"),
+        _ => Some("prose"),
+    }
+}
+
+fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
+    let from = text.find(start)? + start.len();
+    let len = text[from..].find(end)?;
+    Some(&text[from..from + len])
+}
+
+/// The trials the scripted model may be asked for, by run: what it needs to place a request.
+///
+/// The script depends only on a trial's (task, arm, repetition), so that a demo killed and
+/// resumed (a new process, a new server) gives exactly the answers an uninterrupted one does.
+/// The request body names the task and the skill (so the arm); the repetition comes from the
+/// plan: the `x-skilltrial-attempt` header (`<12 hex of run>-<trial index>-<seq>-<random>`)
+/// names the run and the trial index, and [`skilltrial_core::manifest::trials`] — the one plan function —
+/// says which repetition that index is. Shared between the server's thread and whoever plans
+/// (the demo plans only after the server has its port, which the manifest pins).
+#[derive(Debug, Clone, Default)]
+pub struct Plans(Arc<Mutex<HashMap<String, Vec<Placed>>>>);
+
+/// A planned trial's task and repetition, by trial index.
+type Placed = (String, u32);
+
+impl Plans {
+    /// Registers run `run` (its manifest hash, hex) with its trials in execution order.
+    pub fn add(&self, run: &str, trials: &[PlannedTrial]) {
+        let key = run.get(..12).unwrap_or(run).to_owned();
+        let placed = trials
+            .iter()
+            .map(|t| (t.task.clone(), t.repetition))
+            .collect();
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(key, placed);
+    }
+
+    /// The planned task and repetition of the trial an attempt id names.
+    fn place(&self, attempt: &str) -> Option<Placed> {
+        let mut parts = attempt.split('-');
+        let run = parts.next()?;
+        let index: usize = parts.next()?.parse().ok()?;
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(run)?
+            .get(index)
+            .cloned()
+    }
+}
+
+/// The error the scripted model sends for a request it cannot place in a registered plan: an
+/// error status (nothing is answered, nothing spent), so a wiring mistake shows as an
+/// infrastructure error naming the attempt instead of a made-up verdict.
+fn unplaced(why: &str) -> Reply {
+    let body = serde_json::json!({
+        "type": "error",
+        "error": { "type": "invalid_request_error", "message": format!("scripted model: {why}") },
+    });
+    Reply::Verbatim {
+        status: 400,
+        headers: vec![("content-type".to_owned(), "application/json".to_owned())],
+        body: body.to_string(),
+    }
+}
+
+/// A responder for [`crate::scripted::ScriptedServer`] that plays the script for `pack`, for the
+/// runs registered in `plans`.
+pub fn responder(
+    pack: Pack,
+    plans: Plans,
+) -> impl Fn(&ServerRequest) -> Reply + Send + Sync + 'static {
+    move |request: &ServerRequest| {
+        let Some(attempt) = request.header(ATTEMPT_HEADER) else {
+            return unplaced(&format!("the request has no `{ATTEMPT_HEADER}` header"));
+        };
+        let Some((planned_task, repetition)) = plans.place(attempt) else {
+            return unplaced(&format!("attempt `{attempt}` names no planned trial"));
+        };
+        let user = request.user_text();
+        let Some(task_id) = between(&user, "<task id=\"", "\"") else {
+            return Reply::Answer("I can only answer SkillTrial tasks.".to_owned());
+        };
+        let version =
+            between(&user, "<skill name=\"", ">").and_then(|tag| between(tag, "version=\"", "\""));
+        if task_id != planned_task {
+            return unplaced(&format!(
+                "attempt `{attempt}` asks task `{task_id}`, its trial is planned for `{planned_task}`"
+            ));
+        }
+        let Ok(task) = pack.task(task_id) else {
+            return Reply::Answer("Unknown task.".to_owned());
+        };
+        let text = match scripted_choice(task_id, version, repetition) {
+            None => match task.reveal_expected() {
+                Expected::Golden(g) => format!(
+                    "Here is the decoded result.\n\n```json\n{}\n```\n",
+                    serde_json::to_string_pretty(g).unwrap_or_default()
+                ),
+                Expected::Excluded { .. } => "{\"unsupported\": {\"needs\": \"other\"}}".to_owned(),
+            },
+            Some(name) => task
+                .known_wrong
+                .iter()
+                .find(|w| w.name == name)
+                .map_or_else(|| "I am not sure.".to_owned(), |w| w.text()),
+        };
+        Reply::Answer(text)
+    }
+}
+
+/// Whether a manifest's model is the scripted one.
+pub fn is_scripted(model: &str) -> bool {
+    model == SCRIPTED_MODEL
+}
+
+/// The value form of the script, for documentation and tests.
+pub fn script_table() -> Value {
+    let tasks = [
+        "acct-usdc-mint",
+        "acct-t22-fzyeg-mint",
+        "tx-legacy-nonce-bonk",
+        "tx-v0-alt-usdc",
+        "plan-usdc-transfer",
+        "plan-t22-fee-memo",
+    ];
+    let mut rows = Vec::new();
+    for task in tasks {
+        for (arm, version) in [
+            ("baseline", None),
+            ("a", Some("1.4.2")),
+            ("b", Some("1.5.0")),
+        ] {
+            let answers: Vec<Value> = (1..=3)
+                .map(|r| {
+                    scripted_choice(task, version, r)
+                        .map_or(Value::String("golden".to_owned()), |w| {
+                            Value::String(w.to_owned())
+                        })
+                })
+                .collect();
+            rows.push(serde_json::json!({ "task": task, "arm": arm, "answers": answers }));
+        }
+    }
+    Value::Array(rows)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use skilltrial_core::manifest::Arm;
+    use skilltrial_core::money::MicroUsd;
+
+    fn request(attempt: Option<&str>, task: &str) -> ServerRequest {
+        let body = serde_json::json!({
+            "model": SCRIPTED_MODEL,
+            "messages": [{ "role": "user", "content": format!("<task id=\"{task}\">decode</task>") }],
+        });
+        ServerRequest {
+            index: 0,
+            path: "/v1/chat/completions".to_owned(),
+            headers: attempt
+                .map(|a| vec![(ATTEMPT_HEADER.to_owned(), a.to_owned())])
+                .unwrap_or_default(),
+            body: body.to_string().into_bytes(),
+        }
+    }
+
+    fn planned(index: u32, task: &str, repetition: u32) -> PlannedTrial {
+        PlannedTrial {
+            index,
+            task: task.to_owned(),
+            arm: Arm::Baseline,
+            repetition,
+            input_token_bound: 1,
+            max_output_tokens: 1,
+            reserve: MicroUsd::ZERO,
+        }
+    }
+
+    fn answer(reply: Reply) -> String {
+        match reply {
+            Reply::Answer(text) => text,
+            other => panic!("not an answer: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_answer_follows_the_planned_repetition_not_the_order_requests_arrive_in() {
+        let pack = skilltrial_core::pack::open("solana-core@1.0.3").unwrap();
+        let task = "acct-usdc-mint";
+        let plans = Plans::default();
+        let run = "0123456789abcdef";
+        // Trial 0 is the baseline's second repetition, trial 1 its first.
+        plans.add(run, &[planned(0, task, 2), planned(1, task, 1)]);
+        let respond = responder(pack.clone(), plans);
+        let prose = pack
+            .task(task)
+            .unwrap()
+            .known_wrong
+            .iter()
+            .find(|w| w.name == "prose");
+        let prose = prose.unwrap().text();
+
+        // The same body three times: a server that counted bodies would answer 1, 2, 3.
+        let second = answer(respond(&request(
+            Some("0123456789ab-000-1-aaaaaaaaaaaa"),
+            task,
+        )));
+        let first = answer(respond(&request(
+            Some("0123456789ab-001-1-bbbbbbbbbbbb"),
+            task,
+        )));
+        let again = answer(respond(&request(
+            Some("0123456789ab-000-2-cccccccccccc"),
+            task,
+        )));
+        assert_eq!(second, prose, "repetition 2 of the baseline answers prose");
+        assert!(
+            first.contains("```json"),
+            "repetition 1 answers the golden record: {first}"
+        );
+        assert_eq!(
+            again, second,
+            "a later attempt of the same trial gets the same answer"
+        );
+    }
+
+    #[test]
+    fn a_request_outside_every_registered_plan_gets_an_error_naming_why() {
+        let pack = skilltrial_core::pack::open("solana-core@1.0.3").unwrap();
+        let plans = Plans::default();
+        plans.add("0123456789abcdef", &[planned(0, "acct-usdc-mint", 1)]);
+        let respond = responder(pack, plans);
+        let message = |reply: Reply| match reply {
+            Reply::Verbatim { status, body, .. } => {
+                assert_eq!(status, 400);
+                let v: Value = serde_json::from_str(&body).unwrap();
+                v["error"]["message"].as_str().unwrap().to_owned()
+            }
+            other => panic!("not an error: {other:?}"),
+        };
+        assert_eq!(
+            message(respond(&request(None, "acct-usdc-mint"))),
+            "scripted model: the request has no `x-skilltrial-attempt` header"
+        );
+        assert_eq!(
+            message(respond(&request(
+                Some("ffffffffffff-000-1-aa"),
+                "acct-usdc-mint"
+            ))),
+            "scripted model: attempt `ffffffffffff-000-1-aa` names no planned trial"
+        );
+        assert_eq!(
+            message(respond(&request(
+                Some("0123456789ab-001-1-aa"),
+                "acct-usdc-mint"
+            ))),
+            "scripted model: attempt `0123456789ab-001-1-aa` names no planned trial"
+        );
+        assert_eq!(
+            message(respond(&request(
+                Some("0123456789ab-000-1-aa"),
+                "plan-usdc-transfer"
+            ))),
+            "scripted model: attempt `0123456789ab-000-1-aa` asks task `plan-usdc-transfer`, its trial is planned for `acct-usdc-mint`"
+        );
+    }
+}

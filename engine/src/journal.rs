@@ -1,0 +1,1456 @@
+//! The journal: one SQLite file (WAL, `synchronous=FULL`, foreign keys on) holding runs, trials,
+//! attempts, the money ledger and every checker verdict.
+//!
+//! Every state change of an attempt and its ledger rows commit in one transaction; a commit is
+//! durable when the call returns. The `dispatched` row MUST be committed before the request
+//! leaves, so that a crash can never forget a request that may have cost money.
+//!
+//! Money (µUSD) is derived from the ledger only: outstanding reserve = Σ reserve − Σ release,
+//! spent = Σ spend. An `unknown` attempt keeps its reserve until the user resolves it.
+
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use serde::Serialize;
+
+use skilltrial_core::manifest::{Manifest, PlannedTrial};
+use skilltrial_core::money::MicroUsd;
+
+/// The schema version: the number of migrations applied.
+///
+/// Log: 1 — first schema (runs, trials, attempts, ledger, checks, payloads); 2 — the run's clock
+/// (`runs.run_limit_ms`, `runs.executed_ms`); 3 — `attempts.runner_us`, the runner's own time
+/// per attempt. Keep `MIGRATIONS` in file-number order.
+pub const SCHEMA_VERSION: u32 = 3;
+
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/0001_journal.sql"),
+    include_str!("../migrations/0002_run_clock.sql"),
+    include_str!("../migrations/0003_attempt_runner_time.sql"),
+];
+
+/// How long a connection waits for another process's write lock before failing. Set before any
+/// other statement, so that even the first pragmas of a fresh journal wait instead of failing.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Why the journal failed.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("journal {path}: {source}")]
+    Sql {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error(
+        "journal {0} was written by a newer SkillTrial (schema {1}, this one knows {SCHEMA_VERSION})"
+    )]
+    TooNew(PathBuf, u32),
+    #[error("{0}")]
+    State(String),
+    #[error(
+        "journal {path}: run {run} releases more than it reserved ({kind}: reserved {reserved}, released {released})"
+    )]
+    OverRelease {
+        path: PathBuf,
+        run: String,
+        kind: &'static str,
+        reserved: u64,
+        released: u64,
+    },
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn to_u64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+/// An attempt's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptState {
+    Planned,
+    Dispatched,
+    Result,
+    Unknown,
+    Closed,
+}
+
+impl AttemptState {
+    fn parse(text: &str) -> Self {
+        match text {
+            "planned" => Self::Planned,
+            "dispatched" => Self::Dispatched,
+            "result" => Self::Result,
+            "unknown" => Self::Unknown,
+            _ => Self::Closed,
+        }
+    }
+}
+
+/// A run row.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRow {
+    pub id: String,
+    pub manifest_sha256: String,
+    pub pack_id: String,
+    pub created_at_ms: i64,
+    pub started_at_ms: Option<i64>,
+    pub finished_at_ms: Option<i64>,
+    pub status: String,
+    pub cancel_requested: bool,
+    pub cap_micros: Option<u64>,
+    pub max_requests: u32,
+    pub max_tokens: Option<u64>,
+    /// The run's time limit (ms), from its manifest; `None` for runs recorded before schema 2.
+    pub run_limit_ms: Option<u64>,
+    /// The time (ms) the runner has spent executing this run, over every `run` invocation.
+    pub executed_ms: u64,
+}
+
+/// The ledger's raw sums for one run (µUSD and tokens), as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct LedgerTotals {
+    pub reserve_micros: u64,
+    pub release_micros: u64,
+    pub spend_micros: u64,
+    pub reserve_tokens: u64,
+    pub release_tokens: u64,
+    pub spend_tokens: u64,
+}
+
+/// A trial row.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrialRow {
+    pub idx: u32,
+    pub task: String,
+    pub arm: String,
+    pub repetition: u32,
+    pub reserve_micros: u64,
+    pub input_token_bound: u64,
+    pub max_output_tokens: u64,
+}
+
+/// An attempt row.
+#[derive(Debug, Clone, Serialize)]
+pub struct AttemptRow {
+    pub id: String,
+    pub trial_idx: u32,
+    pub seq: u32,
+    pub retry_of: Option<String>,
+    pub retry_reason: Option<String>,
+    pub state: AttemptState,
+    pub outcome: Option<String>,
+    pub reasons: Vec<String>,
+    pub details: serde_json::Value,
+    pub reserved_micros: u64,
+    pub reserved_tokens: u64,
+    pub spent_micros: Option<u64>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub request_sha256: Option<String>,
+    pub http_status: Option<u16>,
+    pub provider_request_id: Option<String>,
+    pub model_reported: Option<String>,
+    pub system_fingerprint: Option<String>,
+    pub response_sha256: Option<String>,
+    pub answer_sha256: Option<String>,
+    pub latency_ms: Option<u64>,
+    pub error: Option<String>,
+    pub planned_at_ms: i64,
+    pub dispatched_at_ms: Option<i64>,
+    pub finished_at_ms: Option<i64>,
+}
+
+/// Money of a run, from the ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct Money {
+    /// Reserved and not yet released (in flight or held by unknown attempts).
+    pub reserved: MicroUsd,
+    /// Spent: usage at cost, plus reserves the user released as spent.
+    pub spent: MicroUsd,
+    /// Tokens reserved and not yet released.
+    pub reserved_tokens: u64,
+    /// Tokens used.
+    pub used_tokens: u64,
+}
+
+/// What a finished model call reports.
+#[derive(Debug, Clone, Default)]
+pub struct CallRecord {
+    pub http_status: Option<u16>,
+    pub provider_request_id: Option<String>,
+    pub model_reported: Option<String>,
+    pub system_fingerprint: Option<String>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub spent: MicroUsd,
+    pub response_sha256: Option<String>,
+    pub answer_sha256: Option<String>,
+    pub latency_ms: u64,
+    pub error: Option<String>,
+}
+
+/// How the user resolves an `unknown` attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    /// Close it; its reserve counts as spent.
+    Release,
+    /// Close it as with `Release`, and plan a new attempt of the same trial carrying `reason`.
+    Retry { reason: String },
+}
+
+/// The journal.
+#[derive(Debug)]
+pub struct Journal {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Journal {
+    /// Opens (creating and migrating) the journal at `path`.
+    pub fn open(path: &Path) -> Result<Self, JournalError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                JournalError::State(format!("cannot create {}: {e}", dir.display()))
+            })?;
+        }
+        let sql = |source| JournalError::Sql {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(sql)?;
+        // First of all: other processes (a `status` in another terminal, a second `run`) may be
+        // opening or migrating the same file this very moment.
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(sql)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(sql)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(sql)?;
+        let mut journal = Self {
+            conn,
+            path: path.to_path_buf(),
+        };
+        journal.migrate()?;
+        Ok(journal)
+    }
+
+    /// Opens an existing journal for reading only, for a state directory this process may not
+    /// write (a read-only mount, a `chmod -R a-w` copy): `status`, `report`, `compare` still
+    /// work there. SQLite opens a WAL journal read-only only if it can use the `-shm` file
+    /// beside it; with no `-wal` file left (every connection closed cleanly) nothing is pending,
+    /// so the file is opened as immutable, which needs neither. A leftover `-wal` holds
+    /// committed rows the main file lacks, so then it is opened read-only the ordinary way.
+    /// Nothing is migrated: a journal of an older schema is refused, naming the reason.
+    pub fn open_read_only(path: &Path) -> Result<Self, JournalError> {
+        let sql = |source| JournalError::Sql {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        let mut uri = "file:".to_owned();
+        for c in path.to_string_lossy().chars() {
+            match c {
+                '%' => uri.push_str("%25"),
+                '?' => uri.push_str("%3f"),
+                '#' => uri.push_str("%23"),
+                c => uri.push(c),
+            }
+        }
+        if !Path::new(&wal).exists() {
+            uri.push_str("?immutable=1");
+        }
+        let conn = Connection::open_with_flags(
+            &uri,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                | rusqlite::OpenFlags::SQLITE_OPEN_URI
+                | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(sql)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+        let version: u32 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(sql)?;
+        if version > SCHEMA_VERSION {
+            return Err(JournalError::TooNew(path.to_path_buf(), version));
+        }
+        if version < SCHEMA_VERSION {
+            return Err(JournalError::State(format!(
+                "journal {} is of schema {version} and needs migrating to {SCHEMA_VERSION}, but its directory is read-only",
+                path.display()
+            )));
+        }
+        Ok(Self {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn sql(&self) -> impl Fn(rusqlite::Error) -> JournalError + '_ {
+        |source| JournalError::Sql {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn migrate(&mut self) -> Result<(), JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let version = |conn: &Connection| -> Result<u32, JournalError> {
+            let current: u32 = conn
+                .pragma_query_value(None, "user_version", |r| r.get(0))
+                .map_err(sql)?;
+            if current > SCHEMA_VERSION {
+                return Err(JournalError::TooNew(path.clone(), current));
+            }
+            Ok(current)
+        };
+        if version(&self.conn)? == SCHEMA_VERSION {
+            return Ok(());
+        }
+        // Another process may be migrating the same file right now: take the write lock first
+        // (BEGIN IMMEDIATE, waiting up to the busy timeout), then read the version again under
+        // it, so that each migration runs exactly once and nobody reads a half-made schema.
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        let current = version(&tx)?;
+        for migration in MIGRATIONS.iter().skip(current as usize) {
+            tx.execute_batch(migration).map_err(sql)?;
+        }
+        if current < SCHEMA_VERSION {
+            tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+                .map_err(sql)?;
+        }
+        tx.commit().map_err(sql)
+    }
+
+    /// Records a new run and its trials; if the run exists, checks it is the same manifest.
+    pub fn create_run(
+        &mut self,
+        run_id: &str,
+        manifest: &Manifest,
+        trials: &[PlannedTrial],
+    ) -> Result<bool, JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        // Checked and written under one write lock: two processes recording the same run at the
+        // same moment (`plan` and `run`, or two `run`s) must not both try to insert it.
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        let existing: Option<String> = tx
+            .query_row(
+                "SELECT manifest_sha256 FROM runs WHERE id = ?1",
+                [run_id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(sql)?;
+        if let Some(existing) = existing {
+            if existing != run_id {
+                return Err(JournalError::State(format!(
+                    "run {run_id} exists with a different manifest"
+                )));
+            }
+            return Ok(false);
+        }
+        tx.execute(
+            "INSERT INTO runs (id, manifest_sha256, pack_id, created_at_ms, status, cap_micros, max_requests, max_tokens, run_limit_ms)
+             VALUES (?1, ?1, ?2, ?3, 'planned', ?4, ?5, ?6, ?7)",
+            params![
+                run_id,
+                manifest.pack.id,
+                now_ms(),
+                manifest.budget.cap_usd_micros.map(to_i64),
+                manifest.budget.max_requests,
+                manifest.budget.max_tokens.map(to_i64),
+                to_i64(manifest.limits.run_timeout_ms)
+            ],
+        )
+        .map_err(sql)?;
+        for t in trials {
+            tx.execute(
+                "INSERT INTO trials (run_id, idx, task, arm, repetition, reserve_micros, input_token_bound, max_output_tokens)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    run_id,
+                    t.index,
+                    t.task,
+                    t.arm.as_str(),
+                    t.repetition,
+                    to_i64(t.reserve.0),
+                    to_i64(t.input_token_bound),
+                    to_i64(t.max_output_tokens)
+                ],
+            )
+            .map_err(sql)?;
+        }
+        tx.commit().map_err(sql)?;
+        Ok(true)
+    }
+
+    fn run_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+        Ok(RunRow {
+            id: row.get(0)?,
+            manifest_sha256: row.get(1)?,
+            pack_id: row.get(2)?,
+            created_at_ms: row.get(3)?,
+            started_at_ms: row.get(4)?,
+            finished_at_ms: row.get(5)?,
+            status: row.get(6)?,
+            cancel_requested: row.get::<_, i64>(7)? != 0,
+            cap_micros: row.get::<_, Option<i64>>(8)?.map(to_u64),
+            max_requests: row.get(9)?,
+            max_tokens: row.get::<_, Option<i64>>(10)?.map(to_u64),
+            run_limit_ms: row.get::<_, Option<i64>>(11)?.map(to_u64),
+            executed_ms: to_u64(row.get(12)?),
+        })
+    }
+
+    const RUN_COLUMNS: &'static str = "id, manifest_sha256, pack_id, created_at_ms, started_at_ms, finished_at_ms, status, cancel_requested, cap_micros, max_requests, max_tokens, run_limit_ms, executed_ms";
+
+    /// A run by id, or by a unique prefix of at least 8 hex characters.
+    pub fn run(&self, id: &str) -> Result<Option<RunRow>, JournalError> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!("SELECT {} FROM runs WHERE id = ?1 OR (length(?1) >= 8 AND substr(id, 1, length(?1)) = ?1) ORDER BY created_at_ms DESC", Self::RUN_COLUMNS))
+            .map_err(self.sql())?;
+        let rows: Vec<RunRow> = stmt
+            .query_map([id], Self::run_from)
+            .map_err(self.sql())?
+            .collect::<Result<_, _>>()
+            .map_err(self.sql())?;
+        match rows.len() {
+            0 => Ok(None),
+            1 => Ok(rows.into_iter().next()),
+            n => Err(JournalError::State(format!(
+                "`{id}` matches {n} runs; give more of the id"
+            ))),
+        }
+    }
+
+    /// The most recently created run.
+    pub fn latest_run(&self) -> Result<Option<RunRow>, JournalError> {
+        self.conn
+            .query_row(
+                &format!(
+                    "SELECT {} FROM runs ORDER BY created_at_ms DESC, rowid DESC LIMIT 1",
+                    Self::RUN_COLUMNS
+                ),
+                [],
+                Self::run_from,
+            )
+            .optional()
+            .map_err(self.sql())
+    }
+
+    /// Every run, newest first.
+    pub fn runs(&self) -> Result<Vec<RunRow>, JournalError> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT {} FROM runs ORDER BY created_at_ms DESC, rowid DESC",
+                Self::RUN_COLUMNS
+            ))
+            .map_err(self.sql())?;
+        stmt.query_map([], Self::run_from)
+            .map_err(self.sql())?
+            .collect::<Result<_, _>>()
+            .map_err(self.sql())
+    }
+
+    /// Sets a run's status (and its start/finish time).
+    pub fn set_status(&self, run_id: &str, status: &str) -> Result<(), JournalError> {
+        let now = now_ms();
+        self.conn
+            .execute(
+                "UPDATE runs SET status = ?2,
+                    started_at_ms = CASE WHEN ?2 = 'running' AND started_at_ms IS NULL THEN ?3 ELSE started_at_ms END,
+                    finished_at_ms = CASE WHEN ?2 IN ('finished', 'cancelled', 'stopped') THEN ?3 ELSE finished_at_ms END
+                 WHERE id = ?1",
+                params![run_id, status, now],
+            )
+            .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Stores the time (ms) the runner has spent executing a run, over all its invocations.
+    pub fn set_executed_ms(&self, run_id: &str, executed_ms: u64) -> Result<(), JournalError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET executed_ms = MAX(executed_ms, ?2) WHERE id = ?1",
+                params![run_id, to_i64(executed_ms)],
+            )
+            .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Asks a run to stop dispatching. Takes effect before its next request.
+    pub fn request_cancel(&self, run_id: &str) -> Result<(), JournalError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET cancel_requested = 1 WHERE id = ?1",
+                [run_id],
+            )
+            .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Whether a cancel was requested.
+    pub fn cancel_requested(&self, run_id: &str) -> Result<bool, JournalError> {
+        self.conn
+            .query_row(
+                "SELECT cancel_requested FROM runs WHERE id = ?1",
+                [run_id],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|v| v != 0)
+            .map_err(self.sql())
+    }
+
+    /// The trials of a run in execution order.
+    pub fn trials(&self, run_id: &str) -> Result<Vec<TrialRow>, JournalError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT idx, task, arm, repetition, reserve_micros, input_token_bound, max_output_tokens FROM trials WHERE run_id = ?1 ORDER BY idx")
+            .map_err(self.sql())?;
+        stmt.query_map([run_id], |r| {
+            Ok(TrialRow {
+                idx: r.get(0)?,
+                task: r.get(1)?,
+                arm: r.get(2)?,
+                repetition: r.get(3)?,
+                reserve_micros: to_u64(r.get(4)?),
+                input_token_bound: to_u64(r.get(5)?),
+                max_output_tokens: to_u64(r.get(6)?),
+            })
+        })
+        .map_err(self.sql())?
+        .collect::<Result<_, _>>()
+        .map_err(self.sql())
+    }
+
+    const ATTEMPT_COLUMNS: &'static str = "id, trial_idx, seq, retry_of, retry_reason, state, outcome, reasons, details, reserved_micros, reserved_tokens, spent_micros, input_tokens, output_tokens, request_sha256, http_status, provider_request_id, model_reported, system_fingerprint, response_sha256, answer_sha256, latency_ms, error, planned_at_ms, dispatched_at_ms, finished_at_ms";
+
+    /// How many columns `ATTEMPT_COLUMNS` names (`attempt_from` reads 0..this).
+    const ATTEMPT_COLUMN_COUNT: usize = 26;
+
+    fn attempt_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<AttemptRow> {
+        let reasons: String = r.get(7)?;
+        let details: String = r.get(8)?;
+        Ok(AttemptRow {
+            id: r.get(0)?,
+            trial_idx: r.get(1)?,
+            seq: r.get(2)?,
+            retry_of: r.get(3)?,
+            retry_reason: r.get(4)?,
+            state: AttemptState::parse(&r.get::<_, String>(5)?),
+            outcome: r.get(6)?,
+            reasons: serde_json::from_str(&reasons).unwrap_or_default(),
+            details: serde_json::from_str(&details).unwrap_or(serde_json::Value::Null),
+            reserved_micros: to_u64(r.get(9)?),
+            reserved_tokens: to_u64(r.get(10)?),
+            spent_micros: r.get::<_, Option<i64>>(11)?.map(to_u64),
+            input_tokens: r.get::<_, Option<i64>>(12)?.map(to_u64),
+            output_tokens: r.get::<_, Option<i64>>(13)?.map(to_u64),
+            request_sha256: r.get(14)?,
+            http_status: r
+                .get::<_, Option<i64>>(15)?
+                .and_then(|v| u16::try_from(v).ok()),
+            provider_request_id: r.get(16)?,
+            model_reported: r.get(17)?,
+            system_fingerprint: r.get(18)?,
+            response_sha256: r.get(19)?,
+            answer_sha256: r.get(20)?,
+            latency_ms: r.get::<_, Option<i64>>(21)?.map(to_u64),
+            error: r.get(22)?,
+            planned_at_ms: r.get(23)?,
+            dispatched_at_ms: r.get(24)?,
+            finished_at_ms: r.get(25)?,
+        })
+    }
+
+    /// Every attempt of a run, by trial and sequence.
+    pub fn attempts(&self, run_id: &str) -> Result<Vec<AttemptRow>, JournalError> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT {} FROM attempts WHERE run_id = ?1 ORDER BY trial_idx, seq",
+                Self::ATTEMPT_COLUMNS
+            ))
+            .map_err(self.sql())?;
+        stmt.query_map([run_id], Self::attempt_from)
+            .map_err(self.sql())?
+            .collect::<Result<_, _>>()
+            .map_err(self.sql())
+    }
+
+    /// One attempt by id.
+    pub fn attempt(&self, id: &str) -> Result<Option<(String, AttemptRow)>, JournalError> {
+        self.conn
+            .query_row(
+                &format!(
+                    "SELECT {}, run_id FROM attempts WHERE id = ?1",
+                    Self::ATTEMPT_COLUMNS
+                ),
+                [id],
+                // run_id comes after the attempt's columns, so attempt_from reads the row as is.
+                |r| Ok((r.get(Self::ATTEMPT_COLUMN_COUNT)?, Self::attempt_from(r)?)),
+            )
+            .optional()
+            .map_err(self.sql())
+    }
+
+    /// The ledger's raw sums for a run.
+    pub fn ledger_totals(&self, run_id: &str) -> Result<LedgerTotals, JournalError> {
+        let sum = |kind: &str, col: &str| -> Result<u64, JournalError> {
+            self.conn
+                .query_row(
+                    &format!(
+                        "SELECT COALESCE(SUM({col}), 0) FROM ledger WHERE run_id = ?1 AND kind = ?2"
+                    ),
+                    params![run_id, kind],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map(to_u64)
+                .map_err(self.sql())
+        };
+        Ok(LedgerTotals {
+            reserve_micros: sum("reserve", "micros")?,
+            release_micros: sum("release", "micros")?,
+            spend_micros: sum("spend", "micros")?,
+            reserve_tokens: sum("reserve", "tokens")?,
+            release_tokens: sum("release", "tokens")?,
+            spend_tokens: sum("spend", "tokens")?,
+        })
+    }
+
+    /// The run's money, from the ledger. Releasing more than was reserved (a double release) is
+    /// a broken ledger, reported as an error rather than shown as "nothing reserved".
+    pub fn money(&self, run_id: &str) -> Result<Money, JournalError> {
+        let t = self.ledger_totals(run_id)?;
+        let over = |kind, reserved, released| JournalError::OverRelease {
+            path: self.path.clone(),
+            run: run_id.to_owned(),
+            kind,
+            reserved,
+            released,
+        };
+        let reserved = t
+            .reserve_micros
+            .checked_sub(t.release_micros)
+            .ok_or_else(|| over("micro-USD", t.reserve_micros, t.release_micros))?;
+        let reserved_tokens = t
+            .reserve_tokens
+            .checked_sub(t.release_tokens)
+            .ok_or_else(|| over("tokens", t.reserve_tokens, t.release_tokens))?;
+        Ok(Money {
+            reserved: MicroUsd(reserved),
+            spent: MicroUsd(t.spend_micros),
+            reserved_tokens,
+            used_tokens: t.spend_tokens,
+        })
+    }
+
+    /// A new attempt id, `<12 hex of run>-<trial>-<seq>-<12 hex random>`: readable, and unique
+    /// beyond this journal (the same manifest in two state directories, or a copied journal,
+    /// never sends the same `x-skilltrial-attempt`), which provider-side idempotency relies on.
+    /// The random part comes from SQLite's `randomblob`, seeded from the OS.
+    fn new_attempt_id(
+        tx: &Transaction<'_>,
+        run_id: &str,
+        trial_idx: u32,
+        seq: u32,
+    ) -> rusqlite::Result<String> {
+        let nonce: String = tx.query_row("SELECT lower(hex(randomblob(6)))", [], |r| r.get(0))?;
+        Ok(format!(
+            "{}-{trial_idx:03}-{seq}-{nonce}",
+            &run_id[..12.min(run_id.len())]
+        ))
+    }
+
+    fn ledger(
+        tx: &Transaction<'_>,
+        run_id: &str,
+        attempt: &str,
+        kind: &str,
+        micros: u64,
+        tokens: u64,
+        note: &str,
+    ) -> rusqlite::Result<()> {
+        tx.execute(
+            "INSERT INTO ledger (run_id, attempt_id, kind, micros, tokens, at_ms, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![run_id, attempt, kind, to_i64(micros), to_i64(tokens), now_ms(), note],
+        )?;
+        Ok(())
+    }
+
+    /// Plans an attempt of a trial and reserves its upper cost, in one transaction.
+    pub fn plan_attempt(
+        &mut self,
+        run_id: &str,
+        trial_idx: u32,
+        reserve: MicroUsd,
+        reserve_tokens: u64,
+        retry: Option<(&str, &str)>,
+    ) -> Result<String, JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let seq: u32 = tx
+            .query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts WHERE run_id = ?1 AND trial_idx = ?2", params![run_id, trial_idx], |r| r.get(0))
+            .map_err(sql)?;
+        let id = Self::new_attempt_id(&tx, run_id, trial_idx, seq).map_err(sql)?;
+        tx.execute(
+            "INSERT INTO attempts (id, run_id, trial_idx, seq, retry_of, retry_reason, state, reserved_micros, reserved_tokens, planned_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'planned', ?7, ?8, ?9)",
+            params![id, run_id, trial_idx, seq, retry.map(|r| r.0), retry.map(|r| r.1), to_i64(reserve.0), to_i64(reserve_tokens), now_ms()],
+        )
+        .map_err(sql)?;
+        Self::ledger(
+            &tx,
+            run_id,
+            &id,
+            "reserve",
+            reserve.0,
+            reserve_tokens,
+            "upper cost reserved before dispatch",
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)?;
+        Ok(id)
+    }
+
+    /// Marks an attempt dispatched. MUST return before the request is sent: once committed, a
+    /// crash leaves an `unknown` attempt behind, never a forgotten request.
+    pub fn mark_dispatched(&self, attempt: &str, request_sha256: &str) -> Result<(), JournalError> {
+        let n = self
+            .conn
+            .execute(
+                "UPDATE attempts SET state = 'dispatched', request_sha256 = ?2, dispatched_at_ms = ?3 WHERE id = ?1 AND state = 'planned'",
+                params![attempt, request_sha256, now_ms()],
+            )
+            .map_err(self.sql())?;
+        if n == 1 {
+            Ok(())
+        } else {
+            Err(JournalError::State(format!(
+                "attempt {attempt} is not planned"
+            )))
+        }
+    }
+
+    fn run_of(tx: &Transaction<'_>, attempt: &str) -> rusqlite::Result<(String, u64, u64)> {
+        tx.query_row(
+            "SELECT run_id, reserved_micros, reserved_tokens FROM attempts WHERE id = ?1",
+            [attempt],
+            |r| Ok((r.get(0)?, to_u64(r.get(1)?), to_u64(r.get(2)?))),
+        )
+    }
+
+    /// A model result: usage and fingerprint recorded, reserve released, usage spent.
+    pub fn record_result(&mut self, attempt: &str, call: &CallRecord) -> Result<(), JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let (run_id, reserved, reserved_tokens) = Self::run_of(&tx, attempt).map_err(sql)?;
+        let n = tx
+            .execute(
+                "UPDATE attempts SET state = 'result', spent_micros = ?2, input_tokens = ?3, output_tokens = ?4, http_status = ?5,
+                    provider_request_id = ?6, model_reported = ?7, system_fingerprint = ?8, response_sha256 = ?9, answer_sha256 = ?10,
+                    latency_ms = ?11, finished_at_ms = ?12
+                 WHERE id = ?1 AND state = 'dispatched'",
+                params![
+                    attempt,
+                    to_i64(call.spent.0),
+                    call.input_tokens.map(to_i64),
+                    call.output_tokens.map(to_i64),
+                    call.http_status,
+                    call.provider_request_id,
+                    call.model_reported,
+                    call.system_fingerprint,
+                    call.response_sha256,
+                    call.answer_sha256,
+                    to_i64(call.latency_ms),
+                    now_ms()
+                ],
+            )
+            .map_err(sql)?;
+        if n != 1 {
+            return Err(JournalError::State(format!(
+                "attempt {attempt} is not dispatched"
+            )));
+        }
+        // Usage the provider did not report counts as the whole token reservation, never zero.
+        let used = match (call.input_tokens, call.output_tokens) {
+            (Some(i), Some(o)) => i.saturating_add(o),
+            _ => reserved_tokens,
+        };
+        Self::ledger(
+            &tx,
+            &run_id,
+            attempt,
+            "release",
+            reserved,
+            reserved_tokens,
+            "result received",
+        )
+        .map_err(sql)?;
+        Self::ledger(
+            &tx,
+            &run_id,
+            attempt,
+            "spend",
+            call.spent.0,
+            used,
+            "usage at cost",
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)
+    }
+
+    /// Closes an attempt with an outcome that has no model result (infrastructure error before the
+    /// model saw the request): reserve released, nothing spent.
+    pub fn close_without_result(
+        &mut self,
+        attempt: &str,
+        outcome: &str,
+        reasons: &[&str],
+        call: &CallRecord,
+    ) -> Result<(), JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let (run_id, reserved, reserved_tokens) = Self::run_of(&tx, attempt).map_err(sql)?;
+        let reasons_json = serde_json::to_string(reasons).unwrap_or_else(|_| "[]".to_owned());
+        tx.execute(
+            "UPDATE attempts SET state = 'closed', outcome = ?2, reasons = ?3, spent_micros = 0, http_status = ?4, provider_request_id = ?5,
+                error = ?6, latency_ms = ?7, finished_at_ms = ?8 WHERE id = ?1",
+            params![attempt, outcome, reasons_json, call.http_status, call.provider_request_id, call.error, to_i64(call.latency_ms), now_ms()],
+        )
+        .map_err(sql)?;
+        Self::ledger(
+            &tx,
+            &run_id,
+            attempt,
+            "release",
+            reserved,
+            reserved_tokens,
+            outcome,
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)
+    }
+
+    /// Dispatched, then no answer: `unknown`. The reserve stays held until the user decides.
+    pub fn mark_unknown(
+        &self,
+        attempt: &str,
+        error: &str,
+        latency_ms: Option<u64>,
+    ) -> Result<(), JournalError> {
+        self.conn
+            .execute(
+                "UPDATE attempts SET state = 'unknown', outcome = 'unknown', reasons = '[\"no_answer\"]', error = ?2, latency_ms = ?3, finished_at_ms = ?4
+                 WHERE id = ?1 AND state IN ('dispatched', 'planned')",
+                params![attempt, error, latency_ms.map(to_i64), now_ms()],
+            )
+            .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// A trial that is never dispatched: an attempt row with `not_run` and its reason.
+    pub fn record_not_run(
+        &mut self,
+        run_id: &str,
+        trial_idx: u32,
+        reason: &str,
+        message: &str,
+    ) -> Result<String, JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let seq: u32 = tx
+            .query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts WHERE run_id = ?1 AND trial_idx = ?2", params![run_id, trial_idx], |r| r.get(0))
+            .map_err(sql)?;
+        let id = Self::new_attempt_id(&tx, run_id, trial_idx, seq).map_err(sql)?;
+        let reasons = serde_json::to_string(&[reason]).unwrap_or_default();
+        tx.execute(
+            "INSERT INTO attempts (id, run_id, trial_idx, seq, state, outcome, reasons, error, spent_micros, planned_at_ms, finished_at_ms)
+             VALUES (?1, ?2, ?3, ?4, 'closed', 'not_run', ?5, ?6, 0, ?7, ?7)",
+            params![id, run_id, trial_idx, seq, reasons, message, now_ms()],
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)?;
+        Ok(id)
+    }
+
+    /// Closes a planned attempt (a user's retry the run can no longer send) as `not_run` with
+    /// its reason, releasing any reserve it holds, in one transaction: the attempt itself is the
+    /// trial's `not_run` observation, so no attempt is left `planned` once the run stops.
+    pub fn close_planned_not_run(
+        &mut self,
+        attempt: &str,
+        reason: &str,
+        message: &str,
+    ) -> Result<(), JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let (run_id, reserved, reserved_tokens) = Self::run_of(&tx, attempt).map_err(sql)?;
+        let reasons = serde_json::to_string(&[reason]).unwrap_or_default();
+        let n = tx
+            .execute(
+                "UPDATE attempts SET state = 'closed', outcome = 'not_run', reasons = ?2, error = ?3, spent_micros = 0, finished_at_ms = ?4
+                 WHERE id = ?1 AND state = 'planned'",
+                params![attempt, reasons, message, now_ms()],
+            )
+            .map_err(sql)?;
+        if n != 1 {
+            return Err(JournalError::State(format!(
+                "attempt {attempt} is not planned"
+            )));
+        }
+        if reserved > 0 || reserved_tokens > 0 {
+            Self::ledger(
+                &tx,
+                &run_id,
+                attempt,
+                "release",
+                reserved,
+                reserved_tokens,
+                "planned, not sent",
+            )
+            .map_err(sql)?;
+        }
+        tx.commit().map_err(sql)
+    }
+
+    /// Records a checker verdict for an attempt (the first check, or a recheck).
+    pub fn record_verdict(
+        &mut self,
+        attempt: &str,
+        verdict: &skilltrial_core::checker::Verdict,
+    ) -> Result<(), JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let reasons = serde_json::to_string(&verdict.reasons).unwrap_or_else(|_| "[]".to_owned());
+        let details = serde_json::to_string(&verdict.details).unwrap_or_else(|_| "[]".to_owned());
+        let tx = self.conn.transaction().map_err(sql)?;
+        tx.execute(
+            "INSERT INTO checks (attempt_id, checker_version, checker_source_sha256, outcome, reasons, details, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![attempt, skilltrial_core::checker::CHECKER_VERSION, skilltrial_core::checker::source_sha256(), verdict.outcome.as_str(), reasons, details, now_ms()],
+        )
+        .map_err(sql)?;
+        tx.execute("UPDATE attempts SET outcome = ?2, reasons = ?3, details = ?4 WHERE id = ?1 AND state = 'result'", params![attempt, verdict.outcome.as_str(), reasons, details])
+            .map_err(sql)?;
+        tx.commit().map_err(sql)
+    }
+
+    /// After a crash: every attempt of the run still `dispatched` becomes `unknown`, keeping its
+    /// reserve; nothing is re-sent. A `planned` attempt never left the machine: its reserve is
+    /// released and it stays planned, to be reserved again and sent by the run. Returns the
+    /// attempts that became unknown.
+    pub fn recover(&mut self, run_id: &str) -> Result<Vec<String>, JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let rows: Vec<(String, String)> = {
+            let mut stmt = tx
+                .prepare("SELECT id, state FROM attempts WHERE run_id = ?1 AND state IN ('dispatched', 'planned') ORDER BY trial_idx, seq")
+                .map_err(sql)?;
+            let rows = stmt
+                .query_map([run_id], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                })
+                .map_err(sql)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(sql)?
+        };
+        let mut unknown = Vec::new();
+        for (id, state) in rows {
+            if state == "planned" {
+                let (run, reserved, tokens) = Self::run_of(&tx, &id).map_err(sql)?;
+                if reserved > 0 || tokens > 0 {
+                    Self::ledger(
+                        &tx,
+                        &run,
+                        &id,
+                        "release",
+                        reserved,
+                        tokens,
+                        "planned, not dispatched before the stop",
+                    )
+                    .map_err(sql)?;
+                    tx.execute("UPDATE attempts SET reserved_micros = 0, reserved_tokens = 0 WHERE id = ?1", [&id]).map_err(sql)?;
+                }
+            } else {
+                tx.execute(
+                    "UPDATE attempts SET state = 'unknown', outcome = 'unknown', reasons = '[\"restart\"]', error = 'the runner stopped while this request was in flight', finished_at_ms = ?2 WHERE id = ?1",
+                    params![id, now_ms()],
+                )
+                .map_err(sql)?;
+                unknown.push(id);
+            }
+        }
+        tx.commit().map_err(sql)?;
+        Ok(unknown)
+    }
+
+    /// The user's decision on an `unknown` attempt. `Release` closes it as `interrupted` with its
+    /// reserve counted as spent; `Retry` does the same and plans a new attempt (new id, no
+    /// reserve until the run dispatches it) carrying the reason. The old attempt stays in the
+    /// ledger as its own observation. All of it commits in one transaction.
+    pub fn resolve(
+        &mut self,
+        attempt: &str,
+        resolution: &Resolution,
+    ) -> Result<Option<String>, JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        let row: Option<(String, u32, String, u64, u64)> = tx
+            .query_row(
+                "SELECT run_id, trial_idx, state, reserved_micros, reserved_tokens FROM attempts WHERE id = ?1",
+                [attempt],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, to_u64(r.get(3)?), to_u64(r.get(4)?))),
+            )
+            .optional()
+            .map_err(sql)?;
+        let Some((run_id, trial_idx, state, reserved, reserved_tokens)) = row else {
+            return Err(JournalError::State(format!("no attempt `{attempt}`")));
+        };
+        if state == "closed"
+            && let Resolution::Retry { reason } = resolution
+        {
+            // An infrastructure error (nothing reached the model, its reserve already released)
+            // may be retried by hand, once it is its trial's latest attempt.
+            let (outcome, later): (Option<String>, u32) = tx
+                .query_row(
+                    "SELECT outcome, (SELECT COUNT(*) FROM attempts b WHERE b.run_id = a.run_id AND b.trial_idx = a.trial_idx AND b.seq > a.seq) FROM attempts a WHERE id = ?1",
+                    [attempt],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .map_err(sql)?;
+            if outcome.as_deref() == Some("infrastructure_error") {
+                if later > 0 {
+                    return Err(JournalError::State(format!(
+                        "attempt {attempt} is not its trial's latest attempt: retry the latest one"
+                    )));
+                }
+                let seq: u32 = tx
+                    .query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts WHERE run_id = ?1 AND trial_idx = ?2", params![run_id, trial_idx], |r| r.get(0))
+                    .map_err(sql)?;
+                let id = Self::new_attempt_id(&tx, &run_id, trial_idx, seq).map_err(sql)?;
+                tx.execute(
+                    "INSERT INTO attempts (id, run_id, trial_idx, seq, retry_of, retry_reason, state, planned_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'planned', ?7)",
+                    params![id, run_id, trial_idx, seq, attempt, reason, now_ms()],
+                )
+                .map_err(sql)?;
+                tx.commit().map_err(sql)?;
+                return Ok(Some(id));
+            }
+        }
+        if state != "unknown" {
+            return Err(JournalError::State(format!(
+                "attempt {attempt} is {state}, not unknown: only unknown attempts are resolved (and infrastructure errors retried)"
+            )));
+        }
+        if matches!(resolution, Resolution::Retry { .. }) {
+            // A cancelled run never sends again: a retry planned now could only stay planned.
+            let (status, cancel): (String, i64) = tx
+                .query_row(
+                    "SELECT status, cancel_requested FROM runs WHERE id = ?1",
+                    [&run_id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .map_err(sql)?;
+            if status == "cancelled" || cancel != 0 {
+                return Err(JournalError::State(format!(
+                    "attempt {attempt} belongs to run {}, which was cancelled: a retry would never be sent; use --release, or plan a new run",
+                    &run_id[..12.min(run_id.len())]
+                )));
+            }
+        }
+        let note = match resolution {
+            Resolution::Release => "released by the user as spent".to_owned(),
+            Resolution::Retry { reason } => format!("retried by the user: {reason}"),
+        };
+        tx.execute(
+            "UPDATE attempts SET state = 'closed', outcome = 'interrupted', spent_micros = reserved_micros, error = COALESCE(error, '') || ' | ' || ?2 WHERE id = ?1",
+            params![attempt, note],
+        )
+        .map_err(sql)?;
+        Self::ledger(
+            &tx,
+            &run_id,
+            attempt,
+            "release",
+            reserved,
+            reserved_tokens,
+            &note,
+        )
+        .map_err(sql)?;
+        Self::ledger(
+            &tx,
+            &run_id,
+            attempt,
+            "spend",
+            reserved,
+            reserved_tokens,
+            &note,
+        )
+        .map_err(sql)?;
+        let new_attempt = match resolution {
+            Resolution::Release => None,
+            Resolution::Retry { reason } => {
+                let seq: u32 = tx
+                    .query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts WHERE run_id = ?1 AND trial_idx = ?2", params![run_id, trial_idx], |r| r.get(0))
+                    .map_err(sql)?;
+                let id = Self::new_attempt_id(&tx, &run_id, trial_idx, seq).map_err(sql)?;
+                tx.execute(
+                    "INSERT INTO attempts (id, run_id, trial_idx, seq, retry_of, retry_reason, state, planned_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'planned', ?7)",
+                    params![id, run_id, trial_idx, seq, attempt, reason, now_ms()],
+                )
+                .map_err(sql)?;
+                Some(id)
+            }
+        };
+        tx.commit().map_err(sql)?;
+        Ok(new_attempt)
+    }
+
+    /// Re-reserves a planned (retry) attempt right before dispatch.
+    pub fn reserve_planned(
+        &mut self,
+        attempt: &str,
+        reserve: MicroUsd,
+        tokens: u64,
+    ) -> Result<(), JournalError> {
+        let path = self.path.clone();
+        let sql = |source| JournalError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let (run_id, _, _) = Self::run_of(&tx, attempt).map_err(sql)?;
+        let updated = tx.execute("UPDATE attempts SET reserved_micros = ?2, reserved_tokens = ?3 WHERE id = ?1 AND state = 'planned' AND reserved_micros = 0 AND reserved_tokens = 0", params![attempt, to_i64(reserve.0), to_i64(tokens)])
+            .map_err(sql)?;
+        if updated != 1 {
+            return Err(JournalError::State(format!(
+                "attempt {attempt} is not a planned attempt without a reserve"
+            )));
+        }
+        Self::ledger(
+            &tx,
+            &run_id,
+            attempt,
+            "reserve",
+            reserve.0,
+            tokens,
+            "upper cost reserved before dispatch",
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)
+    }
+
+    /// The checkers (version, source hash) behind the current verdict of each attempt of a run.
+    pub fn verdict_checkers(&self, run_id: &str) -> Result<Vec<(String, String)>, JournalError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT DISTINCT c.checker_version, c.checker_source_sha256 FROM checks c
+                 JOIN attempts a ON a.id = c.attempt_id
+                 WHERE a.run_id = ?1 AND c.id = (SELECT MAX(id) FROM checks WHERE attempt_id = a.id)
+                 ORDER BY 1, 2",
+            )
+            .map_err(self.sql())?;
+        stmt.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(self.sql())?
+            .collect::<Result<_, _>>()
+            .map_err(self.sql())
+    }
+
+    /// Records the runner's own time spent on an attempt (the engine's measurement, model wait
+    /// excluded). Idempotent: a repeated write keeps the last measurement.
+    pub fn record_runner_time(&self, attempt: &str, runner_us: u64) -> Result<(), JournalError> {
+        self.conn
+            .execute(
+                "UPDATE attempts SET runner_us = ?2 WHERE id = ?1",
+                params![attempt, to_i64(runner_us)],
+            )
+            .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// The runner's own time of every attempt of a run that has one, by attempt id.
+    pub fn runner_times(
+        &self,
+        run_id: &str,
+    ) -> Result<std::collections::BTreeMap<String, u64>, JournalError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, runner_us FROM attempts WHERE run_id = ?1 AND runner_us IS NOT NULL",
+            )
+            .map_err(self.sql())?;
+        stmt.query_map([run_id], |r| Ok((r.get(0)?, to_u64(r.get(1)?))))
+            .map_err(self.sql())?
+            .collect::<Result<_, _>>()
+            .map_err(self.sql())
+    }
+
+    /// Records a payload blob written to the payload store.
+    pub fn record_payload(&self, sha256: &str, kind: &str, bytes: u64) -> Result<(), JournalError> {
+        self.conn
+            .execute(
+                "INSERT INTO payloads (sha256, kind, bytes, created_at_ms) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(sha256) DO UPDATE SET created_at_ms = excluded.created_at_ms, purged_at_ms = NULL",
+                params![sha256, kind, to_i64(bytes), now_ms()],
+            )
+            .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Payloads created before `cutoff_ms` and not yet purged.
+    pub fn payloads_before(
+        &self,
+        cutoff_ms: i64,
+    ) -> Result<Vec<(String, String, u64)>, JournalError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT sha256, kind, bytes FROM payloads WHERE created_at_ms < ?1 AND purged_at_ms IS NULL ORDER BY created_at_ms")
+            .map_err(self.sql())?;
+        stmt.query_map([cutoff_ms], |r| {
+            Ok((r.get(0)?, r.get(1)?, to_u64(r.get(2)?)))
+        })
+        .map_err(self.sql())?
+        .collect::<Result<_, _>>()
+        .map_err(self.sql())
+    }
+
+    /// Marks a payload purged.
+    pub fn mark_purged(&self, sha256: &str) -> Result<(), JournalError> {
+        self.conn
+            .execute(
+                "UPDATE payloads SET purged_at_ms = ?2 WHERE sha256 = ?1",
+                params![sha256, now_ms()],
+            )
+            .map_err(self.sql())?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::{Journal, JournalError, SCHEMA_VERSION};
+
+    #[test]
+    fn the_journal_is_wal_with_full_sync_and_foreign_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open(&dir.path().join("j.sqlite3")).unwrap();
+        let mode: String = journal
+            .conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        let sync: i64 = journal
+            .conn
+            .pragma_query_value(None, "synchronous", |r| r.get(0))
+            .unwrap();
+        assert_eq!(sync, 2, "synchronous=FULL");
+        let fk: i64 = journal
+            .conn
+            .pragma_query_value(None, "foreign_keys", |r| r.get(0))
+            .unwrap();
+        assert_eq!(fk, 1);
+        let busy: i64 = journal
+            .conn
+            .pragma_query_value(None, "busy_timeout", |r| r.get(0))
+            .unwrap();
+        assert_eq!(busy, 30_000);
+    }
+
+    #[test]
+    fn a_journal_of_schema_1_is_migrated_and_keeps_its_runs_and_attempt_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite3");
+        {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.execute_batch(super::MIGRATIONS[0]).unwrap();
+            conn.pragma_update(None, "user_version", 1).unwrap();
+            conn.execute_batch(
+                "INSERT INTO runs (id, manifest_sha256, pack_id, created_at_ms, status, max_requests)
+                   VALUES ('abababababababab', 'abababababababab', 'p@1', 1, 'finished', 10);
+                 INSERT INTO trials VALUES ('abababababababab', 0, 't', 'a', 1, 5, 1, 1);
+                 INSERT INTO attempts (id, run_id, trial_idx, seq, state, planned_at_ms)
+                   VALUES ('abababababab-000-1', 'abababababababab', 0, 1, 'planned', 1);",
+            )
+            .unwrap();
+        }
+        let mut journal = Journal::open(&path).unwrap();
+        let version: u32 = journal
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let run = journal.run("abababababababab").unwrap().unwrap();
+        assert_eq!((run.run_limit_ms, run.executed_ms), (None, 0));
+        let attempts = journal.attempts("abababababababab").unwrap();
+        assert_eq!(
+            attempts[0].id, "abababababab-000-1",
+            "old ids stay as they were"
+        );
+        // New attempts get the new, globally unique form.
+        let id = journal
+            .plan_attempt(
+                "abababababababab",
+                0,
+                skilltrial_core::money::MicroUsd(5),
+                1,
+                None,
+            )
+            .unwrap();
+        assert!(id.starts_with("abababababab-000-2-"), "{id}");
+        assert_eq!(id.len(), "abababababab-000-2-".len() + 12);
+        // Opening again migrates nothing more.
+        drop(journal);
+        Journal::open(&path).unwrap();
+    }
+
+    #[test]
+    fn closing_a_planned_attempt_as_not_run_releases_its_reserve_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal::open(&dir.path().join("j.sqlite3")).unwrap();
+        journal
+            .conn
+            .execute_batch(
+                "INSERT INTO runs (id, manifest_sha256, pack_id, created_at_ms, status, max_requests)
+                   VALUES ('r', 'r', 'p@1', 1, 'running', 10);
+                 INSERT INTO trials VALUES ('r', 0, 't', 'a', 1, 5, 1, 1);",
+            )
+            .unwrap();
+        let id = journal
+            .plan_attempt("r", 0, skilltrial_core::money::MicroUsd(70), 9, None)
+            .unwrap();
+        journal
+            .close_planned_not_run(&id, "not_run_budget", "no room")
+            .unwrap();
+        let (_, row) = journal.attempt(&id).unwrap().unwrap();
+        assert_eq!(row.state, super::AttemptState::Closed);
+        assert_eq!(row.outcome.as_deref(), Some("not_run"));
+        assert_eq!(row.reasons, vec!["not_run_budget".to_owned()]);
+        let t = journal.ledger_totals("r").unwrap();
+        assert_eq!(
+            (t.reserve_micros, t.release_micros, t.spend_micros),
+            (70, 70, 0)
+        );
+        assert_eq!((t.reserve_tokens, t.release_tokens), (9, 9));
+        let again = journal
+            .close_planned_not_run(&id, "not_run_budget", "no room")
+            .unwrap_err();
+        assert_eq!(again.to_string(), format!("attempt {id} is not planned"));
+        assert_eq!(
+            journal.ledger_totals("r").unwrap(),
+            t,
+            "nothing released twice"
+        );
+    }
+
+    #[test]
+    fn a_release_beyond_the_reserves_is_an_error_not_a_zero() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite3");
+        let journal = Journal::open(&path).unwrap();
+        journal
+            .conn
+            .execute_batch(
+                "INSERT INTO runs (id, manifest_sha256, pack_id, created_at_ms, status, max_requests)
+                   VALUES ('r', 'r', 'p@1', 1, 'running', 10);
+                 INSERT INTO ledger (run_id, kind, micros, tokens, at_ms) VALUES ('r', 'reserve', 100, 10, 1);
+                 INSERT INTO ledger (run_id, kind, micros, tokens, at_ms) VALUES ('r', 'release', 100, 10, 1);",
+            )
+            .unwrap();
+        assert_eq!(journal.money("r").unwrap().reserved.0, 0);
+        journal
+            .conn
+            .execute(
+                "INSERT INTO ledger (run_id, kind, micros, tokens, at_ms) VALUES ('r', 'release', 100, 10, 2)",
+                [],
+            )
+            .unwrap();
+        let err = journal.money("r").unwrap_err();
+        assert!(matches!(err, JournalError::OverRelease { .. }), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "journal {}: run r releases more than it reserved (micro-USD: reserved 100, released 200)",
+                path.display()
+            )
+        );
+    }
+
+    #[test]
+    fn the_attempt_column_count_matches_the_column_list() {
+        assert_eq!(
+            Journal::ATTEMPT_COLUMNS.split(',').count(),
+            Journal::ATTEMPT_COLUMN_COUNT
+        );
+    }
+}

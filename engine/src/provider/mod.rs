@@ -1,0 +1,326 @@
+//! Model providers: one request in, one normalized response (or a classified failure) out.
+//!
+//! **Invariant:** only this module speaks HTTP to models. Keys are held as [`Secret`]s, sent only
+//! in a request header, and never returned, logged or stored: every text a provider sends back is
+//! scrubbed of the key ([`scrub`]) before anything else sees it.
+//!
+//! Failures are classified by what they mean for money and for the trial:
+//! - [`CallError::NotDelivered`] — the request never reached the provider (connection refused,
+//!   DNS, TLS): `infrastructure_error`, nothing spent.
+//! - [`CallError::Rejected`] — the provider refused it with an error status (429, 5xx, 529, 4xx)
+//!   before the model produced anything: `infrastructure_error`, nothing spent. Rate limits and
+//!   overload are retried by the engine within bounds ([`retry`]).
+//! - [`CallError::Lost`] — it was sent and no usable answer came back (timeout, connection cut
+//!   mid-response, malformed or truncated body): `unknown`, the reserve stays held and nothing is
+//!   retried automatically.
+
+mod anthropic;
+mod openai;
+pub mod retry;
+pub mod scrub;
+
+use std::time::{Duration, Instant};
+
+pub use anthropic::Anthropic;
+pub use openai::OpenAi;
+pub use scrub::Scrubber;
+
+use crate::keys::Secret;
+use skilltrial_core::digest::Sha256Digest;
+use skilltrial_core::profile::ProviderKind;
+
+/// What a trial asks the model.
+#[derive(Debug, Clone)]
+pub struct ModelRequest {
+    pub model: String,
+    pub system: String,
+    pub user: String,
+    pub max_output_tokens: u64,
+    /// Decimal string, e.g. "0".
+    pub temperature: String,
+    /// The journal's attempt id, sent as the `x-skilltrial-attempt` header so that every request
+    /// can be traced to exactly one attempt on both sides (bodies repeat across repetitions).
+    pub attempt: Option<String>,
+}
+
+/// The header that carries the attempt id.
+pub const ATTEMPT_HEADER: &str = "x-skilltrial-attempt";
+
+/// What came back.
+#[derive(Debug, Clone, Default)]
+pub struct ModelResponse {
+    /// The answer text (all text blocks, concatenated).
+    pub text: String,
+    pub http_status: u16,
+    pub request_id: Option<String>,
+    /// The model id the API reports.
+    pub model_reported: Option<String>,
+    /// OpenAI's `system_fingerprint`, where given.
+    pub system_fingerprint: Option<String>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub stop_reason: Option<String>,
+    /// The raw response body, kept as a payload.
+    pub raw_body: Vec<u8>,
+    pub latency: Duration,
+}
+
+/// A failed call, classified.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    #[error("the request never reached the provider: {message}")]
+    NotDelivered { message: String },
+    #[error("the provider refused the request with HTTP {status}: {message}")]
+    Rejected {
+        status: u16,
+        request_id: Option<String>,
+        message: String,
+        /// The wait the provider asked for (`retry-after` / `retry-after-ms`), uncapped.
+        retry_after: Option<Duration>,
+    },
+    #[error("no usable answer after the request was sent: {message}")]
+    Lost {
+        message: String,
+        http_status: Option<u16>,
+    },
+}
+
+/// A model API.
+pub trait Provider: Send + Sync {
+    /// The provider kind.
+    fn kind(&self) -> ProviderKind;
+    /// The exact body that [`Provider::call`] sends (its SHA-256 is journaled before dispatch).
+    fn body(&self, request: &ModelRequest) -> Vec<u8>;
+    /// Sends one request and waits at most the client's timeout.
+    fn call(&self, request: &ModelRequest) -> Result<ModelResponse, CallError>;
+}
+
+/// SHA-256 of a request body: what the journal records as the request's identity.
+pub fn request_sha256(body: &[u8]) -> Sha256Digest {
+    Sha256Digest::of(body)
+}
+
+/// The HTTP client every provider uses: no redirects (a redirect could carry the key header to
+/// another host), a total timeout per request.
+pub(crate) fn client(timeout: Duration) -> Result<reqwest::blocking::Client, CallError> {
+    reqwest::blocking::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout.min(Duration::from_secs(10)))
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("skilltrial/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| CallError::NotDelivered {
+            message: format!("cannot build the HTTP client: {e}"),
+        })
+}
+
+/// The longest error text kept from a provider, in characters (after scrubbing).
+pub const ERROR_SNIPPET_CHARS: usize = 300;
+
+/// Sends a JSON body and classifies every failure. `parse` turns a 2xx body into a response.
+///
+/// Every text that came from the provider (the body, the kept headers, error messages) passes
+/// through `scrubber` first, before it is parsed, truncated or returned: nothing downstream ever
+/// sees the key, even when a gateway quotes it.
+pub(crate) fn send(
+    client: &reqwest::blocking::Client,
+    url: &str,
+    headers: &[(&str, String)],
+    scrubber: &Scrubber,
+    body: Vec<u8>,
+    request_id_header: &str,
+    parse: impl FnOnce(&[u8]) -> Result<ModelResponse, String>,
+) -> Result<ModelResponse, CallError> {
+    let started = Instant::now();
+    let mut builder = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body);
+    for (name, value) in headers {
+        let mut value =
+            reqwest::header::HeaderValue::from_str(value).map_err(|_| CallError::NotDelivered {
+                message: format!("the `{name}` header value is not valid in HTTP"),
+            })?;
+        if matches!(*name, "x-api-key" | "authorization") {
+            // Keeps it out of reqwest's own Debug output.
+            value.set_sensitive(true);
+        }
+        builder = builder.header(*name, value);
+    }
+    let response = builder
+        .send()
+        .map_err(|e| scrub_error(classify_send_error(&e), scrubber))?;
+    let status = response.status().as_u16();
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| scrubber.text(v))
+    };
+    let request_id = header(request_id_header);
+    let retry_after = retry::parse_retry_after(
+        header("retry-after-ms").as_deref(),
+        header("retry-after").as_deref(),
+    );
+    let bytes = response.bytes().map_err(|e| CallError::Lost {
+        message: scrubber.text(&format!("the response body broke off: {}", without_url(&e))),
+        http_status: Some(status),
+    })?;
+    // Scrubbed whole, before any truncation or parsing.
+    let bytes = scrubber.bytes(&bytes);
+    if !(200..300).contains(&status) {
+        let snippet: String = String::from_utf8_lossy(&bytes)
+            .chars()
+            .take(ERROR_SNIPPET_CHARS)
+            .collect();
+        return Err(CallError::Rejected {
+            status,
+            request_id,
+            message: snippet,
+            retry_after,
+        });
+    }
+    let mut parsed = parse(&bytes).map_err(|message| CallError::Lost {
+        message: scrubber.text(&message),
+        http_status: Some(status),
+    })?;
+    parsed.http_status = status;
+    parsed.request_id = parsed.request_id.or(request_id);
+    parsed.raw_body = bytes;
+    parsed.latency = started.elapsed();
+    Ok(parsed)
+}
+
+fn scrub_error(error: CallError, scrubber: &Scrubber) -> CallError {
+    match error {
+        CallError::NotDelivered { message } => CallError::NotDelivered {
+            message: scrubber.text(&message),
+        },
+        CallError::Rejected {
+            status,
+            request_id,
+            message,
+            retry_after,
+        } => CallError::Rejected {
+            status,
+            request_id: request_id.map(|r| scrubber.text(&r)),
+            message: scrubber.text(&message),
+            retry_after,
+        },
+        CallError::Lost {
+            message,
+            http_status,
+        } => CallError::Lost {
+            message: scrubber.text(&message),
+            http_status,
+        },
+    }
+}
+
+fn classify_send_error(e: &reqwest::Error) -> CallError {
+    // A connect failure means no byte of the request reached the provider; anything else (a
+    // timeout, a reset after sending) may have been processed and billed.
+    if e.is_connect() || e.is_builder() || is_refused(e) {
+        CallError::NotDelivered {
+            message: without_url(e),
+        }
+    } else {
+        CallError::Lost {
+            message: without_url(e),
+            http_status: e.status().map(|s| s.as_u16()),
+        }
+    }
+}
+
+fn is_refused(e: &reqwest::Error) -> bool {
+    let text = format!("{e:?}");
+    text.contains("ConnectionRefused") || text.contains("Connection refused")
+}
+
+/// An error message without the URL (which could carry credentials in userinfo).
+fn without_url(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    if let Some(url) = e.url() {
+        text = text.replace(url.as_str(), "<endpoint>");
+    }
+    text
+}
+
+/// Builds the provider a manifest names, with the key from the environment. The endpoint is the
+/// manifest's, never re-read from the environment: a run goes where its plan said.
+pub fn for_manifest(
+    manifest: &skilltrial_core::manifest::Manifest,
+) -> Result<Box<dyn Provider>, String> {
+    let timeout = Duration::from_millis(manifest.limits.request_timeout_ms);
+    let endpoint = &manifest.model.endpoint;
+    let kind = manifest.model.provider;
+    // A key never travels in cleartext to another machine.
+    let key = crate::keys::lookup(kind)
+        .map(|(key, _)| key)
+        .filter(|_| may_carry_key(endpoint));
+    if !may_carry_key(endpoint) && kind == ProviderKind::Anthropic {
+        return Err(format!(
+            "refusing to send an Anthropic key over plain http to {endpoint}: use https or a loopback address"
+        ));
+    }
+    match kind {
+        ProviderKind::Anthropic => {
+            let key =
+                key.ok_or_else(|| format!("set {} to run against {endpoint}", kind.key_env()))?;
+            Ok(Box::new(
+                Anthropic::new(endpoint, key, timeout).map_err(|e| e.to_string())?,
+            ))
+        }
+        ProviderKind::Openai => {
+            if key.is_none() && endpoint.starts_with("https://api.openai.com") {
+                return Err(format!(
+                    "set {} or store a key with `skilltrial key set openai` to run against {endpoint}",
+                    kind.key_env()
+                ));
+            }
+            Ok(Box::new(
+                OpenAi::new(endpoint, key, timeout).map_err(|e| e.to_string())?,
+            ))
+        }
+    }
+}
+
+/// The API root of a base URL: without a trailing `/` or `/v1` (OpenAI SDKs and Ollama write
+/// `…/v1`; the providers append `/v1/...` themselves).
+pub fn api_root(base_url: &str) -> String {
+    let trimmed = base_url.trim_end_matches('/');
+    trimmed.strip_suffix("/v1").unwrap_or(trimmed).to_owned()
+}
+
+/// Whether an endpoint may carry a key: https anywhere, plain http only to this machine.
+pub fn may_carry_key(endpoint: &str) -> bool {
+    if endpoint.starts_with("https://") {
+        return true;
+    }
+    let Some(rest) = endpoint.strip_prefix("http://") else {
+        return false;
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let host = host.rsplit('@').next().unwrap_or(host);
+    let host = if host.starts_with('[') {
+        host.split(']')
+            .next()
+            .map(|h| h.trim_start_matches('['))
+            .unwrap_or(host)
+    } else {
+        host.split(':').next().unwrap_or(host)
+    };
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Reads a key from the environment; `None` when unset or empty.
+pub fn key_from_env(kind: ProviderKind) -> Option<Secret> {
+    std::env::var(kind.key_env())
+        .ok()
+        .filter(|k| !k.trim().is_empty())
+        .map(|k| Secret::new(&k))
+}

@@ -1,0 +1,856 @@
+//! The HTML report: one self-contained file, readable from `file://`, with no network reference.
+//!
+//! Everything from a run — model answers above all — is HTML-escaped text; links and scripts in
+//! answers are inert. A strict Content-Security-Policy allows only this file's own inline style
+//! and script, by hash: no other script, style, image, font, frame or connection can load.
+
+use std::fmt::Write as _;
+
+use base64::Engine as _;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+const STYLE: &str = r#"
+:root{--bg:#fbfbfa;--fg:#1c1d21;--muted:#5d6270;--card:#fff;--line:#e3e4e8;--accent:#3451b2;--onaccent:#fff;--good:#1f7a4d;--goodbg:#e3f4ea;--bad:#b42318;--badbg:#fdecea;--mid:#8a5a00;--midbg:#fff4d6;--warnbg:#fff4d6}
+@media (prefers-color-scheme:dark){:root:not([data-theme=light]){--bg:#15161a;--fg:#e6e6ea;--muted:#a2a6b3;--card:#1d1f25;--line:#30333c;--accent:#8ea2ff;--onaccent:#15161a;--good:#5fd39b;--goodbg:#15392a;--bad:#ff8a80;--badbg:#43201d;--mid:#f0c060;--midbg:#3d3117;--warnbg:#3d3117}}
+:root[data-theme=dark]{--bg:#15161a;--fg:#e6e6ea;--muted:#a2a6b3;--card:#1d1f25;--line:#30333c;--accent:#8ea2ff;--onaccent:#15161a;--good:#5fd39b;--goodbg:#15392a;--bad:#ff8a80;--badbg:#43201d;--mid:#f0c060;--midbg:#3d3117;--warnbg:#3d3117}
+*{box-sizing:border-box}body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
+header{padding:20px 28px 8px;border-bottom:1px solid var(--line);background:var(--card)}
+h1{font-size:20px;margin:0 0 4px}h2{font-size:17px;margin:24px 0 8px}h3{font-size:15px;margin:18px 0 6px}
+.sub{color:var(--muted);font-size:13px}.mono,code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
+nav{display:flex;gap:4px;flex-wrap:wrap;margin-top:12px}nav a{padding:6px 12px;border-radius:6px;color:var(--fg);text-decoration:none;border:1px solid var(--line)}nav a.on{background:var(--accent);color:var(--onaccent);border-color:var(--accent)}
+main{padding:8px 28px 40px;max-width:1200px}section{margin-top:8px}
+.banner{margin:12px 0;padding:10px 14px;border-radius:8px;background:var(--warnbg);border:1px solid var(--mid)}
+.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(220px,1fr));gap:12px}.card{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:14px}
+.big{font-size:26px;font-weight:650}.k{color:var(--muted);font-size:12.5px}
+table{border-collapse:collapse;width:100%;background:var(--card);border:1px solid var(--line);border-radius:8px;margin:6px 0 14px}
+th,td{padding:6px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}th{font-size:12.5px;color:var(--muted);cursor:pointer;user-select:none;white-space:nowrap}th.num,td.num{text-align:right;font-variant-numeric:tabular-nums}
+.pass{background:var(--goodbg);color:var(--good);font-weight:600}.fail{background:var(--badbg);color:var(--bad);font-weight:600}.mid{background:var(--midbg);color:var(--mid);font-weight:600}
+.tag{display:inline-block;padding:1px 7px;border-radius:10px;font-size:12px;border:1px solid var(--line)}
+pre{white-space:pre-wrap;word-break:break-word;background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:10px;max-height:420px;overflow:auto}
+details{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:6px 12px;margin:6px 0}summary{cursor:pointer}
+button{font:inherit;padding:4px 10px;border-radius:6px;border:1px solid var(--line);background:var(--card);color:var(--fg);cursor:pointer;float:right}
+.js section.view{display:none}.js section.view.on{display:block}
+a{color:var(--accent)}td a{color:inherit}.changes li{margin:2px 0}.filters{display:flex;gap:10px;flex-wrap:wrap;margin:8px 0}.filters label{font-size:12.5px;color:var(--muted)}select{font:inherit;color:var(--fg);background:var(--card);border:1px solid var(--line);border-radius:6px;padding:2px 6px}
+.js details.hide{display:none}
+"#;
+
+const SCRIPT: &str = r#"
+(function(){var d=document.documentElement;d.classList.add('js');
+var views=[].slice.call(document.querySelectorAll('section.view')),links=[].slice.call(document.querySelectorAll('nav a'));
+function show(id){views.forEach(function(v){v.classList.toggle('on',v.id===id)});links.forEach(function(a){a.classList.toggle('on',a.getAttribute('href')==='#'+id)})}
+links.forEach(function(a){a.addEventListener('click',function(e){e.preventDefault();show(a.getAttribute('href').slice(1));history.replaceState(null,'',a.getAttribute('href'))})});
+show((location.hash||'#summary').slice(1));window.scrollTo(0,0);
+var t=document.getElementById('theme');if(t){t.addEventListener('click',function(){var cur=d.getAttribute('data-theme')||(window.matchMedia&&window.matchMedia('(prefers-color-scheme: dark)').matches?'dark':'light');d.setAttribute('data-theme',cur==='dark'?'light':'dark')})}
+var f={task:document.getElementById('f-task'),arm:document.getElementById('f-arm'),outcome:document.getElementById('f-outcome')},ev=[].slice.call(document.querySelectorAll('#evidence details[data-task]'));
+function filter(){var n=0;ev.forEach(function(e){var ok=['task','arm','outcome'].every(function(k){return !f[k]||!f[k].value||e.getAttribute('data-'+k)===f[k].value});e.classList.toggle('hide',!ok);if(ok){n++}});var c=document.getElementById('f-count');if(c){c.textContent=n+' of '+ev.length+' attempts'}return n}
+['task','arm','outcome'].forEach(function(k){if(f[k]){f[k].addEventListener('change',filter)}});filter();
+[].slice.call(document.querySelectorAll('a[data-task]')).forEach(function(a){a.addEventListener('click',function(e){e.preventDefault();['task','arm','outcome'].forEach(function(k){if(f[k]){f[k].value=a.getAttribute('data-'+k)||''}});filter();ev.forEach(function(x){if(!x.classList.contains('hide')){x.open=true}});show('evidence');history.replaceState(null,'','#evidence');window.scrollTo(0,0)})});
+[].slice.call(document.querySelectorAll('table.sortable')).forEach(function(table){[].slice.call(table.tHead.rows[0].cells).forEach(function(th,i){th.addEventListener('click',function(){var asc=th.getAttribute('data-dir')!=='asc';th.setAttribute('data-dir',asc?'asc':'desc');var rows=[].slice.call(table.tBodies[0].rows);rows.sort(function(a,b){var x=a.cells[i].getAttribute('data-v')||a.cells[i].textContent,y=b.cells[i].getAttribute('data-v')||b.cells[i].textContent;var nx=parseFloat(x),ny=parseFloat(y);var c=(!isNaN(nx)&&!isNaN(ny))?nx-ny:x.localeCompare(y);return asc?c:-c});rows.forEach(function(r){table.tBodies[0].appendChild(r)})})})})})();
+"#;
+
+/// HTML-escapes text for element content and attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn csp_hash(text: &str) -> String {
+    let digest = Sha256::digest(text.as_bytes());
+    format!(
+        "'sha256-{}'",
+        base64::engine::general_purpose::STANDARD.encode(digest)
+    )
+}
+
+/// The Content-Security-Policy of the report.
+pub fn content_security_policy() -> String {
+    format!(
+        "default-src 'none'; style-src {}; script-src {}; img-src 'none'; font-src 'none'; connect-src 'none'; media-src 'none'; object-src 'none'; frame-src 'none'; base-uri 'none'; form-action 'none'",
+        csp_hash(STYLE),
+        csp_hash(SCRIPT)
+    )
+}
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::String(t) => t.clone(),
+        Value::Null => "—".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+fn pct(v: &Value) -> String {
+    v.get("value")
+        .and_then(Value::as_str)
+        .and_then(|x| x.parse::<f64>().ok())
+        .map_or_else(|| "—".to_owned(), |x| format!("{:.0}%", x * 100.0))
+}
+
+fn usd(micros: &Value) -> String {
+    micros.as_u64().map_or_else(
+        || "—".to_owned(),
+        |m| skilltrial_core::money::MicroUsd(m).to_string(),
+    )
+}
+
+/// A UTC date and time from Unix milliseconds ("2026-11-30 15:02 UTC"), without a date crate:
+/// the days-to-civil conversion of Howard Hinnant's `chrono`-compatible algorithms.
+pub fn utc(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+/// An arm as people read it: A and B uppercase, as in the summary and the CLI; baseline keeps its
+/// word. The JSON and the `data-arm` attributes the filters match keep the journal's ids.
+fn arm_label(arm: &str) -> String {
+    if arm == "baseline" {
+        arm.to_owned()
+    } else {
+        arm.to_uppercase()
+    }
+}
+
+/// The run's state in words, from the same numbers for the header and the partial-run banner,
+/// so the two can never disagree.
+fn coverage_words(report: &Value) -> (bool, String) {
+    let summary = &report["summary"];
+    let complete = summary["complete"].as_bool().unwrap_or(false);
+    let executed = summary["executed"].as_u64().unwrap_or(0);
+    let planned = summary["planned"].as_u64().unwrap_or(0);
+    let words = if complete {
+        format!("complete: all {planned} planned trials have a model result")
+    } else {
+        format!("partial: {executed} of {planned} planned trials have a model result")
+    };
+    (complete, words)
+}
+
+/// A link that opens the evidence view filtered to a task (and an arm, and an outcome).
+fn evidence_link(text: &str, task: &str, arm: Option<&str>) -> String {
+    format!(
+        "<a href=\"#evidence\" data-task=\"{}\"{}>{}</a>",
+        escape(task),
+        arm.map(|a| format!(" data-arm=\"{}\"", escape(a)))
+            .unwrap_or_default(),
+        text
+    )
+}
+
+fn cell_class(pass: u64, executed: u64) -> &'static str {
+    if executed == 0 {
+        ""
+    } else if pass == executed {
+        "pass"
+    } else if pass == 0 {
+        "fail"
+    } else {
+        "mid"
+    }
+}
+
+/// The first screen's answer: which tasks B fixes or breaks against A, and each skill against the
+/// baseline, every task linked to its attempts in the evidence view.
+fn changes_html(report: &Value) -> String {
+    let changes = &report["summary"]["changes"];
+    // With no model result there is nothing to compare: say so rather than list "no task".
+    if report["summary"]["executed"].as_u64() == Some(0) {
+        return "<ul class=\"changes\"><li>Nothing can be compared yet: no trial has a model result.</li></ul>".to_owned();
+    }
+    let compared = super::compared_tasks(report);
+    let mut h = String::from("<ul class=\"changes\">");
+    let mut any = false;
+    for (key, x, y) in [
+        ("b_vs_a", "b", "a"),
+        ("b_vs_baseline", "b", "baseline"),
+        ("a_vs_baseline", "a", "baseline"),
+    ] {
+        let Some(c) = changes.get(key).filter(|c| c.is_object()) else {
+            continue;
+        };
+        any = true;
+        let label = |arm: &str| {
+            if arm == "baseline" {
+                "baseline".to_owned()
+            } else {
+                arm.to_uppercase()
+            }
+        };
+        let (xn, yn) = (label(x), label(y));
+        // No task has a result in both arms yet: empty lists would read as "fixes nothing".
+        if compared.get(key) == Some(&0) {
+            let _ = write!(
+                h,
+                "<li><strong>{xn} against {yn}</strong>: nothing to compare yet (no task has a model result in both arms).</li>"
+            );
+            continue;
+        }
+        for (kind, verb, how) in [
+            ("fixes", "fixes", format!("{yn} fails, {xn} passes")),
+            ("breaks", "breaks", format!("{yn} passes, {xn} fails")),
+        ] {
+            let tasks: Vec<String> = c[kind]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(|t| evidence_link(&escape(t), t, Some(x)))
+                .collect();
+            let list = if tasks.is_empty() {
+                "no task".to_owned()
+            } else {
+                tasks.join(", ")
+            };
+            let _ = write!(
+                h,
+                "<li class=\"{kind}\"><strong>{xn} {verb}</strong> ({}): {list}</li>",
+                escape(&how)
+            );
+        }
+    }
+    if !any {
+        h.push_str("<li>No skill arm to compare.</li>");
+    }
+    h.push_str("</ul><p class=\"k\">A task counts as passed by an arm when it passes at least half of its executed repetitions. Each task opens its attempts.</p>");
+    h
+}
+
+/// The evidence view's filters: task, arm and outcome, each listing only values present.
+fn evidence_filters(report: &Value) -> String {
+    let mut values: [std::collections::BTreeSet<String>; 3] = Default::default();
+    for t in report["trials"].as_array().into_iter().flatten() {
+        for a in t["attempts"].as_array().into_iter().flatten() {
+            values[0].insert(s(&t["task"]));
+            values[1].insert(s(&t["arm"]));
+            values[2].insert(s(&a["outcome"]));
+        }
+    }
+    let mut h = String::from("<div class=\"filters\">");
+    for ((id, label), options) in [("task", "task"), ("arm", "arm"), ("outcome", "outcome")]
+        .iter()
+        .zip(values.iter())
+    {
+        let _ = write!(
+            h,
+            "<label>{label} <select id=\"f-{id}\"><option value=\"\">all</option>"
+        );
+        for v in options {
+            let _ = write!(h, "<option>{}</option>", escape(v));
+        }
+        h.push_str("</select></label>");
+    }
+    h.push_str("<span class=\"k\" id=\"f-count\"></span></div>");
+    h
+}
+
+/// Renders the report document as one HTML page.
+pub fn render(report: &Value) -> String {
+    let m = &report["manifest"];
+    let summary = &report["summary"];
+    let scripted = report["comparability"]["model"]["scripted"]
+        .as_bool()
+        .unwrap_or(false);
+    let (complete, coverage) = coverage_words(report);
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"Content-Security-Policy\" content=\"{}\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><meta name=\"referrer\" content=\"no-referrer\"><title>SkillTrial report {}</title><style>{STYLE}</style></head><body>",
+        escape(&content_security_policy()),
+        escape(&s(&report["run"]["id"]).chars().take(12).collect::<String>())
+    );
+    let arms_line: Vec<String> = m["arms"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|arm| match arm["bundle"].as_object() {
+                    None => "baseline".to_owned(),
+                    Some(b) => format!(
+                        "{} = {} {}",
+                        s(&arm["arm"]).to_uppercase(),
+                        s(&b["name"]),
+                        s(&b["version"])
+                    ),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let _ = write!(
+        h,
+        "<header><button id=\"theme\" type=\"button\">Light / dark</button><h1>SkillTrial report</h1><div class=\"sub\">run <span class=\"mono\">{}</span> · {} · {} · {} · pack {} · model {} ({}) · {}</div>",
+        escape(&s(&report["run"]["id"])),
+        escape(
+            &report["run"]["started_at_ms"]
+                .as_i64()
+                .or_else(|| report["run"]["created_at_ms"].as_i64())
+                .map_or_else(
+                    || "not started".to_owned(),
+                    |ms| format!("started {}", utc(ms))
+                )
+        ),
+        escape(&s(&report["run"]["status"])),
+        escape(&coverage),
+        escape(&s(&m["pack"]["id"])),
+        escape(&s(&m["model"]["profile"])),
+        escape(&s(&m["model"]["model"])),
+        escape(&arms_line.join(" · "))
+    );
+    if scripted {
+        h.push_str("<div class=\"banner\"><strong>Scripted model.</strong> These answers come from SkillTrial's built-in scripted model server, not a real model. The run demonstrates the pipeline; its results say nothing about any real model and can never be compared with one.</div>");
+    }
+    if !complete {
+        let _ = write!(
+            h,
+            "<div class=\"banner\"><strong>Partial run:</strong> {}, so no winner is named.</div>",
+            escape(coverage.strip_prefix("partial: ").unwrap_or(&coverage))
+        );
+    }
+    h.push_str("<nav><a href=\"#summary\">Summary &amp; coverage</a><a href=\"#pairs\">Pair comparison</a><a href=\"#tasks\">Tasks &amp; trials</a><a href=\"#evidence\">Evidence &amp; reasons</a><a href=\"#cost\">Cost &amp; unknowns</a><a href=\"#manifest\">Manifest</a></nav></header><main>");
+
+    // 1. Summary and coverage.
+    h.push_str("<section class=\"view\" id=\"summary\"><h2>What changed</h2>");
+    h.push_str(&changes_html(report));
+    h.push_str("<h2>Summary and coverage</h2><div class=\"cards\">");
+    for arm in summary["arms"].as_array().into_iter().flatten() {
+        let success = &arm["success"];
+        let ci = success["wilson95"]
+            .as_array()
+            .map(|w| {
+                format!(
+                    "95% CI {}–{}",
+                    pct(&serde_json::json!({"value": w[0]})),
+                    pct(&serde_json::json!({"value": w[1]}))
+                )
+            })
+            .unwrap_or_default();
+        let name = match arm["bundle"].as_object() {
+            None => "baseline (no skill)".to_owned(),
+            Some(b) => format!(
+                "{} — {} {}",
+                s(&arm["arm"]).to_uppercase(),
+                s(&b["name"]),
+                s(&b["version"])
+            ),
+        };
+        // An arm without a model result has no statistics to show, only that none exist yet.
+        let rate_line = if arm["executed"].as_u64().unwrap_or(0) == 0 {
+            "no model results yet".to_owned()
+        } else {
+            format!(
+                "{} pass of {} executed · {}",
+                s(&arm["pass"]),
+                s(&arm["executed"]),
+                escape(&ci)
+            )
+        };
+        // Trials still waiting for a result are counted too, so the card adds up to planned.
+        let waiting = match arm["pending"].as_u64().unwrap_or(0) {
+            0 => String::new(),
+            n => format!(" · no result yet {n}"),
+        };
+        let _ = write!(
+            h,
+            "<div class=\"card\"><div class=\"k\">{}</div><div class=\"big\">{}</div><div class=\"k\">{rate_line}</div><div class=\"k\">planned {} · infrastructure errors {} · unknown {} · interrupted {} · not run {}{waiting}</div></div>",
+            escape(&name),
+            pct(success),
+            s(&arm["planned"]),
+            s(&arm["infrastructure_error"]),
+            s(&arm["unknown"]),
+            s(&arm["interrupted"]),
+            s(&arm["not_run"])
+        );
+    }
+    h.push_str("</div>");
+    let leader = &summary["leader"];
+    let _ = write!(
+        h,
+        "<p>Success rate = pass ÷ executed model trials. {}</p>",
+        if complete {
+            match leader["arm"].as_str() {
+                Some(arm) => format!(
+                    "Most passes: <strong>{}</strong> ({}).",
+                    escape(&arm.to_uppercase()),
+                    escape(&s(&leader["note"]))
+                ),
+                None => escape(&s(&leader["note"])),
+            }
+        } else {
+            "Partial run: no winner named.".to_owned()
+        }
+    );
+    h.push_str("<h3>Coverage</h3><table class=\"sortable\"><thead><tr><th>arm</th><th>bundle</th><th>coverage</th><th class=\"num\">pass</th><th class=\"num\">fail</th><th class=\"num\">invalid output</th><th class=\"num\">unsupported</th></tr></thead><tbody>");
+    for arm in summary["arms"].as_array().into_iter().flatten() {
+        let (bundle, coverage) = match arm["bundle"].as_object() {
+            None => ("—".to_owned(), "—".to_owned()),
+            Some(b) => (
+                format!("{} {} {}", s(&b["name"]), s(&b["version"]), s(&b["digest"])),
+                s(&b["coverage"]),
+            ),
+        };
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td class=\"mono\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            escape(&arm_label(&s(&arm["arm"]))),
+            escape(&bundle),
+            escape(&coverage),
+            s(&arm["pass"]),
+            s(&arm["fail"]),
+            s(&arm["invalid_output"]),
+            s(&arm["unsupported_case"])
+        );
+    }
+    h.push_str("</tbody></table></section>");
+
+    // 2. Pair comparison.
+    h.push_str("<section class=\"view\" id=\"pairs\"><h2>Pair comparison</h2><p>Only (task, repetition) tuples where both compared arms have a model result count. Every excluded tuple is listed.</p>");
+    let _ = write!(h, "<p>{}</p>", escape(&s(&report["summary"]["caveat"])));
+    for pair in report["pairs"].as_array().into_iter().flatten() {
+        let _ = write!(
+            h,
+            "<h3>{} − {}</h3><div class=\"cards\"><div class=\"card\"><div class=\"k\">complete pairs</div><div class=\"big\">{}</div></div><div class=\"card\"><div class=\"k\">only {} passed</div><div class=\"big\">{}</div></div><div class=\"card\"><div class=\"k\">only {} passed</div><div class=\"big\">{}</div></div><div class=\"card\"><div class=\"k\">observed difference</div><div class=\"big\">{}</div><div class=\"k\">{}</div></div></div><p>{}</p>",
+            escape(&s(&pair["x"]).to_uppercase()),
+            escape(&s(&pair["y"]).to_uppercase()),
+            s(&pair["complete_pairs"]),
+            escape(&s(&pair["x"]).to_uppercase()),
+            s(&pair["x_only"]),
+            escape(&s(&pair["y"]).to_uppercase()),
+            s(&pair["y_only"]),
+            pair["observed_difference"]["value"]
+                .as_str()
+                .and_then(|v| v.parse::<f64>().ok())
+                .map_or_else(|| "—".to_owned(), |v| format!("{:+.0} pts", v * 100.0)),
+            escape(&format!(
+                "p = {} · Holm-adjusted {}",
+                s(&pair["test"]["p"]["text"]),
+                s(&pair["test"]["holm_p"]["text"])
+            )),
+            escape(&s(&pair["statement"]))
+        );
+        h.push_str("<table class=\"sortable\"><thead><tr><th>task</th><th class=\"num\">pairs</th><th class=\"num\">passes X − Y</th></tr></thead><tbody>");
+        for t in pair["per_task"].as_array().into_iter().flatten() {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                escape(&s(&t["task"])),
+                s(&t["pairs"]),
+                s(&t["x_minus_y_passes"])
+            );
+        }
+        h.push_str("</tbody></table>");
+        let excluded = pair["excluded"].as_array().map_or(0, Vec::len);
+        if excluded > 0 {
+            let _ = write!(
+                h,
+                "<details><summary>{}</summary><table><thead><tr><th>task</th><th>rep</th><th>why</th></tr></thead><tbody>",
+                escape(&crate::report::count_of(
+                    excluded as u64,
+                    "excluded tuple",
+                    "excluded tuples"
+                ))
+            );
+            for e in pair["excluded"].as_array().into_iter().flatten() {
+                let _ = write!(
+                    h,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    escape(&s(&e["task"])),
+                    s(&e["repetition"]),
+                    escape(&s(&e["reason"]))
+                );
+            }
+            h.push_str("</tbody></table></details>");
+        }
+    }
+    h.push_str("</section>");
+
+    // 3. Tasks and trials.
+    let arms: Vec<String> = m["arms"]
+        .as_array()
+        .map(|a| a.iter().map(|x| s(&x["arm"])).collect())
+        .unwrap_or_default();
+    h.push_str("<section class=\"view\" id=\"tasks\"><h2>Tasks and trials</h2><h3>Per-task matrix (pass / executed)</h3><table class=\"sortable\"><thead><tr><th>task</th><th>family</th>");
+    for arm in &arms {
+        let _ = write!(h, "<th class=\"num\">{}</th>", escape(&arm_label(arm)));
+    }
+    h.push_str("<th>verdict A</th><th>verdict B</th><th>B vs A</th></tr></thead><tbody>");
+    for t in report["tasks"].as_array().into_iter().flatten() {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td>",
+            escape(&s(&t["task"])),
+            escape(&s(&t["family"]))
+        );
+        for arm in &arms {
+            let cell = &t["arms"][arm.as_str()];
+            let (p, n) = (
+                cell["pass"].as_u64().unwrap_or(0),
+                cell["executed"].as_u64().unwrap_or(0),
+            );
+            let _ = write!(
+                h,
+                "<td class=\"num {}\" data-v=\"{}\">{}</td>",
+                cell_class(p, n),
+                if n == 0 { 0.0 } else { p as f64 / n as f64 },
+                evidence_link(&format!("{p} / {n}"), &s(&t["task"]), Some(arm))
+            );
+        }
+        let _ = write!(
+            h,
+            "<td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&s(&t["verdicts"]["a"])),
+            escape(&s(&t["verdicts"]["b"])),
+            escape(&s(&t["verdicts"]["b_vs_a"]))
+        );
+    }
+    h.push_str("</tbody></table><h3>Trials</h3><table class=\"sortable\"><thead><tr><th class=\"num\">#</th><th>task</th><th>arm</th><th class=\"num\">rep</th><th>outcome</th><th>reasons</th><th class=\"num\">attempts</th></tr></thead><tbody>");
+    for t in report["trials"].as_array().into_iter().flatten() {
+        let outcome = s(&t["outcome"]);
+        let class = match outcome.as_str() {
+            "pass" => "pass",
+            "fail" | "invalid_output" => "fail",
+            _ => "mid",
+        };
+        let reasons: Vec<String> = t["reasons"]
+            .as_array()
+            .map(|r| r.iter().map(s).collect())
+            .unwrap_or_default();
+        let _ = write!(
+            h,
+            "<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"{class}\">{}</td><td class=\"mono\">{}</td><td class=\"num\">{}</td></tr>",
+            s(&t["index"]),
+            escape(&s(&t["task"])),
+            escape(&arm_label(&s(&t["arm"]))),
+            s(&t["repetition"]),
+            escape(&outcome),
+            escape(&reasons.join(", ")),
+            t["attempts"].as_array().map_or(0, Vec::len)
+        );
+    }
+    h.push_str("</tbody></table></section>");
+
+    // 4. Evidence and reasons.
+    h.push_str("<section class=\"view\" id=\"evidence\"><h2>Evidence and reasons</h2><p>Every attempt with the checker's reasons and the model's answer, shown as plain text: nothing in an answer is ever rendered, linked or run.</p>");
+    h.push_str(&evidence_filters(report));
+    let mut shown_open = 0;
+    for t in report["trials"].as_array().into_iter().flatten() {
+        for a in t["attempts"].as_array().into_iter().flatten() {
+            // The first few attempts that did not pass start open: the evidence people look for.
+            let open = if a["outcome"].as_str() != Some("pass") && shown_open < 3 {
+                shown_open += 1;
+                " open"
+            } else {
+                ""
+            };
+            let _ = write!(
+                h,
+                "<details{open} data-task=\"{}\" data-arm=\"{}\" data-outcome=\"{}\"><summary>#{} {} · {} · rep {} · <span class=\"tag\">{}</span> <span class=\"mono\">{}</span></summary>",
+                escape(&s(&t["task"])),
+                escape(&s(&t["arm"])),
+                escape(&s(&a["outcome"])),
+                s(&t["index"]),
+                escape(&s(&t["task"])),
+                escape(&arm_label(&s(&t["arm"]))),
+                s(&t["repetition"]),
+                escape(&s(&a["outcome"])),
+                escape(&s(&a["id"]))
+            );
+            if let Some(reason) = a["retry_reason"].as_str() {
+                let _ = write!(
+                    h,
+                    "<p>Retry of <span class=\"mono\">{}</span>: {}</p>",
+                    escape(&s(&a["retry_of"])),
+                    escape(reason)
+                );
+            }
+            for d in a["details"].as_array().into_iter().flatten() {
+                let _ = write!(
+                    h,
+                    "<div><span class=\"tag\">{}</span> <span class=\"mono\">{}</span> {} <span class=\"mono\">expected {} · got {}</span></div>",
+                    escape(&s(&d["reason"])),
+                    escape(&s(&d["field"])),
+                    escape(&s(&d["message"])),
+                    escape(
+                        &d.get("expected")
+                            .map_or_else(|| "—".to_owned(), Value::to_string)
+                    ),
+                    escape(
+                        &d.get("got")
+                            .map_or_else(|| "—".to_owned(), Value::to_string)
+                    )
+                );
+            }
+            if let Some(err) = a["error"].as_str() {
+                let _ = write!(h, "<p class=\"k\">{}</p>", escape(err));
+            }
+            match a["answer"].as_str() {
+                Some(answer) => {
+                    let _ = write!(h, "<pre class=\"answer\">{}</pre>", escape(answer));
+                }
+                None if a["answer_purged"].as_bool().unwrap_or(false) => {
+                    h.push_str("<p class=\"k\">answer purged</p>");
+                }
+                None => {}
+            }
+            h.push_str("</details>");
+        }
+    }
+    h.push_str("</section>");
+
+    // 5. Cost and unknowns.
+    let cost = &report["cost"];
+    let _ = write!(
+        h,
+        "<section class=\"view\" id=\"cost\"><h2>Cost and unknowns</h2><div class=\"cards\"><div class=\"card\"><div class=\"k\">spent (model usage at cost)</div><div class=\"big\">{}</div><div class=\"k\">cap {}</div></div><div class=\"card\"><div class=\"k\">still reserved</div><div class=\"big\">{}</div><div class=\"k\">held by unknown attempts</div></div><div class=\"card\"><div class=\"k\">tokens</div><div class=\"big\">{}</div><div class=\"k\">input {} · output {}</div></div><div class=\"card\"><div class=\"k\">time</div><div class=\"big\">{} ms</div><div class=\"k\">model latency (not the runner's) · runner's own time {} ms{}</div></div></div>",
+        usd(&cost["spent_usd_micros"]),
+        usd(&cost["cap_usd_micros"]),
+        usd(&cost["reserved_usd_micros"]),
+        cost["input_tokens"].as_u64().unwrap_or(0) + cost["output_tokens"].as_u64().unwrap_or(0),
+        s(&cost["input_tokens"]),
+        s(&cost["output_tokens"]),
+        s(&cost["model_latency_ms"]),
+        s(&cost["runner_time_ms"]),
+        match cost["runner_time_unmeasured_attempts"].as_u64() {
+            Some(0) | None => String::new(),
+            Some(n) => format!(
+                " (not measured for {})",
+                crate::report::count_of(n, "attempt", "attempts")
+            ),
+        }
+    );
+    h.push_str("<table class=\"sortable\"><thead><tr><th>arm</th><th class=\"num\">spent</th></tr></thead><tbody>");
+    if let Some(by_arm) = cost["spent_by_arm_usd_micros"].as_object() {
+        for (arm, v) in by_arm {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td class=\"num\" data-v=\"{}\">{}</td></tr>",
+                escape(&arm_label(arm)),
+                s(v),
+                usd(v)
+            );
+        }
+    }
+    h.push_str("</tbody></table>");
+    let unknown = cost["unknown_holding_reserve"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if unknown.is_empty() {
+        h.push_str("<p>No unknown attempts.</p>");
+    } else {
+        h.push_str("<h3>Unknown attempts holding their reserve</h3><table><thead><tr><th>attempt</th><th class=\"num\">reserved</th></tr></thead><tbody>");
+        for u in &unknown {
+            let _ = write!(
+                h,
+                "<tr><td class=\"mono\">{}</td><td class=\"num\">{}</td></tr>",
+                escape(&s(&u["attempt"])),
+                usd(&u["reserved_usd_micros"])
+            );
+        }
+        h.push_str("</tbody></table><p>Decide each with <code>skilltrial resolve &lt;attempt&gt; --retry --reason \"…\"</code> or <code>--release</code>.</p>");
+    }
+    h.push_str("</section>");
+
+    // 6. Manifest.
+    let pretty = serde_json::to_string_pretty(m).unwrap_or_default();
+    let _ = write!(
+        h,
+        "<section class=\"view\" id=\"manifest\"><h2>Manifest</h2><p>manifest hash <span class=\"mono\">{}</span> · report hash <span class=\"mono\">{}</span></p><p>{}</p><pre>{}</pre></section>",
+        escape(&s(&report["manifest_hash"])),
+        escape(&s(&report["report_hash"])),
+        escape(&s(&report["warning"])),
+        escape(&pretty)
+    );
+    let _ = write!(h, "</main><script>{SCRIPT}</script></body></html>");
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A three-arm partial report as `report::build` shapes it, only the members the first screen
+    /// reads: `executed` trials per arm have a result, the rest of the 18 are still waiting.
+    fn partial(executed: [u64; 3]) -> Value {
+        let arm = |id: &str, n: u64| {
+            serde_json::json!({
+                "arm": id, "bundle": if id == "baseline" { Value::Null } else { serde_json::json!({ "name": "s", "version": "1", "digest": "sha256:0", "coverage": "full" }) },
+                "planned": 18, "executed": n, "pass": n, "infrastructure_error": 0, "unknown": 0,
+                "interrupted": 0, "not_run": 0, "pending": 18 - n,
+                "success": { "value": if n == 0 { Value::Null } else { serde_json::json!("1.000000") } },
+            })
+        };
+        let total: u64 = executed.iter().sum();
+        serde_json::json!({
+            "run": { "id": "r", "status": "stopped" },
+            "summary": {
+                "complete": false, "planned": 54, "executed": total,
+                "arms": [arm("baseline", executed[0]), arm("a", executed[1]), arm("b", executed[2])],
+                "changes": { "b_vs_a": { "fixes": [], "breaks": [] }, "a_vs_baseline": { "fixes": [], "breaks": [] } },
+            },
+            "tasks": [{ "task": "t1", "verdicts": { "a": if executed[0] > 0 && executed[1] > 0 { serde_json::json!("no-op") } else { Value::Null }, "b_vs_a": null } }],
+        })
+    }
+
+    #[test]
+    fn regression_a_partial_run_banner_is_one_sentence_and_cards_count_waiting_trials() {
+        let h = render(&partial([1, 1, 0]));
+        assert!(h.contains("<strong>Partial run:</strong> 2 of 54 planned trials have a model result, so no winner is named."), "{h}");
+        assert!(!h.contains("Partial: "), "{h}");
+        assert!(h.contains("1 pass of 1 executed"), "{h}");
+        assert!(h.contains("not run 0 · no result yet 17</div>"), "{h}");
+        // B has no result yet: no empty statistics, and B against A is not compared yet.
+        assert!(h.contains("<div class=\"k\">no model results yet</div><div class=\"k\">planned 18 · infrastructure errors 0 · unknown 0 · interrupted 0 · not run 0 · no result yet 18</div>"), "{h}");
+        assert!(h.contains("<li><strong>B against A</strong>: nothing to compare yet (no task has a model result in both arms).</li>"), "{h}");
+        assert!(
+            h.contains("<strong>A fixes</strong> (baseline fails, A passes): no task"),
+            "{h}"
+        );
+        assert!(!h.contains("0 pass of 0 executed"), "{h}");
+    }
+
+    #[test]
+    fn regression_a_run_without_results_compares_nothing() {
+        let h = render(&partial([0, 0, 0]));
+        assert!(h.contains("<h2>What changed</h2><ul class=\"changes\"><li>Nothing can be compared yet: no trial has a model result.</li></ul>"), "{h}");
+        assert!(!h.contains("no task"), "{h}");
+        assert_eq!(h.matches("no model results yet").count(), 3, "{h}");
+    }
+
+    #[test]
+    fn escapes_markup_and_quotes() {
+        assert_eq!(
+            escape("<script>alert('x')</script>&\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;"
+        );
+    }
+
+    /// The custom properties of the rule that starts with `selector` in [`STYLE`].
+    fn variables(selector: &str) -> std::collections::BTreeMap<String, String> {
+        let start = STYLE.find(selector).expect("selector in STYLE") + selector.len();
+        let body = &STYLE[start..];
+        let body = &body[..body.find('}').unwrap()];
+        body.split(';')
+            .filter_map(|d| d.trim().strip_prefix("--"))
+            .filter_map(|d| d.split_once(':'))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
+
+    /// WCAG 2.x relative luminance of `#rgb` / `#rrggbb`.
+    fn luminance(hex: &str) -> f64 {
+        let hex = hex.trim_start_matches('#');
+        let hex: String = if hex.len() == 3 {
+            hex.chars().flat_map(|c| [c, c]).collect()
+        } else {
+            hex.to_owned()
+        };
+        let channel = |i: usize| {
+            let c = f64::from(u8::from_str_radix(&hex[i..i + 2], 16).unwrap()) / 255.0;
+            if c <= 0.039_28 {
+                c / 12.92
+            } else {
+                ((c + 0.055) / 1.055).powf(2.4)
+            }
+        };
+        0.2126 * channel(0) + 0.7152 * channel(2) + 0.0722 * channel(4)
+    }
+
+    fn contrast(a: &str, b: &str) -> f64 {
+        let (x, y) = (luminance(a), luminance(b));
+        (x.max(y) + 0.05) / (x.min(y) + 0.05)
+    }
+
+    /// A declaration's colour, `var(--x)` resolved against a theme.
+    fn resolve(value: &str, theme: &std::collections::BTreeMap<String, String>) -> String {
+        match value
+            .strip_prefix("var(--")
+            .and_then(|v| v.strip_suffix(')'))
+        {
+            Some(name) => theme
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| panic!("--{name} undefined")),
+            None => value.to_owned(),
+        }
+    }
+
+    #[test]
+    fn regression_every_text_colour_pair_meets_wcag_aa_in_both_themes() {
+        // Given the light theme and the dark theme (the media-query copy must equal the toggled
+        // one, or the toggle and the system setting would show different colours) ...
+        let light = variables(":root{");
+        let dark = variables(":root[data-theme=dark]{");
+        assert_eq!(variables(":root:not([data-theme=light]){"), dark);
+        // ... and the active tab's colours as its rule declares them.
+        let tab = {
+            let start = STYLE.find("nav a.on{").unwrap() + "nav a.on{".len();
+            let body = &STYLE[start..];
+            let body = &body[..body.find('}').unwrap()];
+            let get = |k: &str| {
+                body.split(';')
+                    .find_map(|d| d.strip_prefix(k))
+                    .unwrap()
+                    .to_owned()
+            };
+            (get("color:"), get("background:"))
+        };
+        let pairs = [
+            ("fg", "bg"),
+            ("fg", "card"),
+            ("fg", "warnbg"),
+            ("muted", "bg"),
+            ("muted", "card"),
+            ("accent", "card"),
+            ("accent", "bg"),
+            ("good", "goodbg"),
+            ("bad", "badbg"),
+            ("mid", "midbg"),
+        ];
+        for (name, theme) in [("light", &light), ("dark", &dark)] {
+            for (fg, bg) in pairs {
+                let ratio = contrast(&theme[fg], &theme[bg]);
+                assert!(ratio >= 4.5, "{name}: --{fg} on --{bg} is {ratio:.2}:1");
+            }
+            // Then the active tab is readable too (it was 2.4:1 in the dark theme).
+            let ratio = contrast(&resolve(&tab.0, theme), &resolve(&tab.1, theme));
+            assert!(ratio >= 4.5, "{name}: the active tab is {ratio:.2}:1");
+        }
+    }
+
+    #[test]
+    fn utc_dates_from_unix_milliseconds() {
+        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00 UTC");
+        assert_eq!(utc(1_796_050_933_000), "2026-11-30 15:02 UTC");
+    }
+
+    #[test]
+    fn csp_allows_only_our_own_inline_code() {
+        let csp = content_security_policy();
+        assert!(csp.starts_with("default-src 'none'"));
+        assert!(!csp.contains("unsafe"));
+        assert_eq!(csp.matches("'sha256-").count(), 2);
+    }
+}

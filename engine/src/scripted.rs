@@ -1,0 +1,480 @@
+//! A real HTTP/1.1 server on loopback that speaks both model wire formats (Anthropic Messages at
+//! `/v1/messages`, OpenAI chat completions at `/v1/chat/completions`) and answers from a script.
+//!
+//! It is the provider stand-in for tests — including faults: error statuses, hangs, connections
+//! closed without an answer, bodies cut off halfway, malformed JSON, slow answers — and the
+//! scripted model of the no-key demo. It logs every request it receives, so a test can prove a
+//! request was seen exactly once. It binds 127.0.0.1 only.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use skilltrial_core::digest::Sha256Digest;
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+pub struct ServerRequest {
+    /// 0-based arrival index.
+    pub index: u64,
+    pub path: String,
+    /// Header names (lowercase) and values.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl ServerRequest {
+    /// The body as JSON.
+    pub fn json(&self) -> Option<Value> {
+        serde_json::from_slice(&self.body).ok()
+    }
+
+    /// The last user message's text, in either wire format.
+    pub fn user_text(&self) -> String {
+        let Some(v) = self.json() else {
+            return String::new();
+        };
+        v.get("messages")
+            .and_then(Value::as_array)
+            .and_then(|m| {
+                m.iter()
+                    .rev()
+                    .find(|msg| msg.get("role").and_then(Value::as_str) == Some("user"))
+            })
+            .and_then(|msg| msg.get("content"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// A header value.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The key the request carried: its `x-api-key`, or its bearer token.
+    pub fn key(&self) -> Option<String> {
+        self.header("x-api-key")
+            .or_else(|| {
+                self.header("authorization")
+                    .and_then(|v| v.strip_prefix("Bearer "))
+            })
+            .map(str::to_owned)
+    }
+
+    fn is_anthropic(&self) -> bool {
+        self.path.ends_with("/v1/messages")
+    }
+}
+
+/// What the server does with a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// A well-formed 200 answer with usage.
+    Answer(String),
+    /// A 200 answer whose body reports no usage (as some local servers do).
+    AnswerWithoutUsage(String),
+    /// An error status with the provider's error body.
+    Status(u16),
+    /// Read the request, then never answer (until the server stops).
+    Hang,
+    /// Read the request, then close the connection without a byte.
+    Close,
+    /// Send 200 headers and half of the body, then close.
+    DieHalfway(String),
+    /// A 200 whose body is not JSON.
+    Malformed,
+    /// Wait, then answer.
+    Slow(String, Duration),
+    /// An error status whose body quotes the key the request carried (its `x-api-key`, or its
+    /// bearer token), as some gateways and proxies do: after `pad` filler characters, whole, then
+    /// in part (its first 14 and last 12 characters), then URL-encoded byte by byte.
+    EchoKeyInError { status: u16, pad: usize },
+    /// A 200 answer whose body also quotes the key (in its `id` and in an extra field).
+    EchoKeyInBody(String),
+    /// A 200 answer whose request-id headers carry the key.
+    EchoKeyInHeader(String),
+    /// An error status with the provider's error body and a `retry-after` header (as given).
+    RetryAfter(u16, String),
+    /// A response exactly as given: status, headers (besides content-length and connection) and
+    /// body — for fixtures copied verbatim from the providers' API references.
+    Verbatim {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
+}
+
+/// What the log keeps of each request.
+#[derive(Debug, Clone)]
+pub struct Logged {
+    pub index: u64,
+    pub path: String,
+    pub body_sha256: Sha256Digest,
+    pub had_api_key: bool,
+    /// The `x-skilltrial-attempt` header, if sent.
+    pub attempt: Option<String>,
+}
+
+type Responder = dyn Fn(&ServerRequest) -> Reply + Send + Sync;
+
+/// A running server.
+#[derive(Debug)]
+pub struct ScriptedServer {
+    addr: std::net::SocketAddr,
+    log: Arc<Mutex<Vec<Logged>>>,
+    stop: Arc<AtomicBool>,
+    accept: Option<JoinHandle<()>>,
+}
+
+/// Upper bounds on what the server reads, so a broken client cannot exhaust it.
+const MAX_HEAD: usize = 64 * 1024;
+const MAX_BODY: usize = 16 * 1024 * 1024;
+
+impl ScriptedServer {
+    /// Starts a server on an ephemeral loopback port.
+    pub fn start(
+        responder: impl Fn(&ServerRequest) -> Reply + Send + Sync + 'static,
+    ) -> std::io::Result<Self> {
+        Self::start_on(0, responder)
+    }
+
+    /// Starts a server on a given loopback port (0 for any).
+    pub fn start_on(
+        port: u16,
+        responder: impl Fn(&ServerRequest) -> Reply + Send + Sync + 'static,
+    ) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", port))?;
+        let addr = listener.local_addr()?;
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let responder: Arc<Responder> = Arc::new(responder);
+        let counter = Arc::new(AtomicU64::new(0));
+        let accept = {
+            let (log, stop) = (Arc::clone(&log), Arc::clone(&stop));
+            std::thread::Builder::new()
+                .name("scripted-accept".to_owned())
+                .spawn(move || {
+                    for stream in listener.incoming() {
+                        if stop.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        let Ok(stream) = stream else { continue };
+                        let (log, stop, responder, counter) = (
+                            Arc::clone(&log),
+                            Arc::clone(&stop),
+                            Arc::clone(&responder),
+                            Arc::clone(&counter),
+                        );
+                        let _ = std::thread::Builder::new()
+                            .name("scripted-conn".to_owned())
+                            .spawn(move || {
+                                serve(stream, &log, &stop, responder.as_ref(), &counter);
+                            });
+                    }
+                })?
+        };
+        Ok(Self {
+            addr,
+            log,
+            stop,
+            accept: Some(accept),
+        })
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<Logged> {
+        self.log.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// Stops accepting and releases hanging connections.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.addr); // wake the accept loop
+        if let Some(handle) = self.accept.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for ScriptedServer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn read_request(reader: &mut BufReader<TcpStream>, index: u64) -> Option<ServerRequest> {
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        let n = reader.read_line(&mut line).ok()?;
+        if n == 0 {
+            return None;
+        }
+        head.push_str(&line);
+        if head.len() > MAX_HEAD {
+            return None;
+        }
+        if line == "\r\n" || line == "\n" {
+            break;
+        }
+    }
+    let mut lines = head.lines();
+    let request_line = lines.next()?;
+    let path = request_line.split_whitespace().nth(1)?.to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_lowercase(), v.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    if length > MAX_BODY {
+        return None;
+    }
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(ServerRequest {
+        index,
+        path,
+        headers,
+        body,
+    })
+}
+
+fn serve(
+    stream: TcpStream,
+    log: &Mutex<Vec<Logged>>,
+    stop: &AtomicBool,
+    responder: &Responder,
+    counter: &AtomicU64,
+) {
+    let Ok(write_half) = stream.try_clone() else {
+        return;
+    };
+    let mut writer = write_half;
+    let mut reader = BufReader::new(stream);
+    let index = counter.fetch_add(1, Ordering::SeqCst);
+    let Some(request) = read_request(&mut reader, index) else {
+        return;
+    };
+    if let Ok(mut log) = log.lock() {
+        log.push(Logged {
+            index,
+            path: request.path.clone(),
+            body_sha256: Sha256Digest::of(&request.body),
+            had_api_key: request.header("x-api-key").is_some()
+                || request.header("authorization").is_some(),
+            attempt: request.header("x-skilltrial-attempt").map(str::to_owned),
+        });
+    }
+    let reply = responder(&request);
+    let anthropic = request.is_anthropic();
+    match reply {
+        Reply::Answer(text) => respond(&mut writer, 200, &answer_body(&request, &text, anthropic)),
+        Reply::AnswerWithoutUsage(text) => {
+            let mut body: Value = serde_json::from_str(&answer_body(&request, &text, anthropic))
+                .unwrap_or(Value::Null);
+            if let Some(map) = body.as_object_mut() {
+                map.remove("usage");
+            }
+            respond(&mut writer, 200, &body.to_string());
+        }
+        Reply::Slow(text, delay) => {
+            sleep_unless_stopped(delay, stop);
+            respond(&mut writer, 200, &answer_body(&request, &text, anthropic));
+        }
+        Reply::Status(status) => respond(&mut writer, status, &error_body(status, anthropic)),
+        Reply::Hang => {
+            while !stop.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        Reply::Close => {}
+        Reply::DieHalfway(text) => {
+            let body = answer_body(&request, &text, anthropic);
+            let half = &body.as_bytes()[..body.len() / 2];
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = writer.write_all(head.as_bytes());
+            let _ = writer.write_all(half);
+            let _ = writer.flush();
+        }
+        Reply::Malformed => respond(&mut writer, 200, "{\"content\": [this is not json"),
+        Reply::EchoKeyInError { status, pad } => {
+            let key = request.key().unwrap_or_default();
+            let head: String = key.chars().take(14).collect();
+            let tail: String = key
+                .chars()
+                .skip(key.chars().count().saturating_sub(12))
+                .collect();
+            let encoded: String = key.bytes().map(|b| format!("%{b:02X}")).collect();
+            let message = format!(
+                "{}invalid x-api-key {key} (key {head}...{tail}; url ?key={encoded})",
+                "x".repeat(pad)
+            );
+            let body = if anthropic {
+                json!({ "type": "error", "error": { "type": "authentication_error", "message": message } })
+            } else {
+                json!({ "error": { "message": message, "type": "invalid_request_error", "code": "invalid_api_key" } })
+            };
+            respond(&mut writer, status, &body.to_string());
+        }
+        Reply::EchoKeyInBody(text) => {
+            let key = request.key().unwrap_or_default();
+            let mut body: Value = serde_json::from_str(&answer_body(&request, &text, anthropic))
+                .unwrap_or(Value::Null);
+            if let Some(map) = body.as_object_mut() {
+                map.insert("id".to_owned(), json!(format!("msg_{key}")));
+                map.insert("gateway".to_owned(), json!({ "authorized_with": key }));
+            }
+            respond(&mut writer, 200, &body.to_string());
+        }
+        Reply::EchoKeyInHeader(text) => {
+            let key = request.key().unwrap_or_default();
+            respond_with(
+                &mut writer,
+                200,
+                &[
+                    ("request-id".to_owned(), format!("req_{key}")),
+                    ("x-request-id".to_owned(), format!("req_{key}")),
+                ],
+                &answer_body(&request, &text, anthropic),
+            );
+        }
+        Reply::RetryAfter(status, after) => respond_with(
+            &mut writer,
+            status,
+            &[
+                ("request-id".to_owned(), "req_scripted".to_owned()),
+                ("x-request-id".to_owned(), "req_scripted".to_owned()),
+                ("retry-after".to_owned(), after),
+            ],
+            &error_body(status, anthropic),
+        ),
+        Reply::Verbatim {
+            status,
+            headers,
+            body,
+        } => respond_with(&mut writer, status, &headers, &body),
+    }
+    let _ = writer.shutdown(std::net::Shutdown::Both);
+}
+
+fn sleep_unless_stopped(total: Duration, stop: &AtomicBool) {
+    let step = Duration::from_millis(10);
+    let mut slept = Duration::ZERO;
+    while slept < total && !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(step);
+        slept += step;
+    }
+}
+
+fn respond(writer: &mut TcpStream, status: u16, body: &str) {
+    respond_with(
+        writer,
+        status,
+        &[
+            ("request-id".to_owned(), "req_scripted".to_owned()),
+            ("x-request-id".to_owned(), "req_scripted".to_owned()),
+        ],
+        body,
+    );
+}
+
+fn respond_with(writer: &mut TcpStream, status: u16, headers: &[(String, String)], body: &str) {
+    let reason = match status {
+        200 => "OK",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        529 => "Overloaded",
+        _ => "Status",
+    };
+    let mut head = format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    let _ = writer.write_all(head.as_bytes());
+    let _ = writer.write_all(body.as_bytes());
+    let _ = writer.flush();
+}
+
+/// Usage the scripted model reports: a quarter token per byte, rounded up (always below the
+/// runner's one-token-per-byte bound).
+fn tokens(bytes: usize) -> u64 {
+    (bytes as u64).div_ceil(4)
+}
+
+fn answer_body(request: &ServerRequest, text: &str, anthropic: bool) -> String {
+    let model = request
+        .json()
+        .and_then(|v| v.get("model").and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_default();
+    let input = tokens(request.body.len());
+    let output = tokens(text.len());
+    if anthropic {
+        json!({
+            "id": format!("msg_scripted_{}", request.index),
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [{ "type": "text", "text": text }],
+            "stop_reason": "end_turn",
+            "stop_sequence": null,
+            "usage": { "input_tokens": input, "output_tokens": output },
+        })
+        .to_string()
+    } else {
+        json!({
+            "id": format!("chatcmpl-scripted-{}", request.index),
+            "object": "chat.completion",
+            "model": model,
+            "system_fingerprint": "fp_scripted",
+            "choices": [{ "index": 0, "finish_reason": "stop", "message": { "role": "assistant", "content": text } }],
+            "usage": { "prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output },
+        })
+        .to_string()
+    }
+}
+
+fn error_body(status: u16, anthropic: bool) -> String {
+    let kind = match status {
+        429 => "rate_limit_error",
+        529 => "overloaded_error",
+        500 => "api_error",
+        401 => "authentication_error",
+        400 => "invalid_request_error",
+        _ => "api_error",
+    };
+    if anthropic {
+        json!({ "type": "error", "error": { "type": kind, "message": format!("scripted {status}") }, "request_id": "req_scripted" }).to_string()
+    } else {
+        json!({ "error": { "message": format!("scripted {status}"), "type": kind, "code": status } }).to_string()
+    }
+}
