@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference values for runner/src/stats.rs tests (SciPy 1.17.1, statsmodels 0.15.0).
+"""Reference values for core/src/stats.rs tests (SciPy 1.17.1, statsmodels 0.15.0).
 
 Run: pip install scipy statsmodels && python3 scripts/stats-reference.py
 """

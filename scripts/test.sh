@@ -21,6 +21,21 @@ fi
 step "format"
 cargo fmt --all --check
 
+# The pure core must stay pure: the web page runs it in the browser (wasm32), so nothing in its
+# dependency tree may need SQLite, an HTTP client, an async runtime, a keychain or Solana RPC.
+step "core: builds for wasm32-unknown-unknown, with no I/O crate in its tree"
+rustup target add wasm32-unknown-unknown >/dev/null 2>&1 \
+    || echo "!!! rustup could not add wasm32-unknown-unknown; the build below will say why" >&2
+cargo build -p skilltrial-core --target wasm32-unknown-unknown --locked
+forbidden="$(cargo tree -p skilltrial-core -e normal --target all --prefix none --locked \
+    | grep -E '^(rusqlite|libsqlite3-sys|reqwest|hyper|tokio|mio|keyring|solana-rpc-client|solana-client|anchor-client) ' \
+    | sort -u || true)"
+if [ -n "$forbidden" ]; then
+    echo "skilltrial-core must not depend on these (they belong in skilltrial-engine or chain):" >&2
+    echo "$forbidden" >&2
+    exit 1
+fi
+
 # The on-chain program is tested as a real sBPF .so in a real Solana runtime. Building the .so
 # needs a pinned nightly and sbpf-linker (scripts/build-sbf.sh installs both). Where they cannot
 # be installed, the same tests run the program natively (a builtin in the same runtime), and the

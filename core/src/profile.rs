@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::money::{MicroUsd, PerMtok};
 
-/// The built-in table (`runner/profiles.toml`).
+/// The built-in table (`core/profiles.toml`).
 const BUILTIN: &str = include_str!("../profiles.toml");
 
 /// Which wire format a profile speaks.
