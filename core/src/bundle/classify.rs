@@ -159,7 +159,7 @@ pub fn archive_format(path: &str, bytes: &[u8]) -> Option<&'static str> {
         return Some("ISO 9660");
     }
     for (magic, name) in EMBEDDED_MAGIC {
-        if bytes.windows(magic.len()).any(|w| w == *magic) {
+        if memchr::memmem::find(bytes, magic).is_some() {
             return Some(name);
         }
     }

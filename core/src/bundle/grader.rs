@@ -355,7 +355,7 @@ pub fn addresses_grader(text: &str) -> bool {
     addresses_grader_normalised(&normalise(text))
 }
 
-/// Whether already normalised text (see [`normalise`] and [`join_normalised`]) addresses a
+/// Whether already normalised text (see [`normalise`] and [`join_normalised_into`]) addresses a
 /// grader. Lets a caller normalise each line once and test windows of lines without
 /// normalising every line again for every window it is in.
 pub fn addresses_grader_normalised(normal: &str) -> bool {
@@ -383,15 +383,24 @@ pub fn addresses_grader_normalised(normal: &str) -> bool {
 /// text: the same string, without normalising the parts again. (Normalising is a left-to-right
 /// pass whose only state is "the last character kept was a space", so a part normalised on its
 /// own continues exactly as it would have after the joining space.)
+#[cfg(test)]
 pub fn join_normalised(parts: &[&str]) -> String {
     let mut out = String::with_capacity(parts.iter().map(|p| p.len() + 1).sum());
-    for (i, part) in parts.iter().enumerate() {
+    join_normalised_into(&mut out, parts.iter().copied());
+    out
+}
+
+/// Joins already normalised parts into `out` (cleared first), giving what
+/// `normalise(&parts.join(" "))` would: the window scan joins thousands of short windows, and one
+/// reused buffer serves them all.
+pub fn join_normalised_into<'a>(out: &mut String, parts: impl Iterator<Item = &'a str>) {
+    out.clear();
+    for (i, part) in parts.enumerate() {
         if i > 0 && !out.is_empty() && !out.ends_with(' ') {
             out.push(' ');
         }
         out.push_str(part);
     }
-    out
 }
 
 /// Lowercase, without invisible characters, with look-alike letters folded to ASCII and runs of

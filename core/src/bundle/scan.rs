@@ -208,6 +208,8 @@ pub fn scan_text(path: &str, text: &str, exists: &dyn Fn(&str) -> bool) -> Vec<F
     }
     // Then windows of two and three consecutive non-blank lines none of which is flagged yet,
     // reported at the window's first line: a sentence wrapped over lines is still one sentence.
+    // One buffer for every window's joined text.
+    let mut joined_normal = String::new();
     for width in [2, 3] {
         for start in 0..lines.len().saturating_sub(width - 1) {
             let window = &lines[start..start + width];
@@ -217,11 +219,11 @@ pub fn scan_text(path: &str, text: &str, exists: &dyn Fn(&str) -> bool) -> Vec<F
             {
                 continue;
             }
-            let parts: Vec<&str> = trimmed[start..start + width]
-                .iter()
-                .map(String::as_str)
-                .collect();
-            if grader::addresses_grader_normalised(&grader::join_normalised(&parts)) {
+            grader::join_normalised_into(
+                &mut joined_normal,
+                trimmed[start..start + width].iter().map(String::as_str),
+            );
+            if grader::addresses_grader_normalised(&joined_normal) {
                 let joined: Vec<&str> = window.iter().map(|l| l.trim()).collect();
                 let joined = joined.join(" ");
                 grader_lines.extend(numbers);
@@ -362,6 +364,10 @@ fn looks_like_link_target(target: &str) -> bool {
 /// selectors after a symbol or ideograph, joiners between letters of scripts that need them,
 /// directional marks in right-to-left text, and the tag characters of a subdivision flag emoji.
 fn hidden_characters(line: &str) -> BTreeSet<char> {
+    // Every invisible character is outside ASCII: most lines need no closer look.
+    if line.is_ascii() {
+        return BTreeSet::new();
+    }
     let chars: Vec<char> = line.chars().collect();
     let rtl = chars.iter().any(|c| is_rtl_letter(*c));
     let mut exempt = vec![false; chars.len()];
