@@ -7,6 +7,17 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::error::ErrorKind as ClapKind;
+use skilltrial_core::bundle;
+use skilltrial_core::manifest::PlanError;
+use skilltrial_core::pack::PackError;
+use skilltrial_core::profile::ProfileError;
+use skilltrial_engine::engine::EngineError;
+use skilltrial_engine::home::HomeError;
+use skilltrial_engine::journal::JournalError;
+use skilltrial_engine::keys::KeyError;
+use skilltrial_engine::provider::SetupError;
+use skilltrial_engine::report::ReportError;
+use skilltrial_engine::store::StoreError;
 
 /// How a command that ran to completion ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,12 +58,140 @@ pub enum CliError {
     Rejected(anyhow::Error),
 }
 
-/// Maps an engine error: a refusal about the run's inputs is a rejection (1); a journal or
-/// store failure is the environment (2).
-pub fn engine_error(e: skilltrial_engine::engine::EngineError) -> CliError {
-    match e {
-        skilltrial_engine::engine::EngineError::Refused(_) => CliError::Rejected(e.into()),
-        other => CliError::Environment(other.into()),
+impl CliError {
+    /// The same exit code, with `context` said before the message: for a command that knows
+    /// more than the library error does (which bundle, which file).
+    pub fn context(self, context: impl std::fmt::Display + Send + Sync + 'static) -> Self {
+        match self {
+            CliError::Environment(e) => CliError::Environment(e.context(context)),
+            CliError::Rejected(e) => CliError::Rejected(e.context(context)),
+        }
+    }
+
+    /// The same exit code, with the message a command wrote in its place (one that adds a hint
+    /// after the library's message).
+    pub fn reworded(self, message: String) -> Self {
+        match self {
+            CliError::Environment(_) => CliError::Environment(anyhow::Error::msg(message)),
+            CliError::Rejected(_) => CliError::Rejected(anyhow::Error::msg(message)),
+        }
+    }
+}
+
+// One `From` per library error the commands see: each decides here, once, whether the error
+// judged an input and refused it (exit 1) or found the environment unusable (exit 2: I/O,
+// permissions, a missing file or state directory, a locked run, SQLite). Commands use plain `?`.
+
+impl From<EngineError> for CliError {
+    /// A refusal about the run's inputs is a rejection (1); the machine in the way, the journal
+    /// or the store failing is the environment (2).
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::Refused(_) => CliError::Rejected(e.into()),
+            EngineError::Environment(_) => CliError::Environment(e.into()),
+            EngineError::Store(e) => e.into(),
+            EngineError::Journal(e) => e.into(),
+        }
+    }
+}
+
+impl From<JournalError> for CliError {
+    /// The journal is state, not input: whatever stops it (SQLite, a newer schema, a row that
+    /// breaks an invariant) leaves the state directory unusable for this command (2).
+    fn from(e: JournalError) -> Self {
+        CliError::Environment(e.into())
+    }
+}
+
+impl From<StoreError> for CliError {
+    /// A store that cannot be read or written is the environment (2). One that was read and
+    /// holds content that is missing, no longer matches its hash or does not parse is an input
+    /// judged and refused (1): a run whose stored inputs changed is not sent.
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Io { .. } => CliError::Environment(e.into()),
+            StoreError::Missing(_) | StoreError::Corrupt(_) | StoreError::NotATree(_) => {
+                CliError::Rejected(e.into())
+            }
+        }
+    }
+}
+
+impl From<ReportError> for CliError {
+    /// A run whose recorded content cannot make a report is refused (1); a journal or store
+    /// that cannot be read is the environment (2).
+    fn from(e: ReportError) -> Self {
+        match e {
+            ReportError::Invalid(_) => CliError::Rejected(e.into()),
+            ReportError::Journal(e) => e.into(),
+            ReportError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<PackError> for CliError {
+    /// A pack or task that is not there, or a folder that cannot be read, is a usage or
+    /// environment error (2); a pack that was read and is malformed is rejected (1).
+    fn from(e: PackError) -> Self {
+        match e {
+            PackError::NotFound(_) | PackError::NoTask { .. } | PackError::Io { .. } => {
+                CliError::Environment(e.into())
+            }
+            PackError::Invalid { .. } => CliError::Rejected(e.into()),
+        }
+    }
+}
+
+impl From<bundle::Rejected> for CliError {
+    /// A bundle that is missing or unreadable is the environment (2); one that was read and
+    /// breaks a rule is rejected (1).
+    fn from(e: bundle::Rejected) -> Self {
+        if e.errors.iter().any(|r| r.code.is_environment()) {
+            CliError::Environment(e.into())
+        } else {
+            CliError::Rejected(e.into())
+        }
+    }
+}
+
+impl From<ProfileError> for CliError {
+    /// A profile id, profiles file, endpoint or model name the user gave that cannot be used:
+    /// a usage or environment error (2).
+    fn from(e: ProfileError) -> Self {
+        CliError::Environment(e.into())
+    }
+}
+
+impl From<PlanError> for CliError {
+    /// Options that cannot make a plan (caps, limits, endpoint) are a usage error (2).
+    fn from(e: PlanError) -> Self {
+        CliError::Environment(anyhow::anyhow!("cannot plan: {e}"))
+    }
+}
+
+impl From<HomeError> for CliError {
+    fn from(e: HomeError) -> Self {
+        CliError::Environment(e.into())
+    }
+}
+
+impl From<KeyError> for CliError {
+    /// The keychain is the environment, as is an empty key on standard input (2).
+    fn from(e: KeyError) -> Self {
+        CliError::Environment(e.into())
+    }
+}
+
+impl From<SetupError> for CliError {
+    /// No key, or an endpoint a key may not travel to: the environment (2).
+    fn from(e: SetupError) -> Self {
+        CliError::Environment(e.into())
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(e: std::io::Error) -> Self {
+        CliError::Environment(e.into())
     }
 }
 
