@@ -262,7 +262,125 @@ fn emit_error(kind: &str, message: &str, json: bool) {
 
 #[cfg(test)]
 mod tests {
-    use super::chain_text;
+    use std::path::PathBuf;
+
+    use skilltrial_core::bundle::{RejectCode, Rejected as BundleRejected, Rejection};
+    use skilltrial_core::digest::Sha256Digest;
+
+    use super::*;
+
+    /// The exit code and the message a command error ends with.
+    fn shown(error: impl Into<CliError>) -> (u8, String) {
+        match error.into() {
+            CliError::Environment(e) => (2, chain_text(&e)),
+            CliError::Rejected(e) => (1, chain_text(&e)),
+        }
+    }
+
+    fn io() -> std::io::Error {
+        std::io::Error::other("Is a directory (os error 21)")
+    }
+
+    fn store_io() -> StoreError {
+        StoreError::Io {
+            path: PathBuf::from("/s/x"),
+            source: io(),
+        }
+    }
+
+    #[test]
+    fn io_and_state_failures_exit_2_and_judged_inputs_exit_1() {
+        let digest = Sha256Digest::of(b"");
+        // The store: unreadable is the environment; read and found wrong is a refusal.
+        assert_eq!(shown(store_io()).0, 2);
+        assert_eq!(shown(StoreError::Corrupt(digest)).0, 1);
+        assert_eq!(shown(StoreError::Missing(digest)).0, 1);
+        // The engine: a refusal is 1, the machine in the way 2, and a store or journal inside
+        // keeps its own code.
+        assert_eq!(
+            shown(EngineError::Refused("no".to_owned())),
+            (1, "no".to_owned())
+        );
+        assert_eq!(shown(EngineError::Environment("locked".to_owned())).0, 2);
+        assert_eq!(
+            shown(EngineError::Store(store_io())),
+            (2, "store /s/x: Is a directory (os error 21)".to_owned())
+        );
+        assert_eq!(shown(EngineError::Store(StoreError::Corrupt(digest))).0, 1);
+        assert_eq!(
+            shown(EngineError::Journal(JournalError::State("x".to_owned()))).0,
+            2
+        );
+        // The report: content that cannot make one is refused; SQLite or the store failing
+        // under it is the environment.
+        assert_eq!(shown(ReportError::Invalid("no manifest".to_owned())).0, 1);
+        assert_eq!(shown(ReportError::Store(store_io())).0, 2);
+        assert_eq!(
+            shown(ReportError::Journal(JournalError::State("x".to_owned()))).0,
+            2
+        );
+        // A pack: not there (a name, a task, a folder) is 2; malformed is 1.
+        assert_eq!(shown(PackError::NotFound("p".to_owned())).0, 2);
+        assert_eq!(
+            shown(PackError::NoTask {
+                pack: "p".to_owned(),
+                task: "t".to_owned(),
+                known: "u".to_owned()
+            })
+            .0,
+            2
+        );
+        assert_eq!(
+            shown(PackError::Io {
+                path: PathBuf::from("/p"),
+                source: io()
+            })
+            .0,
+            2
+        );
+        let invalid = PackError::Invalid {
+            pack: "p".to_owned(),
+            path: "pack.json".to_owned(),
+            message: "missing".to_owned(),
+        };
+        assert_eq!(shown(invalid).0, 1);
+        assert_eq!(shown(io()).0, 2);
+    }
+
+    #[test]
+    fn a_bundle_is_the_environment_only_when_it_cannot_be_read() {
+        let rejected = |code| BundleRejected {
+            input: "./b".to_owned(),
+            errors: vec![Rejection {
+                code,
+                path: None,
+                message: "why".to_owned(),
+            }],
+        };
+        assert_eq!(shown(rejected(RejectCode::NotFound)).0, 2);
+        assert_eq!(shown(rejected(RejectCode::Unreadable)).0, 2);
+        assert_eq!(
+            shown(rejected(RejectCode::PathTraversal)),
+            (1, "bundle ./b rejected: path_traversal: why".to_owned())
+        );
+        // A command's context keeps the code.
+        let with_label = CliError::from(rejected(RejectCode::NotFound)).context("bundle A");
+        assert_eq!(
+            shown(with_label),
+            (
+                2,
+                "bundle A: bundle ./b rejected: not_found: why".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn plan_errors_are_usage_errors_said_as_such() {
+        assert_eq!(
+            shown(PlanError::Invalid("--reps must be at least 1".to_owned())),
+            (2, "cannot plan: --reps must be at least 1".to_owned())
+        );
+    }
 
     /// Like the store's and the journal's errors: the message embeds its source and also marks
     /// it as the source.
