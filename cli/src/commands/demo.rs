@@ -43,13 +43,11 @@ fn choose(args: &DemoArgs) -> Result<Option<Profile>, CliError> {
         (None, false) if env("OPENAI_API_KEY").is_some() => "gpt-4.1@2025-04-14".to_owned(),
         (None, false) => return Ok(None),
     };
-    profile::find(&id, None)
-        .and_then(|p| match &args.model_name {
-            Some(name) => p.with_model_name(name),
-            None => Ok(p),
-        })
-        .map(Some)
-        .map_err(CliError::from)
+    let profile = profile::find(&id, None)?;
+    Ok(Some(match &args.model_name {
+        Some(name) => profile.with_model_name(name)?,
+        None => profile,
+    }))
 }
 
 /// The bounds of a demo against an unpriced profile, which has no monetary cap.
