@@ -1,7 +1,10 @@
 //! The one map from outcomes and errors to exit codes, and how errors are shown.
 //!
-//! 0: success. 1: a check failed or an input was rejected. 2: usage or environment error.
-//! 130: `run` stopped by Ctrl-C or SIGTERM (the run is resumable).
+//! 0: success. 1: a check failed, or an input was read, judged and refused. 2: usage or
+//! environment error (a bad flag value, caught by clap; I/O, permissions, a missing file, a
+//! locked run, an unusable state directory, SQLite). 130: `run` stopped by Ctrl-C or SIGTERM
+//! (the run is resumable). Each library error's `From` impl below chooses 1 or 2 once, so
+//! commands propagate with plain `?` and add only context (which bundle, which file).
 
 use std::io::Write;
 use std::process::ExitCode;
