@@ -4,7 +4,12 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use skilltrial_core::manifest::DEFAULT_REPETITIONS;
+use skilltrial_core::money::MicroUsd;
+use skilltrial_core::profile::ProviderKind;
+
+use crate::commands::purge::{Age, parse_age};
 
 use crate::exit;
 
@@ -124,11 +129,11 @@ pub struct DemoArgs {
     #[arg(long, value_name = "PROFILE")]
     pub model: Option<String>,
     /// Repetitions.
-    #[arg(long, default_value_t = 3, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = DEFAULT_REPETITIONS, allow_negative_numbers = true)]
     pub reps: u32,
     /// Budget cap in USD for a real model.
-    #[arg(long, default_value = "4", allow_negative_numbers = true)]
-    pub cap_usd: String,
+    #[arg(long, value_name = "USD", default_value = "4", allow_negative_numbers = true, value_parser = MicroUsd::parse_usd)]
+    pub cap_usd: MicroUsd,
     /// Where to write the reports (default: <state dir>/reports/<run>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<std::path::PathBuf>,
@@ -157,8 +162,24 @@ pub enum KeyCommand {
 #[derive(Debug, Args)]
 pub struct KeyProvider {
     /// anthropic or openai
-    #[arg(value_name = "PROVIDER", value_parser = ["anthropic", "openai"])]
-    pub provider: String,
+    #[arg(value_name = "PROVIDER")]
+    pub provider: KeyProviderName,
+}
+
+/// A provider whose key the keychain can hold, as `key set` and `key remove` take it.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum KeyProviderName {
+    Anthropic,
+    Openai,
+}
+
+impl From<KeyProviderName> for ProviderKind {
+    fn from(name: KeyProviderName) -> Self {
+        match name {
+            KeyProviderName::Anthropic => ProviderKind::Anthropic,
+            KeyProviderName::Openai => ProviderKind::Openai,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -176,11 +197,11 @@ pub struct PlanArgs {
     #[arg(long, value_name = "BUNDLE")]
     pub b: Option<std::path::PathBuf>,
     /// Repetitions of every (task, arm).
-    #[arg(long, default_value_t = 3, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = DEFAULT_REPETITIONS, allow_negative_numbers = true)]
     pub reps: u32,
     /// Budget cap in USD (required for priced profiles), e.g. 4 or 0.50.
-    #[arg(long, value_name = "USD", allow_negative_numbers = true)]
-    pub cap_usd: Option<String>,
+    #[arg(long, value_name = "USD", allow_negative_numbers = true, value_parser = MicroUsd::parse_usd)]
+    pub cap_usd: Option<MicroUsd>,
     /// Arm-order seed (random when omitted; recorded in the manifest).
     #[arg(long, allow_negative_numbers = true)]
     pub seed: Option<u64>,
@@ -229,26 +250,37 @@ pub struct RunRef {
 }
 
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("decision").required(true).args(["retry", "release"])))]
 pub struct ResolveArgs {
     /// The attempt id (shown by `status`).
     #[arg(value_name = "ATTEMPT")]
     pub attempt: String,
     /// Plan a new attempt of the same trial.
-    #[arg(long, requires = "reason", conflicts_with = "release")]
+    #[arg(long, requires = "reason")]
     pub retry: bool,
     /// Close the attempt, counting its reserve as spent.
     #[arg(long)]
     pub release: bool,
     /// Why the attempt is retried (kept with the new attempt).
-    #[arg(long)]
+    #[arg(long, value_parser = non_blank)]
     pub reason: Option<String>,
+}
+
+/// A text that says something: trimmed, and refused when nothing is left.
+fn non_blank(text: &str) -> Result<String, String> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        Err("it is empty: say why".to_owned())
+    } else {
+        Ok(trimmed.to_owned())
+    }
 }
 
 #[derive(Debug, Args)]
 pub struct PurgeArgs {
     /// Delete payloads older than this: 30d, 12h, 0d.
-    #[arg(long, default_value = "30d", value_name = "AGE")]
-    pub older_than: String,
+    #[arg(long, default_value = "30d", value_name = "AGE", value_parser = parse_age)]
+    pub older_than: Age,
 }
 
 #[derive(Debug, Subcommand)]
@@ -311,6 +343,7 @@ pub struct ValidateArgs {
 /// Parses the arguments. Help and version print and exit 0; usage errors print (as JSON when
 /// `--json` was given) and exit 2.
 pub fn parse(args: Vec<OsString>) -> Result<Cli, ExitCode> {
+    // Only here is `--json` looked for by hand: a usage error has no parsed flags to ask.
     let json = args.iter().any(|a| a == "--json");
     Cli::try_parse_from(args).map_err(|error| exit::clap_error(&error, json))
 }

@@ -1,12 +1,26 @@
 //! The one map from outcomes and errors to exit codes, and how errors are shown.
 //!
-//! 0: success. 1: a check failed or an input was rejected. 2: usage or environment error.
-//! 130: `run` stopped by Ctrl-C or SIGTERM (the run is resumable).
+//! 0: success. 1: a check failed, or an input was read, judged and refused. 2: usage or
+//! environment error (a bad flag value, caught by clap; I/O, permissions, a missing file, a
+//! locked run, an unusable state directory, SQLite). 130: `run` stopped by Ctrl-C or SIGTERM
+//! (the run is resumable). Each library error's `From` impl below chooses 1 or 2 once, so
+//! commands propagate with plain `?` and add only context (which bundle, which file).
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::error::ErrorKind as ClapKind;
+use skilltrial_core::bundle;
+use skilltrial_core::manifest::PlanError;
+use skilltrial_core::pack::PackError;
+use skilltrial_core::profile::ProfileError;
+use skilltrial_engine::engine::EngineError;
+use skilltrial_engine::home::HomeError;
+use skilltrial_engine::journal::JournalError;
+use skilltrial_engine::keys::KeyError;
+use skilltrial_engine::provider::SetupError;
+use skilltrial_engine::report::ReportError;
+use skilltrial_engine::store::StoreError;
 
 /// How a command that ran to completion ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,12 +61,140 @@ pub enum CliError {
     Rejected(anyhow::Error),
 }
 
-/// Maps an engine error: a refusal about the run's inputs is a rejection (1); a journal or
-/// store failure is the environment (2).
-pub fn engine_error(e: skilltrial_engine::engine::EngineError) -> CliError {
-    match e {
-        skilltrial_engine::engine::EngineError::Refused(_) => CliError::Rejected(e.into()),
-        other => CliError::Environment(other.into()),
+impl CliError {
+    /// The same exit code, with `context` said before the message: for a command that knows
+    /// more than the library error does (which bundle, which file).
+    pub fn context(self, context: impl std::fmt::Display + Send + Sync + 'static) -> Self {
+        match self {
+            CliError::Environment(e) => CliError::Environment(e.context(context)),
+            CliError::Rejected(e) => CliError::Rejected(e.context(context)),
+        }
+    }
+
+    /// The same exit code, with the message a command wrote in its place (one that adds a hint
+    /// after the library's message).
+    pub fn reworded(self, message: String) -> Self {
+        match self {
+            CliError::Environment(_) => CliError::Environment(anyhow::Error::msg(message)),
+            CliError::Rejected(_) => CliError::Rejected(anyhow::Error::msg(message)),
+        }
+    }
+}
+
+// One `From` per library error the commands see: each decides here, once, whether the error
+// judged an input and refused it (exit 1) or found the environment unusable (exit 2: I/O,
+// permissions, a missing file or state directory, a locked run, SQLite). Commands use plain `?`.
+
+impl From<EngineError> for CliError {
+    /// A refusal about the run's inputs is a rejection (1); the machine in the way, the journal
+    /// or the store failing is the environment (2).
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::Refused(_) => CliError::Rejected(e.into()),
+            EngineError::Environment(_) => CliError::Environment(e.into()),
+            EngineError::Store(e) => e.into(),
+            EngineError::Journal(e) => e.into(),
+        }
+    }
+}
+
+impl From<JournalError> for CliError {
+    /// The journal is state, not input: whatever stops it (SQLite, a newer schema, a row that
+    /// breaks an invariant) leaves the state directory unusable for this command (2).
+    fn from(e: JournalError) -> Self {
+        CliError::Environment(e.into())
+    }
+}
+
+impl From<StoreError> for CliError {
+    /// A store that cannot be read or written is the environment (2). One that was read and
+    /// holds content that is missing, no longer matches its hash or does not parse is an input
+    /// judged and refused (1): a run whose stored inputs changed is not sent.
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Io { .. } => CliError::Environment(e.into()),
+            StoreError::Missing(_) | StoreError::Corrupt(_) | StoreError::NotATree(_) => {
+                CliError::Rejected(e.into())
+            }
+        }
+    }
+}
+
+impl From<ReportError> for CliError {
+    /// A run whose recorded content cannot make a report is refused (1); a journal or store
+    /// that cannot be read is the environment (2).
+    fn from(e: ReportError) -> Self {
+        match e {
+            ReportError::Invalid(_) => CliError::Rejected(e.into()),
+            ReportError::Journal(e) => e.into(),
+            ReportError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<PackError> for CliError {
+    /// A pack or task that is not there, or a folder that cannot be read, is a usage or
+    /// environment error (2); a pack that was read and is malformed is rejected (1).
+    fn from(e: PackError) -> Self {
+        match e {
+            PackError::NotFound(_) | PackError::NoTask { .. } | PackError::Io { .. } => {
+                CliError::Environment(e.into())
+            }
+            PackError::Invalid { .. } => CliError::Rejected(e.into()),
+        }
+    }
+}
+
+impl From<bundle::Rejected> for CliError {
+    /// A bundle that is missing or unreadable is the environment (2); one that was read and
+    /// breaks a rule is rejected (1).
+    fn from(e: bundle::Rejected) -> Self {
+        if e.errors.iter().any(|r| r.code.is_environment()) {
+            CliError::Environment(e.into())
+        } else {
+            CliError::Rejected(e.into())
+        }
+    }
+}
+
+impl From<ProfileError> for CliError {
+    /// A profile id, profiles file, endpoint or model name the user gave that cannot be used:
+    /// a usage or environment error (2).
+    fn from(e: ProfileError) -> Self {
+        CliError::Environment(e.into())
+    }
+}
+
+impl From<PlanError> for CliError {
+    /// Options that cannot make a plan (caps, limits, endpoint) are a usage error (2).
+    fn from(e: PlanError) -> Self {
+        CliError::Environment(anyhow::anyhow!("cannot plan: {e}"))
+    }
+}
+
+impl From<HomeError> for CliError {
+    fn from(e: HomeError) -> Self {
+        CliError::Environment(e.into())
+    }
+}
+
+impl From<KeyError> for CliError {
+    /// The keychain is the environment, as is an empty key on standard input (2).
+    fn from(e: KeyError) -> Self {
+        CliError::Environment(e.into())
+    }
+}
+
+impl From<SetupError> for CliError {
+    /// No key, or an endpoint a key may not travel to: the environment (2).
+    fn from(e: SetupError) -> Self {
+        CliError::Environment(e.into())
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(e: std::io::Error) -> Self {
+        CliError::Environment(e.into())
     }
 }
 
@@ -123,7 +265,125 @@ fn emit_error(kind: &str, message: &str, json: bool) {
 
 #[cfg(test)]
 mod tests {
-    use super::chain_text;
+    use std::path::PathBuf;
+
+    use skilltrial_core::bundle::{RejectCode, Rejected as BundleRejected, Rejection};
+    use skilltrial_core::digest::Sha256Digest;
+
+    use super::*;
+
+    /// The exit code and the message a command error ends with.
+    fn shown(error: impl Into<CliError>) -> (u8, String) {
+        match error.into() {
+            CliError::Environment(e) => (2, chain_text(&e)),
+            CliError::Rejected(e) => (1, chain_text(&e)),
+        }
+    }
+
+    fn io() -> std::io::Error {
+        std::io::Error::other("Is a directory (os error 21)")
+    }
+
+    fn store_io() -> StoreError {
+        StoreError::Io {
+            path: PathBuf::from("/s/x"),
+            source: io(),
+        }
+    }
+
+    #[test]
+    fn io_and_state_failures_exit_2_and_judged_inputs_exit_1() {
+        let digest = Sha256Digest::of(b"");
+        // The store: unreadable is the environment; read and found wrong is a refusal.
+        assert_eq!(shown(store_io()).0, 2);
+        assert_eq!(shown(StoreError::Corrupt(digest)).0, 1);
+        assert_eq!(shown(StoreError::Missing(digest)).0, 1);
+        // The engine: a refusal is 1, the machine in the way 2, and a store or journal inside
+        // keeps its own code.
+        assert_eq!(
+            shown(EngineError::Refused("no".to_owned())),
+            (1, "no".to_owned())
+        );
+        assert_eq!(shown(EngineError::Environment("locked".to_owned())).0, 2);
+        assert_eq!(
+            shown(EngineError::Store(store_io())),
+            (2, "store /s/x: Is a directory (os error 21)".to_owned())
+        );
+        assert_eq!(shown(EngineError::Store(StoreError::Corrupt(digest))).0, 1);
+        assert_eq!(
+            shown(EngineError::Journal(JournalError::State("x".to_owned()))).0,
+            2
+        );
+        // The report: content that cannot make one is refused; SQLite or the store failing
+        // under it is the environment.
+        assert_eq!(shown(ReportError::Invalid("no manifest".to_owned())).0, 1);
+        assert_eq!(shown(ReportError::Store(store_io())).0, 2);
+        assert_eq!(
+            shown(ReportError::Journal(JournalError::State("x".to_owned()))).0,
+            2
+        );
+        // A pack: not there (a name, a task, a folder) is 2; malformed is 1.
+        assert_eq!(shown(PackError::NotFound("p".to_owned())).0, 2);
+        assert_eq!(
+            shown(PackError::NoTask {
+                pack: "p".to_owned(),
+                task: "t".to_owned(),
+                known: "u".to_owned()
+            })
+            .0,
+            2
+        );
+        assert_eq!(
+            shown(PackError::Io {
+                path: PathBuf::from("/p"),
+                source: io()
+            })
+            .0,
+            2
+        );
+        let invalid = PackError::Invalid {
+            pack: "p".to_owned(),
+            path: "pack.json".to_owned(),
+            message: "missing".to_owned(),
+        };
+        assert_eq!(shown(invalid).0, 1);
+        assert_eq!(shown(io()).0, 2);
+    }
+
+    #[test]
+    fn a_bundle_is_the_environment_only_when_it_cannot_be_read() {
+        let rejected = |code| BundleRejected {
+            input: "./b".to_owned(),
+            errors: vec![Rejection {
+                code,
+                path: None,
+                message: "why".to_owned(),
+            }],
+        };
+        assert_eq!(shown(rejected(RejectCode::NotFound)).0, 2);
+        assert_eq!(shown(rejected(RejectCode::Unreadable)).0, 2);
+        assert_eq!(
+            shown(rejected(RejectCode::PathTraversal)),
+            (1, "bundle ./b rejected: path_traversal: why".to_owned())
+        );
+        // A command's context keeps the code.
+        let with_label = CliError::from(rejected(RejectCode::NotFound)).context("bundle A");
+        assert_eq!(
+            shown(with_label),
+            (
+                2,
+                "bundle A: bundle ./b rejected: not_found: why".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn plan_errors_are_usage_errors_said_as_such() {
+        assert_eq!(
+            shown(PlanError::Invalid("--reps must be at least 1".to_owned())),
+            (2, "cannot plan: --reps must be at least 1".to_owned())
+        );
+    }
 
     /// Like the store's and the journal's errors: the message embeds its source and also marks
     /// it as the source.

@@ -4,16 +4,17 @@ mod cli;
 mod commands;
 mod exit;
 mod output;
+mod state;
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let json = args.iter().any(|a| a == "--json");
-    let parsed = match cli::parse(args) {
+    let parsed = match cli::parse(std::env::args_os().collect()) {
         Ok(parsed) => parsed,
         Err(code) => return code,
     };
+    // Parsed, `--json` is known for sure; only a usage error has to look for it by hand.
+    let json = parsed.global.json;
     match commands::dispatch(parsed) {
         Ok(status) => status.into(),
         Err(error) => exit::report(&error, json),

@@ -210,11 +210,15 @@ fn regression_negative_numbers_are_refused_naming_the_flag_and_a_zero_cap_is_ref
         assert_eq!(code, Some(2), "{flag}");
         assert_eq!(stderr.lines().next(), Some(said), "{stderr}");
     }
+    // Parsed by clap, like the numbers above: its usage error names the flag, the value and why.
     let (code, _, stderr) = plan_outcome(&env, &["--cap-usd", "-1"]);
     assert_eq!(code, Some(2));
     assert_eq!(
-        stderr,
-        "error: --cap-usd: `-1` is not a USD amount (digits, optionally a point and up to 6 decimals, e.g. 4 or 0.25)\n"
+        stderr.lines().next(),
+        Some(
+            "error: invalid value '-1' for '--cap-usd <USD>': `-1` is not a USD amount (digits, optionally a point and up to 6 decimals, e.g. 4 or 0.25)"
+        ),
+        "{stderr}"
     );
     let (code, _, stderr) =
         outcome(env.run(&["run", "--manifest", "0123456789", "--max-dispatch", "-3"]));

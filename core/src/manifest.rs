@@ -44,15 +44,6 @@ impl Arm {
             Self::B => "b",
         }
     }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "baseline" => Some(Self::Baseline),
-            "a" => Some(Self::A),
-            "b" => Some(Self::B),
-            _ => None,
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

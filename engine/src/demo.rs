@@ -15,8 +15,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use serde_json::Value;
-
 use crate::provider::ATTEMPT_HEADER;
 use crate::scripted::{Reply, ServerRequest};
 use skilltrial_core::checker::Expected;
@@ -180,42 +178,6 @@ pub fn responder(
     }
 }
 
-/// Whether a manifest's model is the scripted one.
-pub fn is_scripted(model: &str) -> bool {
-    model == SCRIPTED_MODEL
-}
-
-/// The value form of the script, for documentation and tests.
-pub fn script_table() -> Value {
-    let tasks = [
-        "acct-usdc-mint",
-        "acct-t22-fzyeg-mint",
-        "tx-legacy-nonce-bonk",
-        "tx-v0-alt-usdc",
-        "plan-usdc-transfer",
-        "plan-t22-fee-memo",
-    ];
-    let mut rows = Vec::new();
-    for task in tasks {
-        for (arm, version) in [
-            ("baseline", None),
-            ("a", Some("1.4.2")),
-            ("b", Some("1.5.0")),
-        ] {
-            let answers: Vec<Value> = (1..=3)
-                .map(|r| {
-                    scripted_choice(task, version, r)
-                        .map_or(Value::String("golden".to_owned()), |w| {
-                            Value::String(w.to_owned())
-                        })
-                })
-                .collect();
-            rows.push(serde_json::json!({ "task": task, "arm": arm, "answers": answers }));
-        }
-    }
-    Value::Array(rows)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
@@ -307,7 +269,7 @@ mod tests {
         let message = |reply: Reply| match reply {
             Reply::Verbatim { status, body, .. } => {
                 assert_eq!(status, 400);
-                let v: Value = serde_json::from_str(&body).unwrap();
+                let v: serde_json::Value = serde_json::from_str(&body).unwrap();
                 v["error"]["message"].as_str().unwrap().to_owned()
             }
             other => panic!("not an error: {other:?}"),

@@ -60,9 +60,28 @@ pub enum KeySource {
     Keychain,
 }
 
-fn entry(kind: ProviderKind) -> Result<keyring::Entry, String> {
-    keyring::Entry::new(SERVICE, kind.as_str())
-        .map_err(|e| format!("the OS keychain is not available: {e}"))
+/// Why a key could not be stored or removed.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// Standard input held no key.
+    #[error("the key is empty")]
+    Empty,
+    /// No keychain to talk to.
+    #[error("the OS keychain is not available: {0}")]
+    Unavailable(keyring::Error),
+    /// The keychain refused to store the key; `hint` says what to do on this OS.
+    #[error("cannot store the key in the OS keychain: {source}{hint}")]
+    Store {
+        source: keyring::Error,
+        hint: &'static str,
+    },
+    /// The keychain refused to remove the key.
+    #[error("cannot remove the key from the OS keychain: {0}")]
+    Remove(keyring::Error),
+}
+
+fn entry(kind: ProviderKind) -> Result<keyring::Entry, KeyError> {
+    keyring::Entry::new(SERVICE, kind.as_str()).map_err(KeyError::Unavailable)
 }
 
 /// The key for a provider and where it came from: the environment first, then the keychain.
@@ -78,25 +97,27 @@ pub fn lookup(kind: ProviderKind) -> Option<(Secret, KeySource)> {
 }
 
 /// Stores a key in the keychain.
-pub fn store(kind: ProviderKind, key: &Secret) -> Result<(), String> {
+pub fn store(kind: ProviderKind, key: &Secret) -> Result<(), KeyError> {
     if key.is_empty() {
-        return Err("the key is empty".to_owned());
+        return Err(KeyError::Empty);
     }
-    entry(kind)?.set_password(key.expose()).map_err(|e| {
-        let hint = if cfg!(target_os = "linux") {
-            " (on Linux the keychain is the session keyring of a login session; without one, use the environment variable)"
-        } else {
-            ""
-        };
-        format!("cannot store the key in the OS keychain: {e}{hint}")
-    })
+    entry(kind)?
+        .set_password(key.expose())
+        .map_err(|source| KeyError::Store {
+            source,
+            hint: if cfg!(target_os = "linux") {
+                " (on Linux the keychain is the session keyring of a login session; without one, use the environment variable)"
+            } else {
+                ""
+            },
+        })
 }
 
 /// Removes a key from the keychain; `Ok(false)` when there was none.
-pub fn remove(kind: ProviderKind) -> Result<bool, String> {
+pub fn remove(kind: ProviderKind) -> Result<bool, KeyError> {
     match entry(kind)?.delete_credential() {
         Ok(()) => Ok(true),
         Err(keyring::Error::NoEntry) => Ok(false),
-        Err(e) => Err(format!("cannot remove the key from the OS keychain: {e}")),
+        Err(e) => Err(KeyError::Remove(e)),
     }
 }

@@ -1,12 +1,10 @@
 //! `skilltrial cancel [run]`: stop new dispatches. The request in flight finishes. A run that
 //! already finished or was cancelled is left as it is, and the output says so.
 
-use skilltrial_engine::engine::run_is_live;
-
 use crate::cli::{Global, RunRef};
-use crate::commands::state::{self, short};
 use crate::exit::{CliError, Status};
 use crate::output;
+use crate::state::{self, short};
 
 pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     let layout = state::layout(global)?;
@@ -32,10 +30,8 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
         }
         return Ok(Status::Ok);
     }
-    journal
-        .request_cancel(&run.id)
-        .map_err(anyhow::Error::from)?;
-    let live = run_is_live(journal.path(), &run.id).map_err(anyhow::Error::from)?;
+    journal.request_cancel(&run.id)?;
+    let live = state::run_is_live(&journal, &run.id)?;
     if global.json {
         output::json(
             &serde_json::json!({ "run": run.id, "cancel_requested": true, "status": run.status, "live": live }),

@@ -20,9 +20,7 @@ pub fn run(args: &CheckArgs, global: &Global) -> Result<Status, CliError> {
         input::regular_file(&args.answer, "an answer file, or `-` for standard input")?;
     }
     let pack = open(&args.pack)?;
-    let task = pack
-        .task(&args.task)
-        .map_err(|e| CliError::Environment(e.into()))?;
+    let task = pack.task(&args.task)?;
     let limit = u64::try_from(MAX_ANSWER_BYTES)
         .unwrap_or(u64::MAX)
         .saturating_add(1);

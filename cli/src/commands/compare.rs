@@ -6,9 +6,9 @@ use serde_json::Value;
 use skilltrial_engine::report;
 
 use crate::cli::{CompareArgs, Global};
-use crate::commands::state::{self, short};
 use crate::exit::{CliError, Status};
 use crate::output;
+use crate::state::{self, short};
 
 pub fn run(args: &CompareArgs, global: &Global) -> Result<Status, CliError> {
     let layout = state::layout(global)?;
@@ -27,10 +27,7 @@ pub fn run(args: &CompareArgs, global: &Global) -> Result<Status, CliError> {
     }
     let mut docs = Vec::new();
     for run in &runs {
-        docs.push(
-            report::build(&journal, &store, &payloads, run)
-                .map_err(|e| CliError::Rejected(e.into()))?,
-        );
+        docs.push(report::build(&journal, &store, &payloads, run)?);
     }
     let (a, b) = (&docs[0], &docs[1]);
     let mut differs = Vec::new();

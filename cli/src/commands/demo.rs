@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use skilltrial_core::bundle::{self, examples};
 use skilltrial_core::manifest::{self, PlanOptions};
-use skilltrial_core::money::MicroUsd;
 use skilltrial_core::profile::{self, Profile};
 use skilltrial_engine::demo;
 use skilltrial_engine::engine::{self, RunOptions};
@@ -20,9 +19,10 @@ use skilltrial_engine::scripted::ScriptedServer;
 
 use crate::cli::{DemoArgs, Global};
 use crate::commands::pack::open as open_pack;
-use crate::commands::{report, state};
+use crate::commands::report;
 use crate::exit::{CliError, Status};
 use crate::output;
+use crate::state;
 
 fn say(global: &Global, line: &str) {
     if !global.json {
@@ -43,13 +43,11 @@ fn choose(args: &DemoArgs) -> Result<Option<Profile>, CliError> {
         (None, false) if env("OPENAI_API_KEY").is_some() => "gpt-4.1@2025-04-14".to_owned(),
         (None, false) => return Ok(None),
     };
-    profile::find(&id, None)
-        .and_then(|p| match &args.model_name {
-            Some(name) => p.with_model_name(name),
-            None => Ok(p),
-        })
-        .map(Some)
-        .map_err(|e| CliError::Environment(e.into()))
+    let profile = profile::find(&id, None)?;
+    Ok(Some(match &args.model_name {
+        Some(name) => profile.with_model_name(name)?,
+        None => profile,
+    }))
 }
 
 /// The bounds of a demo against an unpriced profile, which has no monetary cap.
@@ -69,7 +67,6 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
             None => examples::example_bundle(example),
         };
         let b = imported.map_err(|rejected| {
-            let env = rejected.errors.iter().any(|e| e.code.is_environment());
             let hint = match path {
                 Some(path) => format!(
                     " (run `skilltrial validate {}` for details)",
@@ -77,12 +74,8 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
                 ),
                 None => String::new(),
             };
-            let error = anyhow::anyhow!("bundle {label}: {rejected}{hint}");
-            if env {
-                CliError::Environment(error)
-            } else {
-                CliError::Rejected(error)
-            }
+            let message = format!("bundle {label}: {rejected}{hint}");
+            CliError::from(rejected).reworded(message)
         })?;
         say(
             global,
@@ -136,16 +129,13 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
                         "no monetary cap (unpriced profile): at most {DEMO_UNPRICED_MAX_REQUESTS} requests and {DEMO_UNPRICED_MAX_TOKENS} tokens"
                     )
                 } else {
-                    format!("budget cap ${}", args.cap_usd)
+                    format!("budget cap {}", args.cap_usd)
                 }
             ),
         );
     }
-    let endpoint = profile
-        .endpoint()
-        .map_err(|e| CliError::Environment(e.into()))?;
-    let cap = MicroUsd::parse_usd(&args.cap_usd)
-        .map_err(|e| CliError::Environment(anyhow::anyhow!("--cap-usd: {e}")))?;
+    let endpoint = profile.endpoint()?;
+    let cap = args.cap_usd;
     let unpriced = profile.price.is_none();
     if unpriced && !args.yes {
         return Err(CliError::Environment(anyhow::anyhow!(
@@ -163,15 +153,12 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
         endpoint,
         scripted,
     };
-    let plan_error =
-        |e: manifest::PlanError| CliError::Environment(anyhow::anyhow!("cannot plan: {e}"));
-    let m = manifest::build(&pack, Some(a), Some(b), &profile, &options).map_err(plan_error)?;
-    let (planned, totals) = manifest::trials(&m, &pack, Some(a), Some(b)).map_err(plan_error)?;
+    let m = manifest::build(&pack, Some(a), Some(b), &profile, &options)?;
+    let (planned, totals) = manifest::trials(&m, &pack, Some(a), Some(b))?;
 
     // 3. Plan: inputs into the store.
     let mut opened = state::open(global)?;
-    let hash = engine::save_inputs(&opened.store, &m, &pack, Some(a), Some(b))
-        .map_err(|e| CliError::Environment(e.into()))?;
+    let hash = engine::save_inputs(&opened.store, &m, &pack, Some(a), Some(b))?;
     plans.add(&hash.hex(), &planned);
     say(
         global,
@@ -179,10 +166,8 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
     );
 
     // 4. Run.
-    let inputs = engine::load_inputs(&opened.store, &hash.hex())
-        .map_err(|e| CliError::Rejected(e.into()))?;
-    let provider = skilltrial_engine::provider::for_manifest(&m)
-        .map_err(|e| CliError::Environment(anyhow::anyhow!(e)))?;
+    let inputs = engine::load_inputs(&opened.store, &hash.hex())?;
+    let provider = skilltrial_engine::provider::for_manifest(&m)?;
     let mut show = crate::commands::progress::printer(global.json);
     // Ctrl-C as in `run`: the first stops after the request in flight (resumable), the second
     // exits at once.
@@ -201,7 +186,7 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
         &mut show,
     );
     notice.finish();
-    let summary = result.map_err(crate::exit::engine_error)?;
+    let summary = result?;
     drop(show);
     drop(server);
     if stop.load(Ordering::SeqCst) && summary.status == "stopped" {

@@ -4,9 +4,9 @@ use serde::Serialize;
 use skilltrial_engine::home::HomeSource;
 
 use crate::cli::Global;
-use crate::commands::state;
 use crate::exit::{CliError, Status};
 use crate::output;
+use crate::state;
 
 #[derive(Debug, Serialize)]
 struct Info {

@@ -10,41 +10,35 @@ use crate::cli::{Global, KeyCommand};
 use crate::exit::{CliError, Status};
 use crate::output;
 
-fn kind(name: &str) -> ProviderKind {
-    if name == "openai" {
-        ProviderKind::Openai
-    } else {
-        ProviderKind::Anthropic
-    }
-}
-
 pub fn run(command: &KeyCommand, global: &Global) -> Result<Status, CliError> {
     match command {
         KeyCommand::Set(p) => {
+            let kind = ProviderKind::from(p.provider);
             let mut key = String::new();
-            std::io::stdin()
-                .take(16 * 1024)
-                .read_to_string(&mut key)
-                .map_err(|e| CliError::Environment(e.into()))?;
-            keys::store(kind(&p.provider), &keys::Secret::new(&key))
-                .map_err(|e| CliError::Environment(anyhow::anyhow!(e)))?;
+            std::io::stdin().take(16 * 1024).read_to_string(&mut key)?;
+            keys::store(kind, &keys::Secret::new(&key))?;
             if global.json {
-                output::json(&serde_json::json!({ "provider": p.provider, "stored": true }))?;
+                output::json(&serde_json::json!({ "provider": kind.as_str(), "stored": true }))?;
             } else {
                 output::text(&format!(
                     "stored the {} key in the OS keychain\n",
-                    p.provider
+                    kind.as_str()
                 ))?;
             }
         }
         KeyCommand::Remove(p) => {
-            let removed = keys::remove(kind(&p.provider))
-                .map_err(|e| CliError::Environment(anyhow::anyhow!(e)))?;
+            let kind = ProviderKind::from(p.provider);
+            let removed = keys::remove(kind)?;
             if global.json {
-                output::json(&serde_json::json!({ "provider": p.provider, "removed": removed }))?;
+                output::json(
+                    &serde_json::json!({ "provider": kind.as_str(), "removed": removed }),
+                )?;
             } else {
                 let text = if removed { "removed" } else { "there was no" };
-                output::text(&format!("{text} {} key in the OS keychain\n", p.provider))?;
+                output::text(&format!(
+                    "{text} {} key in the OS keychain\n",
+                    kind.as_str()
+                ))?;
             }
         }
         KeyCommand::Status => {

@@ -20,27 +20,22 @@ pub fn run(command: PackCommand, global: &Global) -> Result<Status, CliError> {
     }
 }
 
-/// Opens a pack, mapping "not found" to a usage error and "malformed" to a rejection.
-/// A pack named without its version (`solana-core`) is answered with the embedded versions of
-/// that name, so the fix is on screen.
+/// Opens a pack ("not found" is a usage error, "malformed" a rejection: see `exit`). A pack
+/// named without its version (`solana-core`) is answered with the embedded versions of that
+/// name, so the fix is on screen.
 pub fn open(spec: &str) -> Result<Pack, CliError> {
-    pack::open(spec).map_err(|e| match e {
-        PackError::NotFound(_) => {
-            let versions: Vec<String> = pack::embedded_ids()
-                .into_iter()
-                .filter(|id| id.split_once('@').is_some_and(|(name, _)| name == spec))
-                .collect();
-            if versions.is_empty() {
-                CliError::Environment(e.into())
-            } else {
-                CliError::Environment(anyhow::anyhow!(
-                    "{e}; did you mean {}?",
-                    versions.join(" or ")
-                ))
+    pack::open(spec).map_err(|e| {
+        let versions: Vec<String> = pack::embedded_ids()
+            .into_iter()
+            .filter(|id| id.split_once('@').is_some_and(|(name, _)| name == spec))
+            .collect();
+        match e {
+            PackError::NotFound(_) if !versions.is_empty() => {
+                let message = format!("{e}; did you mean {}?", versions.join(" or "));
+                CliError::from(e).reworded(message)
             }
+            other => other.into(),
         }
-        PackError::Io { .. } => CliError::Environment(e.into()),
-        other => CliError::Rejected(other.into()),
     })
 }
 
@@ -93,7 +88,7 @@ fn expected_json(expected: &Expected) -> Value {
 fn show(args: &PackShowArgs, global: &Global) -> Result<Status, CliError> {
     let p = open(&args.pack)?;
     let tasks: Vec<&pack::Task> = match &args.task {
-        Some(id) => vec![p.task(id).map_err(|e| CliError::Environment(e.into()))?],
+        Some(id) => vec![p.task(id)?],
         None => p.tasks.iter().collect(),
     };
     if global.json {
@@ -187,10 +182,7 @@ fn verify(args: &PackArg, global: &Global) -> Result<Status, CliError> {
     // A folder is verified as it is (its pin and checker version are reported as checks); an
     // embedded pack is opened with the release checks.
     let p = if pack::is_path_spec(&args.pack) {
-        pack::open_folder(std::path::Path::new(&args.pack)).map_err(|e| match e {
-            PackError::NotFound(_) | PackError::Io { .. } => CliError::Environment(e.into()),
-            other => CliError::Rejected(other.into()),
-        })?
+        pack::open_folder(std::path::Path::new(&args.pack))?
     } else {
         open(&args.pack)?
     };
@@ -232,8 +224,7 @@ fn verify(args: &PackArg, global: &Global) -> Result<Status, CliError> {
 }
 
 fn regenerate(args: &PackArg, global: &Global) -> Result<Status, CliError> {
-    let written = pack::regenerate_folder(std::path::Path::new(&args.pack))
-        .map_err(|e| CliError::Rejected(e.into()))?;
+    let written = pack::regenerate_folder(std::path::Path::new(&args.pack))?;
     let paths: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
     if global.json {
         output::json(

@@ -13,9 +13,9 @@ use skilltrial_engine::engine;
 
 use crate::cli::{Global, PlanArgs};
 use crate::commands::pack::open as open_pack;
-use crate::commands::state;
 use crate::exit::{CliError, Status};
 use crate::output;
+use crate::state;
 
 #[derive(Debug, Serialize)]
 struct PlanReport<'a> {
@@ -30,15 +30,8 @@ struct PlanReport<'a> {
 }
 
 fn import(path: &std::path::Path, label: &str) -> Result<Bundle, CliError> {
-    bundle::import(path).map_err(|rejected| {
-        let env = rejected.errors.iter().any(|e| e.code.is_environment());
-        let error = anyhow::anyhow!("bundle {label}: {rejected}");
-        if env {
-            CliError::Environment(error)
-        } else {
-            CliError::Rejected(error)
-        }
-    })
+    bundle::import(path)
+        .map_err(|rejected| CliError::from(rejected).context(format!("bundle {label}")))
 }
 
 fn user_profiles(explicit: Option<&PathBuf>) -> Option<PathBuf> {
@@ -73,12 +66,9 @@ pub fn run(args: &PlanArgs, global: &Global) -> Result<Status, CliError> {
     .and_then(|p| match &args.model_name {
         Some(name) => p.with_model_name(name),
         None => Ok(p),
-    })
-    .map_err(|e| CliError::Environment(e.into()))?;
+    })?;
     // Refuse an unusable endpoint before anything is imported or stored.
-    let endpoint = profile
-        .endpoint()
-        .map_err(|e| CliError::Environment(e.into()))?;
+    let endpoint = profile.endpoint()?;
     if args.cap_usd.is_some() && profile.price.is_none() {
         // Dropped silently before: an unpriced run has no cost to hold against a cap.
         return Err(CliError::Environment(anyhow::anyhow!(
@@ -89,29 +79,19 @@ pub fn run(args: &PlanArgs, global: &Global) -> Result<Status, CliError> {
     let pack = open_pack(&args.pack)?;
     let a = args.a.as_deref().map(|p| import(p, "A")).transpose()?;
     let b = args.b.as_deref().map(|p| import(p, "B")).transpose()?;
-    let cap = args
-        .cap_usd
-        .as_deref()
-        .map(MicroUsd::parse_usd)
-        .transpose()
-        .map_err(|e| CliError::Environment(anyhow::anyhow!("--cap-usd: {e}")))?;
     let seed = args.seed.unwrap_or_else(random_seed);
     let options = PlanOptions {
         repetitions: args.reps,
         seed,
-        cap,
+        cap: args.cap_usd,
         max_requests: args.max_requests,
         max_tokens: args.max_tokens,
         max_output_tokens: args.max_output_tokens,
         endpoint,
         scripted: false,
     };
-    let plan_error =
-        |e: manifest::PlanError| CliError::Environment(anyhow::anyhow!("cannot plan: {e}"));
-    let manifest =
-        manifest::build(&pack, a.as_ref(), b.as_ref(), &profile, &options).map_err(plan_error)?;
-    let (trials, totals) =
-        manifest::trials(&manifest, &pack, a.as_ref(), b.as_ref()).map_err(plan_error)?;
+    let manifest = manifest::build(&pack, a.as_ref(), b.as_ref(), &profile, &options)?;
+    let (trials, totals) = manifest::trials(&manifest, &pack, a.as_ref(), b.as_ref())?;
     // A trial reserves its prompt's input bound plus its output limit against the token cap
     // before it is sent (engine), so a cap below the smallest such bound leaves every trial
     // unsendable: refused here rather than planned into all not_run_budget. A cap that fits some
@@ -124,20 +104,17 @@ pub fn run(args: &PlanArgs, global: &Global) -> Result<Status, CliError> {
     if let Some(cap) = manifest.budget.max_tokens
         && cap < per_request
     {
-        return Err(plan_error(manifest::PlanError::Invalid(format!(
+        return Err(CliError::from(manifest::PlanError::Invalid(format!(
             "--max-tokens {cap} is below the {per_request} tokens the smallest request of this plan may use (its prompt's input bound plus --max-output-tokens): no trial could ever be sent; give at least that"
         ))));
     }
 
     let layout = state::layout(global)?;
     let store = state::store(&layout)?;
-    let hash = engine::save_inputs(&store, &manifest, &pack, a.as_ref(), b.as_ref())
-        .map_err(|e| CliError::Environment(e.into()))?;
+    let hash = engine::save_inputs(&store, &manifest, &pack, a.as_ref(), b.as_ref())?;
     // The run exists from now on (status `planned`), so `status`, `cancel` and `run` find it by
     // its id or a prefix before its first `run`.
-    state::journal(&layout)?
-        .create_run(&hash.hex(), &manifest, &trials)
-        .map_err(|e| CliError::Environment(e.into()))?;
+    state::journal(&layout)?.create_run(&hash.hex(), &manifest, &trials)?;
     let out = match &args.out {
         Some(path) => {
             let mut text =

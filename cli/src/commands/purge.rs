@@ -4,31 +4,39 @@ use skilltrial_engine::journal::now_ms;
 use skilltrial_engine::store::parse_hex;
 
 use crate::cli::{Global, PurgeArgs};
-use crate::commands::state;
 use crate::exit::{CliError, Status};
 use crate::output;
+use crate::state;
 
-/// `30d`, `12h`, `90m`, `0d` → milliseconds.
-fn parse_age(text: &str) -> Option<i64> {
-    let (digits, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit())?);
-    let n: i64 = digits.parse().ok()?;
+/// A retention age as given (`30d`) and in milliseconds.
+#[derive(Debug, Clone)]
+pub struct Age {
+    pub text: String,
+    pub ms: i64,
+}
+
+/// `30d`, `12h`, `90m`, `45s`, `0d` → an [`Age`]; `--older-than`'s value parser.
+pub fn parse_age(text: &str) -> Result<Age, String> {
+    let bad = || format!("`{text}` is not an age such as 30d, 12h or 0d");
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (digits, unit) = text.split_at(split);
+    let n: i64 = digits.parse().map_err(|_| bad())?;
     let per = match unit {
         "d" => 86_400_000,
         "h" => 3_600_000,
         "m" => 60_000,
         "s" => 1_000,
-        _ => return None,
+        _ => return Err(bad()),
     };
-    n.checked_mul(per)
+    let ms = n.checked_mul(per).ok_or_else(bad)?;
+    Ok(Age {
+        text: text.to_owned(),
+        ms,
+    })
 }
 
 pub fn run(args: &PurgeArgs, global: &Global) -> Result<Status, CliError> {
-    let age = parse_age(&args.older_than).ok_or_else(|| {
-        CliError::Environment(anyhow::anyhow!(
-            "--older-than `{}` is not an age such as 30d, 12h or 0d",
-            args.older_than
-        ))
-    })?;
+    let age = args.older_than.ms;
     let layout = state::layout(global)?;
     let journal = state::journal(&layout)?;
     let payloads = state::payloads(&layout)?;
@@ -38,21 +46,18 @@ pub fn run(args: &PurgeArgs, global: &Global) -> Result<Status, CliError> {
     let mut removed = 0u64;
     let mut bytes = 0u64;
     let mut kinds = std::collections::BTreeMap::<String, u64>::new();
-    for (sha, kind, _) in journal
-        .payloads_before(cutoff)
-        .map_err(anyhow::Error::from)?
-    {
+    for (sha, kind, _) in journal.payloads_before(cutoff)? {
         let Some(digest) = parse_hex(&sha) else {
             continue;
         };
-        bytes = bytes.saturating_add(payloads.remove(&digest).map_err(anyhow::Error::from)?);
-        journal.mark_purged(&sha).map_err(anyhow::Error::from)?;
+        bytes = bytes.saturating_add(payloads.remove(&digest)?);
+        journal.mark_purged(&sha)?;
         removed += 1;
         *kinds.entry(kind).or_insert(0) += 1;
     }
     if global.json {
         output::json(
-            &serde_json::json!({ "older_than": args.older_than, "removed": removed, "bytes": bytes, "by_kind": kinds }),
+            &serde_json::json!({ "older_than": args.older_than.text, "removed": removed, "bytes": bytes, "by_kind": kinds }),
         )?;
     } else {
         let detail: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
@@ -63,7 +68,7 @@ pub fn run(args: &PurgeArgs, global: &Global) -> Result<Status, CliError> {
         };
         output::text(&format!(
             "purged {removed} raw payloads older than {}{what}, {bytes} bytes; the journal keeps their hashes, outcomes and usage\n",
-            args.older_than
+            args.older_than.text
         ))?;
     }
     Ok(Status::Ok)

@@ -9,9 +9,9 @@ use skilltrial_engine::journal::AttemptState;
 use skilltrial_engine::store::{StoreError, parse_hex};
 
 use crate::cli::{Global, RunRef};
-use crate::commands::state::{self, short};
 use crate::exit::{CliError, Status};
 use crate::output;
+use crate::state::{self, short};
 
 #[derive(Debug, Serialize)]
 struct Change {
@@ -30,23 +30,17 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     let manifest_hash = parse_hex(&run.manifest_sha256)
         .ok_or_else(|| CliError::Rejected(anyhow::anyhow!("run id is not a hash")))?;
     let manifest: skilltrial_core::manifest::Manifest =
-        serde_json::from_slice(&store.get(&manifest_hash).map_err(anyhow::Error::from)?)
-            .map_err(anyhow::Error::from)?;
+        serde_json::from_slice(&store.get(&manifest_hash)?).map_err(anyhow::Error::from)?;
     let pack_hash = parse_hex(&manifest.pack.hash)
         .ok_or_else(|| CliError::Rejected(anyhow::anyhow!("bad pack hash")))?;
-    let files: BTreeMap<String, Vec<u8>> = store
-        .get_tree(&pack_hash)
-        .map_err(anyhow::Error::from)?
-        .into_iter()
-        .collect();
-    let pack =
-        pack::from_files(&manifest.pack.id, files).map_err(|e| CliError::Rejected(e.into()))?;
-    let trials = journal.trials(&run.id).map_err(anyhow::Error::from)?;
+    let files: BTreeMap<String, Vec<u8>> = store.get_tree(&pack_hash)?.into_iter().collect();
+    let pack = pack::from_files(&manifest.pack.id, files)?;
+    let trials = journal.trials(&run.id)?;
 
     let mut rechecked = 0;
     let mut purged = Vec::new();
     let mut changes = Vec::new();
-    for attempt in journal.attempts(&run.id).map_err(anyhow::Error::from)? {
+    for attempt in journal.attempts(&run.id)? {
         if attempt.state != AttemptState::Result {
             continue;
         }
@@ -59,18 +53,18 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
                 purged.push(attempt.id.clone());
                 continue;
             }
-            Err(e) => return Err(CliError::Rejected(e.into())),
+            Err(e) => return Err(e.into()),
         };
         let Some(trial) = trials.iter().find(|t| t.idx == attempt.trial_idx) else {
             continue;
         };
+        // The run's own pinned pack lacks one of its trials' tasks: the stored run is refused
+        // (1), not the usage error (2) a task id given on the command line would be.
         let task = pack
             .task(&trial.task)
             .map_err(|e| CliError::Rejected(e.into()))?;
         let verdict = task.check(&answer);
-        journal
-            .record_verdict(&attempt.id, &verdict)
-            .map_err(anyhow::Error::from)?;
+        journal.record_verdict(&attempt.id, &verdict)?;
         rechecked += 1;
         if attempt.outcome.as_deref() != Some(verdict.outcome.as_str()) {
             changes.push(Change {

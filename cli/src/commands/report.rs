@@ -11,10 +11,10 @@ use skilltrial_engine::journal::RunRow;
 use skilltrial_engine::report::{self, html};
 
 use crate::cli::{Global, ReportArgs};
-use crate::commands::state::{self, Opened, short};
 use crate::commands::summary;
 use crate::exit::{CliError, Status};
 use crate::output;
+use crate::state::{self, Opened, short};
 
 /// What was written.
 pub struct Written {
@@ -54,10 +54,7 @@ pub fn write_to(state: &Opened, run: &RunRow, targets: &Targets<'_>) -> Result<W
     // The journal says `running` until a process finishes the run; one whose lock nobody holds
     // was killed or crashed, and the report says so, as `status` does.
     let interrupted;
-    let run = if run.status == "running"
-        && !skilltrial_engine::engine::run_is_live(journal.path(), &run.id)
-            .map_err(|e| CliError::Environment(e.into()))?
-    {
+    let run = if run.status == "running" && !state::run_is_live(journal, &run.id)? {
         interrupted = RunRow {
             status: "interrupted".to_owned(),
             ..run.clone()
@@ -66,9 +63,8 @@ pub fn write_to(state: &Opened, run: &RunRow, targets: &Targets<'_>) -> Result<W
     } else {
         run
     };
-    let mut doc =
-        report::build(journal, store, payloads, run).map_err(|e| CliError::Rejected(e.into()))?;
-    let hash = report::seal(&mut doc).map_err(|e| CliError::Rejected(e.into()))?;
+    let mut doc = report::build(journal, store, payloads, run)?;
+    let hash = report::seal(&mut doc)?;
     let dir = targets.dir.map_or_else(
         || layout.root.join("reports").join(short(&run.id)),
         Path::to_path_buf,
@@ -106,8 +102,7 @@ pub fn write_to(state: &Opened, run: &RunRow, targets: &Targets<'_>) -> Result<W
 }
 
 pub fn run(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
-    state::existing_journal(&state::layout(global)?)?;
-    let opened = state::open(global)?;
+    let opened = state::open_existing(global)?;
     let run = state::find_run(&opened.journal, args.run.as_deref())?;
     let written = write_to(
         &opened,

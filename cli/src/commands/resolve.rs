@@ -1,37 +1,26 @@
 //! `skilltrial resolve <attempt> --retry --reason "…" | --release`. A retry on a cancelled run
 //! is refused (it could never be sent); one the run later cannot send is closed as `not_run`.
 
-use skilltrial_engine::journal::Resolution;
+use skilltrial_engine::journal::{JournalError, Resolution};
 
 use crate::cli::{Global, ResolveArgs};
-use crate::commands::state;
 use crate::exit::{CliError, Status};
 use crate::output;
+use crate::state;
 
 pub fn run(args: &ResolveArgs, global: &Global) -> Result<Status, CliError> {
-    let resolution = match (args.retry, args.release, &args.reason) {
-        (true, false, Some(reason)) if !reason.trim().is_empty() => Resolution::Retry {
-            reason: reason.trim().to_owned(),
+    // clap has already made sure of exactly one of --retry / --release, and of a --reason that
+    // says something with --retry.
+    let resolution = match &args.reason {
+        Some(reason) if args.retry => Resolution::Retry {
+            reason: reason.clone(),
         },
-        (true, false, _) => {
-            return Err(CliError::Environment(anyhow::anyhow!(
-                "--retry needs a non-empty --reason"
-            )));
-        }
-        (false, true, _) => Resolution::Release,
-        _ => {
-            return Err(CliError::Environment(anyhow::anyhow!(
-                "give exactly one of --retry --reason \"...\" or --release"
-            )));
-        }
+        _ => Resolution::Release,
     };
     let layout = state::layout(global)?;
     let mut journal = state::existing_journal(&layout)?;
     // An infrastructure error keeps its outcome when retried (nothing was spent on it).
-    let Some((_, attempt)) = journal
-        .attempt(&args.attempt)
-        .map_err(|e| CliError::Rejected(e.into()))?
-    else {
+    let Some((_, attempt)) = journal.attempt(&args.attempt)? else {
         // Like a run id no run has: a usage error (exit 2), not a rejected decision.
         return Err(CliError::Environment(anyhow::anyhow!(
             "no attempt `{}` in {}: give an attempt id `skilltrial status` lists",
@@ -42,7 +31,7 @@ pub fn run(args: &ResolveArgs, global: &Global) -> Result<Status, CliError> {
     let infrastructure = attempt.outcome.as_deref() == Some("infrastructure_error");
     let new_attempt = journal
         .resolve(&args.attempt, &resolution)
-        .map_err(|e| CliError::Rejected(e.into()))?;
+        .map_err(refused)?;
     let closed_as = if infrastructure {
         "infrastructure_error"
     } else {
@@ -70,4 +59,13 @@ pub fn run(args: &ResolveArgs, global: &Global) -> Result<Status, CliError> {
         output::text(&text)?;
     }
     Ok(Status::Ok)
+}
+
+/// A decision the journal refuses (the attempt is not unknown, the run is cancelled) is a
+/// rejection (exit 1); a journal that fails to answer is the environment (exit 2), as anywhere.
+fn refused(e: JournalError) -> CliError {
+    match e {
+        JournalError::State(_) => CliError::Rejected(e.into()),
+        other => other.into(),
+    }
 }

@@ -15,22 +15,19 @@ use skilltrial_engine::engine::{self, RunOptions, RunSummary};
 use skilltrial_engine::provider;
 
 use crate::cli::{Global, RunArgs};
-use crate::commands::state::{self, short};
 use crate::exit::{CliError, Status};
 use crate::output;
+use crate::state::{self, short};
 
 pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
     let layout = state::layout(global)?;
     let store = state::store(&layout)?;
     let manifest_ref = state::run_id(&layout, &args.manifest)?;
-    let inputs =
-        engine::load_inputs(&store, &manifest_ref).map_err(|e| CliError::Rejected(e.into()))?;
+    let inputs = engine::load_inputs(&store, &manifest_ref)?;
     let m = &inputs.manifest;
 
     if args.dry_run {
-        let (trials, totals) =
-            manifest::trials(m, &inputs.pack, inputs.a.as_ref(), inputs.b.as_ref())
-                .map_err(|e| CliError::Rejected(anyhow::anyhow!("{e}")))?;
+        let (trials, totals) = planned_trials(&inputs)?;
         if global.json {
             output::json(
                 &serde_json::json!({ "run": inputs.hash.hex(), "dry_run": true, "trials": trials, "totals": totals }),
@@ -65,8 +62,7 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
     if m.budget.requires_confirmation && !args.yes && !cancelled(&layout, &manifest_ref)? {
         confirm(m)?;
     }
-    let provider =
-        provider::for_manifest(m).map_err(|e| CliError::Environment(anyhow::anyhow!(e)))?;
+    let provider = provider::for_manifest(m)?;
     let mut journal = state::journal(&layout)?;
     let payloads = state::payloads(&layout)?;
     let mut show = crate::commands::progress::printer(global.json);
@@ -82,8 +78,7 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
         // The script answers by (task, arm, repetition) from the plan, never from what this
         // process has seen, so a resumed demo gives the answers an uninterrupted one would.
         let plans = skilltrial_engine::demo::Plans::default();
-        let (planned, _) = manifest::trials(m, &inputs.pack, inputs.a.as_ref(), inputs.b.as_ref())
-            .map_err(|e| CliError::Rejected(anyhow::anyhow!("{e}")))?;
+        let (planned, _) = planned_trials(&inputs)?;
         plans.add(&inputs.hash.hex(), &planned);
         Some(
             skilltrial_engine::scripted::ScriptedServer::start_on(
@@ -115,7 +110,7 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
         &mut show,
     );
     notice.finish();
-    let summary = result.map_err(crate::exit::engine_error)?;
+    let summary = result?;
     drop(show);
     if global.json {
         output::json(&summary)?;
@@ -140,6 +135,20 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
         return Ok(Status::Interrupted);
     }
     Ok(Status::Ok)
+}
+
+/// The trials of a loaded manifest. One that no longer plans is refused (exit 1) like a manifest
+/// failing any other check; it is not the usage error (2) a `PlanError` is when planning.
+fn planned_trials(
+    inputs: &engine::Inputs,
+) -> Result<(Vec<manifest::PlannedTrial>, manifest::Totals), CliError> {
+    manifest::trials(
+        &inputs.manifest,
+        &inputs.pack,
+        inputs.a.as_ref(),
+        inputs.b.as_ref(),
+    )
+    .map_err(|e| CliError::Rejected(e.into()))
 }
 
 /// Installs the Ctrl-C and SIGTERM handlers: the first such signal sets `stop` (the engine
@@ -208,8 +217,7 @@ fn cancelled(layout: &skilltrial_engine::home::Layout, reference: &str) -> Resul
     }
     let journal = state::journal(layout)?;
     Ok(journal
-        .run(reference)
-        .map_err(|e| CliError::Environment(e.into()))?
+        .run(reference)?
         .is_some_and(|run| run.status == "cancelled" || run.cancel_requested))
 }
 
@@ -229,9 +237,7 @@ fn confirm(m: &manifest::Manifest) -> Result<(), CliError> {
     let _ = write!(err, "{question}\nType yes to run: ");
     let _ = err.flush();
     let mut answer = String::new();
-    std::io::stdin()
-        .read_line(&mut answer)
-        .map_err(|e| CliError::Environment(e.into()))?;
+    std::io::stdin().read_line(&mut answer)?;
     if answer.trim() == "yes" {
         Ok(())
     } else {

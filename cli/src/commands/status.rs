@@ -10,14 +10,14 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 use skilltrial_core::money::MicroUsd;
-use skilltrial_engine::engine::{outcome_counts, run_is_live};
+use skilltrial_engine::engine::outcome_counts;
 use skilltrial_engine::journal::AttemptState;
 use skilltrial_engine::provider::retry;
 
 use crate::cli::{Global, RunRef};
-use crate::commands::state::{self, short};
 use crate::exit::{CliError, Status};
 use crate::output;
+use crate::state::{self, short};
 
 /// Outcomes in which the model produced an answer: the executed model trials.
 const EXECUTED: [&str; 4] = ["pass", "fail", "invalid_output", "unsupported_case"];
@@ -121,14 +121,11 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     // starts) between a read and a single probe would otherwise read `running` with its lock
     // free, and be called interrupted. The engine writes its final status before it lets go of
     // the lock, so a run seen live by either probe is never reported interrupted.
-    let live_before = run_is_live(journal.path(), &found.id).map_err(anyhow::Error::from)?;
-    let run = journal
-        .run(&found.id)
-        .map_err(anyhow::Error::from)?
-        .unwrap_or(found);
-    let trials = journal.trials(&run.id).map_err(anyhow::Error::from)?;
-    let attempts = journal.attempts(&run.id).map_err(anyhow::Error::from)?;
-    let money = journal.money(&run.id).map_err(anyhow::Error::from)?;
+    let live_before = state::run_is_live(&journal, &found.id)?;
+    let run = journal.run(&found.id)?.unwrap_or(found);
+    let trials = journal.trials(&run.id)?;
+    let attempts = journal.attempts(&run.id)?;
+    let money = journal.money(&run.id)?;
     let planned = u32::try_from(trials.len()).unwrap_or(u32::MAX);
     let counts = outcome_counts(planned, &attempts);
     let executed = EXECUTED
@@ -234,7 +231,7 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
             .unwrap_or_else(|| "not_run".to_owned());
         *not_run_reasons.entry(reason).or_insert(0u32) += 1;
     }
-    let live_after = run_is_live(journal.path(), &run.id).map_err(anyhow::Error::from)?;
+    let live_after = state::run_is_live(&journal, &run.id)?;
     let live = live_after || (live_before && run.status == "running");
     let status = if run.status == "running" && !live {
         "interrupted".to_owned()

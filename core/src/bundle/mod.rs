@@ -16,7 +16,7 @@ mod source;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -240,11 +240,6 @@ pub struct Bundle {
 }
 
 impl Bundle {
-    /// Number of files of a kind.
-    pub fn count(&self, kind: FileKind) -> usize {
-        self.files.iter().filter(|f| f.kind == kind).count()
-    }
-
     /// Whether the bundle carries files that are never run (scripts, binaries): a task that needs
     /// them cannot be fully covered.
     pub fn has_non_executable(&self) -> bool {
@@ -567,9 +562,4 @@ fn assemble(
         flags,
         source,
     })
-}
-
-/// Where a bundle input points, made absolute for display in manifests later on.
-pub fn input_label(input: &Path) -> PathBuf {
-    input.to_path_buf()
 }

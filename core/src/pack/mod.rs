@@ -72,15 +72,6 @@ pub enum PackError {
     },
 }
 
-/// Where a pack was loaded from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Origin {
-    /// Built into this binary.
-    Embedded,
-    /// A folder on disk.
-    Folder(PathBuf),
-}
-
 /// `pack.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -252,7 +243,6 @@ pub struct Pack {
     pub version: String,
     pub description: String,
     pub checker: CheckerRef,
-    pub origin: Origin,
     /// Canonical content digest of every file.
     pub hash: Sha256Digest,
     pub tasks: Vec<Task>,
@@ -364,15 +354,13 @@ fn open_embedded(spec: &str) -> Result<Pack, PackError> {
     if files.is_empty() {
         return Err(PackError::NotFound(spec.to_owned()));
     }
-    load(spec, files, Origin::Embedded, true)
+    load(spec, files, true)
 }
 
 /// Rebuilds a pack from its files (as kept in the content-addressed store), with the same checks
 /// as [`open`].
 pub fn from_files(label: &str, files: BTreeMap<String, Vec<u8>>) -> Result<Pack, PackError> {
-    let mut pack = load(label, files, Origin::Embedded, true)?;
-    pack.origin = Origin::Folder(PathBuf::from(label));
-    Ok(pack)
+    load(label, files, true)
 }
 
 /// Opens a pack folder without the release checks of [`open`] (for `verify`, which reports
@@ -412,12 +400,7 @@ fn read_folder(root: &Path, require_golden: bool) -> Result<Pack, PackError> {
         }
     }
     let label = root.display().to_string();
-    load(
-        &label,
-        files,
-        Origin::Folder(root.to_path_buf()),
-        require_golden,
-    )
+    load(&label, files, require_golden)
 }
 
 fn invalid(pack: &str, path: &str, message: impl Into<String>) -> PackError {
@@ -442,7 +425,6 @@ fn json_file<T: serde::de::DeserializeOwned>(
 fn load(
     label: &str,
     files: BTreeMap<String, Vec<u8>>,
-    origin: Origin,
     require_golden: bool,
 ) -> Result<Pack, PackError> {
     let meta: PackFile = json_file(label, &files, "pack.json")?;
@@ -521,7 +503,6 @@ fn load(
         version: meta.version,
         description: meta.description,
         checker: meta.checker,
-        origin,
         hash,
         tasks,
         files,

@@ -1,8 +1,9 @@
 //! Model providers: one request in, one normalized response (or a classified failure) out.
 //!
-//! **Invariant:** only this module speaks HTTP to models. Keys are held as [`Secret`]s, sent only
-//! in a request header, and never returned, logged or stored: every text a provider sends back is
-//! scrubbed of the key ([`scrub`]) before anything else sees it.
+//! **Invariant:** only this module speaks HTTP to models. Keys are held as
+//! [`Secret`](crate::keys::Secret)s, sent only in a request header, and never returned, logged or
+//! stored: every text a provider sends back is scrubbed of the key ([`scrub`]) before anything
+//! else sees it.
 //!
 //! Failures are classified by what they mean for money and for the trial:
 //! - [`CallError::NotDelivered`] — the request never reached the provider (connection refused,
@@ -25,7 +26,6 @@ pub use anthropic::Anthropic;
 pub use openai::OpenAi;
 pub use scrub::Scrubber;
 
-use crate::keys::Secret;
 use skilltrial_core::digest::Sha256Digest;
 use skilltrial_core::profile::ProviderKind;
 
@@ -247,11 +247,31 @@ fn without_url(e: &reqwest::Error) -> String {
     text
 }
 
+/// Why no provider could be built for a manifest.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// An Anthropic endpoint over plain http to another machine: the key would travel in
+    /// cleartext.
+    #[error(
+        "refusing to send an Anthropic key over plain http to {endpoint}: use https or a loopback address"
+    )]
+    PlainHttp { endpoint: String },
+    /// No key for a provider that needs one.
+    #[error("set {env} to run against {endpoint}")]
+    NoKey { env: &'static str, endpoint: String },
+    /// No key for OpenAI's own API.
+    #[error("set {env} or store a key with `skilltrial key set openai` to run against {endpoint}")]
+    NoOpenAiKey { env: &'static str, endpoint: String },
+    /// The HTTP client could not be built.
+    #[error("{0}")]
+    Client(CallError),
+}
+
 /// Builds the provider a manifest names, with the key from the environment. The endpoint is the
 /// manifest's, never re-read from the environment: a run goes where its plan said.
 pub fn for_manifest(
     manifest: &skilltrial_core::manifest::Manifest,
-) -> Result<Box<dyn Provider>, String> {
+) -> Result<Box<dyn Provider>, SetupError> {
     let timeout = Duration::from_millis(manifest.limits.request_timeout_ms);
     let endpoint = &manifest.model.endpoint;
     let kind = manifest.model.provider;
@@ -260,27 +280,29 @@ pub fn for_manifest(
         .map(|(key, _)| key)
         .filter(|_| may_carry_key(endpoint));
     if !may_carry_key(endpoint) && kind == ProviderKind::Anthropic {
-        return Err(format!(
-            "refusing to send an Anthropic key over plain http to {endpoint}: use https or a loopback address"
-        ));
+        return Err(SetupError::PlainHttp {
+            endpoint: endpoint.clone(),
+        });
     }
     match kind {
         ProviderKind::Anthropic => {
-            let key =
-                key.ok_or_else(|| format!("set {} to run against {endpoint}", kind.key_env()))?;
+            let key = key.ok_or_else(|| SetupError::NoKey {
+                env: kind.key_env(),
+                endpoint: endpoint.clone(),
+            })?;
             Ok(Box::new(
-                Anthropic::new(endpoint, key, timeout).map_err(|e| e.to_string())?,
+                Anthropic::new(endpoint, key, timeout).map_err(SetupError::Client)?,
             ))
         }
         ProviderKind::Openai => {
             if key.is_none() && endpoint.starts_with("https://api.openai.com") {
-                return Err(format!(
-                    "set {} or store a key with `skilltrial key set openai` to run against {endpoint}",
-                    kind.key_env()
-                ));
+                return Err(SetupError::NoOpenAiKey {
+                    env: kind.key_env(),
+                    endpoint: endpoint.clone(),
+                });
             }
             Ok(Box::new(
-                OpenAi::new(endpoint, key, timeout).map_err(|e| e.to_string())?,
+                OpenAi::new(endpoint, key, timeout).map_err(SetupError::Client)?,
             ))
         }
     }
@@ -315,12 +337,4 @@ pub fn may_carry_key(endpoint: &str) -> bool {
         || host
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback())
-}
-
-/// Reads a key from the environment; `None` when unset or empty.
-pub fn key_from_env(kind: ProviderKind) -> Option<Secret> {
-    std::env::var(kind.key_env())
-        .ok()
-        .filter(|k| !k.trim().is_empty())
-        .map(|k| Secret::new(&k))
 }

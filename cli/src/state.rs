@@ -1,4 +1,5 @@
-//! Opening the state directory: the journal, the input store and the payload store.
+//! Opening the state directory: the journal, the input store and the payload store, and
+//! finding a run in it. Shared by the commands; not a command itself.
 
 use anyhow::Context;
 use skilltrial_engine::home::{Layout, StateHome, resolve_home};
@@ -12,8 +13,7 @@ use crate::exit::CliError;
 /// a directory (a file) is an error here, for every command: otherwise those that only read
 /// would call it "no runs yet" or "not created yet" and those that write would fail deeper in.
 pub fn home(global: &Global) -> Result<StateHome, CliError> {
-    let home = resolve_home(global.home.as_deref(), |k| std::env::var(k).ok())
-        .map_err(anyhow::Error::from)?;
+    let home = resolve_home(global.home.as_deref(), |k| std::env::var(k).ok())?;
     if std::fs::metadata(&home.path).is_ok_and(|m| !m.is_dir()) {
         return Err(CliError::Environment(anyhow::anyhow!(
             "state directory {} is not a directory: give --home or SKILLTRIAL_HOME a directory, or a path that does not exist yet",
@@ -108,10 +108,8 @@ pub fn run_id(layout: &Layout, reference: &str) -> Result<String, CliError> {
 /// error (exit 2), whichever command asked.
 pub fn find_run(journal: &Journal, run: Option<&str>) -> Result<RunRow, CliError> {
     let found = match run {
-        Some(reference) => journal
-            .run(&run_reference(reference)?)
-            .map_err(anyhow::Error::from)?,
-        None => journal.latest_run().map_err(anyhow::Error::from)?,
+        Some(reference) => journal.run(&run_reference(reference)?)?,
+        None => journal.latest_run()?,
     };
     found.ok_or_else(|| {
         CliError::Environment(anyhow::anyhow!(match run {
@@ -127,6 +125,14 @@ pub fn find_run(journal: &Journal, run: Option<&str>) -> Result<RunRow, CliError
     })
 }
 
+/// Whether a `skilltrial run` process holds the run's lock now (see
+/// [`skilltrial_engine::engine::run_is_live`]). Probing is I/O on the state directory: any
+/// failure is the environment (exit 2), never a judgement on the run.
+pub fn run_is_live(journal: &Journal, run_id: &str) -> Result<bool, CliError> {
+    skilltrial_engine::engine::run_is_live(journal.path(), run_id)
+        .map_err(|e| CliError::Environment(e.into()))
+}
+
 /// The first 12 characters of an id, for people.
 pub fn short(id: &str) -> &str {
     id.get(..12).unwrap_or(id)
@@ -139,6 +145,18 @@ pub struct Opened {
     pub journal: Journal,
     pub store: Store,
     pub payloads: Store,
+}
+
+/// Opens everything under the chosen state directory for a command that only reads: the journal
+/// must exist already (see [`existing_journal`]).
+pub fn open_existing(global: &Global) -> Result<Opened, CliError> {
+    let layout = layout(global)?;
+    Ok(Opened {
+        journal: existing_journal(&layout)?,
+        store: store(&layout)?,
+        payloads: payloads(&layout)?,
+        layout,
+    })
 }
 
 /// Opens everything under the chosen state directory.
