@@ -1624,4 +1624,430 @@ mod tests {
             )
         );
     }
+
+    /// A run of a schema-3 journal, with a row in every state the journal stores.
+    const RUN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    /// Writes a journal of schema 3 (migrations 0001-0003, as SkillTrial wrote them before 0004)
+    /// holding every run status, attempt state, outcome, not-run reason, ledger kind, verdict
+    /// outcome and payload kind.
+    fn schema_3_journal(path: &std::path::Path) {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+        for migration in &super::MIGRATIONS[..3] {
+            conn.execute_batch(migration).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 3).unwrap();
+        conn.execute_batch(&format!(
+            r#"
+            INSERT INTO runs (id, manifest_sha256, pack_id, created_at_ms, started_at_ms, finished_at_ms, status, cancel_requested, cap_micros, max_requests, max_tokens, run_limit_ms, executed_ms)
+              VALUES ('{RUN}', '{RUN}', 'solana-core@1.0.3', 1000, 1100, 9000, 'finished', 0, 5000000, 60, 900000, 3600000, 7900);
+            INSERT INTO runs (id, manifest_sha256, pack_id, created_at_ms, status, max_requests)
+              VALUES ('{p}', '{p}', 'p@1', 1, 'planned', 10), ('{r}', '{r}', 'p@1', 2, 'running', 10),
+                     ('{c}', '{c}', 'p@1', 3, 'cancelled', 10), ('{s}', '{s}', 'p@1', 4, 'stopped', 10);
+            UPDATE runs SET cancel_requested = 1 WHERE status = 'cancelled';
+            "#,
+            p = "1".repeat(64),
+            r = "2".repeat(64),
+            c = "3".repeat(64),
+            s = "4".repeat(64),
+        ))
+        .unwrap();
+        for idx in 0..14u32 {
+            let arm = ["baseline", "a", "b"][(idx % 3) as usize];
+            conn.execute(
+                "INSERT INTO trials VALUES (?1, ?2, ?3, ?4, ?5, 120000, 1800, 1024)",
+                rusqlite::params![RUN, idx, format!("task-{}", idx / 3), arm, 1 + idx % 2],
+            )
+            .unwrap();
+        }
+        /// (trial, seq, state, outcome, reasons, retry_of)
+        type Attempt<'a> = (u32, u32, &'a str, Option<&'a str>, &'a str, Option<&'a str>);
+        let attempts: &[Attempt<'_>] = &[
+            (0, 1, "planned", None, "[]", None),
+            (1, 1, "dispatched", None, "[]", None),
+            (2, 1, "result", Some("pass"), "[]", None),
+            (3, 1, "result", Some("fail"), r#"["wrong_amount"]"#, None),
+            (
+                4,
+                1,
+                "result",
+                Some("invalid_output"),
+                r#"["no_json"]"#,
+                None,
+            ),
+            (
+                5,
+                1,
+                "result",
+                Some("unsupported_case"),
+                r#"["unsupported"]"#,
+                None,
+            ),
+            (6, 1, "result", None, "[]", None),
+            (7, 1, "unknown", Some("unknown"), r#"["no_answer"]"#, None),
+            (
+                8,
+                1,
+                "closed",
+                Some("infrastructure_error"),
+                r#"["http_500"]"#,
+                None,
+            ),
+            (
+                8,
+                2,
+                "planned",
+                None,
+                "[]",
+                Some("0123456789ab-008-1-000000000008"),
+            ),
+            (9, 1, "closed", Some("interrupted"), r#"["restart"]"#, None),
+            (
+                10,
+                1,
+                "closed",
+                Some("not_run"),
+                r#"["not_run_budget"]"#,
+                None,
+            ),
+            (
+                11,
+                1,
+                "closed",
+                Some("not_run"),
+                r#"["not_run_time_limit"]"#,
+                None,
+            ),
+            (
+                12,
+                1,
+                "closed",
+                Some("not_run"),
+                r#"["not_run_request_cap"]"#,
+                None,
+            ),
+            (13, 1, "closed", Some("not_run"), r#"["cancelled"]"#, None),
+        ];
+        for &(trial, seq, state, outcome, reasons, retry_of) in attempts {
+            let id = format!(
+                "0123456789ab-{trial:03}-{seq}-{:012}",
+                if seq == 1 { trial } else { 100 + trial }
+            );
+            let dispatched = matches!(state, "dispatched" | "result" | "unknown")
+                || outcome == Some("interrupted");
+            conn.execute(
+                "INSERT INTO attempts (id, run_id, trial_idx, seq, retry_of, retry_reason, state, outcome, reasons, details, reserved_micros, reserved_tokens, spent_micros, input_tokens, output_tokens, request_sha256, http_status, provider_request_id, model_reported, system_fingerprint, response_sha256, answer_sha256, latency_ms, error, planned_at_ms, dispatched_at_ms, finished_at_ms, runner_us)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, '[{\"field\":\"amount\"}]', 120000, 2824, ?10, 1500, 300, ?11, 200, 'req_01', 'model-x', 'fp_1', 'aa', 'bb', 850, ?12, 1200, ?13, 2100, ?14)",
+                rusqlite::params![
+                    id,
+                    RUN,
+                    trial,
+                    seq,
+                    retry_of,
+                    retry_of.map(|_| "automatic retry 1 of 3: http_500"),
+                    state,
+                    outcome,
+                    reasons,
+                    (state == "result").then_some(4321),
+                    dispatched.then_some("cc"),
+                    (state == "closed").then_some("went wrong"),
+                    dispatched.then_some(1300),
+                    (state == "result").then_some(950),
+                ],
+            )
+            .unwrap();
+        }
+        conn.execute_batch(
+            r#"
+            INSERT INTO ledger (run_id, attempt_id, kind, micros, tokens, at_ms, note) VALUES
+              ('0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef', '0123456789ab-002-1-000000000002', 'reserve', 120000, 2824, 1200, 'upper cost reserved before dispatch'),
+              ('0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef', '0123456789ab-002-1-000000000002', 'release', 120000, 2824, 2000, 'result received'),
+              ('0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef', '0123456789ab-002-1-000000000002', 'spend', 4321, 1800, 2000, 'usage at cost'),
+              ('0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef', '0123456789ab-007-1-000000000007', 'reserve', 120000, 2824, 1200, 'upper cost reserved before dispatch');
+            INSERT INTO checks (attempt_id, checker_version, checker_source_sha256, outcome, reasons, details, at_ms) VALUES
+              ('0123456789ab-002-1-000000000002', '1', 'dd', 'fail', '["wrong_amount"]', '[]', 2001),
+              ('0123456789ab-002-1-000000000002', '1', 'dd', 'pass', '[]', '[]', 2002),
+              ('0123456789ab-003-1-000000000003', '1', 'dd', 'fail', '["wrong_amount"]', '[]', 2003),
+              ('0123456789ab-004-1-000000000004', '1', 'dd', 'invalid_output', '["no_json"]', '[]', 2004),
+              ('0123456789ab-005-1-000000000005', '1', 'dd', 'unsupported_case', '["unsupported"]', '[]', 2005);
+            INSERT INTO payloads (sha256, kind, bytes, created_at_ms, purged_at_ms) VALUES
+              ('cc', 'request', 2048, 1300, NULL), ('aa', 'response', 900, 2000, NULL), ('bb', 'answer', 400, 2000, 2500);
+            "#,
+        )
+        .unwrap();
+    }
+
+    /// Every row of every table (and the AUTOINCREMENT counters), in a stable order.
+    fn dump(conn: &rusqlite::Connection) -> Vec<(String, Vec<Vec<rusqlite::types::Value>>)> {
+        [
+            "runs",
+            "trials",
+            "attempts",
+            "ledger",
+            "checks",
+            "payloads",
+            "sqlite_sequence",
+        ]
+        .iter()
+        .map(|table| {
+            let mut stmt = conn
+                .prepare(&format!("SELECT * FROM {table} ORDER BY 1, 2"))
+                .unwrap();
+            let n = stmt.column_count();
+            let rows = stmt
+                .query_map([], |r| (0..n).map(|i| r.get(i)).collect())
+                .unwrap()
+                .collect::<Result<Vec<Vec<rusqlite::types::Value>>, _>>()
+                .unwrap();
+            ((*table).to_owned(), rows)
+        })
+        .collect()
+    }
+
+    fn check_error(result: rusqlite::Result<usize>) -> String {
+        result.unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_journal_of_schema_3_migrates_to_4_with_every_row_intact_and_every_state_checked() {
+        use super::{AttemptState, RunStatus};
+        // Given a schema-3 journal with a row in every state
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite3");
+        schema_3_journal(&path);
+        let before = dump(&rusqlite::Connection::open(&path).unwrap());
+        assert_eq!(before[2].1.len(), 15, "every attempt written");
+
+        // When SkillTrial opens it
+        let mut journal = Journal::open(&path).unwrap();
+
+        // Then it is at schema 4, with every row as it was and foreign keys on and whole
+        let version: u32 = journal
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!((version, SCHEMA_VERSION), (4, 4));
+        assert_eq!(dump(&journal.conn), before);
+        let fk: i64 = journal
+            .conn
+            .pragma_query_value(None, "foreign_keys", |r| r.get(0))
+            .unwrap();
+        assert_eq!(fk, 1);
+        let integrity: String = journal
+            .conn
+            .pragma_query_value(None, "integrity_check", |r| r.get(0))
+            .unwrap();
+        assert_eq!(integrity, "ok");
+        let orphans: i64 = journal
+            .conn
+            .query_row("SELECT COUNT(*) FROM pragma_foreign_key_check", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(orphans, 0);
+
+        // ... read back through the typed API
+        let attempts = journal.attempts(RUN).unwrap();
+        let seen: Vec<(AttemptState, Option<Outcome>)> =
+            attempts.iter().map(|a| (a.state, a.outcome)).collect();
+        assert_eq!(seen.len(), 15);
+        for state in AttemptState::ALL {
+            assert!(seen.iter().any(|s| s.0 == *state), "{state}");
+        }
+        for outcome in Outcome::ALL {
+            assert!(seen.iter().any(|s| s.1 == Some(*outcome)), "{outcome}");
+        }
+        let not_run: Vec<&str> = attempts
+            .iter()
+            .filter(|a| a.outcome == Some(Outcome::NotRun))
+            .map(|a| a.reasons[0].as_str())
+            .collect();
+        let reasons: Vec<&str> = NotRunReason::ALL.iter().map(|r| r.as_str()).collect();
+        assert_eq!(not_run, reasons);
+        let retry = &attempts[9];
+        assert_eq!(
+            (retry.seq, retry.retry_of.as_deref()),
+            (2, Some("0123456789ab-008-1-000000000008"))
+        );
+        for (id, status) in [
+            (RUN.to_owned(), RunStatus::Finished),
+            ("1".repeat(64), RunStatus::Planned),
+            ("2".repeat(64), RunStatus::Running),
+            ("3".repeat(64), RunStatus::Cancelled),
+            ("4".repeat(64), RunStatus::Stopped),
+        ] {
+            assert_eq!(journal.find_run(&id).unwrap().unwrap().status, status);
+        }
+        let money = journal.money(RUN).unwrap();
+        assert_eq!((money.reserved.0, money.spent.0), (120_000, 4321));
+        assert_eq!(journal.runner_times(RUN).unwrap().len(), 5);
+
+        // ... and no text outside the enums can be written any more
+        let bad_outcome = check_error(journal.conn.execute(
+            "UPDATE attempts SET outcome = 'exploded' WHERE id = '0123456789ab-002-1-000000000002'",
+            [],
+        ));
+        assert!(
+            bad_outcome.contains("CHECK constraint failed"),
+            "{bad_outcome}"
+        );
+        let bad_reason = check_error(journal.conn.execute(
+            "UPDATE attempts SET reasons = '[\"bored\"]' WHERE id = '0123456789ab-010-1-000000000010'",
+            [],
+        ));
+        assert!(
+            bad_reason.contains("CHECK constraint failed"),
+            "{bad_reason}"
+        );
+        let bad_verdict = check_error(journal.conn.execute(
+            "INSERT INTO checks (attempt_id, checker_version, checker_source_sha256, outcome, reasons, details, at_ms)
+             VALUES ('0123456789ab-002-1-000000000002', '1', 'dd', 'not_run', '[]', '[]', 1)",
+            [],
+        ));
+        assert!(
+            bad_verdict.contains("CHECK constraint failed"),
+            "{bad_verdict}"
+        );
+        let bad_parent = check_error(journal.conn.execute(
+            "INSERT INTO checks (attempt_id, checker_version, checker_source_sha256, outcome, reasons, details, at_ms)
+             VALUES ('no-such-attempt', '1', 'dd', 'pass', '[]', '[]', 1)",
+            [],
+        ));
+        assert!(
+            bad_parent.contains("FOREIGN KEY constraint failed"),
+            "{bad_parent}"
+        );
+        let duplicate = check_error(journal.conn.execute(
+            "INSERT INTO attempts (id, run_id, trial_idx, seq, state, planned_at_ms) VALUES ('x', ?1, 0, 1, 'planned', 1)",
+            [RUN],
+        ));
+        assert!(
+            duplicate.contains("UNIQUE constraint failed"),
+            "{duplicate}"
+        );
+        let interrupted = journal.set_status(RUN, RunStatus::Interrupted).unwrap_err();
+        assert!(
+            interrupted.to_string().contains("CHECK constraint failed"),
+            "{interrupted}"
+        );
+        assert_eq!(
+            dump(&journal.conn),
+            before,
+            "nothing written by the refusals"
+        );
+
+        // ... while every state the enums name is still written
+        let id = journal
+            .record_not_run(
+                RUN,
+                13,
+                NotRunReason::TimeLimit,
+                "the run reached its time limit",
+            )
+            .unwrap();
+        assert!(id.starts_with("0123456789ab-013-2-"), "{id}");
+        journal.set_status(RUN, RunStatus::Stopped).unwrap();
+        let verdict = skilltrial_core::checker::Verdict {
+            outcome: Outcome::Pass,
+            reasons: Vec::new(),
+            details: Vec::new(),
+        };
+        journal
+            .record_verdict("0123456789ab-006-1-000000000006", &verdict)
+            .unwrap();
+        let newest: i64 = journal
+            .conn
+            .query_row("SELECT MAX(id) FROM checks", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(newest, 6, "verdict ids continue after the copied ones");
+    }
+
+    /// Regression: an attempt state the enums do not name used to be read as `closed`.
+    #[test]
+    fn a_state_the_enums_do_not_name_is_an_error_not_a_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite3");
+        schema_3_journal(&path);
+        let journal = Journal::open(&path).unwrap();
+        // Only a journal written around the CHECKs can hold one (a newer SkillTrial's state
+        // would come with a newer schema, refused as TooNew).
+        journal
+            .conn
+            .execute_batch(
+                "PRAGMA ignore_check_constraints = ON;
+                 UPDATE attempts SET state = 'exploded' WHERE id = '0123456789ab-002-1-000000000002';",
+            )
+            .unwrap();
+        let err = journal.attempts(RUN).unwrap_err();
+        assert!(
+            err.to_string().contains("unknown attempt state `exploded`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_refused_write_rolls_back_and_an_sql_error_names_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite3");
+        schema_3_journal(&path);
+        let mut journal = Journal::open(&path).unwrap();
+        let totals = journal.ledger_totals(RUN).unwrap();
+        // A result for an attempt that was never dispatched: refused, and nothing of it stays.
+        let planned = "0123456789ab-000-1-000000000000";
+        let err = journal
+            .record_result(planned, &super::CallRecord::default())
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("attempt {planned} is not dispatched")
+        );
+        assert_eq!(journal.ledger_totals(RUN).unwrap(), totals);
+        let (_, row) = journal.attempt(planned).unwrap().unwrap();
+        assert_eq!(
+            (row.state, row.spent_micros),
+            (super::AttemptState::Planned, None)
+        );
+        // An attempt of a trial the run does not have: the foreign key refuses it.
+        let err = journal
+            .plan_attempt(RUN, 99, skilltrial_core::money::MicroUsd(1), 1, None)
+            .unwrap_err();
+        assert!(matches!(err, JournalError::Sql { .. }), "{err:?}");
+        assert!(
+            err.to_string()
+                .starts_with(&format!("journal {}: ", path.display())),
+            "{err}"
+        );
+        assert_eq!(journal.ledger_totals(RUN).unwrap(), totals);
+    }
+
+    #[test]
+    fn a_migration_that_would_leave_an_orphan_row_is_refused_and_rolled_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite3");
+        schema_3_journal(&path);
+        {
+            // Written with foreign keys off, as no SkillTrial ever did.
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.pragma_update(None, "foreign_keys", "OFF").unwrap();
+            conn.execute(
+                "INSERT INTO ledger (run_id, attempt_id, kind, micros, at_ms) VALUES (?1, 'gone', 'reserve', 1, 1)",
+                [RUN],
+            )
+            .unwrap();
+        }
+        let err = Journal::open(&path).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "journal {}: migrating it to schema 4 would leave a row of ledger whose attempts row is missing",
+                path.display()
+            )
+        );
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let version: u32 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 3, "nothing migrated");
+    }
 }
