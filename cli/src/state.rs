@@ -108,7 +108,7 @@ pub fn run_id(layout: &Layout, reference: &str) -> Result<String, CliError> {
 /// error (exit 2), whichever command asked.
 pub fn find_run(journal: &Journal, run: Option<&str>) -> Result<RunRow, CliError> {
     let found = match run {
-        Some(reference) => journal.run(&run_reference(reference)?)?,
+        Some(reference) => journal.find_run(&run_reference(reference)?)?,
         None => journal.latest_run()?,
     };
     found.ok_or_else(|| {
