@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
-use skilltrial_engine::report;
+use skilltrial_core::report::Report;
 
 mod support;
 
@@ -47,7 +47,7 @@ fn the_demo_runs_54_trials_and_its_report_recomputes_from_the_file_alone() {
     // The JSON file verifies on its own: report hash and manifest hash both recompute.
     let text = std::fs::read_to_string(out.join("report.json")).unwrap();
     let file: Value = serde_json::from_str(&text).unwrap();
-    let (report_hash, manifest_hash) = report::verify(&file).unwrap();
+    let (report_hash, manifest_hash) = Report::from_value(&file).unwrap().verify().unwrap();
     assert_eq!(
         report_hash.to_string(),
         doc["report_hash"].as_str().unwrap()
@@ -155,7 +155,7 @@ fn the_demo_runs_54_trials_and_its_report_recomputes_from_the_file_alone() {
     assert!(html.contains("Scripted model."));
     // A changed byte breaks the hash, and `skilltrial verify` says so from the file alone.
     let tampered = text.replacen("\"pass\": 16", "\"pass\": 17", 1);
-    assert!(report::verify(&serde_json::from_str(&tampered).unwrap()).is_err());
+    assert!(Report::from_json(&tampered).unwrap().verify().is_err());
     let ok = skilltrial(
         tmp.path(),
         &["verify", out.join("report.json").to_str().unwrap()],
@@ -709,7 +709,7 @@ fn report_json_means_output_format_and_files_have_their_own_flags() {
     assert!(text.contains("pass/executed"), "{text}");
     let written: Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
     assert_eq!(written["format"], "skilltrial-report-v2");
-    assert!(report::verify(&written).is_ok());
+    assert!(Report::from_value(&written).unwrap().verify().is_ok());
     assert!(
         std::fs::read_to_string(&h)
             .unwrap()
