@@ -91,6 +91,21 @@ impl Report {
                 reason: "not a JSON object".to_owned(),
             });
         }
+        // The format first: a report of another format (or none) is named as such, not by the
+        // first member it lacks.
+        match document.get("format") {
+            Some(Value::String(f)) if f == super::FORMAT => {}
+            Some(other) => {
+                return Err(ReportError::NotAReport {
+                    reason: format!("its format is {other}"),
+                });
+            }
+            None => {
+                return Err(ReportError::NotAReport {
+                    reason: "it has no format member".to_owned(),
+                });
+            }
+        }
         let report = Self::deserialize_value(document)?;
         let typed = report.to_value()?;
         if typed != *document {
