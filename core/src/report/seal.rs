@@ -1,6 +1,7 @@
 //! The report's two hashes: `report_hash` over the canonical form of everything but itself, and
 //! the manifest hash over the canonical `manifest`; sealing, verifying, and reading a report file.
 
+use serde::Deserialize as _;
 use serde_json::Value;
 
 use super::Report;
@@ -129,5 +130,3 @@ impl Report {
         Self::from_value(&document)
     }
 }
-
-use serde::Deserialize as _;
