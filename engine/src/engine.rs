@@ -17,7 +17,10 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::journal::{AttemptRow, AttemptState, CallRecord, Journal, JournalError, now_ms};
+use crate::journal::{
+    AttemptRow, AttemptState, CallRecord, Journal, JournalError, NotRunReason, PayloadKind,
+    RunStatus, now_ms,
+};
 use crate::provider::{CallError, ModelRequest, Provider, retry};
 use crate::store::{Store, StoreError, parse_hex};
 use skilltrial_core::bundle::{self, Bundle, SourceKind};
@@ -161,7 +164,7 @@ fn close_not_run(
     run_id: &str,
     trial_idx: u32,
     pending_retry: Option<&str>,
-    reason: &str,
+    reason: NotRunReason,
     message: &str,
 ) -> Result<(), EngineError> {
     match pending_retry {
@@ -404,7 +407,9 @@ pub fn outcome_counts(trials: u32, attempts: &[AttemptRow]) -> BTreeMap<String, 
                 // Answered and journaled, not yet scored (a stop between the two): `run`
                 // scores it when it resumes.
                 AttemptState::Result if a.outcome.is_none() => "unscored".to_owned(),
-                _ => a.outcome.clone().unwrap_or_else(|| "pending".to_owned()),
+                _ => a
+                    .outcome
+                    .map_or_else(|| "pending".to_owned(), |o| o.as_str().to_owned()),
             },
         };
         *counts.entry(key).or_insert(0) += 1;
@@ -453,16 +458,16 @@ pub fn run(
         journal.record_verdict(&attempt.id, &task.check(&answer))?;
     }
     let run_row = journal
-        .run(&run_id)?
+        .find_run(&run_id)?
         .ok_or_else(|| EngineError::Refused("run vanished".to_owned()))?;
-    if matches!(run_row.status.as_str(), "cancelled") {
+    if run_row.status == RunStatus::Cancelled {
         // A retry planned after the cancel can never be sent: close it rather than leave it
         // planned.
         for attempt in journal.attempts(&run_id)? {
             if attempt.state == AttemptState::Planned {
                 journal.close_planned_not_run(
                     &attempt.id,
-                    "cancelled",
+                    NotRunReason::Cancelled,
                     "the run was cancelled before this attempt was sent",
                 )?;
             }
@@ -472,7 +477,7 @@ pub fn run(
             short(&run_id)
         )));
     }
-    journal.set_status(&run_id, "running")?;
+    journal.set_status(&run_id, RunStatus::Running)?;
     // The time limit bounds the run's own executing time over ALL its invocations (hosted runs
     // rely on it: their deadline assumes a run cannot outlast it), so it continues from the time
     // the journal holds; a pause between two invocations does not count.
@@ -562,7 +567,7 @@ pub fn run(
                 &run_id,
                 trial.index,
                 pending,
-                "cancelled",
+                NotRunReason::Cancelled,
                 "the run was cancelled before this trial was sent",
             )?;
             continue;
@@ -573,7 +578,7 @@ pub fn run(
                 &run_id,
                 trial.index,
                 pending,
-                "not_run_time_limit",
+                NotRunReason::TimeLimit,
                 "the run reached its time limit",
             )?;
             continue;
@@ -591,7 +596,7 @@ pub fn run(
                 &run_id,
                 trial.index,
                 pending,
-                "not_run_request_cap",
+                NotRunReason::RequestCap,
                 "the run reached its request cap",
             )?;
             continue;
@@ -626,7 +631,7 @@ pub fn run(
                     &run_id,
                     trial.index,
                     pending,
-                    "not_run_budget",
+                    NotRunReason::Budget,
                     &message,
                 )?;
                 continue;
@@ -644,7 +649,7 @@ pub fn run(
                 &run_id,
                 trial.index,
                 pending,
-                "not_run_budget",
+                NotRunReason::Budget,
                 "its token bound could break the token cap",
             )?;
             continue;
@@ -685,7 +690,7 @@ pub fn run(
         };
         let body = provider.body(&request);
         let request_sha = payloads.put(&body)?;
-        journal.record_payload(&request_sha.hex(), "request", body.len() as u64)?;
+        journal.record_payload(&request_sha.hex(), PayloadKind::Request, body.len() as u64)?;
         // The dispatched row MUST be durable before the request leaves.
         journal.mark_dispatched(&attempt, &request_sha.hex())?;
         kill_point("after_dispatch");
@@ -697,11 +702,15 @@ pub fn run(
             Ok(response) => {
                 // The answer is on disk (file fsynced, row committed) before the checker sees it.
                 let answer_sha = payloads.put(response.text.as_bytes())?;
-                journal.record_payload(&answer_sha.hex(), "answer", response.text.len() as u64)?;
+                journal.record_payload(
+                    &answer_sha.hex(),
+                    PayloadKind::Answer,
+                    response.text.len() as u64,
+                )?;
                 let response_sha = payloads.put(&response.raw_body)?;
                 journal.record_payload(
                     &response_sha.hex(),
-                    "response",
+                    PayloadKind::Response,
                     response.raw_body.len() as u64,
                 )?;
                 let spent = match (
@@ -741,7 +750,7 @@ pub fn run(
                     // The reservation bound was broken (the provider reported more usage than the
                     // bound allows): the record is kept as reported, and the run stops.
                     journal.set_executed_ms(&run_id, executed_ms())?;
-                    journal.set_status(&run_id, "stopped")?;
+                    journal.set_status(&run_id, RunStatus::Stopped)?;
                     return Err(EngineError::Refused(format!(
                         "attempt {attempt} reported usage costing {spent}, above its reservation {}: the run stopped; check the model profile's limits and prices",
                         trial.reserve
@@ -801,18 +810,18 @@ pub fn run(
     journal.set_executed_ms(&run_id, executed_ms())?;
     let cancelled = journal.cancel_requested(&run_id)?;
     let status = if stopped {
-        "stopped"
+        RunStatus::Stopped
     } else if cancelled {
-        "cancelled"
+        RunStatus::Cancelled
     } else {
-        "finished"
+        RunStatus::Finished
     };
     journal.set_status(&run_id, status)?;
     let attempts = journal.attempts(&run_id)?;
     let money = journal.money(&run_id)?;
     Ok(RunSummary {
         run: run_id.clone(),
-        status: status.to_owned(),
+        status: status.as_str().to_owned(),
         planned: total,
         counts: outcome_counts(total, &attempts),
         spent: money.spent,
@@ -828,12 +837,7 @@ fn close_as_infrastructure(
     reason: &str,
     call: &CallRecord,
 ) -> Result<(), EngineError> {
-    journal.close_without_result(
-        attempt,
-        Outcome::InfrastructureError.as_str(),
-        &[reason],
-        call,
-    )?;
+    journal.close_without_result(attempt, Outcome::InfrastructureError, &[reason], call)?;
     Ok(())
 }
 
@@ -932,7 +936,7 @@ pub fn awaiting_auto_retry(attempts: &[AttemptRow], trial_idx: u32) -> Option<u3
         .max_by_key(|a| a.seq)?;
     let status = latest.http_status?;
     if latest.state != AttemptState::Closed
-        || latest.outcome.as_deref() != Some(Outcome::InfrastructureError.as_str())
+        || latest.outcome != Some(Outcome::InfrastructureError)
         || !retry::is_retryable(status, latest.error.as_deref().unwrap_or(""))
     {
         return None;

@@ -10,7 +10,7 @@ use skilltrial_core::report::{self as model, AttemptFacts, CheckerIdentity, RunF
 pub use skilltrial_core::report::{Report, SENSITIVE_WARNING, html};
 
 use crate::engine::EngineError;
-use crate::journal::{AttemptRow, AttemptState, Journal, JournalError, RunRow};
+use crate::journal::{AttemptRow, Journal, JournalError, RunRow, RunStatus};
 use crate::store::{Store, StoreError, parse_hex};
 
 /// Why a report could not be built.
@@ -71,7 +71,7 @@ pub fn facts(
     Ok(RunFacts {
         run: model::Run {
             id: run.id.clone(),
-            status: run.status.clone(),
+            status: run.status.as_str().to_owned(),
             complete: false,
             created_at_ms: run.created_at_ms,
             started_at_ms: run.started_at_ms,
@@ -117,13 +117,7 @@ fn attempt_facts(
         },
         None => None,
     };
-    let state = match a.state {
-        AttemptState::Planned => "planned",
-        AttemptState::Dispatched => "dispatched",
-        AttemptState::Result => "result",
-        AttemptState::Unknown => "unknown",
-        AttemptState::Closed => "closed",
-    };
+    let state = a.state.as_str();
     Ok(AttemptFacts {
         trial_index: a.trial_idx,
         dispatched: a.dispatched_at_ms.is_some(),
@@ -132,7 +126,7 @@ fn attempt_facts(
             id: a.id,
             seq: a.seq,
             state: state.to_owned(),
-            outcome: a.outcome,
+            outcome: a.outcome.map(|o| o.as_str().to_owned()),
             reasons: a.reasons,
             details: a.details,
             retry_of: a.retry_of,
@@ -220,11 +214,11 @@ pub fn write(
     targets: &Targets<'_>,
 ) -> Result<Written, WriteError> {
     let interrupted;
-    let run = if run.status == "running"
+    let run = if run.status == RunStatus::Running
         && !crate::engine::run_is_live(journal.path(), &run.id).map_err(WriteError::Liveness)?
     {
         interrupted = RunRow {
-            status: "interrupted".to_owned(),
+            status: RunStatus::Interrupted,
             ..run.clone()
         };
         &interrupted

@@ -72,10 +72,10 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
             .record_verdict(&attempt.id, &verdict)
             .map_err(anyhow::Error::from)?;
         rechecked += 1;
-        if attempt.outcome.as_deref() != Some(verdict.outcome.as_str()) {
+        if attempt.outcome != Some(verdict.outcome) {
             changes.push(Change {
                 attempt: attempt.id.clone(),
-                from: attempt.outcome.clone(),
+                from: attempt.outcome.map(|o| o.as_str().to_owned()),
                 to: verdict.outcome.as_str().to_owned(),
             });
         }
