@@ -7,6 +7,7 @@
 use serde_json::Value;
 use skilltrial_core::canonical;
 use skilltrial_core::report::{FORMAT, Report};
+use skilltrial_core::state::AttemptState;
 
 /// (name, file text, its report hash as written by the untyped v2 builder).
 const FIXTURES: [(&str, &str); 3] = [
@@ -120,7 +121,7 @@ fn a_rebuilt_report_from_the_same_facts_has_the_same_bytes() {
                         trial_index: t.index,
                         // The file holds no dispatch times: an attempt past `planned` was
                         // dispatched (here killed before its runner time was recorded).
-                        dispatched: a.state != "planned",
+                        dispatched: a.state != AttemptState::Planned,
                         record: a.clone(),
                     })
             })

@@ -71,7 +71,7 @@ pub fn facts(
     Ok(RunFacts {
         run: model::Run {
             id: run.id.clone(),
-            status: run.status.as_str().to_owned(),
+            status: run.status,
             complete: false,
             created_at_ms: run.created_at_ms,
             started_at_ms: run.started_at_ms,
@@ -117,7 +117,6 @@ fn attempt_facts(
         },
         None => None,
     };
-    let state = a.state.as_str();
     Ok(AttemptFacts {
         trial_index: a.trial_idx,
         dispatched: a.dispatched_at_ms.is_some(),
@@ -125,8 +124,8 @@ fn attempt_facts(
             runner_us: runner_times.get(&a.id).copied(),
             id: a.id,
             seq: a.seq,
-            state: state.to_owned(),
-            outcome: a.outcome.map(|o| o.as_str().to_owned()),
+            state: a.state,
+            outcome: a.outcome,
             reasons: a.reasons,
             details: a.details,
             retry_of: a.retry_of,

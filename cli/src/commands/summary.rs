@@ -116,7 +116,7 @@ pub fn of_report(r: &Report) -> RunSummary {
         .collect();
     RunSummary {
         run: r.run.id.clone(),
-        status: r.run.status.clone(),
+        status: r.run.status.to_string(),
         complete: r.summary.complete,
         planned: r.summary.planned,
         executed: r.summary.executed,

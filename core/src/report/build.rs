@@ -5,10 +5,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
     ArmSummary, Attempt, CheckerIdentity, Comparability, Cost, FORMAT, GeneratedBy, Leader,
-    ModelIdentity, Rate, Report, Run, SENSITIVE_WARNING, Summary, Trial, UnknownHolding,
-    is_executed, pairs, tasks,
+    ModelIdentity, Rate, Report, Run, SENSITIVE_WARNING, Summary, Trial, TrialOutcome,
+    UnknownHolding, pairs, tasks,
 };
 use crate::manifest::Manifest;
+use crate::outcome::Outcome;
+use crate::state::AttemptState;
 
 /// Everything a report is built from.
 #[derive(Debug, Clone)]
@@ -56,16 +58,16 @@ pub(super) struct Observation<'a> {
 }
 
 impl Observation<'_> {
-    pub fn outcome(&self) -> &str {
+    pub fn outcome(&self) -> TrialOutcome {
         self.latest
-            .and_then(|a| a.outcome.as_deref())
-            .unwrap_or("pending")
+            .and_then(|a| a.outcome)
+            .map_or(TrialOutcome::Pending, TrialOutcome::Done)
     }
     pub fn passed(&self) -> bool {
-        self.outcome() == "pass"
+        self.outcome() == TrialOutcome::Done(Outcome::Pass)
     }
     pub fn executed(&self) -> bool {
-        is_executed(Some(self.outcome()))
+        self.outcome().is_executed()
     }
 }
 
@@ -128,7 +130,7 @@ pub fn build(facts: RunFacts) -> Report {
             family: families.get(&obs.trial.task).cloned(),
             arm: obs.trial.arm.clone(),
             repetition: obs.trial.repetition,
-            outcome: obs.outcome().to_owned(),
+            outcome: obs.outcome(),
             reasons: obs.latest.map(|a| a.reasons.clone()).unwrap_or_default(),
             attempts: attempts
                 .iter()
@@ -173,27 +175,31 @@ fn arm_summaries(manifest: &Manifest, observations: &[Observation<'_>]) -> Vec<A
             let arm = spec.arm.as_str();
             let mine: Vec<&Observation<'_>> =
                 observations.iter().filter(|o| o.trial.arm == arm).collect();
-            let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
+            let mut counts: BTreeMap<TrialOutcome, u64> = BTreeMap::new();
             for o in &mine {
                 *counts.entry(o.outcome()).or_insert(0) += 1;
             }
-            let count = |k: &str| counts.get(k).copied().unwrap_or(0);
-            let executed: u64 = super::EXECUTED.iter().map(|k| count(k)).sum();
+            let executed: u64 = counts
+                .iter()
+                .filter(|(o, _)| o.is_executed())
+                .map(|(_, n)| n)
+                .sum();
+            let count = |o: Outcome| counts.get(&TrialOutcome::Done(o)).copied().unwrap_or(0);
             ArmSummary {
                 arm: arm.to_owned(),
                 bundle: spec.bundle.clone(),
                 planned: mine.len() as u64,
                 executed,
-                pass: count("pass"),
-                fail: count("fail"),
-                invalid_output: count("invalid_output"),
-                unsupported_case: count("unsupported_case"),
-                infrastructure_error: count("infrastructure_error"),
-                unknown: count("unknown"),
-                interrupted: count("interrupted"),
-                not_run: count("not_run"),
-                pending: count("pending"),
-                success: Rate::of(count("pass"), executed),
+                pass: count(Outcome::Pass),
+                fail: count(Outcome::Fail),
+                invalid_output: count(Outcome::InvalidOutput),
+                unsupported_case: count(Outcome::UnsupportedCase),
+                infrastructure_error: count(Outcome::InfrastructureError),
+                unknown: count(Outcome::Unknown),
+                interrupted: count(Outcome::Interrupted),
+                not_run: count(Outcome::NotRun),
+                pending: counts.get(&TrialOutcome::Pending).copied().unwrap_or(0),
+                success: Rate::of(count(Outcome::Pass), executed),
             }
         })
         .collect()
@@ -291,7 +297,7 @@ fn cost(
         input_tokens: records().filter_map(|a| a.input_tokens).sum(),
         output_tokens: records().filter_map(|a| a.output_tokens).sum(),
         model_latency_ms: records()
-            .filter(|a| a.state == "result")
+            .filter(|a| a.state == AttemptState::Result)
             .filter_map(|a| a.latency_ms)
             .sum(),
         run_wall_ms: match (run.started_at_ms, run.finished_at_ms) {
@@ -305,7 +311,7 @@ fn cost(
             .filter(|a| a.dispatched && a.record.runner_us.is_none())
             .count() as u64,
         unknown_holding_reserve: records()
-            .filter(|a| a.state == "unknown")
+            .filter(|a| a.state == AttemptState::Unknown)
             .map(|a| UnknownHolding {
                 attempt: a.id.clone(),
                 reserved_usd_micros: a.reserved_usd_micros,

@@ -12,9 +12,11 @@ use std::fmt::Write as _;
 use base64::Engine as _;
 use serde_json::Value;
 
+use super::TrialOutcome;
 use super::{ArmSummary, Attempt, Cost, Pair, Rate, Report, TaskRow, Trial, count_of};
 use crate::manifest::BundleRef;
 use crate::money::MicroUsd;
+use crate::outcome::Outcome;
 use sha2::{Digest, Sha256};
 
 const STYLE: &str = r#"
@@ -243,7 +245,7 @@ fn changes_html(report: &Report) -> String {
 
 /// An attempt's outcome as the evidence view and its filter show it.
 fn outcome_text(a: &Attempt) -> String {
-    or_dash(a.outcome.as_deref())
+    or_dash(a.outcome.map(Outcome::as_str))
 }
 
 /// The evidence view's filters: task, arm and outcome, each listing only values present.
@@ -312,7 +314,7 @@ fn header(h: &mut String, report: &Report) {
         "<header><button id=\"theme\" type=\"button\">Light / dark</button><h1>SkillTrial report</h1><div class=\"sub\">run <span class=\"mono\">{}</span> · {} · {} · {} · pack {} · model {} ({}) · {}</div>",
         escape(&report.run.id),
         escape(&format!("started {}", utc(started))),
-        escape(&report.run.status),
+        escape(report.run.status.as_str()),
         escape(&coverage),
         escape(&m.pack.id),
         escape(&m.model.profile),
@@ -544,9 +546,9 @@ fn task_row(h: &mut String, t: &TaskRow, arms: &[&str]) {
 }
 
 fn trial_row(h: &mut String, t: &Trial) {
-    let class = match t.outcome.as_str() {
-        "pass" => "pass",
-        "fail" | "invalid_output" => "fail",
+    let class = match t.outcome {
+        TrialOutcome::Done(Outcome::Pass) => "pass",
+        TrialOutcome::Done(Outcome::Fail | Outcome::InvalidOutput) => "fail",
         _ => "mid",
     };
     let _ = write!(
@@ -556,7 +558,7 @@ fn trial_row(h: &mut String, t: &Trial) {
         escape(&t.task),
         escape(&arm_label(&t.arm)),
         t.repetition,
-        escape(&t.outcome),
+        escape(t.outcome.as_str()),
         escape(&t.reasons.join(", ")),
         t.attempts.len()
     );
@@ -570,7 +572,7 @@ fn evidence_view(h: &mut String, report: &Report) {
     for t in &report.trials {
         for a in &t.attempts {
             // The first few attempts that did not pass start open: the evidence people look for.
-            let open = a.outcome.as_deref() != Some("pass") && shown_open < 3;
+            let open = a.outcome != Some(Outcome::Pass) && shown_open < 3;
             if open {
                 shown_open += 1;
             }

@@ -24,7 +24,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::manifest::{BundleRef, Manifest, PackRef, Sampling};
+use crate::outcome::Outcome;
 use crate::profile::ProviderKind;
+use crate::state::{AttemptState, RunStatus};
 use crate::stats::Fraction;
 
 pub use build::{AttemptFacts, RunFacts, TrialFacts, build};
@@ -40,12 +42,51 @@ pub const FORMAT: &str = "skilltrial-report-v2";
 /// Shown with every export.
 pub const SENSITIVE_WARNING: &str = "This report holds raw model answers, which may contain sensitive content. It is written to your disk only and never uploaded; review it before sharing.";
 
-/// Outcomes in which the model answered: the executed model trials.
-pub const EXECUTED: [&str; 4] = ["pass", "fail", "invalid_output", "unsupported_case"];
+/// A trial's outcome: its latest attempt's, or `pending` while it has none. Written as the
+/// outcome's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TrialOutcome {
+    Pending,
+    Done(Outcome),
+}
 
-/// Whether an outcome is one in which the model answered.
-pub fn is_executed(outcome: Option<&str>) -> bool {
-    outcome.is_some_and(|o| EXECUTED.contains(&o))
+impl TrialOutcome {
+    /// The text the report writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Done(o) => o.as_str(),
+        }
+    }
+
+    /// The model answered and the checker scored it (see [`Outcome::is_executed`]).
+    pub fn is_executed(self) -> bool {
+        matches!(self, Self::Done(o) if o.is_executed())
+    }
+}
+
+impl std::fmt::Display for TrialOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for TrialOutcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for TrialOutcome {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        if text == "pending" {
+            return Ok(Self::Pending);
+        }
+        text.parse()
+            .map(Self::Done)
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 /// The whole export. Members in the order people read them; the canonical form sorts them.
@@ -87,7 +128,7 @@ pub struct GeneratedBy {
 pub struct Run {
     pub id: String,
     /// The journal's status, `interrupted` for a `running` run nobody holds.
-    pub status: String,
+    pub status: RunStatus,
     /// Every planned trial has a model result.
     pub complete: bool,
     pub created_at_ms: i64,
@@ -461,7 +502,7 @@ pub struct Trial {
     pub arm: String,
     pub repetition: u32,
     /// The latest attempt's outcome, `pending` while it has none.
-    pub outcome: String,
+    pub outcome: TrialOutcome,
     pub reasons: Vec<String>,
     pub attempts: Vec<Attempt>,
 }
@@ -472,9 +513,9 @@ pub struct Trial {
 pub struct Attempt {
     pub id: String,
     pub seq: u32,
-    /// The journal's attempt state (`planned`, `dispatched`, `result`, `unknown`, `closed`).
-    pub state: String,
-    pub outcome: Option<String>,
+    pub state: AttemptState,
+    /// `null` until the attempt is scored or closed.
+    pub outcome: Option<Outcome>,
     pub reasons: Vec<String>,
     /// The checker's details exactly as the journal holds them. Kept as JSON on purpose: a
     /// detail's `expected`/`got` may be a JSON `null` *or* absent, which a typed `Option` would
