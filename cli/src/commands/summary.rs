@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use skilltrial_core::report::{Changes, Leader};
+use skilltrial_core::state::RunStatus;
 use skilltrial_engine::journal::Journal;
 use skilltrial_engine::report::{self, Report};
 use skilltrial_engine::store::Store;
@@ -20,21 +21,18 @@ use skilltrial_engine::store::Store;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
     pub run: String,
-    pub status: String,
+    pub status: RunStatus,
     pub complete: bool,
     pub planned: u64,
     pub executed: u64,
     pub scripted: bool,
     pub arms: Vec<ArmLine>,
     pub changes: Changes,
-    #[serde(default)]
     pub compared_tasks: BTreeMap<String, usize>,
     pub pairs: Vec<PairLine>,
     pub caveat: String,
     pub leader: Option<Leader>,
-    #[serde(default)]
     pub report_hash: Option<String>,
-    #[serde(default)]
     pub manifest_hash: String,
 }
 
@@ -44,7 +42,6 @@ pub struct ArmLine {
     pub arm: String,
     /// "name version", `null` for the baseline.
     pub bundle: Option<String>,
-    #[serde(default)]
     pub planned: u64,
     pub executed: u64,
     pub pass: u64,
@@ -116,7 +113,7 @@ pub fn of_report(r: &Report) -> RunSummary {
         .collect();
     RunSummary {
         run: r.run.id.clone(),
-        status: r.run.status.to_string(),
+        status: r.run.status,
         complete: r.summary.complete,
         planned: r.summary.planned,
         executed: r.summary.executed,
@@ -340,10 +337,12 @@ mod tests {
             "run": "0123456789abcdef", "status": "finished", "complete": true, "planned": 6, "executed": 6,
             "scripted": false,
             "arms": [
-                { "arm": "baseline", "bundle": null, "pass": 1, "executed": 2, "not_model_results": 0, "wilson95": ["0.094531", "0.905469"] },
-                { "arm": "a", "bundle": "x 1.0", "pass": 2, "executed": 2, "not_model_results": 0, "wilson95": ["0.342372", "1.000000"] },
+                { "arm": "baseline", "bundle": null, "planned": 2, "pass": 1, "executed": 2, "not_model_results": 0, "wilson95": ["0.094531", "0.905469"] },
+                { "arm": "a", "bundle": "x 1.0", "planned": 2, "pass": 2, "executed": 2, "not_model_results": 0, "wilson95": ["0.342372", "1.000000"] },
             ],
             "changes": { "a_vs_baseline": { "fixes": ["t1"], "breaks": [] } },
+            "compared_tasks": { "a_vs_baseline": 1 },
+            "report_hash": null, "manifest_hash": "sha256:0",
             "pairs": [{ "contrast": "a-baseline", "complete_pairs": 2, "x_only": 1, "y_only": 0, "excluded": 0, "test": "exact McNemar test over complete pairs", "p": "1", "holm_p": "1" }],
             "caveat": "Each test asks whether discordant pairs lean one way.",
             "leader": { "arm": "a", "note": "an observed count in a complete run, not a significance claim" },
@@ -370,14 +369,15 @@ mod tests {
             "run": "0123456789abcdef", "status": "stopped", "complete": false, "planned": 4, "executed": 1,
             "scripted": false,
             "arms": [
-                { "arm": "baseline", "bundle": null, "pass": 1, "executed": 1, "not_model_results": 1, "wilson95": ["0.206549", "1.000000"] },
-                { "arm": "a", "bundle": "x 1.0", "pass": 0, "executed": 0, "not_model_results": 2, "wilson95": null },
+                { "arm": "baseline", "bundle": null, "planned": 2, "pass": 1, "executed": 1, "not_model_results": 1, "wilson95": ["0.206549", "1.000000"] },
+                { "arm": "a", "bundle": "x 1.0", "planned": 2, "pass": 0, "executed": 0, "not_model_results": 2, "wilson95": null },
             ],
             "changes": { "a_vs_baseline": { "fixes": [], "breaks": [] } },
             "compared_tasks": { "a_vs_baseline": 0 },
             "pairs": [],
             "caveat": "c",
             "leader": null,
+            "report_hash": null, "manifest_hash": "sha256:0",
         });
         let text = render(&serde_json::from_value(summary).unwrap());
         assert!(
