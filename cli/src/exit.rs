@@ -19,7 +19,7 @@ use skilltrial_engine::home::HomeError;
 use skilltrial_engine::journal::JournalError;
 use skilltrial_engine::keys::KeyError;
 use skilltrial_engine::provider::SetupError;
-use skilltrial_engine::report::ReportError;
+use skilltrial_engine::report::{ReportError, WriteError};
 use skilltrial_engine::store::StoreError;
 
 /// How a command that ran to completion ended.
@@ -125,9 +125,31 @@ impl From<ReportError> for CliError {
     /// that cannot be read is the environment (2).
     fn from(e: ReportError) -> Self {
         match e {
-            ReportError::Invalid(_) => CliError::Rejected(e.into()),
+            ReportError::Invalid(_) | ReportError::Model(_) => CliError::Rejected(e.into()),
             ReportError::Journal(e) => e.into(),
             ReportError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<skilltrial_core::report::ReportError> for CliError {
+    /// A document that is not a report of this format, or whose content cannot be sealed, is
+    /// refused (1).
+    fn from(e: skilltrial_core::report::ReportError) -> Self {
+        CliError::Rejected(e.into())
+    }
+}
+
+impl From<WriteError> for CliError {
+    /// Building follows [`ReportError`]; the lock probe, the directories and the files are the
+    /// environment (2).
+    fn from(e: WriteError) -> Self {
+        match e {
+            WriteError::Build(e) => e.into(),
+            WriteError::Store(e) => e.into(),
+            WriteError::Liveness(_) | WriteError::CreateDir { .. } | WriteError::Write { .. } => {
+                CliError::Environment(e.into())
+            }
         }
     }
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
-use skilltrial_engine::report;
+use skilltrial_core::report::Report;
 
 mod support;
 
@@ -47,7 +47,7 @@ fn the_demo_runs_54_trials_and_its_report_recomputes_from_the_file_alone() {
     // The JSON file verifies on its own: report hash and manifest hash both recompute.
     let text = std::fs::read_to_string(out.join("report.json")).unwrap();
     let file: Value = serde_json::from_str(&text).unwrap();
-    let (report_hash, manifest_hash) = report::verify(&file).unwrap();
+    let (report_hash, manifest_hash) = Report::from_value(&file).unwrap().verify().unwrap();
     assert_eq!(
         report_hash.to_string(),
         doc["report_hash"].as_str().unwrap()
@@ -155,7 +155,7 @@ fn the_demo_runs_54_trials_and_its_report_recomputes_from_the_file_alone() {
     assert!(html.contains("Scripted model."));
     // A changed byte breaks the hash, and `skilltrial verify` says so from the file alone.
     let tampered = text.replacen("\"pass\": 16", "\"pass\": 17", 1);
-    assert!(report::verify(&serde_json::from_str(&tampered).unwrap()).is_err());
+    assert!(Report::from_json(&tampered).unwrap().verify().is_err());
     let ok = skilltrial(
         tmp.path(),
         &["verify", out.join("report.json").to_str().unwrap()],
@@ -709,7 +709,7 @@ fn report_json_means_output_format_and_files_have_their_own_flags() {
     assert!(text.contains("pass/executed"), "{text}");
     let written: Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
     assert_eq!(written["format"], "skilltrial-report-v2");
-    assert!(report::verify(&written).is_ok());
+    assert!(Report::from_value(&written).unwrap().verify().is_ok());
     assert!(
         std::fs::read_to_string(&h)
             .unwrap()
@@ -718,4 +718,50 @@ fn report_json_means_output_format_and_files_have_their_own_flags() {
     // The old file-choosing `--html` flag is gone, with clap's usage error.
     let old = skilltrial(&home, &["report", &run, "--html"]);
     assert_eq!(old.status.code(), Some(2));
+}
+
+#[test]
+fn regression_verify_names_the_file_when_json_is_not_a_report() {
+    // Given JSON files that are not reports of this format: another document, and a report with
+    // a member this format does not have ...
+    let tmp = tempfile::tempdir().unwrap();
+    let other = tmp.path().join("other.json");
+    std::fs::write(&other, "{\"hello\": 1}").unwrap();
+    let v3 = tmp.path().join("v3.json");
+    std::fs::write(&v3, "{\"format\": \"skilltrial-report-v3\"}").unwrap();
+    let fixture = root().join("core/tests/fixtures/report-v2-rich.json");
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    doc["cost"]["bonus_usd_micros"] = Value::from(1);
+    let extra = tmp.path().join("extra.json");
+    std::fs::write(&extra, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    for (path, why) in [
+        (&other, "it has no format member"),
+        (&v3, "its format is \"skilltrial-report-v3\""),
+        (&extra, "unknown field `bonus_usd_micros`"),
+    ] {
+        // ... when `verify` reads them ...
+        let out = skilltrial(tmp.path(), &["verify", path.to_str().unwrap()]);
+        // ... then it refuses each as a rejected input (exit 1), naming the file and the member.
+        assert_eq!(out.status.code(), Some(1));
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            stderr.starts_with(&format!(
+                "error: {}: not a skilltrial-report-v2 report: {why}",
+                path.display()
+            )),
+            "{stderr}"
+        );
+    }
+    // And the committed v2 report itself verifies from the file alone.
+    let ok = skilltrial(
+        tmp.path(),
+        &[
+            "verify",
+            root()
+                .join("core/tests/fixtures/report-v2-rich.json")
+                .to_str()
+                .unwrap(),
+        ],
+    );
+    assert_eq!(ok.status.code(), Some(0), "{ok:?}");
 }

@@ -8,7 +8,8 @@
 //! is the pack's decoder; [`checker`] scores one answer against one golden record; [`outcome`]
 //! names what became of a trial; [`state`] names the other states the journal stores (run
 //! status, attempt state, not-run reasons, ledger and payload kinds); [`manifest`] pins a run and
-//! is THE plan function; [`prompt`] builds the pinned prompt; [`stats`] holds the paired tests.
+//! is THE plan function; [`prompt`] builds the pinned prompt; [`stats`] holds the paired tests;
+//! [`report`] is the typed report, its builder, its hashes and its HTML view.
 //!
 //! **Invariant:** no dependency here touches SQLite, HTTP, a keychain, an async runtime or Solana
 //! RPC, so the same code runs in the CLI, the hosted runner and the browser. `scripts/test.sh`
@@ -24,6 +25,7 @@ pub mod outcome;
 pub mod pack;
 pub mod profile;
 pub mod prompt;
+pub mod report;
 pub mod solana;
 pub mod state;
 pub mod stats;

@@ -2,7 +2,9 @@
 
 use std::fmt::Write as _;
 
+use serde::Serialize;
 use serde_json::Value;
+use skilltrial_core::report::{ArmSummary, Comparability, Report};
 use skilltrial_engine::report;
 
 use crate::cli::{CompareArgs, Global};
@@ -31,48 +33,15 @@ pub fn run(args: &CompareArgs, global: &Global) -> Result<Status, CliError> {
     }
     let (a, b) = (&docs[0], &docs[1]);
     let mut differs = Vec::new();
-    let checks: [(&str, &[&str]); 12] = [
-        ("model provider", &["comparability", "model", "provider"]),
-        ("model", &["comparability", "model", "model"]),
-        ("model revision", &["comparability", "model", "revision"]),
-        ("scripted model", &["comparability", "model", "scripted"]),
-        (
-            "models the API reported",
-            &["comparability", "model", "reported_models"],
-        ),
-        (
-            "system fingerprints",
-            &["comparability", "model", "system_fingerprints"],
-        ),
-        ("pack", &["comparability", "pack", "hash"]),
-        ("checker version", &["comparability", "checker", "version"]),
-        (
-            "checker source",
-            &["comparability", "checker", "source_sha256"],
-        ),
-        (
-            "checker behind the verdicts",
-            &["comparability", "verdicts_by"],
-        ),
-        ("sampling and output limit", &["comparability", "sampling"]),
-        (
-            "prompt template",
-            &["comparability", "prompt_template_sha256"],
-        ),
-    ];
-    for (label, path) in checks {
-        let get = |doc: &Value| {
-            path.iter().fold(doc.clone(), |v, k| {
-                v.get(*k).cloned().unwrap_or(Value::Null)
-            })
-        };
-        let (x, y) = (get(a), get(b));
+    let checks = checks();
+    for (label, get) in &checks {
+        let (x, y) = (get(&a.comparability), get(&b.comparability));
         // What the API reported, and which checker scored the verdicts, is known only from
         // model results: a run with none yet (planned, or cancelled before its first answer)
         // has an empty set, which contradicts nothing; the rows then show it has no results.
         let unreported = |v: &Value| v.as_array().is_some_and(Vec::is_empty);
         let observed = matches!(
-            label,
+            *label,
             "models the API reported" | "system fingerprints" | "checker behind the verdicts"
         );
         if observed && (unreported(&x) || unreported(&y)) {
@@ -83,7 +52,7 @@ pub fn run(args: &CompareArgs, global: &Global) -> Result<Status, CliError> {
         }
     }
     let compared: Vec<&str> = checks.iter().map(|(label, _)| *label).collect();
-    let (first, second) = (a["run"]["id"].clone(), b["run"]["id"].clone());
+    let (first, second) = (a.run.id.clone(), b.run.id.clone());
     if !differs.is_empty() {
         if global.json {
             output::json(&serde_json::json!({
@@ -126,8 +95,8 @@ pub fn run(args: &CompareArgs, global: &Global) -> Result<Status, CliError> {
         let mut out = format!(
             "{:<10} {:>22} {:>22}\n",
             "arm",
-            short(first.as_str().unwrap_or("")),
-            short(second.as_str().unwrap_or(""))
+            short(&first),
+            short(&second)
         );
         for row in &rows {
             // The JSON keeps the journal's arm ids; people read A and B, as everywhere else.
@@ -148,36 +117,58 @@ pub fn run(args: &CompareArgs, global: &Global) -> Result<Status, CliError> {
     Ok(Status::Ok)
 }
 
+/// One comparability member, as JSON so that the refusal shows both values as they read.
+type Check = (&'static str, fn(&Comparability) -> Value);
+
+fn json_of(v: &impl Serialize) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// What must match between two runs, in the order a refusal lists it.
+fn checks() -> [Check; 12] {
+    [
+        ("model provider", |c| json_of(&c.model.provider)),
+        ("model", |c| json_of(&c.model.model)),
+        ("model revision", |c| json_of(&c.model.revision)),
+        ("scripted model", |c| json_of(&c.model.scripted)),
+        ("models the API reported", |c| {
+            json_of(&c.model.reported_models)
+        }),
+        ("system fingerprints", |c| {
+            json_of(&c.model.system_fingerprints)
+        }),
+        ("pack", |c| json_of(&c.pack.hash)),
+        ("checker version", |c| json_of(&c.checker.version)),
+        ("checker source", |c| json_of(&c.checker.source_sha256)),
+        ("checker behind the verdicts", |c| json_of(&c.verdicts_by)),
+        ("sampling and output limit", |c| json_of(&c.sampling)),
+        ("prompt template", |c| json_of(&c.prompt_template_sha256)),
+    ]
+}
+
 /// One row per arm of either run, matched by arm name (a run without that arm shows null).
-fn side_by_side(a: &Value, b: &Value) -> Vec<Value> {
-    let arms = |doc: &Value| -> Vec<Value> {
-        doc["summary"]["arms"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-    };
-    let (xs, ys) = (arms(a), arms(b));
-    let mut names: Vec<String> = Vec::new();
-    for arm in xs.iter().chain(&ys) {
-        let name = arm["arm"].as_str().unwrap_or("").to_owned();
-        if !names.contains(&name) {
-            names.push(name);
+fn side_by_side(a: &Report, b: &Report) -> Vec<Value> {
+    let (xs, ys) = (&a.summary.arms, &b.summary.arms);
+    let mut names: Vec<&str> = Vec::new();
+    for arm in xs.iter().chain(ys) {
+        if !names.contains(&arm.arm.as_str()) {
+            names.push(&arm.arm);
         }
     }
-    let pick = |list: &[Value], name: &str| -> Value {
+    let pick = |list: &[ArmSummary], name: &str| -> Value {
         list.iter()
-            .find(|x| x["arm"].as_str() == Some(name))
+            .find(|x| x.arm == name)
             .map_or(Value::Null, |x| {
                 serde_json::json!({
-                    "pass": x["pass"],
-                    "executed": x["executed"],
-                    "planned": x["planned"],
-                    "success": x["success"],
+                    "pass": x.pass,
+                    "executed": x.executed,
+                    "planned": x.planned,
+                    "success": x.success,
                 })
             })
     };
     names
         .iter()
-        .map(|name| serde_json::json!({ "arm": name, "first": pick(&xs, name), "second": pick(&ys, name) }))
+        .map(|name| serde_json::json!({ "arm": name, "first": pick(xs, name), "second": pick(ys, name) }))
         .collect()
 }

@@ -6,97 +6,140 @@
 //! against A and each skill against the baseline, one row per paired contrast (p and Holm as
 //! exact fractions), and the long statement of what the tests can claim printed once.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use skilltrial_core::report::{Changes, Leader};
+use skilltrial_core::state::RunStatus;
 use skilltrial_engine::journal::Journal;
-use skilltrial_engine::report;
+use skilltrial_engine::report::{self, Report};
 use skilltrial_engine::store::Store;
 
-/// The summary of a report document (`report::build`'s output).
-pub fn of_report(r: &Value) -> Value {
-    let arms: Vec<Value> = r["summary"]["arms"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|arm| {
-            json!({
-                "arm": arm["arm"],
-                "bundle": arm["bundle"].as_object().map(|b| format!(
-                    "{} {}",
-                    b.get("name").and_then(Value::as_str).unwrap_or(""),
-                    b.get("version").and_then(Value::as_str).unwrap_or("unversioned")
-                )),
-                "planned": arm["planned"],
-                "executed": arm["executed"],
-                "pass": arm["pass"],
-                "not_model_results": not_model_results(arm),
-                "wilson95": arm["success"]["wilson95"],
-            })
-        })
-        .collect();
-    let pairs: Vec<Value> = r["pairs"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|p| {
-            json!({
-                "contrast": p["contrast"],
-                "complete_pairs": p["complete_pairs"],
-                "x_only": p["x_only"],
-                "y_only": p["y_only"],
-                "excluded": p["excluded"].as_array().map_or(0, Vec::len),
-                "test": p["test"]["name"],
-                "p": p["test"]["p"]["text"],
-                "holm_p": p["test"]["holm_p"]["text"],
-            })
-        })
-        .collect();
-    json!({
-        "run": r["run"]["id"],
-        "status": r["run"]["status"],
-        "complete": r["summary"]["complete"],
-        "planned": r["summary"]["planned"],
-        "executed": r["summary"]["executed"],
-        "scripted": r["comparability"]["model"]["scripted"],
-        "arms": arms,
-        "changes": r["summary"]["changes"],
-        "compared_tasks": report::compared_tasks(r),
-        "pairs": pairs,
-        "caveat": r["summary"]["caveat"],
-        "leader": r["summary"]["leader"],
-        "report_hash": r.get("report_hash"),
-        "manifest_hash": r["manifest_hash"],
-    })
+/// The summary of a run: what `--json` prints (members sorted) and what the table shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub run: String,
+    pub status: RunStatus,
+    pub complete: bool,
+    pub planned: u64,
+    pub executed: u64,
+    pub scripted: bool,
+    pub arms: Vec<ArmLine>,
+    pub changes: Changes,
+    pub compared_tasks: BTreeMap<String, usize>,
+    pub pairs: Vec<PairLine>,
+    pub caveat: String,
+    pub leader: Option<Leader>,
+    pub report_hash: Option<String>,
+    pub manifest_hash: String,
 }
 
-/// Trials of an arm without a model result: infrastructure errors, unknowns, interruptions,
-/// trials not run, and trials still pending.
-fn not_model_results(arm: &Value) -> u64 {
-    [
-        "infrastructure_error",
-        "unknown",
-        "interrupted",
-        "not_run",
-        "pending",
-    ]
-    .iter()
-    .map(|k| arm[*k].as_u64().unwrap_or(0))
-    .sum()
+/// One arm: pass / executed and the interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmLine {
+    pub arm: String,
+    /// "name version", `null` for the baseline.
+    pub bundle: Option<String>,
+    pub planned: u64,
+    pub executed: u64,
+    pub pass: u64,
+    pub not_model_results: u64,
+    pub wilson95: Option<[String; 2]>,
 }
 
-fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "—".to_owned(),
-        other => other.to_string(),
+/// One paired contrast.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairLine {
+    pub contrast: String,
+    pub complete_pairs: u64,
+    pub x_only: u64,
+    pub y_only: u64,
+    pub excluded: u64,
+    pub test: String,
+    pub p: Option<String>,
+    pub holm_p: Option<String>,
+}
+
+impl RunSummary {
+    /// As JSON with its members sorted, as every JSON output of the CLI.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
     }
 }
 
-fn pct(v: &Value) -> String {
-    v.as_str()
-        .and_then(|x| x.parse::<f64>().ok())
-        .map_or_else(|| "—".to_owned(), |x| format!("{:.0}%", x * 100.0))
+/// The summary of a report.
+pub fn of_report(r: &Report) -> RunSummary {
+    let arms = r
+        .summary
+        .arms
+        .iter()
+        .map(|arm| ArmLine {
+            arm: arm.arm.clone(),
+            bundle: arm.bundle.as_ref().map(|b| {
+                format!(
+                    "{} {}",
+                    b.name,
+                    b.version.as_deref().unwrap_or("unversioned")
+                )
+            }),
+            planned: arm.planned,
+            executed: arm.executed,
+            pass: arm.pass,
+            // Trials without a model result: infrastructure errors, unknowns, interruptions,
+            // trials not run, and trials still pending.
+            not_model_results: arm.infrastructure_error
+                + arm.unknown
+                + arm.interrupted
+                + arm.not_run
+                + arm.pending,
+            wilson95: arm.success.as_ref().map(|s| s.wilson95.clone()),
+        })
+        .collect();
+    let pairs = r
+        .pairs
+        .iter()
+        .map(|p| PairLine {
+            contrast: p.contrast.clone(),
+            complete_pairs: p.complete_pairs,
+            x_only: p.x_only,
+            y_only: p.y_only,
+            excluded: p.excluded.len() as u64,
+            test: p.test.name.clone(),
+            p: p.test.p.as_ref().map(|f| f.text.clone()),
+            holm_p: p.test.holm_p.as_ref().map(|f| f.text.clone()),
+        })
+        .collect();
+    RunSummary {
+        run: r.run.id.clone(),
+        status: r.run.status,
+        complete: r.summary.complete,
+        planned: r.summary.planned,
+        executed: r.summary.executed,
+        scripted: r.comparability.model.scripted,
+        arms,
+        changes: r.summary.changes.clone(),
+        compared_tasks: r
+            .compared_tasks()
+            .into_iter()
+            .map(|(k, n)| (k.to_owned(), n))
+            .collect(),
+        pairs,
+        caveat: r.summary.caveat.clone(),
+        leader: r.summary.leader.clone(),
+        report_hash: r.report_hash.clone(),
+        manifest_hash: r.manifest_hash.clone(),
+    }
+}
+
+fn or_dash(v: Option<&str>) -> String {
+    v.map_or_else(|| "—".to_owned(), str::to_owned)
+}
+
+fn pct(v: &str) -> String {
+    v.parse::<f64>()
+        .map_or_else(|_| "—".to_owned(), |x| format!("{:.0}%", x * 100.0))
 }
 
 fn arm_label(arm: &str) -> String {
@@ -127,15 +170,14 @@ pub fn after_run(journal: &Journal, store: &Store, payloads: &Store, run: &str) 
 }
 
 /// The summary as a compact table, led by the run's id, status and coverage.
-pub fn render(s: &Value) -> String {
+pub fn render(s: &RunSummary) -> String {
     table(s, true)
 }
 
-fn table(s: &Value, header: bool) -> String {
+fn table(s: &RunSummary, header: bool) -> String {
     let mut out = String::new();
-    let planned = s["planned"].as_u64().unwrap_or(0);
-    let executed = s["executed"].as_u64().unwrap_or(0);
-    let coverage = if s["complete"].as_bool().unwrap_or(false) {
+    let (planned, executed) = (s.planned, s.executed);
+    let coverage = if s.complete {
         format!("complete: all {planned} planned trials have a model result")
     } else {
         format!("partial: {executed} of {planned} planned trials have a model result")
@@ -144,13 +186,13 @@ fn table(s: &Value, header: bool) -> String {
         let _ = writeln!(
             out,
             "run {}  {} · {coverage}",
-            text(&s["run"]).chars().take(12).collect::<String>(),
-            text(&s["status"])
+            s.run.chars().take(12).collect::<String>(),
+            s.status
         );
     } else {
         let _ = writeln!(out, "{coverage}");
     }
-    if s["scripted"].as_bool().unwrap_or(false) {
+    if s.scripted {
         let _ = writeln!(
             out,
             "model: SCRIPTED (not a real model): these results demonstrate the pipeline only"
@@ -162,30 +204,29 @@ fn table(s: &Value, header: bool) -> String {
         "{:<9} {:<28} {:>13}  {:<11} no model result",
         "arm", "bundle", "pass/executed", "95% CI"
     );
-    for arm in s["arms"].as_array().into_iter().flatten() {
-        let ci = arm["wilson95"].as_array().map_or_else(
+    for arm in &s.arms {
+        let ci = arm.wilson95.as_ref().map_or_else(
             || "—".to_owned(),
             |w| format!("{}–{}", pct(&w[0]), pct(&w[1])),
         );
         // An arm without a model result has no rate or interval to show: say so instead of 0/0.
-        let stats = if arm["executed"].as_u64().unwrap_or(0) == 0 {
+        let stats = if arm.executed == 0 {
             format!("{:<26}", "no model results yet")
         } else {
             format!(
                 "{:>13}  {:<11}",
-                format!("{}/{}", text(&arm["pass"]), text(&arm["executed"])),
+                format!("{}/{}", arm.pass, arm.executed),
                 ci
             )
         };
         let _ = writeln!(
             out,
             "{:<9} {:<28} {stats} {}",
-            arm_label(arm["arm"].as_str().unwrap_or("")),
-            text(&arm["bundle"]),
-            text(&arm["not_model_results"])
+            arm_label(&arm.arm),
+            or_dash(arm.bundle.as_deref()),
+            arm.not_model_results
         );
     }
-    let changes = &s["changes"];
     // With no model result at all, no task and no pair can be compared: one line says so, in
     // place of empty fixes lists and a table of dashes.
     let nothing_yet = executed == 0;
@@ -194,24 +235,20 @@ fn table(s: &Value, header: bool) -> String {
             out,
             "\nWhat changed: nothing can be compared yet: no trial has a model result."
         );
-    } else if changes.as_object().is_some_and(|c| !c.is_empty()) {
+    } else if s.changes != Changes::default() {
         let _ = writeln!(out);
-        for (key, label) in [
-            ("b_vs_a", "B vs A"),
-            ("b_vs_baseline", "B vs baseline"),
-            ("a_vs_baseline", "A vs baseline"),
-        ] {
-            let Some(c) = changes.get(key) else { continue };
+        for (key, x, y, lists) in s.changes.each() {
+            let Some(c) = lists else { continue };
+            let label = format!("{} vs {}", arm_label(x), arm_label(y));
             // No task has a result in both arms yet: empty lists would read as "fixes nothing".
-            if s["compared_tasks"][key].as_u64() == Some(0) {
+            if s.compared_tasks.get(key) == Some(&0) {
                 let _ = writeln!(
                     out,
                     "{label:<14} nothing to compare yet (no task has a model result in both arms)"
                 );
                 continue;
             }
-            let list = |k: &str| {
-                let tasks: Vec<String> = c[k].as_array().into_iter().flatten().map(text).collect();
+            let list = |tasks: &[String]| {
                 if tasks.is_empty() {
                     "—".to_owned()
                 } else {
@@ -221,67 +258,66 @@ fn table(s: &Value, header: bool) -> String {
             let _ = writeln!(
                 out,
                 "{label:<14} fixes: {}\n{:<14} breaks: {}",
-                list("fixes"),
+                list(&c.fixes),
                 "",
-                list("breaks")
+                list(&c.breaks)
             );
         }
     }
-    let pairs: Vec<&Value> = s["pairs"].as_array().into_iter().flatten().collect();
-    if !pairs.is_empty() && !nothing_yet {
+    if !s.pairs.is_empty() && !nothing_yet {
         let _ = writeln!(out);
         let _ = writeln!(
             out,
             "{:<14} {:>6} {:>7} {:>7} {:>9} {:>9} {:>9}",
             "contrast", "pairs", "X only", "Y only", "excluded", "p", "Holm"
         );
-        for p in &pairs {
-            let contrast = text(&p["contrast"]);
-            let contrast = match contrast.split_once('-') {
+        for p in &s.pairs {
+            let contrast = match p.contrast.split_once('-') {
                 Some((x, y)) => format!("{} − {}", arm_label(x), arm_label(y)),
-                None => contrast,
+                None => p.contrast.clone(),
             };
             let _ = writeln!(
                 out,
                 "{:<14} {:>6} {:>7} {:>7} {:>9} {:>9} {:>9}",
                 contrast,
-                text(&p["complete_pairs"]),
-                text(&p["x_only"]),
-                text(&p["y_only"]),
-                text(&p["excluded"]),
-                text(&p["p"]),
-                text(&p["holm_p"])
+                p.complete_pairs,
+                p.x_only,
+                p.y_only,
+                p.excluded,
+                or_dash(p.p.as_deref()),
+                or_dash(p.holm_p.as_deref())
             );
         }
         // The test and its caveat, once for every contrast.
-        let tests: std::collections::BTreeSet<String> =
-            pairs.iter().map(|p| text(&p["test"])).collect();
-        let tests: Vec<String> = tests.into_iter().collect();
+        let tests: std::collections::BTreeSet<&str> =
+            s.pairs.iter().map(|p| p.test.as_str()).collect();
+        let tests: Vec<&str> = tests.into_iter().collect();
         let _ = writeln!(
             out,
             "\np: the {}; Holm-adjusted across the {}. {}",
             tests.join("; the "),
-            if pairs.len() == 1 {
+            if s.pairs.len() == 1 {
                 "one contrast".to_owned()
             } else {
-                format!("{} contrasts", pairs.len())
+                format!("{} contrasts", s.pairs.len())
             },
-            text(&s["caveat"])
+            s.caveat
         );
     }
     let _ = writeln!(out);
-    if s["complete"].as_bool().unwrap_or(false) {
-        match s["leader"]["arm"].as_str() {
-            Some(arm) => {
-                let _ = writeln!(
-                    out,
-                    "Most passes: {} ({}).",
-                    arm_label(arm),
-                    text(&s["leader"]["note"])
-                );
+    if s.complete {
+        match &s.leader {
+            Some(Leader {
+                arm: Some(arm),
+                note,
+            }) => {
+                let _ = writeln!(out, "Most passes: {} ({note}).", arm_label(arm));
+            }
+            Some(Leader { arm: None, note }) => {
+                let _ = writeln!(out, "{note}");
             }
             None => {
-                let _ = writeln!(out, "{}", text(&s["leader"]["note"]));
+                let _ = writeln!(out, "—");
             }
         }
     } else {
@@ -293,6 +329,7 @@ fn table(s: &Value, header: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn the_table_says_each_thing_once() {
@@ -300,15 +337,17 @@ mod tests {
             "run": "0123456789abcdef", "status": "finished", "complete": true, "planned": 6, "executed": 6,
             "scripted": false,
             "arms": [
-                { "arm": "baseline", "bundle": null, "pass": 1, "executed": 2, "not_model_results": 0, "wilson95": ["0.094531", "0.905469"] },
-                { "arm": "a", "bundle": "x 1.0", "pass": 2, "executed": 2, "not_model_results": 0, "wilson95": ["0.342372", "1.000000"] },
+                { "arm": "baseline", "bundle": null, "planned": 2, "pass": 1, "executed": 2, "not_model_results": 0, "wilson95": ["0.094531", "0.905469"] },
+                { "arm": "a", "bundle": "x 1.0", "planned": 2, "pass": 2, "executed": 2, "not_model_results": 0, "wilson95": ["0.342372", "1.000000"] },
             ],
             "changes": { "a_vs_baseline": { "fixes": ["t1"], "breaks": [] } },
+            "compared_tasks": { "a_vs_baseline": 1 },
+            "report_hash": null, "manifest_hash": "sha256:0",
             "pairs": [{ "contrast": "a-baseline", "complete_pairs": 2, "x_only": 1, "y_only": 0, "excluded": 0, "test": "exact McNemar test over complete pairs", "p": "1", "holm_p": "1" }],
             "caveat": "Each test asks whether discordant pairs lean one way.",
             "leader": { "arm": "a", "note": "an observed count in a complete run, not a significance claim" },
         });
-        let text = render(&summary);
+        let text = render(&serde_json::from_value(summary).unwrap());
         assert!(text.contains("baseline  —"), "{text}");
         assert!(text.contains("A         x 1.0"), "{text}");
         assert!(
@@ -330,16 +369,17 @@ mod tests {
             "run": "0123456789abcdef", "status": "stopped", "complete": false, "planned": 4, "executed": 1,
             "scripted": false,
             "arms": [
-                { "arm": "baseline", "bundle": null, "pass": 1, "executed": 1, "not_model_results": 1, "wilson95": ["0.206549", "1.000000"] },
-                { "arm": "a", "bundle": "x 1.0", "pass": 0, "executed": 0, "not_model_results": 2, "wilson95": null },
+                { "arm": "baseline", "bundle": null, "planned": 2, "pass": 1, "executed": 1, "not_model_results": 1, "wilson95": ["0.206549", "1.000000"] },
+                { "arm": "a", "bundle": "x 1.0", "planned": 2, "pass": 0, "executed": 0, "not_model_results": 2, "wilson95": null },
             ],
             "changes": { "a_vs_baseline": { "fixes": [], "breaks": [] } },
             "compared_tasks": { "a_vs_baseline": 0 },
             "pairs": [],
             "caveat": "c",
             "leader": null,
+            "report_hash": null, "manifest_hash": "sha256:0",
         });
-        let text = render(&summary);
+        let text = render(&serde_json::from_value(summary).unwrap());
         assert!(
             text.contains("A         x 1.0                        no model results yet       2\n"),
             "{text}"

@@ -1,4 +1,6 @@
-//! `skilltrial verify <report.json>`: recompute both hashes from the file alone.
+//! `skilltrial verify <report.json>`: recompute both hashes from the file alone. The file must be
+//! a report of this format (it is read into the typed report); anything else is refused, naming
+//! the file.
 //!
 //! Both hashes are always checked and both reported, in one shape whether they match or not:
 //! `{"ok", "report_hash": {"stated", "recomputed", "ok"}, "manifest_hash": {…}}`, so a script
@@ -10,8 +12,7 @@ use std::io::Read as _;
 
 use anyhow::Context;
 use serde_json::{Value, json};
-use skilltrial_core::canonical;
-use skilltrial_engine::report;
+use skilltrial_core::report::{self, Report};
 
 use crate::cli::{Global, VerifyArgs};
 use crate::commands::input;
@@ -69,27 +70,23 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
             args.report.display()
         )));
     }
-    let rejected = |e: String| {
+    // Typed, and only if the type writes back exactly this document: the hashes of the typed
+    // report are then the hashes of the file's content.
+    let report = Report::from_value(&doc)
+        .map_err(|e| CliError::Rejected(anyhow::anyhow!("{}: {e}", args.report.display())))?;
+    let rejected = |e: report::ReportError| {
         CliError::Rejected(anyhow::anyhow!(
             "{}: cannot hash it: {e}",
             args.report.display()
         ))
     };
     let report_hash = check(
-        doc.get("report_hash").and_then(Value::as_str),
-        Some(
-            report::hash(&doc)
-                .map_err(|e| rejected(e.to_string()))?
-                .to_string(),
-        ),
+        report.report_hash.as_deref(),
+        Some(report.hash().map_err(rejected)?.to_string()),
     );
     let manifest_hash = check(
-        doc.get("manifest_hash").and_then(Value::as_str),
-        doc.get("manifest")
-            .map(canonical::hash)
-            .transpose()
-            .map_err(|e| rejected(e.to_string()))?
-            .map(|h| h.to_string()),
+        Some(&report.manifest_hash),
+        Some(report.manifest_digest().map_err(rejected)?.to_string()),
     );
     let ok = report_hash["ok"] == true && manifest_hash["ok"] == true;
     if global.json {

@@ -3,11 +3,20 @@
 //! Everything from a run — model answers above all — is HTML-escaped text; links and scripts in
 //! answers are inert. A strict Content-Security-Policy allows only this file's own inline style
 //! and script, by hash: no other script, style, image, font, frame or connection can load.
+//!
+//! [`render`] reads the typed [`Report`] and writes the header and then one function per view:
+//! summary and coverage, pair comparison, tasks and trials, evidence, cost, manifest.
 
 use std::fmt::Write as _;
 
 use base64::Engine as _;
 use serde_json::Value;
+
+use super::TrialOutcome;
+use super::{ArmSummary, Attempt, Cost, Pair, Rate, Report, TaskRow, Trial, count_of};
+use crate::manifest::BundleRef;
+use crate::money::MicroUsd;
+use crate::outcome::Outcome;
 use sha2::{Digest, Sha256};
 
 const STYLE: &str = r#"
@@ -82,7 +91,13 @@ pub fn content_security_policy() -> String {
     )
 }
 
-fn s(v: &Value) -> String {
+/// An optional value as the page shows it: the value, or a dash.
+fn or_dash<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "—".to_owned(), |v| v.to_string())
+}
+
+/// A JSON value from the checker's details as the page shows it: text as itself, `null` as a dash.
+fn json_text(v: &Value) -> String {
     match v {
         Value::String(t) => t.clone(),
         Value::Null => "—".to_owned(),
@@ -90,18 +105,19 @@ fn s(v: &Value) -> String {
     }
 }
 
-fn pct(v: &Value) -> String {
-    v.get("value")
-        .and_then(Value::as_str)
+/// A six-place decimal string as a whole percentage.
+fn pct_of(value: Option<&str>) -> String {
+    value
         .and_then(|x| x.parse::<f64>().ok())
         .map_or_else(|| "—".to_owned(), |x| format!("{:.0}%", x * 100.0))
 }
 
-fn usd(micros: &Value) -> String {
-    micros.as_u64().map_or_else(
-        || "—".to_owned(),
-        |m| skilltrial_core::money::MicroUsd(m).to_string(),
-    )
+fn pct(rate: Option<&Rate>) -> String {
+    pct_of(rate.map(|r| r.value.as_str()))
+}
+
+fn usd(micros: Option<u64>) -> String {
+    or_dash(micros.map(MicroUsd))
 }
 
 /// A UTC date and time from Unix milliseconds ("2026-11-30 15:02 UTC"), without a date crate:
@@ -135,19 +151,22 @@ fn arm_label(arm: &str) -> String {
     }
 }
 
+/// A bundle's name and version ("solana-reader 1.4.2").
+fn name_version(b: &BundleRef) -> String {
+    format!("{} {}", b.name, or_dash(b.version.as_deref()))
+}
+
 /// The run's state in words, from the same numbers for the header and the partial-run banner,
 /// so the two can never disagree.
-fn coverage_words(report: &Value) -> (bool, String) {
-    let summary = &report["summary"];
-    let complete = summary["complete"].as_bool().unwrap_or(false);
-    let executed = summary["executed"].as_u64().unwrap_or(0);
-    let planned = summary["planned"].as_u64().unwrap_or(0);
-    let words = if complete {
+fn coverage_words(report: &Report) -> (bool, String) {
+    let summary = &report.summary;
+    let (executed, planned) = (summary.executed, summary.planned);
+    let words = if summary.complete {
         format!("complete: all {planned} planned trials have a model result")
     } else {
         format!("partial: {executed} of {planned} planned trials have a model result")
     };
-    (complete, words)
+    (summary.complete, words)
 }
 
 /// A link that opens the evidence view filtered to a task (and an arm, and an outcome).
@@ -175,32 +194,20 @@ fn cell_class(pass: u64, executed: u64) -> &'static str {
 
 /// The first screen's answer: which tasks B fixes or breaks against A, and each skill against the
 /// baseline, every task linked to its attempts in the evidence view.
-fn changes_html(report: &Value) -> String {
-    let changes = &report["summary"]["changes"];
+fn changes_html(report: &Report) -> String {
     // With no model result there is nothing to compare: say so rather than list "no task".
-    if report["summary"]["executed"].as_u64() == Some(0) {
+    if report.summary.executed == 0 {
         return "<ul class=\"changes\"><li>Nothing can be compared yet: no trial has a model result.</li></ul>".to_owned();
     }
-    let compared = super::compared_tasks(report);
+    let compared = report.compared_tasks();
     let mut h = String::from("<ul class=\"changes\">");
     let mut any = false;
-    for (key, x, y) in [
-        ("b_vs_a", "b", "a"),
-        ("b_vs_baseline", "b", "baseline"),
-        ("a_vs_baseline", "a", "baseline"),
-    ] {
-        let Some(c) = changes.get(key).filter(|c| c.is_object()) else {
+    for (key, x, y, lists) in report.summary.changes.each() {
+        let Some(lists) = lists else {
             continue;
         };
         any = true;
-        let label = |arm: &str| {
-            if arm == "baseline" {
-                "baseline".to_owned()
-            } else {
-                arm.to_uppercase()
-            }
-        };
-        let (xn, yn) = (label(x), label(y));
+        let (xn, yn) = (arm_label(x), arm_label(y));
         // No task has a result in both arms yet: empty lists would read as "fixes nothing".
         if compared.get(key) == Some(&0) {
             let _ = write!(
@@ -209,15 +216,12 @@ fn changes_html(report: &Value) -> String {
             );
             continue;
         }
-        for (kind, verb, how) in [
-            ("fixes", "fixes", format!("{yn} fails, {xn} passes")),
-            ("breaks", "breaks", format!("{yn} passes, {xn} fails")),
+        for (kind, tasks, how) in [
+            ("fixes", &lists.fixes, format!("{yn} fails, {xn} passes")),
+            ("breaks", &lists.breaks, format!("{yn} passes, {xn} fails")),
         ] {
-            let tasks: Vec<String> = c[kind]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
+            let tasks: Vec<String> = tasks
+                .iter()
                 .map(|t| evidence_link(&escape(t), t, Some(x)))
                 .collect();
             let list = if tasks.is_empty() {
@@ -227,7 +231,7 @@ fn changes_html(report: &Value) -> String {
             };
             let _ = write!(
                 h,
-                "<li class=\"{kind}\"><strong>{xn} {verb}</strong> ({}): {list}</li>",
+                "<li class=\"{kind}\"><strong>{xn} {kind}</strong> ({}): {list}</li>",
                 escape(&how)
             );
         }
@@ -239,14 +243,19 @@ fn changes_html(report: &Value) -> String {
     h
 }
 
+/// An attempt's outcome as the evidence view and its filter show it.
+fn outcome_text(a: &Attempt) -> String {
+    or_dash(a.outcome.map(Outcome::as_str))
+}
+
 /// The evidence view's filters: task, arm and outcome, each listing only values present.
-fn evidence_filters(report: &Value) -> String {
+fn evidence_filters(report: &Report) -> String {
     let mut values: [std::collections::BTreeSet<String>; 3] = Default::default();
-    for t in report["trials"].as_array().into_iter().flatten() {
-        for a in t["attempts"].as_array().into_iter().flatten() {
-            values[0].insert(s(&t["task"]));
-            values[1].insert(s(&t["arm"]));
-            values[2].insert(s(&a["outcome"]));
+    for t in &report.trials {
+        for a in &t.attempts {
+            values[0].insert(t.task.clone());
+            values[1].insert(t.arm.clone());
+            values[2].insert(outcome_text(a));
         }
     }
     let mut h = String::from("<div class=\"filters\">");
@@ -267,58 +276,52 @@ fn evidence_filters(report: &Value) -> String {
     h
 }
 
-/// Renders the report document as one HTML page.
-pub fn render(report: &Value) -> String {
-    let m = &report["manifest"];
-    let summary = &report["summary"];
-    let scripted = report["comparability"]["model"]["scripted"]
-        .as_bool()
-        .unwrap_or(false);
-    let (complete, coverage) = coverage_words(report);
+/// Renders the report as one HTML page: the header, then the six views.
+pub fn render(report: &Report) -> String {
     let mut h = String::new();
+    header(&mut h, report);
+    summary_view(&mut h, report);
+    pairs_view(&mut h, report);
+    tasks_view(&mut h, report);
+    evidence_view(&mut h, report);
+    cost_view(&mut h, report);
+    manifest_view(&mut h, report);
+    let _ = write!(h, "</main><script>{SCRIPT}</script></body></html>");
+    h
+}
+
+/// The document head, the run line, the scripted and partial-run banners, and the navigation.
+fn header(h: &mut String, report: &Report) {
+    let m = &report.manifest;
+    let (complete, coverage) = coverage_words(report);
     let _ = write!(
         h,
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"Content-Security-Policy\" content=\"{}\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><meta name=\"referrer\" content=\"no-referrer\"><title>SkillTrial report {}</title><style>{STYLE}</style></head><body>",
         escape(&content_security_policy()),
-        escape(&s(&report["run"]["id"]).chars().take(12).collect::<String>())
+        escape(&report.short_id())
     );
-    let arms_line: Vec<String> = m["arms"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|arm| match arm["bundle"].as_object() {
-                    None => "baseline".to_owned(),
-                    Some(b) => format!(
-                        "{} = {} {}",
-                        s(&arm["arm"]).to_uppercase(),
-                        s(&b["name"]),
-                        s(&b["version"])
-                    ),
-                })
-                .collect()
+    let arms_line: Vec<String> = m
+        .arms
+        .iter()
+        .map(|arm| match &arm.bundle {
+            None => "baseline".to_owned(),
+            Some(b) => format!("{} = {}", arm.arm.as_str().to_uppercase(), name_version(b)),
         })
-        .unwrap_or_default();
+        .collect();
+    let started = report.run.started_at_ms.unwrap_or(report.run.created_at_ms);
     let _ = write!(
         h,
         "<header><button id=\"theme\" type=\"button\">Light / dark</button><h1>SkillTrial report</h1><div class=\"sub\">run <span class=\"mono\">{}</span> · {} · {} · {} · pack {} · model {} ({}) · {}</div>",
-        escape(&s(&report["run"]["id"])),
-        escape(
-            &report["run"]["started_at_ms"]
-                .as_i64()
-                .or_else(|| report["run"]["created_at_ms"].as_i64())
-                .map_or_else(
-                    || "not started".to_owned(),
-                    |ms| format!("started {}", utc(ms))
-                )
-        ),
-        escape(&s(&report["run"]["status"])),
+        escape(&report.run.id),
+        escape(&format!("started {}", utc(started))),
+        escape(report.run.status.as_str()),
         escape(&coverage),
-        escape(&s(&m["pack"]["id"])),
-        escape(&s(&m["model"]["profile"])),
-        escape(&s(&m["model"]["model"])),
+        escape(&m.pack.id),
+        escape(&m.model.profile),
+        escape(&m.model.model),
         escape(&arms_line.join(" · "))
     );
-    if scripted {
+    if report.comparability.model.scripted {
         h.push_str("<div class=\"banner\"><strong>Scripted model.</strong> These answers come from SkillTrial's built-in scripted model server, not a real model. The run demonstrates the pipeline; its results say nothing about any real model and can never be compared with one.</div>");
     }
     if !complete {
@@ -329,388 +332,414 @@ pub fn render(report: &Value) -> String {
         );
     }
     h.push_str("<nav><a href=\"#summary\">Summary &amp; coverage</a><a href=\"#pairs\">Pair comparison</a><a href=\"#tasks\">Tasks &amp; trials</a><a href=\"#evidence\">Evidence &amp; reasons</a><a href=\"#cost\">Cost &amp; unknowns</a><a href=\"#manifest\">Manifest</a></nav></header><main>");
+}
 
-    // 1. Summary and coverage.
+/// 1. Summary and coverage: what changed, one card per arm, the leader, the coverage table.
+fn summary_view(h: &mut String, report: &Report) {
+    let summary = &report.summary;
     h.push_str("<section class=\"view\" id=\"summary\"><h2>What changed</h2>");
     h.push_str(&changes_html(report));
     h.push_str("<h2>Summary and coverage</h2><div class=\"cards\">");
-    for arm in summary["arms"].as_array().into_iter().flatten() {
-        let success = &arm["success"];
-        let ci = success["wilson95"]
-            .as_array()
-            .map(|w| {
-                format!(
-                    "95% CI {}–{}",
-                    pct(&serde_json::json!({"value": w[0]})),
-                    pct(&serde_json::json!({"value": w[1]}))
-                )
-            })
-            .unwrap_or_default();
-        let name = match arm["bundle"].as_object() {
-            None => "baseline (no skill)".to_owned(),
-            Some(b) => format!(
-                "{} — {} {}",
-                s(&arm["arm"]).to_uppercase(),
-                s(&b["name"]),
-                s(&b["version"])
-            ),
-        };
-        // An arm without a model result has no statistics to show, only that none exist yet.
-        let rate_line = if arm["executed"].as_u64().unwrap_or(0) == 0 {
-            "no model results yet".to_owned()
-        } else {
-            format!(
-                "{} pass of {} executed · {}",
-                s(&arm["pass"]),
-                s(&arm["executed"]),
-                escape(&ci)
-            )
-        };
-        // Trials still waiting for a result are counted too, so the card adds up to planned.
-        let waiting = match arm["pending"].as_u64().unwrap_or(0) {
-            0 => String::new(),
-            n => format!(" · no result yet {n}"),
-        };
-        let _ = write!(
-            h,
-            "<div class=\"card\"><div class=\"k\">{}</div><div class=\"big\">{}</div><div class=\"k\">{rate_line}</div><div class=\"k\">planned {} · infrastructure errors {} · unknown {} · interrupted {} · not run {}{waiting}</div></div>",
-            escape(&name),
-            pct(success),
-            s(&arm["planned"]),
-            s(&arm["infrastructure_error"]),
-            s(&arm["unknown"]),
-            s(&arm["interrupted"]),
-            s(&arm["not_run"])
-        );
+    for arm in &summary.arms {
+        arm_card(h, arm);
     }
     h.push_str("</div>");
-    let leader = &summary["leader"];
-    let _ = write!(
-        h,
-        "<p>Success rate = pass ÷ executed model trials. {}</p>",
-        if complete {
-            match leader["arm"].as_str() {
+    let leader = if summary.complete {
+        match &summary.leader {
+            Some(l) => match &l.arm {
                 Some(arm) => format!(
                     "Most passes: <strong>{}</strong> ({}).",
                     escape(&arm.to_uppercase()),
-                    escape(&s(&leader["note"]))
+                    escape(&l.note)
                 ),
-                None => escape(&s(&leader["note"])),
-            }
-        } else {
-            "Partial run: no winner named.".to_owned()
+                None => escape(&l.note),
+            },
+            None => "—".to_owned(),
         }
+    } else {
+        "Partial run: no winner named.".to_owned()
+    };
+    let _ = write!(
+        h,
+        "<p>Success rate = pass ÷ executed model trials. {leader}</p>"
     );
     h.push_str("<h3>Coverage</h3><table class=\"sortable\"><thead><tr><th>arm</th><th>bundle</th><th>coverage</th><th class=\"num\">pass</th><th class=\"num\">fail</th><th class=\"num\">invalid output</th><th class=\"num\">unsupported</th></tr></thead><tbody>");
-    for arm in summary["arms"].as_array().into_iter().flatten() {
-        let (bundle, coverage) = match arm["bundle"].as_object() {
+    for arm in &summary.arms {
+        let (bundle, coverage) = match &arm.bundle {
             None => ("—".to_owned(), "—".to_owned()),
             Some(b) => (
-                format!("{} {} {}", s(&b["name"]), s(&b["version"]), s(&b["digest"])),
-                s(&b["coverage"]),
+                format!("{} {}", name_version(b), b.digest),
+                b.coverage.clone(),
             ),
         };
         let _ = write!(
             h,
             "<tr><td>{}</td><td class=\"mono\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-            escape(&arm_label(&s(&arm["arm"]))),
+            escape(&arm_label(&arm.arm)),
             escape(&bundle),
             escape(&coverage),
-            s(&arm["pass"]),
-            s(&arm["fail"]),
-            s(&arm["invalid_output"]),
-            s(&arm["unsupported_case"])
+            arm.pass,
+            arm.fail,
+            arm.invalid_output,
+            arm.unsupported_case
         );
     }
     h.push_str("</tbody></table></section>");
+}
 
-    // 2. Pair comparison.
+/// One arm's card: success rate, its interval, and every count, adding up to planned.
+fn arm_card(h: &mut String, arm: &ArmSummary) {
+    let ci = arm.success.as_ref().map_or_else(String::new, |r| {
+        format!(
+            "95% CI {}–{}",
+            pct_of(Some(&r.wilson95[0])),
+            pct_of(Some(&r.wilson95[1]))
+        )
+    });
+    let name = match &arm.bundle {
+        None => "baseline (no skill)".to_owned(),
+        Some(b) => format!("{} — {}", arm.arm.to_uppercase(), name_version(b)),
+    };
+    // An arm without a model result has no statistics to show, only that none exist yet.
+    let rate_line = if arm.executed == 0 {
+        "no model results yet".to_owned()
+    } else {
+        format!(
+            "{} pass of {} executed · {}",
+            arm.pass,
+            arm.executed,
+            escape(&ci)
+        )
+    };
+    // Trials still waiting for a result are counted too, so the card adds up to planned.
+    let waiting = match arm.pending {
+        0 => String::new(),
+        n => format!(" · no result yet {n}"),
+    };
+    let _ = write!(
+        h,
+        "<div class=\"card\"><div class=\"k\">{}</div><div class=\"big\">{}</div><div class=\"k\">{rate_line}</div><div class=\"k\">planned {} · infrastructure errors {} · unknown {} · interrupted {} · not run {}{waiting}</div></div>",
+        escape(&name),
+        pct(arm.success.as_ref()),
+        arm.planned,
+        arm.infrastructure_error,
+        arm.unknown,
+        arm.interrupted,
+        arm.not_run
+    );
+}
+
+/// 2. Pair comparison: per contrast its cards, statement, per-task differences and exclusions.
+fn pairs_view(h: &mut String, report: &Report) {
     h.push_str("<section class=\"view\" id=\"pairs\"><h2>Pair comparison</h2><p>Only (task, repetition) tuples where both compared arms have a model result count. Every excluded tuple is listed.</p>");
-    let _ = write!(h, "<p>{}</p>", escape(&s(&report["summary"]["caveat"])));
-    for pair in report["pairs"].as_array().into_iter().flatten() {
-        let _ = write!(
-            h,
-            "<h3>{} − {}</h3><div class=\"cards\"><div class=\"card\"><div class=\"k\">complete pairs</div><div class=\"big\">{}</div></div><div class=\"card\"><div class=\"k\">only {} passed</div><div class=\"big\">{}</div></div><div class=\"card\"><div class=\"k\">only {} passed</div><div class=\"big\">{}</div></div><div class=\"card\"><div class=\"k\">observed difference</div><div class=\"big\">{}</div><div class=\"k\">{}</div></div></div><p>{}</p>",
-            escape(&s(&pair["x"]).to_uppercase()),
-            escape(&s(&pair["y"]).to_uppercase()),
-            s(&pair["complete_pairs"]),
-            escape(&s(&pair["x"]).to_uppercase()),
-            s(&pair["x_only"]),
-            escape(&s(&pair["y"]).to_uppercase()),
-            s(&pair["y_only"]),
-            pair["observed_difference"]["value"]
-                .as_str()
-                .and_then(|v| v.parse::<f64>().ok())
-                .map_or_else(|| "—".to_owned(), |v| format!("{:+.0} pts", v * 100.0)),
-            escape(&format!(
-                "p = {} · Holm-adjusted {}",
-                s(&pair["test"]["p"]["text"]),
-                s(&pair["test"]["holm_p"]["text"])
-            )),
-            escape(&s(&pair["statement"]))
-        );
-        h.push_str("<table class=\"sortable\"><thead><tr><th>task</th><th class=\"num\">pairs</th><th class=\"num\">passes X − Y</th></tr></thead><tbody>");
-        for t in pair["per_task"].as_array().into_iter().flatten() {
-            let _ = write!(
-                h,
-                "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-                escape(&s(&t["task"])),
-                s(&t["pairs"]),
-                s(&t["x_minus_y_passes"])
-            );
-        }
-        h.push_str("</tbody></table>");
-        let excluded = pair["excluded"].as_array().map_or(0, Vec::len);
-        if excluded > 0 {
-            let _ = write!(
-                h,
-                "<details><summary>{}</summary><table><thead><tr><th>task</th><th>rep</th><th>why</th></tr></thead><tbody>",
-                escape(&crate::report::count_of(
-                    excluded as u64,
-                    "excluded tuple",
-                    "excluded tuples"
-                ))
-            );
-            for e in pair["excluded"].as_array().into_iter().flatten() {
-                let _ = write!(
-                    h,
-                    "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-                    escape(&s(&e["task"])),
-                    s(&e["repetition"]),
-                    escape(&s(&e["reason"]))
-                );
-            }
-            h.push_str("</tbody></table></details>");
-        }
+    let _ = write!(h, "<p>{}</p>", escape(&report.summary.caveat));
+    for pair in &report.pairs {
+        pair_section(h, pair);
     }
     h.push_str("</section>");
+}
 
-    // 3. Tasks and trials.
-    let arms: Vec<String> = m["arms"]
-        .as_array()
-        .map(|a| a.iter().map(|x| s(&x["arm"])).collect())
-        .unwrap_or_default();
+fn pair_section(h: &mut String, pair: &Pair) {
+    let (xn, yn) = (pair.x.to_uppercase(), pair.y.to_uppercase());
+    let _ = write!(
+        h,
+        "<h3>{} − {}</h3><div class=\"cards\"><div class=\"card\"><div class=\"k\">complete pairs</div><div class=\"big\">{}</div></div><div class=\"card\"><div class=\"k\">only {} passed</div><div class=\"big\">{}</div></div><div class=\"card\"><div class=\"k\">only {} passed</div><div class=\"big\">{}</div></div><div class=\"card\"><div class=\"k\">observed difference</div><div class=\"big\">{}</div><div class=\"k\">{}</div></div></div><p>{}</p>",
+        escape(&xn),
+        escape(&yn),
+        pair.complete_pairs,
+        escape(&xn),
+        pair.x_only,
+        escape(&yn),
+        pair.y_only,
+        pair.observed_difference
+            .as_ref()
+            .and_then(|d| d.value.parse::<f64>().ok())
+            .map_or_else(|| "—".to_owned(), |v| format!("{:+.0} pts", v * 100.0)),
+        escape(&format!(
+            "p = {} · Holm-adjusted {}",
+            or_dash(pair.test.p.as_ref().map(|p| &p.text)),
+            or_dash(pair.test.holm_p.as_ref().map(|p| &p.text))
+        )),
+        escape(&pair.statement)
+    );
+    h.push_str("<table class=\"sortable\"><thead><tr><th>task</th><th class=\"num\">pairs</th><th class=\"num\">passes X − Y</th></tr></thead><tbody>");
+    for t in &pair.per_task {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            escape(&t.task),
+            t.pairs,
+            t.x_minus_y_passes
+        );
+    }
+    h.push_str("</tbody></table>");
+    if !pair.excluded.is_empty() {
+        let _ = write!(
+            h,
+            "<details><summary>{}</summary><table><thead><tr><th>task</th><th>rep</th><th>why</th></tr></thead><tbody>",
+            escape(&count_of(
+                pair.excluded.len() as u64,
+                "excluded tuple",
+                "excluded tuples"
+            ))
+        );
+        for e in &pair.excluded {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(&e.task),
+                e.repetition,
+                escape(&e.reason)
+            );
+        }
+        h.push_str("</tbody></table></details>");
+    }
+}
+
+/// 3. Tasks and trials: the per-task matrix with its verdicts, then every trial.
+fn tasks_view(h: &mut String, report: &Report) {
+    let arms: Vec<&str> = report
+        .manifest
+        .arms
+        .iter()
+        .map(|a| a.arm.as_str())
+        .collect();
     h.push_str("<section class=\"view\" id=\"tasks\"><h2>Tasks and trials</h2><h3>Per-task matrix (pass / executed)</h3><table class=\"sortable\"><thead><tr><th>task</th><th>family</th>");
     for arm in &arms {
         let _ = write!(h, "<th class=\"num\">{}</th>", escape(&arm_label(arm)));
     }
     h.push_str("<th>verdict A</th><th>verdict B</th><th>B vs A</th></tr></thead><tbody>");
-    for t in report["tasks"].as_array().into_iter().flatten() {
-        let _ = write!(
-            h,
-            "<tr><td>{}</td><td>{}</td>",
-            escape(&s(&t["task"])),
-            escape(&s(&t["family"]))
-        );
-        for arm in &arms {
-            let cell = &t["arms"][arm.as_str()];
-            let (p, n) = (
-                cell["pass"].as_u64().unwrap_or(0),
-                cell["executed"].as_u64().unwrap_or(0),
-            );
-            let _ = write!(
-                h,
-                "<td class=\"num {}\" data-v=\"{}\">{}</td>",
-                cell_class(p, n),
-                if n == 0 { 0.0 } else { p as f64 / n as f64 },
-                evidence_link(&format!("{p} / {n}"), &s(&t["task"]), Some(arm))
-            );
-        }
-        let _ = write!(
-            h,
-            "<td>{}</td><td>{}</td><td>{}</td></tr>",
-            escape(&s(&t["verdicts"]["a"])),
-            escape(&s(&t["verdicts"]["b"])),
-            escape(&s(&t["verdicts"]["b_vs_a"]))
-        );
+    for t in &report.tasks {
+        task_row(h, t, &arms);
     }
     h.push_str("</tbody></table><h3>Trials</h3><table class=\"sortable\"><thead><tr><th class=\"num\">#</th><th>task</th><th>arm</th><th class=\"num\">rep</th><th>outcome</th><th>reasons</th><th class=\"num\">attempts</th></tr></thead><tbody>");
-    for t in report["trials"].as_array().into_iter().flatten() {
-        let outcome = s(&t["outcome"]);
-        let class = match outcome.as_str() {
-            "pass" => "pass",
-            "fail" | "invalid_output" => "fail",
-            _ => "mid",
-        };
-        let reasons: Vec<String> = t["reasons"]
-            .as_array()
-            .map(|r| r.iter().map(s).collect())
-            .unwrap_or_default();
-        let _ = write!(
-            h,
-            "<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"{class}\">{}</td><td class=\"mono\">{}</td><td class=\"num\">{}</td></tr>",
-            s(&t["index"]),
-            escape(&s(&t["task"])),
-            escape(&arm_label(&s(&t["arm"]))),
-            s(&t["repetition"]),
-            escape(&outcome),
-            escape(&reasons.join(", ")),
-            t["attempts"].as_array().map_or(0, Vec::len)
-        );
+    for t in &report.trials {
+        trial_row(h, t);
     }
     h.push_str("</tbody></table></section>");
+}
 
-    // 4. Evidence and reasons.
+fn task_row(h: &mut String, t: &TaskRow, arms: &[&str]) {
+    let _ = write!(
+        h,
+        "<tr><td>{}</td><td>{}</td>",
+        escape(&t.task),
+        escape(&or_dash(t.family.as_deref()))
+    );
+    for arm in arms {
+        let (p, n) = t.arms.get(*arm).map_or((0, 0), |c| (c.pass, c.executed));
+        let _ = write!(
+            h,
+            "<td class=\"num {}\" data-v=\"{}\">{}</td>",
+            cell_class(p, n),
+            if n == 0 { 0.0 } else { p as f64 / n as f64 },
+            evidence_link(&format!("{p} / {n}"), &t.task, Some(arm))
+        );
+    }
+    let _ = write!(
+        h,
+        "<td>{}</td><td>{}</td><td>{}</td></tr>",
+        escape(&or_dash(t.verdicts.get("a"))),
+        escape(&or_dash(t.verdicts.get("b"))),
+        escape(&or_dash(t.verdicts.get("b_vs_a")))
+    );
+}
+
+fn trial_row(h: &mut String, t: &Trial) {
+    let class = match t.outcome {
+        TrialOutcome::Done(Outcome::Pass) => "pass",
+        TrialOutcome::Done(Outcome::Fail | Outcome::InvalidOutput) => "fail",
+        _ => "mid",
+    };
+    let _ = write!(
+        h,
+        "<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"{class}\">{}</td><td class=\"mono\">{}</td><td class=\"num\">{}</td></tr>",
+        t.index,
+        escape(&t.task),
+        escape(&arm_label(&t.arm)),
+        t.repetition,
+        escape(t.outcome.as_str()),
+        escape(&t.reasons.join(", ")),
+        t.attempts.len()
+    );
+}
+
+/// 4. Evidence and reasons: every attempt with its checker details and its answer as text.
+fn evidence_view(h: &mut String, report: &Report) {
     h.push_str("<section class=\"view\" id=\"evidence\"><h2>Evidence and reasons</h2><p>Every attempt with the checker's reasons and the model's answer, shown as plain text: nothing in an answer is ever rendered, linked or run.</p>");
     h.push_str(&evidence_filters(report));
     let mut shown_open = 0;
-    for t in report["trials"].as_array().into_iter().flatten() {
-        for a in t["attempts"].as_array().into_iter().flatten() {
+    for t in &report.trials {
+        for a in &t.attempts {
             // The first few attempts that did not pass start open: the evidence people look for.
-            let open = if a["outcome"].as_str() != Some("pass") && shown_open < 3 {
+            let open = a.outcome != Some(Outcome::Pass) && shown_open < 3;
+            if open {
                 shown_open += 1;
-                " open"
-            } else {
-                ""
-            };
-            let _ = write!(
-                h,
-                "<details{open} data-task=\"{}\" data-arm=\"{}\" data-outcome=\"{}\"><summary>#{} {} · {} · rep {} · <span class=\"tag\">{}</span> <span class=\"mono\">{}</span></summary>",
-                escape(&s(&t["task"])),
-                escape(&s(&t["arm"])),
-                escape(&s(&a["outcome"])),
-                s(&t["index"]),
-                escape(&s(&t["task"])),
-                escape(&arm_label(&s(&t["arm"]))),
-                s(&t["repetition"]),
-                escape(&s(&a["outcome"])),
-                escape(&s(&a["id"]))
-            );
-            if let Some(reason) = a["retry_reason"].as_str() {
-                let _ = write!(
-                    h,
-                    "<p>Retry of <span class=\"mono\">{}</span>: {}</p>",
-                    escape(&s(&a["retry_of"])),
-                    escape(reason)
-                );
             }
-            for d in a["details"].as_array().into_iter().flatten() {
-                let _ = write!(
-                    h,
-                    "<div><span class=\"tag\">{}</span> <span class=\"mono\">{}</span> {} <span class=\"mono\">expected {} · got {}</span></div>",
-                    escape(&s(&d["reason"])),
-                    escape(&s(&d["field"])),
-                    escape(&s(&d["message"])),
-                    escape(
-                        &d.get("expected")
-                            .map_or_else(|| "—".to_owned(), Value::to_string)
-                    ),
-                    escape(
-                        &d.get("got")
-                            .map_or_else(|| "—".to_owned(), Value::to_string)
-                    )
-                );
-            }
-            if let Some(err) = a["error"].as_str() {
-                let _ = write!(h, "<p class=\"k\">{}</p>", escape(err));
-            }
-            match a["answer"].as_str() {
-                Some(answer) => {
-                    let _ = write!(h, "<pre class=\"answer\">{}</pre>", escape(answer));
-                }
-                None if a["answer_purged"].as_bool().unwrap_or(false) => {
-                    h.push_str("<p class=\"k\">answer purged</p>");
-                }
-                None => {}
-            }
-            h.push_str("</details>");
+            attempt_details(h, t, a, open);
         }
     }
     h.push_str("</section>");
+}
 
-    // 5. Cost and unknowns.
-    let cost = &report["cost"];
+fn attempt_details(h: &mut String, t: &Trial, a: &Attempt, open: bool) {
+    let outcome = outcome_text(a);
+    let _ = write!(
+        h,
+        "<details{} data-task=\"{}\" data-arm=\"{}\" data-outcome=\"{}\"><summary>#{} {} · {} · rep {} · <span class=\"tag\">{}</span> <span class=\"mono\">{}</span></summary>",
+        if open { " open" } else { "" },
+        escape(&t.task),
+        escape(&t.arm),
+        escape(&outcome),
+        t.index,
+        escape(&t.task),
+        escape(&arm_label(&t.arm)),
+        t.repetition,
+        escape(&outcome),
+        escape(&a.id)
+    );
+    if let Some(reason) = &a.retry_reason {
+        let _ = write!(
+            h,
+            "<p>Retry of <span class=\"mono\">{}</span>: {}</p>",
+            escape(&or_dash(a.retry_of.as_deref())),
+            escape(reason)
+        );
+    }
+    for d in a.details.as_array().into_iter().flatten() {
+        let _ = write!(
+            h,
+            "<div><span class=\"tag\">{}</span> <span class=\"mono\">{}</span> {} <span class=\"mono\">expected {} · got {}</span></div>",
+            escape(&json_text(&d["reason"])),
+            escape(&json_text(&d["field"])),
+            escape(&json_text(&d["message"])),
+            escape(
+                &d.get("expected")
+                    .map_or_else(|| "—".to_owned(), Value::to_string)
+            ),
+            escape(
+                &d.get("got")
+                    .map_or_else(|| "—".to_owned(), Value::to_string)
+            )
+        );
+    }
+    if let Some(err) = &a.error {
+        let _ = write!(h, "<p class=\"k\">{}</p>", escape(err));
+    }
+    match &a.answer {
+        Some(answer) => {
+            let _ = write!(h, "<pre class=\"answer\">{}</pre>", escape(answer));
+        }
+        None if a.answer_purged => h.push_str("<p class=\"k\">answer purged</p>"),
+        None => {}
+    }
+    h.push_str("</details>");
+}
+
+/// 5. Cost and unknowns: money, tokens and time, spend per arm, and unknown attempts.
+fn cost_view(h: &mut String, report: &Report) {
+    let cost: &Cost = &report.cost;
     let _ = write!(
         h,
         "<section class=\"view\" id=\"cost\"><h2>Cost and unknowns</h2><div class=\"cards\"><div class=\"card\"><div class=\"k\">spent (model usage at cost)</div><div class=\"big\">{}</div><div class=\"k\">cap {}</div></div><div class=\"card\"><div class=\"k\">still reserved</div><div class=\"big\">{}</div><div class=\"k\">held by unknown attempts</div></div><div class=\"card\"><div class=\"k\">tokens</div><div class=\"big\">{}</div><div class=\"k\">input {} · output {}</div></div><div class=\"card\"><div class=\"k\">time</div><div class=\"big\">{} ms</div><div class=\"k\">model latency (not the runner's) · runner's own time {} ms{}</div></div></div>",
-        usd(&cost["spent_usd_micros"]),
-        usd(&cost["cap_usd_micros"]),
-        usd(&cost["reserved_usd_micros"]),
-        cost["input_tokens"].as_u64().unwrap_or(0) + cost["output_tokens"].as_u64().unwrap_or(0),
-        s(&cost["input_tokens"]),
-        s(&cost["output_tokens"]),
-        s(&cost["model_latency_ms"]),
-        s(&cost["runner_time_ms"]),
-        match cost["runner_time_unmeasured_attempts"].as_u64() {
-            Some(0) | None => String::new(),
-            Some(n) => format!(
-                " (not measured for {})",
-                crate::report::count_of(n, "attempt", "attempts")
-            ),
+        usd(Some(cost.spent_usd_micros)),
+        usd(cost.cap_usd_micros),
+        usd(Some(cost.reserved_usd_micros)),
+        cost.input_tokens + cost.output_tokens,
+        cost.input_tokens,
+        cost.output_tokens,
+        cost.model_latency_ms,
+        cost.runner_time_ms,
+        match cost.runner_time_unmeasured_attempts {
+            0 => String::new(),
+            n => format!(" (not measured for {})", count_of(n, "attempt", "attempts")),
         }
     );
     h.push_str("<table class=\"sortable\"><thead><tr><th>arm</th><th class=\"num\">spent</th></tr></thead><tbody>");
-    if let Some(by_arm) = cost["spent_by_arm_usd_micros"].as_object() {
-        for (arm, v) in by_arm {
-            let _ = write!(
-                h,
-                "<tr><td>{}</td><td class=\"num\" data-v=\"{}\">{}</td></tr>",
-                escape(&arm_label(arm)),
-                s(v),
-                usd(v)
-            );
-        }
+    for (arm, v) in &cost.spent_by_arm_usd_micros {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td class=\"num\" data-v=\"{v}\">{}</td></tr>",
+            escape(&arm_label(arm)),
+            usd(Some(*v))
+        );
     }
     h.push_str("</tbody></table>");
-    let unknown = cost["unknown_holding_reserve"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    if unknown.is_empty() {
+    if cost.unknown_holding_reserve.is_empty() {
         h.push_str("<p>No unknown attempts.</p>");
     } else {
         h.push_str("<h3>Unknown attempts holding their reserve</h3><table><thead><tr><th>attempt</th><th class=\"num\">reserved</th></tr></thead><tbody>");
-        for u in &unknown {
+        for u in &cost.unknown_holding_reserve {
             let _ = write!(
                 h,
                 "<tr><td class=\"mono\">{}</td><td class=\"num\">{}</td></tr>",
-                escape(&s(&u["attempt"])),
-                usd(&u["reserved_usd_micros"])
+                escape(&u.attempt),
+                usd(Some(u.reserved_usd_micros))
             );
         }
         h.push_str("</tbody></table><p>Decide each with <code>skilltrial resolve &lt;attempt&gt; --retry --reason \"…\"</code> or <code>--release</code>.</p>");
     }
     h.push_str("</section>");
+}
 
-    // 6. Manifest.
-    let pretty = serde_json::to_string_pretty(m).unwrap_or_default();
+/// 6. Manifest: both hashes, the warning, and the manifest as JSON, members sorted as in the file.
+fn manifest_view(h: &mut String, report: &Report) {
+    let pretty = serde_json::to_value(&report.manifest)
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .unwrap_or_default();
     let _ = write!(
         h,
         "<section class=\"view\" id=\"manifest\"><h2>Manifest</h2><p>manifest hash <span class=\"mono\">{}</span> · report hash <span class=\"mono\">{}</span></p><p>{}</p><pre>{}</pre></section>",
-        escape(&s(&report["manifest_hash"])),
-        escape(&s(&report["report_hash"])),
-        escape(&s(&report["warning"])),
+        escape(&report.manifest_hash),
+        escape(&or_dash(report.report_hash.as_deref())),
+        escape(&report.warning),
         escape(&pretty)
     );
-    let _ = write!(h, "</main><script>{SCRIPT}</script></body></html>");
-    h
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A three-arm partial report as `report::build` shapes it, only the members the first screen
-    /// reads: `executed` trials per arm have a result, the rest of the 18 are still waiting.
-    fn partial(executed: [u64; 3]) -> Value {
-        let arm = |id: &str, n: u64| {
-            serde_json::json!({
-                "arm": id, "bundle": if id == "baseline" { Value::Null } else { serde_json::json!({ "name": "s", "version": "1", "digest": "sha256:0", "coverage": "full" }) },
-                "planned": 18, "executed": n, "pass": n, "infrastructure_error": 0, "unknown": 0,
-                "interrupted": 0, "not_run": 0, "pending": 18 - n,
-                "success": { "value": if n == 0 { Value::Null } else { serde_json::json!("1.000000") } },
-            })
+    /// A three-arm partial report: the committed report of a 54-trial demo stopped before its
+    /// first answer, with `executed` trials per arm given a result (all passing), the rest of the
+    /// 18 still waiting; only the members the first screen reads are changed.
+    fn partial(executed: [u64; 3]) -> Report {
+        let mut report =
+            Report::from_json(include_str!("../../tests/fixtures/report-v2-noresult.json"))
+                .expect("the fixture is a v2 report");
+        for (arm, n) in report.summary.arms.iter_mut().zip(executed) {
+            *arm = super::super::ArmSummary {
+                planned: 18,
+                executed: n,
+                pass: n,
+                fail: 0,
+                invalid_output: 0,
+                unsupported_case: 0,
+                infrastructure_error: 0,
+                unknown: 0,
+                interrupted: 0,
+                not_run: 0,
+                pending: 18 - n,
+                success: Rate::of(n, n),
+                ..arm.clone()
+            };
+        }
+        report.summary.complete = false;
+        report.summary.executed = executed.iter().sum();
+        report.summary.changes = super::super::Changes {
+            b_vs_a: Some(super::super::FixesBreaks::default()),
+            b_vs_baseline: None,
+            a_vs_baseline: Some(super::super::FixesBreaks::default()),
         };
-        let total: u64 = executed.iter().sum();
-        serde_json::json!({
-            "run": { "id": "r", "status": "stopped" },
-            "summary": {
-                "complete": false, "planned": 54, "executed": total,
-                "arms": [arm("baseline", executed[0]), arm("a", executed[1]), arm("b", executed[2])],
-                "changes": { "b_vs_a": { "fixes": [], "breaks": [] }, "a_vs_baseline": { "fixes": [], "breaks": [] } },
-            },
-            "tasks": [{ "task": "t1", "verdicts": { "a": if executed[0] > 0 && executed[1] > 0 { serde_json::json!("no-op") } else { Value::Null }, "b_vs_a": null } }],
-        })
+        let both = executed[0] > 0 && executed[1] > 0;
+        report.tasks.truncate(1);
+        report.tasks[0].verdicts = super::super::Verdicts {
+            a: Some(both.then(|| "no-op".to_owned())),
+            b: None,
+            b_vs_a: Some(None),
+        };
+        report
     }
 
     #[test]

@@ -1,0 +1,356 @@
+//! The builder: plain run facts (what the engine read from its journal and stores) in, a typed
+//! [`Report`] out. Pure: no journal, no store, no clock.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{
+    ArmSummary, Attempt, CheckerIdentity, Comparability, Cost, FORMAT, GeneratedBy, Leader,
+    ModelIdentity, Rate, Report, Run, SENSITIVE_WARNING, Summary, Trial, TrialOutcome,
+    UnknownHolding, pairs, tasks,
+};
+use crate::manifest::Manifest;
+use crate::outcome::Outcome;
+use crate::state::AttemptState;
+
+/// Everything a report is built from.
+#[derive(Debug, Clone)]
+pub struct RunFacts {
+    /// The run, `complete` aside (the builder decides it).
+    pub run: Run,
+    /// `sha256:…` of the manifest.
+    pub manifest_hash: String,
+    pub manifest: Manifest,
+    /// Task id → family, from the pinned pack (empty if the pack is not at hand).
+    pub families: BTreeMap<String, String>,
+    /// Planned trials, in plan order.
+    pub trials: Vec<TrialFacts>,
+    /// Every attempt, in journal order (the last one of a trial is its observation).
+    pub attempts: Vec<AttemptFacts>,
+    /// The ledger's money of the run (µUSD).
+    pub spent_usd_micros: u64,
+    pub reserved_usd_micros: u64,
+    /// The checkers that produced the stored verdicts.
+    pub verdicts_by: Vec<CheckerIdentity>,
+}
+
+/// One planned trial.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrialFacts {
+    pub index: u32,
+    pub task: String,
+    pub arm: String,
+    pub repetition: u32,
+}
+
+/// One attempt: its report record (answer and runner time filled in by the reader; the builder
+/// sets `answer_purged`), its trial, and whether it was ever dispatched.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptFacts {
+    pub trial_index: u32,
+    pub dispatched: bool,
+    pub record: Attempt,
+}
+
+/// One trial's observation: its latest attempt.
+pub(super) struct Observation<'a> {
+    pub trial: &'a TrialFacts,
+    pub latest: Option<&'a Attempt>,
+}
+
+impl Observation<'_> {
+    pub fn outcome(&self) -> TrialOutcome {
+        self.latest
+            .and_then(|a| a.outcome)
+            .map_or(TrialOutcome::Pending, TrialOutcome::Done)
+    }
+    pub fn passed(&self) -> bool {
+        self.outcome() == TrialOutcome::Done(Outcome::Pass)
+    }
+    pub fn executed(&self) -> bool {
+        self.outcome().is_executed()
+    }
+}
+
+/// Builds the (unsealed) report of a run.
+pub fn build(facts: RunFacts) -> Report {
+    let RunFacts {
+        mut run,
+        manifest_hash,
+        manifest,
+        families,
+        trials,
+        mut attempts,
+        spent_usd_micros,
+        reserved_usd_micros,
+        verdicts_by,
+    } = facts;
+    for a in &mut attempts {
+        a.record.answer_purged = a.record.answer_sha256.is_some() && a.record.answer.is_none();
+    }
+    let mut latest: BTreeMap<u32, &Attempt> = BTreeMap::new();
+    for a in &attempts {
+        latest.insert(a.trial_index, &a.record);
+    }
+    let observations: Vec<Observation<'_>> = trials
+        .iter()
+        .map(|t| Observation {
+            trial: t,
+            latest: latest.get(&t.index).copied(),
+        })
+        .collect();
+    let complete = observations.iter().all(Observation::executed);
+    run.complete = complete;
+
+    let arms = arm_summaries(&manifest, &observations);
+    let pairs = pairs::pairs(&manifest, &observations);
+    let tasks = tasks::task_table(&manifest, &observations, &families);
+    let summary = Summary {
+        planned: trials.len() as u64,
+        executed: observations.iter().filter(|o| o.executed()).count() as u64,
+        complete,
+        leader: complete.then(|| leader(&arms)),
+        arms,
+        changes: tasks::changes(&tasks),
+        caveat: pairs::caveat(&manifest),
+    };
+    let comparability = comparability(&manifest, &attempts, verdicts_by);
+    let cost = cost(
+        &manifest,
+        &run,
+        &trials,
+        &attempts,
+        spent_usd_micros,
+        reserved_usd_micros,
+    );
+    let trial_records = observations
+        .iter()
+        .map(|obs| Trial {
+            index: obs.trial.index,
+            task: obs.trial.task.clone(),
+            family: families.get(&obs.trial.task).cloned(),
+            arm: obs.trial.arm.clone(),
+            repetition: obs.trial.repetition,
+            outcome: obs.outcome(),
+            reasons: obs.latest.map(|a| a.reasons.clone()).unwrap_or_default(),
+            attempts: attempts
+                .iter()
+                .filter(|a| a.trial_index == obs.trial.index)
+                .map(|a| a.record.clone())
+                .collect(),
+        })
+        .collect();
+    let scripted = manifest.model.scripted;
+    Report {
+        format: FORMAT.to_owned(),
+        generated_by: GeneratedBy {
+            app: "skilltrial".to_owned(),
+            version: crate::APP_VERSION.to_owned(),
+        },
+        warning: SENSITIVE_WARNING.to_owned(),
+        run,
+        manifest_hash,
+        model_label: if scripted {
+            "scripted (not a real model)"
+        } else {
+            "real model"
+        }
+        .to_owned(),
+        comparability,
+        summary,
+        pairs,
+        tasks,
+        cost,
+        trials: trial_records,
+        manifest,
+        report_hash: None,
+    }
+}
+
+/// Per arm of the manifest: the observations counted by outcome, and the success rate.
+fn arm_summaries(manifest: &Manifest, observations: &[Observation<'_>]) -> Vec<ArmSummary> {
+    manifest
+        .arms
+        .iter()
+        .map(|spec| {
+            let arm = spec.arm.as_str();
+            let mine: Vec<&Observation<'_>> =
+                observations.iter().filter(|o| o.trial.arm == arm).collect();
+            let mut counts: BTreeMap<TrialOutcome, u64> = BTreeMap::new();
+            for o in &mine {
+                *counts.entry(o.outcome()).or_insert(0) += 1;
+            }
+            let executed: u64 = counts
+                .iter()
+                .filter(|(o, _)| o.is_executed())
+                .map(|(_, n)| n)
+                .sum();
+            let count = |o: Outcome| counts.get(&TrialOutcome::Done(o)).copied().unwrap_or(0);
+            ArmSummary {
+                arm: arm.to_owned(),
+                bundle: spec.bundle.clone(),
+                planned: mine.len() as u64,
+                executed,
+                pass: count(Outcome::Pass),
+                fail: count(Outcome::Fail),
+                invalid_output: count(Outcome::InvalidOutput),
+                unsupported_case: count(Outcome::UnsupportedCase),
+                infrastructure_error: count(Outcome::InfrastructureError),
+                unknown: count(Outcome::Unknown),
+                interrupted: count(Outcome::Interrupted),
+                not_run: count(Outcome::NotRun),
+                pending: counts.get(&TrialOutcome::Pending).copied().unwrap_or(0),
+                success: Rate::of(count(Outcome::Pass), executed),
+            }
+        })
+        .collect()
+}
+
+/// The arm with the most passes (a complete run only), or the tie in a sentence.
+fn leader(arms: &[ArmSummary]) -> Leader {
+    let best = arms.iter().map(|a| a.pass).max().unwrap_or(0);
+    let top: Vec<&str> = arms
+        .iter()
+        .filter(|a| a.pass == best)
+        .map(|a| a.arm.as_str())
+        .collect();
+    if let [only] = top[..] {
+        Leader {
+            arm: Some(only.to_owned()),
+            note: "an observed count in a complete run, not a significance claim".to_owned(),
+        }
+    } else {
+        let names: Vec<String> = top.iter().map(|a| a.to_uppercase()).collect();
+        Leader {
+            arm: None,
+            note: format!("Tie between {}.", names.join(" and ")),
+        }
+    }
+}
+
+fn comparability(
+    manifest: &Manifest,
+    attempts: &[AttemptFacts],
+    verdicts_by: Vec<CheckerIdentity>,
+) -> Comparability {
+    let sorted = |pick: fn(&Attempt) -> Option<&String>| -> Vec<String> {
+        attempts
+            .iter()
+            .filter_map(|a| pick(&a.record).cloned())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    };
+    Comparability {
+        model: ModelIdentity {
+            provider: manifest.model.provider,
+            model: manifest.model.model.clone(),
+            revision: manifest.model.revision.clone(),
+            scripted: manifest.model.scripted,
+            reported_models: sorted(|a| a.model_reported.as_ref()),
+            system_fingerprints: sorted(|a| a.system_fingerprint.as_ref()),
+        },
+        pack: manifest.pack.clone(),
+        checker: CheckerIdentity {
+            version: manifest.checker.version.clone(),
+            source_sha256: manifest.checker.source_sha256.clone(),
+        },
+        verdicts_by,
+        sampling: manifest.sampling.clone(),
+        prompt_template_sha256: manifest.prompt.template_sha256.clone(),
+    }
+}
+
+fn cost(
+    manifest: &Manifest,
+    run: &Run,
+    trials: &[TrialFacts],
+    attempts: &[AttemptFacts],
+    spent_usd_micros: u64,
+    reserved_usd_micros: u64,
+) -> Cost {
+    let spent_by_arm = manifest
+        .arms
+        .iter()
+        .map(|spec| {
+            let arm = spec.arm.as_str();
+            let spent = attempts
+                .iter()
+                .filter(|a| {
+                    trials
+                        .iter()
+                        .any(|t| t.index == a.trial_index && t.arm == arm)
+                })
+                .filter_map(|a| a.record.spent_usd_micros)
+                .sum();
+            (arm.to_owned(), spent)
+        })
+        .collect();
+    let records = || attempts.iter().map(|a| &a.record);
+    // The runner's own time: the sum of what the engine measured per attempt (model wait
+    // excluded), never derived from the wall clock, which counts pauses between invocations.
+    let runner_us: u64 = records().filter_map(|a| a.runner_us).sum();
+    Cost {
+        cap_usd_micros: manifest.budget.cap_usd_micros,
+        spent_usd_micros,
+        reserved_usd_micros,
+        spent_by_arm_usd_micros: spent_by_arm,
+        input_tokens: records().filter_map(|a| a.input_tokens).sum(),
+        output_tokens: records().filter_map(|a| a.output_tokens).sum(),
+        model_latency_ms: records()
+            .filter(|a| a.state == AttemptState::Result)
+            .filter_map(|a| a.latency_ms)
+            .sum(),
+        run_wall_ms: match (run.started_at_ms, run.finished_at_ms) {
+            (Some(s), Some(f)) => u64::try_from(f.saturating_sub(s)).ok(),
+            _ => None,
+        },
+        runner_time_ms: runner_us / 1000,
+        runner_time_us: runner_us,
+        runner_time_unmeasured_attempts: attempts
+            .iter()
+            .filter(|a| a.dispatched && a.record.runner_us.is_none())
+            .count() as u64,
+        unknown_holding_reserve: records()
+            .filter(|a| a.state == AttemptState::Unknown)
+            .map(|a| UnknownHolding {
+                attempt: a.id.clone(),
+                reserved_usd_micros: a.reserved_usd_micros,
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arm(id: &str, pass: u64) -> ArmSummary {
+        ArmSummary {
+            arm: id.to_owned(),
+            bundle: None,
+            planned: 3,
+            executed: 3,
+            pass,
+            fail: 3 - pass,
+            invalid_output: 0,
+            unsupported_case: 0,
+            infrastructure_error: 0,
+            unknown: 0,
+            interrupted: 0,
+            not_run: 0,
+            pending: 0,
+            success: Rate::of(pass, 3),
+        }
+    }
+
+    #[test]
+    fn a_tie_names_the_arms_in_a_sentence() {
+        assert_eq!(
+            leader(&[arm("a", 3), arm("b", 3)]),
+            Leader {
+                arm: None,
+                note: "Tie between A and B.".to_owned()
+            }
+        );
+    }
+}
