@@ -4,7 +4,7 @@
 # crates.io, a custom target with target_os = "solana", and std built from a patched copy.
 #
 # Output: target/deploy/skilltrial.so, and beside it skilltrial.so.src-sha256, the hash of the
-# program's sources it was built from (tests/program.rs refuses a .so built from other sources).
+# program's sources it was built from (tests/program/ refuses a .so built from other sources).
 # Exit 0 when it was built; exit 3 (and a loud message) when the toolchain cannot be installed, so
 # callers can fall back to native tests and say so; exit 1 when the build ran but produced no .so
 # (a broken build must never pass as "toolchain unavailable").
