@@ -1,12 +1,10 @@
 //! `skilltrial recheck <run>`: re-score stored answers with this binary's checker; no network.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use skilltrial_core::pack;
-use skilltrial_engine::journal::AttemptState;
-use skilltrial_engine::store::{StoreError, parse_hex};
+use skilltrial_engine::engine;
+use skilltrial_engine::store::parse_hex;
 
 use crate::cli::{Global, RunRef};
 use crate::commands::state::{self, short};
@@ -29,57 +27,33 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     // The pack comes from the store, by the hash the run pinned; the checker is this binary's.
     let manifest_hash = parse_hex(&run.manifest_sha256)
         .ok_or_else(|| CliError::Rejected(anyhow::anyhow!("run id is not a hash")))?;
-    let manifest: skilltrial_core::manifest::Manifest =
-        serde_json::from_slice(&store.get(&manifest_hash).map_err(anyhow::Error::from)?)
-            .map_err(anyhow::Error::from)?;
-    let pack_hash = parse_hex(&manifest.pack.hash)
-        .ok_or_else(|| CliError::Rejected(anyhow::anyhow!("bad pack hash")))?;
-    let files: BTreeMap<String, Vec<u8>> = store
-        .get_tree(&pack_hash)
-        .map_err(anyhow::Error::from)?
+    let (_manifest, pack) =
+        engine::load_pinned(&store, &manifest_hash).map_err(crate::exit::engine_error)?;
+    let done = engine::rescore(
+        &mut journal,
+        &payloads,
+        &pack,
+        &run.id,
+        engine::Select::All,
+        &mut engine::Checker::new(),
+    )
+    .map_err(crate::exit::engine_error)?;
+    let rechecked = done.scored.len();
+    let purged: Vec<String> = done
+        .purged
         .into_iter()
+        .map(|(attempt, _)| attempt)
         .collect();
-    let pack =
-        pack::from_files(&manifest.pack.id, files).map_err(|e| CliError::Rejected(e.into()))?;
-    let trials = journal.trials(&run.id).map_err(anyhow::Error::from)?;
-
-    let mut rechecked = 0;
-    let mut purged = Vec::new();
-    let mut changes = Vec::new();
-    for attempt in journal.attempts(&run.id).map_err(anyhow::Error::from)? {
-        if attempt.state != AttemptState::Result {
-            continue;
-        }
-        let Some(sha) = attempt.answer_sha256.as_deref().and_then(parse_hex) else {
-            continue;
-        };
-        let answer = match payloads.get(&sha) {
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            Err(StoreError::Missing(_)) => {
-                purged.push(attempt.id.clone());
-                continue;
-            }
-            Err(e) => return Err(CliError::Rejected(e.into())),
-        };
-        let Some(trial) = trials.iter().find(|t| t.idx == attempt.trial_idx) else {
-            continue;
-        };
-        let task = pack
-            .task(&trial.task)
-            .map_err(|e| CliError::Rejected(e.into()))?;
-        let verdict = task.check(&answer);
-        journal
-            .record_verdict(&attempt.id, &verdict)
-            .map_err(anyhow::Error::from)?;
-        rechecked += 1;
-        if attempt.outcome.as_deref() != Some(verdict.outcome.as_str()) {
-            changes.push(Change {
-                attempt: attempt.id.clone(),
-                from: attempt.outcome.clone(),
-                to: verdict.outcome.as_str().to_owned(),
-            });
-        }
-    }
+    let changes: Vec<Change> = done
+        .scored
+        .into_iter()
+        .filter(|r| r.before.as_deref() != Some(r.verdict.outcome.as_str()))
+        .map(|r| Change {
+            attempt: r.attempt,
+            from: r.before,
+            to: r.verdict.outcome.as_str().to_owned(),
+        })
+        .collect();
     if global.json {
         output::json(&serde_json::json!({
             "run": run.id,

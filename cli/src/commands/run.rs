@@ -23,8 +23,8 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
     let layout = state::layout(global)?;
     let store = state::store(&layout)?;
     let manifest_ref = state::run_id(&layout, &args.manifest)?;
-    let inputs =
-        engine::load_inputs(&store, &manifest_ref).map_err(|e| CliError::Rejected(e.into()))?;
+    // A refusal of the inputs is a rejection (1); a store that cannot be read, the environment (2).
+    let inputs = engine::load_inputs(&store, &manifest_ref).map_err(crate::exit::engine_error)?;
     let m = &inputs.manifest;
 
     if args.dry_run {
