@@ -15,7 +15,7 @@
 //! - Any run that fails, ends other than `finished`, leaves a trial unscored, or sends other than
 //!   one request per trial, and any failed child, fails the bench (exit 1).
 //!
-//! Run: `cargo bench -p skilltrial-runner --bench engine`.
+//! Run: `cargo bench -p skilltrial-engine --bench engine`.
 #![allow(
     clippy::print_stdout,
     clippy::print_stderr,
@@ -452,10 +452,10 @@ fn child(mode: &str) -> Result<(), String> {
     }
 }
 
-/// What the fsync count line says.
-fn fsyncs_per_trial(dir: &Path) -> Result<String, String> {
+/// fsyncs per trial (when strace could count them) and what the fsync count line says.
+fn fsyncs_per_trial(dir: &Path) -> Result<(Option<f64>, String), String> {
     if let Err(why) = strace_usable() {
-        return Ok(format!("not measured ({why})"));
+        return Ok((None, format!("not measured ({why})")));
     }
     let ((setup_fsync, setup_fdatasync), _) = counted_child("setup", dir)?;
     let ((run_fsync, run_fdatasync), out) = counted_child("run", dir)?;
@@ -464,12 +464,15 @@ fn fsyncs_per_trial(dir: &Path) -> Result<String, String> {
     let in_run = (run_fsync + run_fdatasync)
         .checked_sub(setup)
         .ok_or("the run child made fewer fsyncs than its setup alone")?;
-    Ok(format!(
-        "{:.2} = ({} in a child that sets up and runs - {setup} in one that only sets up) / {trials} trials; of those, fsync {}, fdatasync {} (strace -f -c)",
-        in_run as f64 / trials as f64,
-        run_fsync + run_fdatasync,
-        run_fsync.saturating_sub(setup_fsync),
-        run_fdatasync.saturating_sub(setup_fdatasync),
+    let per_trial = in_run as f64 / trials as f64;
+    Ok((
+        Some(per_trial),
+        format!(
+            "{per_trial:.2} = ({} in a child that sets up and runs - {setup} in one that only sets up) / {trials} trials; of those, fsync {}, fdatasync {} (strace -f -c)",
+            run_fsync + run_fdatasync,
+            run_fsync.saturating_sub(setup_fsync),
+            run_fdatasync.saturating_sub(setup_fdatasync),
+        ),
     ))
 }
 
@@ -487,7 +490,7 @@ fn parent() -> Result<(), String> {
         let dir = bench.path.join(format!("run-{n}"));
         runs.push(execute(prepare(&dir, n)?)?);
     }
-    let fsync_line = fsyncs_per_trial(&bench.path)?;
+    let (fsyncs, fsync_line) = fsyncs_per_trial(&bench.path)?;
 
     let trials: u32 = runs.iter().map(|r| r.trials).sum();
     let overhead = sorted(runs.iter().flat_map(|r| r.overhead_ms.clone()).collect());
@@ -548,6 +551,20 @@ fn parent() -> Result<(), String> {
         &fsync,
     );
     println!("\nfsyncs per trial: {fsync_line}");
+    // The overhead less the time its fsyncs take on this disk: what is left is the runner's CPU
+    // (SQL, hashing, JSON, checking) and syscalls other than fsync.
+    match fsyncs {
+        Some(n) => {
+            let in_fsync = n * percentile(&fsync, 0.5);
+            println!(
+                "CPU part of the overhead (overhead - {n:.2} fsyncs x {:.2} ms, this disk's fsync p50): p50 {:.2} ms, p90 {:.2} ms",
+                percentile(&fsync, 0.5),
+                (percentile(&overhead, 0.5) - in_fsync).max(0.0),
+                (percentile(&overhead, 0.9) - in_fsync).max(0.0)
+            );
+        }
+        None => println!("CPU part of the overhead: not measured (no fsync count)"),
+    }
     let excluded: f64 = calls.iter().sum();
     let wall: f64 = runs.iter().map(|r| r.wall.as_secs_f64() * 1e3).sum();
     println!(
