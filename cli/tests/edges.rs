@@ -420,7 +420,10 @@ fn regression_a_read_only_state_directory_can_be_read() {
 
     // The read-only journal refuses writes, naming the file.
     let journal = Journal::open_read_only(&env.home().join("journal.sqlite3")).unwrap();
-    assert_eq!(journal.run(&run).unwrap().unwrap().status, "finished");
+    assert_eq!(
+        journal.find_run(&run).unwrap().unwrap().status.as_str(),
+        "finished"
+    );
     let err = journal.request_cancel(&run).unwrap_err().to_string();
     assert_eq!(
         err,

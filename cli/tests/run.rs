@@ -263,7 +263,7 @@ fn a_small_cap_stops_dispatch_with_not_run_budget_and_never_overspends() {
     let not_run_reasons: Vec<Vec<String>> = env
         .attempts(&run)
         .into_iter()
-        .filter(|a| a.outcome.as_deref() == Some("not_run"))
+        .filter(|a| a.outcome.map(|o| o.as_str()) == Some("not_run"))
         .map(|a| a.reasons)
         .collect();
     assert_eq!(
@@ -315,7 +315,7 @@ fn recheck_rescores_without_the_network_and_purge_removes_payloads() {
     let passed = env
         .attempts(&run)
         .into_iter()
-        .find(|a| a.outcome.as_deref() == Some("pass"))
+        .find(|a| a.outcome.map(|o| o.as_str()) == Some("pass"))
         .unwrap();
     rusqlite::Connection::open(env.home().join("journal.sqlite3"))
         .unwrap()
@@ -330,7 +330,7 @@ fn recheck_rescores_without_the_network_and_purge_removes_payloads() {
         serde_json::json!([{ "attempt": passed.id, "from": "fail", "to": "pass" }])
     );
     let (_, row) = env.journal().attempt(&passed.id).unwrap().unwrap();
-    assert_eq!(row.outcome.as_deref(), Some("pass"));
+    assert_eq!(row.outcome.map(|o| o.as_str()), Some("pass"));
     let purge = env.json(&["purge", "--older-than", "0d", "--json"]);
     assert!(purge["removed"].as_u64().unwrap() >= 18);
     let recheck = env.json(&["recheck", &run, "--json"]);
@@ -621,7 +621,7 @@ fn assert_retry_closed(env: &Env, run: &str, retry: &str, reason: &str) {
     let attempts = env.attempts(run);
     let row = attempts.iter().find(|a| a.id == retry).unwrap();
     assert_eq!(row.state, AttemptState::Closed, "{row:?}");
-    assert_eq!(row.outcome.as_deref(), Some("not_run"));
+    assert_eq!(row.outcome.map(|o| o.as_str()), Some("not_run"));
     assert_eq!(row.reasons, vec![reason.to_owned()]);
     let of_trial = attempts
         .iter()
@@ -1087,7 +1087,10 @@ fn a_crash_between_the_answer_and_its_verdict_scores_the_stored_answer_on_restar
     assert_eq!(attempts.len(), 18);
     let first = &attempts[0];
     assert!(
-        matches!(first.outcome.as_deref(), Some("pass" | "invalid_output")),
+        matches!(
+            first.outcome.map(|o| o.as_str()),
+            Some("pass" | "invalid_output")
+        ),
         "{first:?}"
     );
     let checks: i64 = rusqlite::Connection::open(env.home().join("journal.sqlite3"))

@@ -6,8 +6,9 @@
 //! hashing; [`money`] is micro-USD with checked arithmetic; [`profile`] names models and prices;
 //! [`pack`] holds the fixture packs (embedded at build time) and their golden records; [`solana`]
 //! is the pack's decoder; [`checker`] scores one answer against one golden record; [`outcome`]
-//! names what became of a trial; [`manifest`] pins a run and is THE plan function; [`prompt`]
-//! builds the pinned prompt; [`stats`] holds the paired tests.
+//! names what became of a trial; [`state`] names the other states the journal stores (run
+//! status, attempt state, not-run reasons, ledger and payload kinds); [`manifest`] pins a run and
+//! is THE plan function; [`prompt`] builds the pinned prompt; [`stats`] holds the paired tests.
 //!
 //! **Invariant:** no dependency here touches SQLite, HTTP, a keychain, an async runtime or Solana
 //! RPC, so the same code runs in the CLI, the hosted runner and the browser. `scripts/test.sh`
@@ -24,6 +25,7 @@ pub mod pack;
 pub mod profile;
 pub mod prompt;
 pub mod solana;
+pub mod state;
 pub mod stats;
 
 /// The application version recorded in manifests and printed by `--version`.

@@ -1,38 +1,53 @@
 //! The journal: one SQLite file (WAL, `synchronous=FULL`, foreign keys on) holding runs, trials,
 //! attempts, the money ledger and every checker verdict.
 //!
-//! Every state change of an attempt and its ledger rows commit in one transaction; a commit is
-//! durable when the call returns. The `dispatched` row MUST be committed before the request
-//! leaves, so that a crash can never forget a request that may have cost money.
+//! Every state change of an attempt and its ledger rows commit in one transaction
+//! ([`Journal::write`]); a commit is durable when the call returns. The `dispatched` row MUST be
+//! committed before the request leaves, so that a crash can never forget a request that may have
+//! cost money.
 //!
 //! Money (µUSD) is derived from the ledger only: outstanding reserve = Σ reserve − Σ release,
 //! spent = Σ spend. An `unknown` attempt keeps its reserve until the user resolves it.
+//!
+//! States are the enums of [`skilltrial_core::state`] and [`Outcome`], bound as their text; the
+//! schema's `CHECK` constraints admit exactly that text (migration 0004).
 
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 use serde::Serialize;
 
 use skilltrial_core::manifest::{Manifest, PlannedTrial};
 use skilltrial_core::money::MicroUsd;
+use skilltrial_core::outcome::Outcome;
+pub use skilltrial_core::state::{AttemptState, LedgerKind, NotRunReason, PayloadKind, RunStatus};
+use skilltrial_core::state::{UnknownState, short_id};
 
 /// The schema version: the number of migrations applied.
 ///
 /// Log: 1 — first schema (runs, trials, attempts, ledger, checks, payloads); 2 — the run's clock
 /// (`runs.run_limit_ms`, `runs.executed_ms`); 3 — `attempts.runner_us`, the runner's own time
-/// per attempt. Keep `MIGRATIONS` in file-number order.
-pub const SCHEMA_VERSION: u32 = 3;
+/// per attempt; 4 — `CHECK`s on every stored state (attempt and check outcomes, not-run
+/// reasons), so that no text outside the enums can be written. Keep `MIGRATIONS` in file-number
+/// order.
+pub const SCHEMA_VERSION: u32 = 4;
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_journal.sql"),
     include_str!("../migrations/0002_run_clock.sql"),
     include_str!("../migrations/0003_attempt_runner_time.sql"),
+    include_str!("../migrations/0004_state_checks.sql"),
 ];
 
 /// How long a connection waits for another process's write lock before failing. Set before any
 /// other statement, so that even the first pragmas of a fresh journal wait instead of failing.
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Prepared statements kept per connection: more than the journal has distinct statements, so
+/// none is ever parsed twice (the engine runs the same dozen per trial).
+const STATEMENT_CACHE: usize = 64;
 
 /// Why the journal failed.
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +76,31 @@ pub enum JournalError {
     },
 }
 
+/// A failure inside a journal transaction, before [`Journal::write`] names the file: SQL errors
+/// convert with `?`, domain refusals with `.into()`.
+#[derive(Debug)]
+enum TxError {
+    Sql(rusqlite::Error),
+    Journal(JournalError),
+}
+
+impl From<rusqlite::Error> for TxError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Sql(e)
+    }
+}
+
+impl From<JournalError> for TxError {
+    fn from(e: JournalError) -> Self {
+        Self::Journal(e)
+    }
+}
+
+/// A refusal inside a transaction (the transaction rolls back).
+fn refuse(message: String) -> TxError {
+    TxError::Journal(JournalError::State(message))
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     SystemTime::now()
@@ -77,26 +117,43 @@ fn to_u64(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
-/// An attempt's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AttemptState {
-    Planned,
-    Dispatched,
-    Result,
-    Unknown,
-    Closed,
+/// The position of `name` in `columns`, computed at compile time (a wrong name does not build):
+/// rows are read by column name without a name lookup per row.
+#[allow(clippy::panic)] // only ever evaluated in `const` blocks (`at!`): a build error, not a panic
+const fn column(columns: &[&str], name: &str) -> usize {
+    let mut i = 0;
+    while i < columns.len() {
+        let (a, b) = (columns[i].as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("no such column in the list");
 }
 
-impl AttemptState {
-    fn parse(text: &str) -> Self {
-        match text {
-            "planned" => Self::Planned,
-            "dispatched" => Self::Dispatched,
-            "result" => Self::Result,
-            "unknown" => Self::Unknown,
-            _ => Self::Closed,
-        }
+/// A state stored as text, parsed; unknown text is an error, never a default.
+fn parsed<T: FromStr<Err = UnknownState>>(r: &Row<'_>, idx: usize) -> rusqlite::Result<T> {
+    let text: String = r.get(idx)?;
+    text.parse().map_err(|e: UnknownState| {
+        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+/// As [`parsed`], for a nullable column.
+fn parsed_opt<T: FromStr<Err = UnknownState>>(
+    r: &Row<'_>,
+    idx: usize,
+) -> rusqlite::Result<Option<T>> {
+    match r.get::<_, Option<String>>(idx)? {
+        None => Ok(None),
+        Some(_) => parsed(r, idx).map(Some),
     }
 }
 
@@ -109,7 +166,7 @@ pub struct RunRow {
     pub created_at_ms: i64,
     pub started_at_ms: Option<i64>,
     pub finished_at_ms: Option<i64>,
-    pub status: String,
+    pub status: RunStatus,
     pub cancel_requested: bool,
     pub cap_micros: Option<u64>,
     pub max_requests: u32,
@@ -152,7 +209,7 @@ pub struct AttemptRow {
     pub retry_of: Option<String>,
     pub retry_reason: Option<String>,
     pub state: AttemptState,
-    pub outcome: Option<String>,
+    pub outcome: Option<Outcome>,
     pub reasons: Vec<String>,
     pub details: serde_json::Value,
     pub reserved_micros: u64,
@@ -219,6 +276,66 @@ pub struct Journal {
     path: PathBuf,
 }
 
+/// The columns [`Journal::run_from`] reads, in `SELECT` order.
+const RUN_COLUMNS: &[&str] = &[
+    "id",
+    "manifest_sha256",
+    "pack_id",
+    "created_at_ms",
+    "started_at_ms",
+    "finished_at_ms",
+    "status",
+    "cancel_requested",
+    "cap_micros",
+    "max_requests",
+    "max_tokens",
+    "run_limit_ms",
+    "executed_ms",
+];
+
+/// The columns [`Journal::attempt_from`] reads (and the attempt's run), in `SELECT` order.
+const ATTEMPT_COLUMNS: &[&str] = &[
+    "id",
+    "run_id",
+    "trial_idx",
+    "seq",
+    "retry_of",
+    "retry_reason",
+    "state",
+    "outcome",
+    "reasons",
+    "details",
+    "reserved_micros",
+    "reserved_tokens",
+    "spent_micros",
+    "input_tokens",
+    "output_tokens",
+    "request_sha256",
+    "http_status",
+    "provider_request_id",
+    "model_reported",
+    "system_fingerprint",
+    "response_sha256",
+    "answer_sha256",
+    "latency_ms",
+    "error",
+    "planned_at_ms",
+    "dispatched_at_ms",
+    "finished_at_ms",
+];
+
+/// `SELECT <columns> FROM <table> <tail>`.
+fn select(columns: &[&str], table: &str, tail: &str) -> String {
+    format!("SELECT {} FROM {table} {tail}", columns.join(", "))
+}
+
+/// The position of column `$name` in the column list `$columns`, at compile time.
+macro_rules! at {
+    ($columns:expr, $name:literal) => {
+        const { column($columns, $name) }
+    };
+}
+
 impl Journal {
     /// Opens (creating and migrating) the journal at `path`.
     pub fn open(path: &Path) -> Result<Self, JournalError> {
@@ -241,6 +358,7 @@ impl Journal {
             .map_err(sql)?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(sql)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let mut journal = Self {
             conn,
             path: path.to_path_buf(),
@@ -283,6 +401,7 @@ impl Journal {
         )
         .map_err(sql)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let version: u32 = conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(sql)?;
@@ -306,47 +425,88 @@ impl Journal {
         &self.path
     }
 
-    fn sql(&self) -> impl Fn(rusqlite::Error) -> JournalError + '_ {
-        |source| JournalError::Sql {
+    /// Runs `f` on the connection (a read, or one statement that commits by itself), naming the
+    /// file in its error.
+    fn sql<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, JournalError> {
+        f(&self.conn).map_err(|source| JournalError::Sql {
             path: self.path.clone(),
             source,
-        }
+        })
     }
 
-    fn migrate(&mut self) -> Result<(), JournalError> {
-        let path = self.path.clone();
+    /// Runs `f` in one write transaction and commits it; any error rolls everything back. The
+    /// transaction takes the write lock first (`BEGIN IMMEDIATE`, waiting up to the busy
+    /// timeout): a transaction that reads and then writes cannot then fail half-way because
+    /// another process wrote in between. Durable when this returns (`synchronous=FULL`).
+    fn write<T>(
+        &mut self,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, TxError>,
+    ) -> Result<T, JournalError> {
+        let path = &self.path;
         let sql = |source| JournalError::Sql {
             path: path.clone(),
             source,
         };
-        let version = |conn: &Connection| -> Result<u32, JournalError> {
-            let current: u32 = conn
-                .pragma_query_value(None, "user_version", |r| r.get(0))
-                .map_err(sql)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        let value = f(&tx).map_err(|e| match e {
+            TxError::Sql(source) => sql(source),
+            TxError::Journal(e) => e,
+        })?;
+        tx.commit().map_err(sql)?;
+        Ok(value)
+    }
+
+    fn migrate(&mut self) -> Result<(), JournalError> {
+        let path = self.path.clone();
+        let version = |conn: &Connection| -> Result<u32, TxError> {
+            let current: u32 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
             if current > SCHEMA_VERSION {
-                return Err(JournalError::TooNew(path.clone(), current));
+                return Err(JournalError::TooNew(path.clone(), current).into());
             }
             Ok(current)
         };
-        if version(&self.conn)? == SCHEMA_VERSION {
+        let current = self.sql(|c| c.pragma_query_value(None, "user_version", |r| r.get(0)))?;
+        if current == SCHEMA_VERSION {
             return Ok(());
         }
-        // Another process may be migrating the same file right now: take the write lock first
-        // (BEGIN IMMEDIATE, waiting up to the busy timeout), then read the version again under
-        // it, so that each migration runs exactly once and nobody reads a half-made schema.
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(sql)?;
-        let current = version(&tx)?;
-        for migration in MIGRATIONS.iter().skip(current as usize) {
-            tx.execute_batch(migration).map_err(sql)?;
+        if current > SCHEMA_VERSION {
+            return Err(JournalError::TooNew(self.path.clone(), current));
         }
-        if current < SCHEMA_VERSION {
-            tx.pragma_update(None, "user_version", SCHEMA_VERSION)
-                .map_err(sql)?;
-        }
-        tx.commit().map_err(sql)
+        // A migration may rebuild a table others reference (SQLite's twelve-step ALTER TABLE
+        // procedure, as 0004 does): foreign keys are off while migrations run, and checked in
+        // full before the commit. The pragma does nothing inside a transaction, so it is set
+        // around it, on this connection only.
+        self.sql(|c| c.pragma_update(None, "foreign_keys", "OFF"))?;
+        // Another process may be migrating the same file right now: `write` takes the write lock
+        // first, then the version is read again under it, so that each migration runs exactly
+        // once and nobody reads a half-made schema.
+        let migrated = self.write(|tx| {
+            let current = version(tx)?;
+            for migration in MIGRATIONS.iter().skip(current as usize) {
+                tx.execute_batch(migration)?;
+            }
+            let orphan: Option<(String, String)> = tx
+                .query_row("PRAGMA foreign_key_check", [], |r| Ok((r.get(0)?, r.get(2)?)))
+                .optional()?;
+            if let Some((table, parent)) = orphan {
+                return Err(refuse(format!(
+                    "journal {}: migrating it to schema {SCHEMA_VERSION} would leave a row of {table} whose {parent} row is missing",
+                    path.display()
+                )));
+            }
+            if current < SCHEMA_VERSION {
+                tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+            }
+            Ok(())
+        });
+        let restored = self.sql(|c| c.pragma_update(None, "foreign_keys", "ON"));
+        migrated.and(restored)
     }
 
     /// Records a new run and its trials; if the run exists, checks it is the same manifest.
@@ -356,52 +516,41 @@ impl Journal {
         manifest: &Manifest,
         trials: &[PlannedTrial],
     ) -> Result<bool, JournalError> {
-        let path = self.path.clone();
-        let sql = |source| JournalError::Sql {
-            path: path.clone(),
-            source,
-        };
         // Checked and written under one write lock: two processes recording the same run at the
         // same moment (`plan` and `run`, or two `run`s) must not both try to insert it.
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(sql)?;
-        let existing: Option<String> = tx
-            .query_row(
-                "SELECT manifest_sha256 FROM runs WHERE id = ?1",
-                [run_id],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(sql)?;
-        if let Some(existing) = existing {
-            if existing != run_id {
-                return Err(JournalError::State(format!(
-                    "run {run_id} exists with a different manifest"
-                )));
+        self.write(|tx| {
+            let existing: Option<String> = tx
+                .prepare_cached("SELECT manifest_sha256 FROM runs WHERE id = ?1")?
+                .query_row([run_id], |r| r.get(0))
+                .optional()?;
+            if let Some(existing) = existing {
+                if existing != run_id {
+                    return Err(refuse(format!(
+                        "run {run_id} exists with a different manifest"
+                    )));
+                }
+                return Ok(false);
             }
-            return Ok(false);
-        }
-        tx.execute(
-            "INSERT INTO runs (id, manifest_sha256, pack_id, created_at_ms, status, cap_micros, max_requests, max_tokens, run_limit_ms)
-             VALUES (?1, ?1, ?2, ?3, 'planned', ?4, ?5, ?6, ?7)",
-            params![
+            tx.prepare_cached(
+                "INSERT INTO runs (id, manifest_sha256, pack_id, created_at_ms, status, cap_micros, max_requests, max_tokens, run_limit_ms)
+                 VALUES (?1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?
+            .execute(params![
                 run_id,
                 manifest.pack.id,
                 now_ms(),
+                RunStatus::Planned.as_str(),
                 manifest.budget.cap_usd_micros.map(to_i64),
                 manifest.budget.max_requests,
                 manifest.budget.max_tokens.map(to_i64),
                 to_i64(manifest.limits.run_timeout_ms)
-            ],
-        )
-        .map_err(sql)?;
-        for t in trials {
-            tx.execute(
+            ])?;
+            let mut insert = tx.prepare_cached(
                 "INSERT INTO trials (run_id, idx, task, arm, repetition, reserve_micros, input_token_bound, max_output_tokens)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
+            )?;
+            for t in trials {
+                insert.execute(params![
                     run_id,
                     t.index,
                     t.task,
@@ -410,45 +559,46 @@ impl Journal {
                     to_i64(t.reserve.0),
                     to_i64(t.input_token_bound),
                     to_i64(t.max_output_tokens)
-                ],
-            )
-            .map_err(sql)?;
-        }
-        tx.commit().map_err(sql)?;
-        Ok(true)
-    }
-
-    fn run_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
-        Ok(RunRow {
-            id: row.get(0)?,
-            manifest_sha256: row.get(1)?,
-            pack_id: row.get(2)?,
-            created_at_ms: row.get(3)?,
-            started_at_ms: row.get(4)?,
-            finished_at_ms: row.get(5)?,
-            status: row.get(6)?,
-            cancel_requested: row.get::<_, i64>(7)? != 0,
-            cap_micros: row.get::<_, Option<i64>>(8)?.map(to_u64),
-            max_requests: row.get(9)?,
-            max_tokens: row.get::<_, Option<i64>>(10)?.map(to_u64),
-            run_limit_ms: row.get::<_, Option<i64>>(11)?.map(to_u64),
-            executed_ms: to_u64(row.get(12)?),
+                ])?;
+            }
+            Ok(true)
         })
     }
 
-    const RUN_COLUMNS: &'static str = "id, manifest_sha256, pack_id, created_at_ms, started_at_ms, finished_at_ms, status, cancel_requested, cap_micros, max_requests, max_tokens, run_limit_ms, executed_ms";
+    fn run_from(r: &Row<'_>) -> rusqlite::Result<RunRow> {
+        Ok(RunRow {
+            id: r.get(at!(RUN_COLUMNS, "id"))?,
+            manifest_sha256: r.get(at!(RUN_COLUMNS, "manifest_sha256"))?,
+            pack_id: r.get(at!(RUN_COLUMNS, "pack_id"))?,
+            created_at_ms: r.get(at!(RUN_COLUMNS, "created_at_ms"))?,
+            started_at_ms: r.get(at!(RUN_COLUMNS, "started_at_ms"))?,
+            finished_at_ms: r.get(at!(RUN_COLUMNS, "finished_at_ms"))?,
+            status: parsed(r, at!(RUN_COLUMNS, "status"))?,
+            cancel_requested: r.get::<_, i64>(at!(RUN_COLUMNS, "cancel_requested"))? != 0,
+            cap_micros: r
+                .get::<_, Option<i64>>(at!(RUN_COLUMNS, "cap_micros"))?
+                .map(to_u64),
+            max_requests: r.get(at!(RUN_COLUMNS, "max_requests"))?,
+            max_tokens: r
+                .get::<_, Option<i64>>(at!(RUN_COLUMNS, "max_tokens"))?
+                .map(to_u64),
+            run_limit_ms: r
+                .get::<_, Option<i64>>(at!(RUN_COLUMNS, "run_limit_ms"))?
+                .map(to_u64),
+            executed_ms: to_u64(r.get(at!(RUN_COLUMNS, "executed_ms"))?),
+        })
+    }
 
     /// A run by id, or by a unique prefix of at least 8 hex characters.
-    pub fn run(&self, id: &str) -> Result<Option<RunRow>, JournalError> {
-        let mut stmt = self
-            .conn
-            .prepare(&format!("SELECT {} FROM runs WHERE id = ?1 OR (length(?1) >= 8 AND substr(id, 1, length(?1)) = ?1) ORDER BY created_at_ms DESC", Self::RUN_COLUMNS))
-            .map_err(self.sql())?;
-        let rows: Vec<RunRow> = stmt
-            .query_map([id], Self::run_from)
-            .map_err(self.sql())?
-            .collect::<Result<_, _>>()
-            .map_err(self.sql())?;
+    pub fn find_run(&self, id: &str) -> Result<Option<RunRow>, JournalError> {
+        let rows: Vec<RunRow> = self.sql(|c| {
+            let mut stmt = c.prepare_cached(&select(
+                RUN_COLUMNS,
+                "runs",
+                "WHERE id = ?1 OR (length(?1) >= 8 AND substr(id, 1, length(?1)) = ?1) ORDER BY created_at_ms DESC",
+            ))?;
+            stmt.query_map([id], Self::run_from)?.collect()
+        })?;
         match rows.len() {
             0 => Ok(None),
             1 => Ok(rows.into_iter().next()),
@@ -460,197 +610,188 @@ impl Journal {
 
     /// The most recently created run.
     pub fn latest_run(&self) -> Result<Option<RunRow>, JournalError> {
-        self.conn
-            .query_row(
-                &format!(
-                    "SELECT {} FROM runs ORDER BY created_at_ms DESC, rowid DESC LIMIT 1",
-                    Self::RUN_COLUMNS
-                ),
-                [],
-                Self::run_from,
-            )
+        self.sql(|c| {
+            c.prepare_cached(&select(
+                RUN_COLUMNS,
+                "runs",
+                "ORDER BY created_at_ms DESC, rowid DESC LIMIT 1",
+            ))?
+            .query_row([], Self::run_from)
             .optional()
-            .map_err(self.sql())
+        })
     }
 
-    /// Every run, newest first.
-    pub fn runs(&self) -> Result<Vec<RunRow>, JournalError> {
-        let mut stmt = self
-            .conn
-            .prepare(&format!(
-                "SELECT {} FROM runs ORDER BY created_at_ms DESC, rowid DESC",
-                Self::RUN_COLUMNS
-            ))
-            .map_err(self.sql())?;
-        stmt.query_map([], Self::run_from)
-            .map_err(self.sql())?
-            .collect::<Result<_, _>>()
-            .map_err(self.sql())
-    }
-
-    /// Sets a run's status (and its start/finish time).
-    pub fn set_status(&self, run_id: &str, status: &str) -> Result<(), JournalError> {
-        let now = now_ms();
-        self.conn
-            .execute(
+    /// Sets a run's status (and its start/finish time). [`RunStatus::Interrupted`] is never
+    /// stored: the schema refuses it.
+    pub fn set_status(&self, run_id: &str, status: RunStatus) -> Result<(), JournalError> {
+        self.sql(|c| {
+            c.prepare_cached(
                 "UPDATE runs SET status = ?2,
-                    started_at_ms = CASE WHEN ?2 = 'running' AND started_at_ms IS NULL THEN ?3 ELSE started_at_ms END,
-                    finished_at_ms = CASE WHEN ?2 IN ('finished', 'cancelled', 'stopped') THEN ?3 ELSE finished_at_ms END
+                    started_at_ms = CASE WHEN ?4 AND started_at_ms IS NULL THEN ?3 ELSE started_at_ms END,
+                    finished_at_ms = CASE WHEN ?5 THEN ?3 ELSE finished_at_ms END
                  WHERE id = ?1",
-                params![run_id, status, now],
-            )
-            .map_err(self.sql())?;
+            )?
+            .execute(params![
+                run_id,
+                status.as_str(),
+                now_ms(),
+                status == RunStatus::Running,
+                status.is_end()
+            ])
+        })?;
         Ok(())
     }
 
     /// Stores the time (ms) the runner has spent executing a run, over all its invocations.
     pub fn set_executed_ms(&self, run_id: &str, executed_ms: u64) -> Result<(), JournalError> {
-        self.conn
-            .execute(
-                "UPDATE runs SET executed_ms = MAX(executed_ms, ?2) WHERE id = ?1",
-                params![run_id, to_i64(executed_ms)],
-            )
-            .map_err(self.sql())?;
+        self.sql(|c| {
+            c.prepare_cached("UPDATE runs SET executed_ms = MAX(executed_ms, ?2) WHERE id = ?1")?
+                .execute(params![run_id, to_i64(executed_ms)])
+        })?;
         Ok(())
     }
 
     /// Asks a run to stop dispatching. Takes effect before its next request.
     pub fn request_cancel(&self, run_id: &str) -> Result<(), JournalError> {
-        self.conn
-            .execute(
-                "UPDATE runs SET cancel_requested = 1 WHERE id = ?1",
-                [run_id],
-            )
-            .map_err(self.sql())?;
+        self.sql(|c| {
+            c.prepare_cached("UPDATE runs SET cancel_requested = 1 WHERE id = ?1")?
+                .execute([run_id])
+        })?;
         Ok(())
     }
 
     /// Whether a cancel was requested.
     pub fn cancel_requested(&self, run_id: &str) -> Result<bool, JournalError> {
-        self.conn
-            .query_row(
-                "SELECT cancel_requested FROM runs WHERE id = ?1",
-                [run_id],
-                |r| r.get::<_, i64>(0),
-            )
-            .map(|v| v != 0)
-            .map_err(self.sql())
+        self.sql(|c| {
+            c.prepare_cached("SELECT cancel_requested FROM runs WHERE id = ?1")?
+                .query_row([run_id], |r| r.get::<_, i64>(0))
+        })
+        .map(|v| v != 0)
     }
 
     /// The trials of a run in execution order.
     pub fn trials(&self, run_id: &str) -> Result<Vec<TrialRow>, JournalError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT idx, task, arm, repetition, reserve_micros, input_token_bound, max_output_tokens FROM trials WHERE run_id = ?1 ORDER BY idx")
-            .map_err(self.sql())?;
-        stmt.query_map([run_id], |r| {
-            Ok(TrialRow {
-                idx: r.get(0)?,
-                task: r.get(1)?,
-                arm: r.get(2)?,
-                repetition: r.get(3)?,
-                reserve_micros: to_u64(r.get(4)?),
-                input_token_bound: to_u64(r.get(5)?),
-                max_output_tokens: to_u64(r.get(6)?),
-            })
+        const COLUMNS: &[&str] = &[
+            "idx",
+            "task",
+            "arm",
+            "repetition",
+            "reserve_micros",
+            "input_token_bound",
+            "max_output_tokens",
+        ];
+        self.sql(|c| {
+            let mut stmt =
+                c.prepare_cached(&select(COLUMNS, "trials", "WHERE run_id = ?1 ORDER BY idx"))?;
+            stmt.query_map([run_id], |r| {
+                Ok(TrialRow {
+                    idx: r.get(at!(COLUMNS, "idx"))?,
+                    task: r.get(at!(COLUMNS, "task"))?,
+                    arm: r.get(at!(COLUMNS, "arm"))?,
+                    repetition: r.get(at!(COLUMNS, "repetition"))?,
+                    reserve_micros: to_u64(r.get(at!(COLUMNS, "reserve_micros"))?),
+                    input_token_bound: to_u64(r.get(at!(COLUMNS, "input_token_bound"))?),
+                    max_output_tokens: to_u64(r.get(at!(COLUMNS, "max_output_tokens"))?),
+                })
+            })?
+            .collect()
         })
-        .map_err(self.sql())?
-        .collect::<Result<_, _>>()
-        .map_err(self.sql())
     }
 
-    const ATTEMPT_COLUMNS: &'static str = "id, trial_idx, seq, retry_of, retry_reason, state, outcome, reasons, details, reserved_micros, reserved_tokens, spent_micros, input_tokens, output_tokens, request_sha256, http_status, provider_request_id, model_reported, system_fingerprint, response_sha256, answer_sha256, latency_ms, error, planned_at_ms, dispatched_at_ms, finished_at_ms";
-
-    /// How many columns `ATTEMPT_COLUMNS` names (`attempt_from` reads 0..this).
-    const ATTEMPT_COLUMN_COUNT: usize = 26;
-
-    fn attempt_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<AttemptRow> {
-        let reasons: String = r.get(7)?;
-        let details: String = r.get(8)?;
+    fn attempt_from(r: &Row<'_>) -> rusqlite::Result<AttemptRow> {
+        let reasons: String = r.get(at!(ATTEMPT_COLUMNS, "reasons"))?;
+        let details: String = r.get(at!(ATTEMPT_COLUMNS, "details"))?;
+        let u64_opt = |idx: usize| -> rusqlite::Result<Option<u64>> {
+            Ok(r.get::<_, Option<i64>>(idx)?.map(to_u64))
+        };
         Ok(AttemptRow {
-            id: r.get(0)?,
-            trial_idx: r.get(1)?,
-            seq: r.get(2)?,
-            retry_of: r.get(3)?,
-            retry_reason: r.get(4)?,
-            state: AttemptState::parse(&r.get::<_, String>(5)?),
-            outcome: r.get(6)?,
+            id: r.get(at!(ATTEMPT_COLUMNS, "id"))?,
+            trial_idx: r.get(at!(ATTEMPT_COLUMNS, "trial_idx"))?,
+            seq: r.get(at!(ATTEMPT_COLUMNS, "seq"))?,
+            retry_of: r.get(at!(ATTEMPT_COLUMNS, "retry_of"))?,
+            retry_reason: r.get(at!(ATTEMPT_COLUMNS, "retry_reason"))?,
+            state: parsed(r, at!(ATTEMPT_COLUMNS, "state"))?,
+            outcome: parsed_opt(r, at!(ATTEMPT_COLUMNS, "outcome"))?,
             reasons: serde_json::from_str(&reasons).unwrap_or_default(),
             details: serde_json::from_str(&details).unwrap_or(serde_json::Value::Null),
-            reserved_micros: to_u64(r.get(9)?),
-            reserved_tokens: to_u64(r.get(10)?),
-            spent_micros: r.get::<_, Option<i64>>(11)?.map(to_u64),
-            input_tokens: r.get::<_, Option<i64>>(12)?.map(to_u64),
-            output_tokens: r.get::<_, Option<i64>>(13)?.map(to_u64),
-            request_sha256: r.get(14)?,
+            reserved_micros: to_u64(r.get(at!(ATTEMPT_COLUMNS, "reserved_micros"))?),
+            reserved_tokens: to_u64(r.get(at!(ATTEMPT_COLUMNS, "reserved_tokens"))?),
+            spent_micros: u64_opt(at!(ATTEMPT_COLUMNS, "spent_micros"))?,
+            input_tokens: u64_opt(at!(ATTEMPT_COLUMNS, "input_tokens"))?,
+            output_tokens: u64_opt(at!(ATTEMPT_COLUMNS, "output_tokens"))?,
+            request_sha256: r.get(at!(ATTEMPT_COLUMNS, "request_sha256"))?,
             http_status: r
-                .get::<_, Option<i64>>(15)?
+                .get::<_, Option<i64>>(at!(ATTEMPT_COLUMNS, "http_status"))?
                 .and_then(|v| u16::try_from(v).ok()),
-            provider_request_id: r.get(16)?,
-            model_reported: r.get(17)?,
-            system_fingerprint: r.get(18)?,
-            response_sha256: r.get(19)?,
-            answer_sha256: r.get(20)?,
-            latency_ms: r.get::<_, Option<i64>>(21)?.map(to_u64),
-            error: r.get(22)?,
-            planned_at_ms: r.get(23)?,
-            dispatched_at_ms: r.get(24)?,
-            finished_at_ms: r.get(25)?,
+            provider_request_id: r.get(at!(ATTEMPT_COLUMNS, "provider_request_id"))?,
+            model_reported: r.get(at!(ATTEMPT_COLUMNS, "model_reported"))?,
+            system_fingerprint: r.get(at!(ATTEMPT_COLUMNS, "system_fingerprint"))?,
+            response_sha256: r.get(at!(ATTEMPT_COLUMNS, "response_sha256"))?,
+            answer_sha256: r.get(at!(ATTEMPT_COLUMNS, "answer_sha256"))?,
+            latency_ms: u64_opt(at!(ATTEMPT_COLUMNS, "latency_ms"))?,
+            error: r.get(at!(ATTEMPT_COLUMNS, "error"))?,
+            planned_at_ms: r.get(at!(ATTEMPT_COLUMNS, "planned_at_ms"))?,
+            dispatched_at_ms: r.get(at!(ATTEMPT_COLUMNS, "dispatched_at_ms"))?,
+            finished_at_ms: r.get(at!(ATTEMPT_COLUMNS, "finished_at_ms"))?,
         })
     }
 
     /// Every attempt of a run, by trial and sequence.
     pub fn attempts(&self, run_id: &str) -> Result<Vec<AttemptRow>, JournalError> {
-        let mut stmt = self
-            .conn
-            .prepare(&format!(
-                "SELECT {} FROM attempts WHERE run_id = ?1 ORDER BY trial_idx, seq",
-                Self::ATTEMPT_COLUMNS
-            ))
-            .map_err(self.sql())?;
-        stmt.query_map([run_id], Self::attempt_from)
-            .map_err(self.sql())?
-            .collect::<Result<_, _>>()
-            .map_err(self.sql())
+        self.sql(|c| {
+            let mut stmt = c.prepare_cached(&select(
+                ATTEMPT_COLUMNS,
+                "attempts",
+                "WHERE run_id = ?1 ORDER BY trial_idx, seq",
+            ))?;
+            stmt.query_map([run_id], Self::attempt_from)?.collect()
+        })
     }
 
-    /// One attempt by id.
+    /// One attempt by id, with its run's id.
     pub fn attempt(&self, id: &str) -> Result<Option<(String, AttemptRow)>, JournalError> {
-        self.conn
-            .query_row(
-                &format!(
-                    "SELECT {}, run_id FROM attempts WHERE id = ?1",
-                    Self::ATTEMPT_COLUMNS
-                ),
-                [id],
-                // run_id comes after the attempt's columns, so attempt_from reads the row as is.
-                |r| Ok((r.get(Self::ATTEMPT_COLUMN_COUNT)?, Self::attempt_from(r)?)),
-            )
-            .optional()
-            .map_err(self.sql())
+        self.sql(|c| {
+            c.prepare_cached(&select(ATTEMPT_COLUMNS, "attempts", "WHERE id = ?1"))?
+                .query_row([id], |r| {
+                    Ok((
+                        r.get(at!(ATTEMPT_COLUMNS, "run_id"))?,
+                        Self::attempt_from(r)?,
+                    ))
+                })
+                .optional()
+        })
     }
 
     /// The ledger's raw sums for a run.
     pub fn ledger_totals(&self, run_id: &str) -> Result<LedgerTotals, JournalError> {
-        let sum = |kind: &str, col: &str| -> Result<u64, JournalError> {
-            self.conn
-                .query_row(
-                    &format!(
-                        "SELECT COALESCE(SUM({col}), 0) FROM ledger WHERE run_id = ?1 AND kind = ?2"
-                    ),
-                    params![run_id, kind],
-                    |r| r.get::<_, i64>(0),
-                )
-                .map(to_u64)
-                .map_err(self.sql())
-        };
-        Ok(LedgerTotals {
-            reserve_micros: sum("reserve", "micros")?,
-            release_micros: sum("release", "micros")?,
-            spend_micros: sum("spend", "micros")?,
-            reserve_tokens: sum("reserve", "tokens")?,
-            release_tokens: sum("release", "tokens")?,
-            spend_tokens: sum("spend", "tokens")?,
+        self.sql(|c| {
+            c.prepare_cached(
+                "SELECT COALESCE(SUM(CASE WHEN kind = ?2 THEN micros END), 0),
+                        COALESCE(SUM(CASE WHEN kind = ?3 THEN micros END), 0),
+                        COALESCE(SUM(CASE WHEN kind = ?4 THEN micros END), 0),
+                        COALESCE(SUM(CASE WHEN kind = ?2 THEN tokens END), 0),
+                        COALESCE(SUM(CASE WHEN kind = ?3 THEN tokens END), 0),
+                        COALESCE(SUM(CASE WHEN kind = ?4 THEN tokens END), 0)
+                 FROM ledger WHERE run_id = ?1",
+            )?
+            .query_row(
+                params![
+                    run_id,
+                    LedgerKind::Reserve.as_str(),
+                    LedgerKind::Release.as_str(),
+                    LedgerKind::Spend.as_str()
+                ],
+                |r| {
+                    Ok(LedgerTotals {
+                        reserve_micros: to_u64(r.get(0)?),
+                        release_micros: to_u64(r.get(1)?),
+                        spend_micros: to_u64(r.get(2)?),
+                        reserve_tokens: to_u64(r.get(3)?),
+                        release_tokens: to_u64(r.get(4)?),
+                        spend_tokens: to_u64(r.get(5)?),
+                    })
+                },
+            )
         })
     }
 
@@ -681,20 +822,26 @@ impl Journal {
         })
     }
 
-    /// A new attempt id, `<12 hex of run>-<trial>-<seq>-<12 hex random>`: readable, and unique
-    /// beyond this journal (the same manifest in two state directories, or a copied journal,
-    /// never sends the same `x-skilltrial-attempt`), which provider-side idempotency relies on.
-    /// The random part comes from SQLite's `randomblob`, seeded from the OS.
-    fn new_attempt_id(
+    /// The next attempt of a trial: its id and sequence number. The id is
+    /// `<12 hex of run>-<trial>-<seq>-<12 hex random>`: readable, and unique beyond this journal
+    /// (the same manifest in two state directories, or a copied journal, never sends the same
+    /// `x-skilltrial-attempt`), which provider-side idempotency relies on. The random part comes
+    /// from SQLite's `randomblob`, seeded from the OS. Call it in the transaction that inserts
+    /// the attempt, so that the sequence number cannot be taken twice.
+    fn next_attempt_id(
         tx: &Transaction<'_>,
         run_id: &str,
         trial_idx: u32,
-        seq: u32,
-    ) -> rusqlite::Result<String> {
-        let nonce: String = tx.query_row("SELECT lower(hex(randomblob(6)))", [], |r| r.get(0))?;
-        Ok(format!(
-            "{}-{trial_idx:03}-{seq}-{nonce}",
-            &run_id[..12.min(run_id.len())]
+    ) -> rusqlite::Result<(String, u32)> {
+        let (seq, nonce): (u32, String) = tx
+            .prepare_cached(
+                "SELECT COALESCE(MAX(seq), 0) + 1, lower(hex(randomblob(6)))
+                 FROM attempts WHERE run_id = ?1 AND trial_idx = ?2",
+            )?
+            .query_row(params![run_id, trial_idx], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok((
+            format!("{}-{trial_idx:03}-{seq}-{nonce}", short_id(run_id)),
+            seq,
         ))
     }
 
@@ -702,15 +849,23 @@ impl Journal {
         tx: &Transaction<'_>,
         run_id: &str,
         attempt: &str,
-        kind: &str,
+        kind: LedgerKind,
         micros: u64,
         tokens: u64,
         note: &str,
     ) -> rusqlite::Result<()> {
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO ledger (run_id, attempt_id, kind, micros, tokens, at_ms, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![run_id, attempt, kind, to_i64(micros), to_i64(tokens), now_ms(), note],
-        )?;
+        )?
+        .execute(params![
+            run_id,
+            attempt,
+            kind.as_str(),
+            to_i64(micros),
+            to_i64(tokens),
+            now_ms(),
+            note
+        ])?;
         Ok(())
     }
 
@@ -723,46 +878,53 @@ impl Journal {
         reserve_tokens: u64,
         retry: Option<(&str, &str)>,
     ) -> Result<String, JournalError> {
-        let path = self.path.clone();
-        let sql = |source| JournalError::Sql {
-            path: path.clone(),
-            source,
-        };
-        let tx = self.conn.transaction().map_err(sql)?;
-        let seq: u32 = tx
-            .query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts WHERE run_id = ?1 AND trial_idx = ?2", params![run_id, trial_idx], |r| r.get(0))
-            .map_err(sql)?;
-        let id = Self::new_attempt_id(&tx, run_id, trial_idx, seq).map_err(sql)?;
-        tx.execute(
-            "INSERT INTO attempts (id, run_id, trial_idx, seq, retry_of, retry_reason, state, reserved_micros, reserved_tokens, planned_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'planned', ?7, ?8, ?9)",
-            params![id, run_id, trial_idx, seq, retry.map(|r| r.0), retry.map(|r| r.1), to_i64(reserve.0), to_i64(reserve_tokens), now_ms()],
-        )
-        .map_err(sql)?;
-        Self::ledger(
-            &tx,
-            run_id,
-            &id,
-            "reserve",
-            reserve.0,
-            reserve_tokens,
-            "upper cost reserved before dispatch",
-        )
-        .map_err(sql)?;
-        tx.commit().map_err(sql)?;
-        Ok(id)
+        self.write(|tx| {
+            let (id, seq) = Self::next_attempt_id(tx, run_id, trial_idx)?;
+            tx.prepare_cached(
+                "INSERT INTO attempts (id, run_id, trial_idx, seq, retry_of, retry_reason, state, reserved_micros, reserved_tokens, planned_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )?
+            .execute(params![
+                id,
+                run_id,
+                trial_idx,
+                seq,
+                retry.map(|r| r.0),
+                retry.map(|r| r.1),
+                AttemptState::Planned.as_str(),
+                to_i64(reserve.0),
+                to_i64(reserve_tokens),
+                now_ms()
+            ])?;
+            Self::ledger(
+                tx,
+                run_id,
+                &id,
+                LedgerKind::Reserve,
+                reserve.0,
+                reserve_tokens,
+                "upper cost reserved before dispatch",
+            )?;
+            Ok(id)
+        })
     }
 
     /// Marks an attempt dispatched. MUST return before the request is sent: once committed, a
-    /// crash leaves an `unknown` attempt behind, never a forgotten request.
+    /// crash leaves an `unknown` attempt behind, never a forgotten request. One statement, so
+    /// it commits (durably) by itself.
     pub fn mark_dispatched(&self, attempt: &str, request_sha256: &str) -> Result<(), JournalError> {
-        let n = self
-            .conn
-            .execute(
-                "UPDATE attempts SET state = 'dispatched', request_sha256 = ?2, dispatched_at_ms = ?3 WHERE id = ?1 AND state = 'planned'",
-                params![attempt, request_sha256, now_ms()],
-            )
-            .map_err(self.sql())?;
+        let n = self.sql(|c| {
+            c.prepare_cached(
+                "UPDATE attempts SET state = ?4, request_sha256 = ?2, dispatched_at_ms = ?3 WHERE id = ?1 AND state = ?5",
+            )?
+            .execute(params![
+                attempt,
+                request_sha256,
+                now_ms(),
+                AttemptState::Dispatched.as_str(),
+                AttemptState::Planned.as_str()
+            ])
+        })?;
         if n == 1 {
             Ok(())
         } else {
@@ -773,29 +935,26 @@ impl Journal {
     }
 
     fn run_of(tx: &Transaction<'_>, attempt: &str) -> rusqlite::Result<(String, u64, u64)> {
-        tx.query_row(
+        tx.prepare_cached(
             "SELECT run_id, reserved_micros, reserved_tokens FROM attempts WHERE id = ?1",
-            [attempt],
-            |r| Ok((r.get(0)?, to_u64(r.get(1)?), to_u64(r.get(2)?))),
-        )
+        )?
+        .query_row([attempt], |r| {
+            Ok((r.get(0)?, to_u64(r.get(1)?), to_u64(r.get(2)?)))
+        })
     }
 
     /// A model result: usage and fingerprint recorded, reserve released, usage spent.
     pub fn record_result(&mut self, attempt: &str, call: &CallRecord) -> Result<(), JournalError> {
-        let path = self.path.clone();
-        let sql = |source| JournalError::Sql {
-            path: path.clone(),
-            source,
-        };
-        let tx = self.conn.transaction().map_err(sql)?;
-        let (run_id, reserved, reserved_tokens) = Self::run_of(&tx, attempt).map_err(sql)?;
-        let n = tx
-            .execute(
-                "UPDATE attempts SET state = 'result', spent_micros = ?2, input_tokens = ?3, output_tokens = ?4, http_status = ?5,
-                    provider_request_id = ?6, model_reported = ?7, system_fingerprint = ?8, response_sha256 = ?9, answer_sha256 = ?10,
-                    latency_ms = ?11, finished_at_ms = ?12
-                 WHERE id = ?1 AND state = 'dispatched'",
-                params![
+        self.write(|tx| {
+            let (run_id, reserved, reserved_tokens) = Self::run_of(tx, attempt)?;
+            let n = tx
+                .prepare_cached(
+                    "UPDATE attempts SET state = ?13, spent_micros = ?2, input_tokens = ?3, output_tokens = ?4, http_status = ?5,
+                        provider_request_id = ?6, model_reported = ?7, system_fingerprint = ?8, response_sha256 = ?9, answer_sha256 = ?10,
+                        latency_ms = ?11, finished_at_ms = ?12
+                     WHERE id = ?1 AND state = ?14",
+                )?
+                .execute(params![
                     attempt,
                     to_i64(call.spent.0),
                     call.input_tokens.map(to_i64),
@@ -807,41 +966,39 @@ impl Journal {
                     call.response_sha256,
                     call.answer_sha256,
                     to_i64(call.latency_ms),
-                    now_ms()
-                ],
-            )
-            .map_err(sql)?;
-        if n != 1 {
-            return Err(JournalError::State(format!(
-                "attempt {attempt} is not dispatched"
-            )));
-        }
-        // Usage the provider did not report counts as the whole token reservation, never zero.
-        let used = match (call.input_tokens, call.output_tokens) {
-            (Some(i), Some(o)) => i.saturating_add(o),
-            _ => reserved_tokens,
-        };
-        Self::ledger(
-            &tx,
-            &run_id,
-            attempt,
-            "release",
-            reserved,
-            reserved_tokens,
-            "result received",
-        )
-        .map_err(sql)?;
-        Self::ledger(
-            &tx,
-            &run_id,
-            attempt,
-            "spend",
-            call.spent.0,
-            used,
-            "usage at cost",
-        )
-        .map_err(sql)?;
-        tx.commit().map_err(sql)
+                    now_ms(),
+                    AttemptState::Result.as_str(),
+                    AttemptState::Dispatched.as_str()
+                ])?;
+            if n != 1 {
+                return Err(refuse(format!("attempt {attempt} is not dispatched")));
+            }
+            // Usage the provider did not report counts as the whole token reservation, never
+            // zero.
+            let used = match (call.input_tokens, call.output_tokens) {
+                (Some(i), Some(o)) => i.saturating_add(o),
+                _ => reserved_tokens,
+            };
+            Self::ledger(
+                tx,
+                &run_id,
+                attempt,
+                LedgerKind::Release,
+                reserved,
+                reserved_tokens,
+                "result received",
+            )?;
+            Self::ledger(
+                tx,
+                &run_id,
+                attempt,
+                LedgerKind::Spend,
+                call.spent.0,
+                used,
+                "usage at cost",
+            )?;
+            Ok(())
+        })
     }
 
     /// Closes an attempt with an outcome that has no model result (infrastructure error before the
@@ -849,35 +1006,39 @@ impl Journal {
     pub fn close_without_result(
         &mut self,
         attempt: &str,
-        outcome: &str,
+        outcome: Outcome,
         reasons: &[&str],
         call: &CallRecord,
     ) -> Result<(), JournalError> {
-        let path = self.path.clone();
-        let sql = |source| JournalError::Sql {
-            path: path.clone(),
-            source,
-        };
-        let tx = self.conn.transaction().map_err(sql)?;
-        let (run_id, reserved, reserved_tokens) = Self::run_of(&tx, attempt).map_err(sql)?;
         let reasons_json = serde_json::to_string(reasons).unwrap_or_else(|_| "[]".to_owned());
-        tx.execute(
-            "UPDATE attempts SET state = 'closed', outcome = ?2, reasons = ?3, spent_micros = 0, http_status = ?4, provider_request_id = ?5,
-                error = ?6, latency_ms = ?7, finished_at_ms = ?8 WHERE id = ?1",
-            params![attempt, outcome, reasons_json, call.http_status, call.provider_request_id, call.error, to_i64(call.latency_ms), now_ms()],
-        )
-        .map_err(sql)?;
-        Self::ledger(
-            &tx,
-            &run_id,
-            attempt,
-            "release",
-            reserved,
-            reserved_tokens,
-            outcome,
-        )
-        .map_err(sql)?;
-        tx.commit().map_err(sql)
+        self.write(|tx| {
+            let (run_id, reserved, reserved_tokens) = Self::run_of(tx, attempt)?;
+            tx.prepare_cached(
+                "UPDATE attempts SET state = ?9, outcome = ?2, reasons = ?3, spent_micros = 0, http_status = ?4, provider_request_id = ?5,
+                    error = ?6, latency_ms = ?7, finished_at_ms = ?8 WHERE id = ?1",
+            )?
+            .execute(params![
+                attempt,
+                outcome.as_str(),
+                reasons_json,
+                call.http_status,
+                call.provider_request_id,
+                call.error,
+                to_i64(call.latency_ms),
+                now_ms(),
+                AttemptState::Closed.as_str()
+            ])?;
+            Self::ledger(
+                tx,
+                &run_id,
+                attempt,
+                LedgerKind::Release,
+                reserved,
+                reserved_tokens,
+                outcome.as_str(),
+            )?;
+            Ok(())
+        })
     }
 
     /// Dispatched, then no answer: `unknown`. The reserve stays held until the user decides.
@@ -887,13 +1048,22 @@ impl Journal {
         error: &str,
         latency_ms: Option<u64>,
     ) -> Result<(), JournalError> {
-        self.conn
-            .execute(
-                "UPDATE attempts SET state = 'unknown', outcome = 'unknown', reasons = '[\"no_answer\"]', error = ?2, latency_ms = ?3, finished_at_ms = ?4
-                 WHERE id = ?1 AND state IN ('dispatched', 'planned')",
-                params![attempt, error, latency_ms.map(to_i64), now_ms()],
-            )
-            .map_err(self.sql())?;
+        self.sql(|c| {
+            c.prepare_cached(
+                "UPDATE attempts SET state = ?5, outcome = ?6, reasons = '[\"no_answer\"]', error = ?2, latency_ms = ?3, finished_at_ms = ?4
+                 WHERE id = ?1 AND state IN (?7, ?8)",
+            )?
+            .execute(params![
+                attempt,
+                error,
+                latency_ms.map(to_i64),
+                now_ms(),
+                AttemptState::Unknown.as_str(),
+                Outcome::Unknown.as_str(),
+                AttemptState::Dispatched.as_str(),
+                AttemptState::Planned.as_str()
+            ])
+        })?;
         Ok(())
     }
 
@@ -902,28 +1072,29 @@ impl Journal {
         &mut self,
         run_id: &str,
         trial_idx: u32,
-        reason: &str,
+        reason: NotRunReason,
         message: &str,
     ) -> Result<String, JournalError> {
-        let path = self.path.clone();
-        let sql = |source| JournalError::Sql {
-            path: path.clone(),
-            source,
-        };
-        let tx = self.conn.transaction().map_err(sql)?;
-        let seq: u32 = tx
-            .query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts WHERE run_id = ?1 AND trial_idx = ?2", params![run_id, trial_idx], |r| r.get(0))
-            .map_err(sql)?;
-        let id = Self::new_attempt_id(&tx, run_id, trial_idx, seq).map_err(sql)?;
-        let reasons = serde_json::to_string(&[reason]).unwrap_or_default();
-        tx.execute(
-            "INSERT INTO attempts (id, run_id, trial_idx, seq, state, outcome, reasons, error, spent_micros, planned_at_ms, finished_at_ms)
-             VALUES (?1, ?2, ?3, ?4, 'closed', 'not_run', ?5, ?6, 0, ?7, ?7)",
-            params![id, run_id, trial_idx, seq, reasons, message, now_ms()],
-        )
-        .map_err(sql)?;
-        tx.commit().map_err(sql)?;
-        Ok(id)
+        let reasons = serde_json::to_string(&[reason.as_str()]).unwrap_or_default();
+        self.write(|tx| {
+            let (id, seq) = Self::next_attempt_id(tx, run_id, trial_idx)?;
+            tx.prepare_cached(
+                "INSERT INTO attempts (id, run_id, trial_idx, seq, state, outcome, reasons, error, spent_micros, planned_at_ms, finished_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?8, ?9, ?5, ?6, 0, ?7, ?7)",
+            )?
+            .execute(params![
+                id,
+                run_id,
+                trial_idx,
+                seq,
+                reasons,
+                message,
+                now_ms(),
+                AttemptState::Closed.as_str(),
+                Outcome::NotRun.as_str()
+            ])?;
+            Ok(id)
+        })
     }
 
     /// Closes a planned attempt (a user's retry the run can no longer send) as `not_run` with
@@ -932,42 +1103,42 @@ impl Journal {
     pub fn close_planned_not_run(
         &mut self,
         attempt: &str,
-        reason: &str,
+        reason: NotRunReason,
         message: &str,
     ) -> Result<(), JournalError> {
-        let path = self.path.clone();
-        let sql = |source| JournalError::Sql {
-            path: path.clone(),
-            source,
-        };
-        let tx = self.conn.transaction().map_err(sql)?;
-        let (run_id, reserved, reserved_tokens) = Self::run_of(&tx, attempt).map_err(sql)?;
-        let reasons = serde_json::to_string(&[reason]).unwrap_or_default();
-        let n = tx
-            .execute(
-                "UPDATE attempts SET state = 'closed', outcome = 'not_run', reasons = ?2, error = ?3, spent_micros = 0, finished_at_ms = ?4
-                 WHERE id = ?1 AND state = 'planned'",
-                params![attempt, reasons, message, now_ms()],
-            )
-            .map_err(sql)?;
-        if n != 1 {
-            return Err(JournalError::State(format!(
-                "attempt {attempt} is not planned"
-            )));
-        }
-        if reserved > 0 || reserved_tokens > 0 {
-            Self::ledger(
-                &tx,
-                &run_id,
-                attempt,
-                "release",
-                reserved,
-                reserved_tokens,
-                "planned, not sent",
-            )
-            .map_err(sql)?;
-        }
-        tx.commit().map_err(sql)
+        let reasons = serde_json::to_string(&[reason.as_str()]).unwrap_or_default();
+        self.write(|tx| {
+            let (run_id, reserved, reserved_tokens) = Self::run_of(tx, attempt)?;
+            let n = tx
+                .prepare_cached(
+                    "UPDATE attempts SET state = ?5, outcome = ?6, reasons = ?2, error = ?3, spent_micros = 0, finished_at_ms = ?4
+                     WHERE id = ?1 AND state = ?7",
+                )?
+                .execute(params![
+                    attempt,
+                    reasons,
+                    message,
+                    now_ms(),
+                    AttemptState::Closed.as_str(),
+                    Outcome::NotRun.as_str(),
+                    AttemptState::Planned.as_str()
+                ])?;
+            if n != 1 {
+                return Err(refuse(format!("attempt {attempt} is not planned")));
+            }
+            if reserved > 0 || reserved_tokens > 0 {
+                Self::ledger(
+                    tx,
+                    &run_id,
+                    attempt,
+                    LedgerKind::Release,
+                    reserved,
+                    reserved_tokens,
+                    "planned, not sent",
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// Records a checker verdict for an attempt (the first check, or a recheck).
@@ -976,22 +1147,33 @@ impl Journal {
         attempt: &str,
         verdict: &skilltrial_core::checker::Verdict,
     ) -> Result<(), JournalError> {
-        let path = self.path.clone();
-        let sql = |source| JournalError::Sql {
-            path: path.clone(),
-            source,
-        };
         let reasons = serde_json::to_string(&verdict.reasons).unwrap_or_else(|_| "[]".to_owned());
         let details = serde_json::to_string(&verdict.details).unwrap_or_else(|_| "[]".to_owned());
-        let tx = self.conn.transaction().map_err(sql)?;
-        tx.execute(
-            "INSERT INTO checks (attempt_id, checker_version, checker_source_sha256, outcome, reasons, details, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![attempt, skilltrial_core::checker::CHECKER_VERSION, skilltrial_core::checker::source_sha256(), verdict.outcome.as_str(), reasons, details, now_ms()],
-        )
-        .map_err(sql)?;
-        tx.execute("UPDATE attempts SET outcome = ?2, reasons = ?3, details = ?4 WHERE id = ?1 AND state = 'result'", params![attempt, verdict.outcome.as_str(), reasons, details])
-            .map_err(sql)?;
-        tx.commit().map_err(sql)
+        self.write(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO checks (attempt_id, checker_version, checker_source_sha256, outcome, reasons, details, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                attempt,
+                skilltrial_core::checker::CHECKER_VERSION,
+                skilltrial_core::checker::source_sha256(),
+                verdict.outcome.as_str(),
+                reasons,
+                details,
+                now_ms()
+            ])?;
+            tx.prepare_cached(
+                "UPDATE attempts SET outcome = ?2, reasons = ?3, details = ?4 WHERE id = ?1 AND state = ?5",
+            )?
+            .execute(params![
+                attempt,
+                verdict.outcome.as_str(),
+                reasons,
+                details,
+                AttemptState::Result.as_str()
+            ])?;
+            Ok(())
+        })
     }
 
     /// After a crash: every attempt of the run still `dispatched` becomes `unknown`, keeping its
@@ -999,51 +1181,81 @@ impl Journal {
     /// released and it stays planned, to be reserved again and sent by the run. Returns the
     /// attempts that became unknown.
     pub fn recover(&mut self, run_id: &str) -> Result<Vec<String>, JournalError> {
-        let path = self.path.clone();
-        let sql = |source| JournalError::Sql {
-            path: path.clone(),
-            source,
-        };
-        let tx = self.conn.transaction().map_err(sql)?;
-        let rows: Vec<(String, String)> = {
-            let mut stmt = tx
-                .prepare("SELECT id, state FROM attempts WHERE run_id = ?1 AND state IN ('dispatched', 'planned') ORDER BY trial_idx, seq")
-                .map_err(sql)?;
-            let rows = stmt
-                .query_map([run_id], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-                })
-                .map_err(sql)?;
-            rows.collect::<Result<Vec<_>, _>>().map_err(sql)?
-        };
-        let mut unknown = Vec::new();
-        for (id, state) in rows {
-            if state == "planned" {
-                let (run, reserved, tokens) = Self::run_of(&tx, &id).map_err(sql)?;
-                if reserved > 0 || tokens > 0 {
-                    Self::ledger(
-                        &tx,
-                        &run,
-                        &id,
-                        "release",
-                        reserved,
-                        tokens,
-                        "planned, not dispatched before the stop",
-                    )
-                    .map_err(sql)?;
-                    tx.execute("UPDATE attempts SET reserved_micros = 0, reserved_tokens = 0 WHERE id = ?1", [&id]).map_err(sql)?;
+        self.write(|tx| {
+            let rows: Vec<(String, AttemptState)> = {
+                let mut stmt = tx.prepare_cached(
+                    "SELECT id, state FROM attempts WHERE run_id = ?1 AND state IN (?2, ?3) ORDER BY trial_idx, seq",
+                )?;
+                stmt.query_map(
+                    params![
+                        run_id,
+                        AttemptState::Dispatched.as_str(),
+                        AttemptState::Planned.as_str()
+                    ],
+                    |r| Ok((r.get(0)?, parsed(r, 1)?)),
+                )?
+                .collect::<Result<_, _>>()?
+            };
+            let mut unknown = Vec::new();
+            for (id, state) in rows {
+                if state == AttemptState::Planned {
+                    let (run, reserved, tokens) = Self::run_of(tx, &id)?;
+                    if reserved > 0 || tokens > 0 {
+                        Self::ledger(
+                            tx,
+                            &run,
+                            &id,
+                            LedgerKind::Release,
+                            reserved,
+                            tokens,
+                            "planned, not dispatched before the stop",
+                        )?;
+                        tx.prepare_cached(
+                            "UPDATE attempts SET reserved_micros = 0, reserved_tokens = 0 WHERE id = ?1",
+                        )?
+                        .execute([&id])?;
+                    }
+                } else {
+                    tx.prepare_cached(
+                        "UPDATE attempts SET state = ?3, outcome = ?4, reasons = '[\"restart\"]', error = 'the runner stopped while this request was in flight', finished_at_ms = ?2 WHERE id = ?1",
+                    )?
+                    .execute(params![
+                        id,
+                        now_ms(),
+                        AttemptState::Unknown.as_str(),
+                        Outcome::Unknown.as_str()
+                    ])?;
+                    unknown.push(id);
                 }
-            } else {
-                tx.execute(
-                    "UPDATE attempts SET state = 'unknown', outcome = 'unknown', reasons = '[\"restart\"]', error = 'the runner stopped while this request was in flight', finished_at_ms = ?2 WHERE id = ?1",
-                    params![id, now_ms()],
-                )
-                .map_err(sql)?;
-                unknown.push(id);
             }
-        }
-        tx.commit().map_err(sql)?;
-        Ok(unknown)
+            Ok(unknown)
+        })
+    }
+
+    /// Inserts a user's retry of `attempt` (no reserve until the run dispatches it); returns the
+    /// new attempt's id.
+    fn plan_retry(
+        tx: &Transaction<'_>,
+        run_id: &str,
+        trial_idx: u32,
+        attempt: &str,
+        reason: &str,
+    ) -> rusqlite::Result<String> {
+        let (id, seq) = Self::next_attempt_id(tx, run_id, trial_idx)?;
+        tx.prepare_cached(
+            "INSERT INTO attempts (id, run_id, trial_idx, seq, retry_of, retry_reason, state, planned_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?
+        .execute(params![
+            id,
+            run_id,
+            trial_idx,
+            seq,
+            attempt,
+            reason,
+            AttemptState::Planned.as_str(),
+            now_ms()
+        ])?;
+        Ok(id)
     }
 
     /// The user's decision on an `unknown` attempt. `Release` closes it as `interrupted` with its
@@ -1055,124 +1267,92 @@ impl Journal {
         attempt: &str,
         resolution: &Resolution,
     ) -> Result<Option<String>, JournalError> {
-        let path = self.path.clone();
-        let sql = |source| JournalError::Sql {
-            path: path.clone(),
-            source,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(sql)?;
-        let row: Option<(String, u32, String, u64, u64)> = tx
-            .query_row(
-                "SELECT run_id, trial_idx, state, reserved_micros, reserved_tokens FROM attempts WHERE id = ?1",
-                [attempt],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, to_u64(r.get(3)?), to_u64(r.get(4)?))),
-            )
-            .optional()
-            .map_err(sql)?;
-        let Some((run_id, trial_idx, state, reserved, reserved_tokens)) = row else {
-            return Err(JournalError::State(format!("no attempt `{attempt}`")));
-        };
-        if state == "closed"
-            && let Resolution::Retry { reason } = resolution
-        {
-            // An infrastructure error (nothing reached the model, its reserve already released)
-            // may be retried by hand, once it is its trial's latest attempt.
-            let (outcome, later): (Option<String>, u32) = tx
-                .query_row(
-                    "SELECT outcome, (SELECT COUNT(*) FROM attempts b WHERE b.run_id = a.run_id AND b.trial_idx = a.trial_idx AND b.seq > a.seq) FROM attempts a WHERE id = ?1",
-                    [attempt],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .map_err(sql)?;
-            if outcome.as_deref() == Some("infrastructure_error") {
-                if later > 0 {
-                    return Err(JournalError::State(format!(
-                        "attempt {attempt} is not its trial's latest attempt: retry the latest one"
-                    )));
+        self.write(|tx| {
+            let row: Option<(String, u32, AttemptState, u64, u64)> = tx
+                .prepare_cached(
+                    "SELECT run_id, trial_idx, state, reserved_micros, reserved_tokens FROM attempts WHERE id = ?1",
+                )?
+                .query_row([attempt], |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        parsed(r, 2)?,
+                        to_u64(r.get(3)?),
+                        to_u64(r.get(4)?),
+                    ))
+                })
+                .optional()?;
+            let Some((run_id, trial_idx, state, reserved, reserved_tokens)) = row else {
+                return Err(refuse(format!("no attempt `{attempt}`")));
+            };
+            if state == AttemptState::Closed
+                && let Resolution::Retry { reason } = resolution
+            {
+                // An infrastructure error (nothing reached the model, its reserve already
+                // released) may be retried by hand, once it is its trial's latest attempt.
+                let (outcome, later): (Option<Outcome>, u32) = tx
+                    .prepare_cached(
+                        "SELECT outcome, (SELECT COUNT(*) FROM attempts b WHERE b.run_id = a.run_id AND b.trial_idx = a.trial_idx AND b.seq > a.seq) FROM attempts a WHERE id = ?1",
+                    )?
+                    .query_row([attempt], |r| Ok((parsed_opt(r, 0)?, r.get(1)?)))?;
+                if outcome == Some(Outcome::InfrastructureError) {
+                    if later > 0 {
+                        return Err(refuse(format!(
+                            "attempt {attempt} is not its trial's latest attempt: retry the latest one"
+                        )));
+                    }
+                    let id = Self::plan_retry(tx, &run_id, trial_idx, attempt, reason)?;
+                    return Ok(Some(id));
                 }
-                let seq: u32 = tx
-                    .query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts WHERE run_id = ?1 AND trial_idx = ?2", params![run_id, trial_idx], |r| r.get(0))
-                    .map_err(sql)?;
-                let id = Self::new_attempt_id(&tx, &run_id, trial_idx, seq).map_err(sql)?;
-                tx.execute(
-                    "INSERT INTO attempts (id, run_id, trial_idx, seq, retry_of, retry_reason, state, planned_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'planned', ?7)",
-                    params![id, run_id, trial_idx, seq, attempt, reason, now_ms()],
-                )
-                .map_err(sql)?;
-                tx.commit().map_err(sql)?;
-                return Ok(Some(id));
             }
-        }
-        if state != "unknown" {
-            return Err(JournalError::State(format!(
-                "attempt {attempt} is {state}, not unknown: only unknown attempts are resolved (and infrastructure errors retried)"
-            )));
-        }
-        if matches!(resolution, Resolution::Retry { .. }) {
-            // A cancelled run never sends again: a retry planned now could only stay planned.
-            let (status, cancel): (String, i64) = tx
-                .query_row(
-                    "SELECT status, cancel_requested FROM runs WHERE id = ?1",
-                    [&run_id],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .map_err(sql)?;
-            if status == "cancelled" || cancel != 0 {
-                return Err(JournalError::State(format!(
-                    "attempt {attempt} belongs to run {}, which was cancelled: a retry would never be sent; use --release, or plan a new run",
-                    &run_id[..12.min(run_id.len())]
+            if state != AttemptState::Unknown {
+                return Err(refuse(format!(
+                    "attempt {attempt} is {state}, not unknown: only unknown attempts are resolved (and infrastructure errors retried)"
                 )));
             }
-        }
-        let note = match resolution {
-            Resolution::Release => "released by the user as spent".to_owned(),
-            Resolution::Retry { reason } => format!("retried by the user: {reason}"),
-        };
-        tx.execute(
-            "UPDATE attempts SET state = 'closed', outcome = 'interrupted', spent_micros = reserved_micros, error = COALESCE(error, '') || ' | ' || ?2 WHERE id = ?1",
-            params![attempt, note],
-        )
-        .map_err(sql)?;
-        Self::ledger(
-            &tx,
-            &run_id,
-            attempt,
-            "release",
-            reserved,
-            reserved_tokens,
-            &note,
-        )
-        .map_err(sql)?;
-        Self::ledger(
-            &tx,
-            &run_id,
-            attempt,
-            "spend",
-            reserved,
-            reserved_tokens,
-            &note,
-        )
-        .map_err(sql)?;
-        let new_attempt = match resolution {
-            Resolution::Release => None,
-            Resolution::Retry { reason } => {
-                let seq: u32 = tx
-                    .query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM attempts WHERE run_id = ?1 AND trial_idx = ?2", params![run_id, trial_idx], |r| r.get(0))
-                    .map_err(sql)?;
-                let id = Self::new_attempt_id(&tx, &run_id, trial_idx, seq).map_err(sql)?;
-                tx.execute(
-                    "INSERT INTO attempts (id, run_id, trial_idx, seq, retry_of, retry_reason, state, planned_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'planned', ?7)",
-                    params![id, run_id, trial_idx, seq, attempt, reason, now_ms()],
-                )
-                .map_err(sql)?;
-                Some(id)
+            if matches!(resolution, Resolution::Retry { .. }) {
+                // A cancelled run never sends again: a retry planned now could only stay planned.
+                let (status, cancel): (RunStatus, i64) = tx
+                    .prepare_cached("SELECT status, cancel_requested FROM runs WHERE id = ?1")?
+                    .query_row([&run_id], |r| Ok((parsed(r, 0)?, r.get(1)?)))?;
+                if status == RunStatus::Cancelled || cancel != 0 {
+                    return Err(refuse(format!(
+                        "attempt {attempt} belongs to run {}, which was cancelled: a retry would never be sent; use --release, or plan a new run",
+                        short_id(&run_id)
+                    )));
+                }
             }
-        };
-        tx.commit().map_err(sql)?;
-        Ok(new_attempt)
+            let note = match resolution {
+                Resolution::Release => "released by the user as spent".to_owned(),
+                Resolution::Retry { reason } => format!("retried by the user: {reason}"),
+            };
+            tx.prepare_cached(
+                "UPDATE attempts SET state = ?3, outcome = ?4, spent_micros = reserved_micros, error = COALESCE(error, '') || ' | ' || ?2 WHERE id = ?1",
+            )?
+            .execute(params![
+                attempt,
+                note,
+                AttemptState::Closed.as_str(),
+                Outcome::Interrupted.as_str()
+            ])?;
+            for kind in [LedgerKind::Release, LedgerKind::Spend] {
+                Self::ledger(
+                    tx,
+                    &run_id,
+                    attempt,
+                    kind,
+                    reserved,
+                    reserved_tokens,
+                    &note,
+                )?;
+            }
+            Ok(match resolution {
+                Resolution::Release => None,
+                Resolution::Retry { reason } => {
+                    Some(Self::plan_retry(tx, &run_id, trial_idx, attempt, reason)?)
+                }
+            })
+        })
     }
 
     /// Re-reserves a planned (retry) attempt right before dispatch.
@@ -1182,59 +1362,57 @@ impl Journal {
         reserve: MicroUsd,
         tokens: u64,
     ) -> Result<(), JournalError> {
-        let path = self.path.clone();
-        let sql = |source| JournalError::Sql {
-            path: path.clone(),
-            source,
-        };
-        let tx = self.conn.transaction().map_err(sql)?;
-        let (run_id, _, _) = Self::run_of(&tx, attempt).map_err(sql)?;
-        let updated = tx.execute("UPDATE attempts SET reserved_micros = ?2, reserved_tokens = ?3 WHERE id = ?1 AND state = 'planned' AND reserved_micros = 0 AND reserved_tokens = 0", params![attempt, to_i64(reserve.0), to_i64(tokens)])
-            .map_err(sql)?;
-        if updated != 1 {
-            return Err(JournalError::State(format!(
-                "attempt {attempt} is not a planned attempt without a reserve"
-            )));
-        }
-        Self::ledger(
-            &tx,
-            &run_id,
-            attempt,
-            "reserve",
-            reserve.0,
-            tokens,
-            "upper cost reserved before dispatch",
-        )
-        .map_err(sql)?;
-        tx.commit().map_err(sql)
+        self.write(|tx| {
+            let (run_id, _, _) = Self::run_of(tx, attempt)?;
+            let updated = tx
+                .prepare_cached(
+                    "UPDATE attempts SET reserved_micros = ?2, reserved_tokens = ?3 WHERE id = ?1 AND state = ?4 AND reserved_micros = 0 AND reserved_tokens = 0",
+                )?
+                .execute(params![
+                    attempt,
+                    to_i64(reserve.0),
+                    to_i64(tokens),
+                    AttemptState::Planned.as_str()
+                ])?;
+            if updated != 1 {
+                return Err(refuse(format!(
+                    "attempt {attempt} is not a planned attempt without a reserve"
+                )));
+            }
+            Self::ledger(
+                tx,
+                &run_id,
+                attempt,
+                LedgerKind::Reserve,
+                reserve.0,
+                tokens,
+                "upper cost reserved before dispatch",
+            )?;
+            Ok(())
+        })
     }
 
     /// The checkers (version, source hash) behind the current verdict of each attempt of a run.
     pub fn verdict_checkers(&self, run_id: &str) -> Result<Vec<(String, String)>, JournalError> {
-        let mut stmt = self
-            .conn
-            .prepare(
+        self.sql(|c| {
+            let mut stmt = c.prepare_cached(
                 "SELECT DISTINCT c.checker_version, c.checker_source_sha256 FROM checks c
                  JOIN attempts a ON a.id = c.attempt_id
                  WHERE a.run_id = ?1 AND c.id = (SELECT MAX(id) FROM checks WHERE attempt_id = a.id)
                  ORDER BY 1, 2",
-            )
-            .map_err(self.sql())?;
-        stmt.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))
-            .map_err(self.sql())?
-            .collect::<Result<_, _>>()
-            .map_err(self.sql())
+            )?;
+            stmt.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect()
+        })
     }
 
     /// Records the runner's own time spent on an attempt (the engine's measurement, model wait
     /// excluded). Idempotent: a repeated write keeps the last measurement.
     pub fn record_runner_time(&self, attempt: &str, runner_us: u64) -> Result<(), JournalError> {
-        self.conn
-            .execute(
-                "UPDATE attempts SET runner_us = ?2 WHERE id = ?1",
-                params![attempt, to_i64(runner_us)],
-            )
-            .map_err(self.sql())?;
+        self.sql(|c| {
+            c.prepare_cached("UPDATE attempts SET runner_us = ?2 WHERE id = ?1")?
+                .execute(params![attempt, to_i64(runner_us)])
+        })?;
         Ok(())
     }
 
@@ -1243,27 +1421,29 @@ impl Journal {
         &self,
         run_id: &str,
     ) -> Result<std::collections::BTreeMap<String, u64>, JournalError> {
-        let mut stmt = self
-            .conn
-            .prepare(
+        self.sql(|c| {
+            let mut stmt = c.prepare_cached(
                 "SELECT id, runner_us FROM attempts WHERE run_id = ?1 AND runner_us IS NOT NULL",
-            )
-            .map_err(self.sql())?;
-        stmt.query_map([run_id], |r| Ok((r.get(0)?, to_u64(r.get(1)?))))
-            .map_err(self.sql())?
-            .collect::<Result<_, _>>()
-            .map_err(self.sql())
+            )?;
+            stmt.query_map([run_id], |r| Ok((r.get(0)?, to_u64(r.get(1)?))))?
+                .collect()
+        })
     }
 
     /// Records a payload blob written to the payload store.
-    pub fn record_payload(&self, sha256: &str, kind: &str, bytes: u64) -> Result<(), JournalError> {
-        self.conn
-            .execute(
+    pub fn record_payload(
+        &self,
+        sha256: &str,
+        kind: PayloadKind,
+        bytes: u64,
+    ) -> Result<(), JournalError> {
+        self.sql(|c| {
+            c.prepare_cached(
                 "INSERT INTO payloads (sha256, kind, bytes, created_at_ms) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT(sha256) DO UPDATE SET created_at_ms = excluded.created_at_ms, purged_at_ms = NULL",
-                params![sha256, kind, to_i64(bytes), now_ms()],
-            )
-            .map_err(self.sql())?;
+            )?
+            .execute(params![sha256, kind.as_str(), to_i64(bytes), now_ms()])
+        })?;
         Ok(())
     }
 
@@ -1271,27 +1451,25 @@ impl Journal {
     pub fn payloads_before(
         &self,
         cutoff_ms: i64,
-    ) -> Result<Vec<(String, String, u64)>, JournalError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT sha256, kind, bytes FROM payloads WHERE created_at_ms < ?1 AND purged_at_ms IS NULL ORDER BY created_at_ms")
-            .map_err(self.sql())?;
-        stmt.query_map([cutoff_ms], |r| {
-            Ok((r.get(0)?, r.get(1)?, to_u64(r.get(2)?)))
+    ) -> Result<Vec<(String, PayloadKind, u64)>, JournalError> {
+        self.sql(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT sha256, kind, bytes FROM payloads WHERE created_at_ms < ?1 AND purged_at_ms IS NULL ORDER BY created_at_ms",
+            )?;
+            stmt
+                .query_map([cutoff_ms], |r| {
+                    Ok((r.get(0)?, parsed(r, 1)?, to_u64(r.get(2)?)))
+                })?
+                .collect()
         })
-        .map_err(self.sql())?
-        .collect::<Result<_, _>>()
-        .map_err(self.sql())
     }
 
     /// Marks a payload purged.
     pub fn mark_purged(&self, sha256: &str) -> Result<(), JournalError> {
-        self.conn
-            .execute(
-                "UPDATE payloads SET purged_at_ms = ?2 WHERE sha256 = ?1",
-                params![sha256, now_ms()],
-            )
-            .map_err(self.sql())?;
+        self.sql(|c| {
+            c.prepare_cached("UPDATE payloads SET purged_at_ms = ?2 WHERE sha256 = ?1")?
+                .execute(params![sha256, now_ms()])
+        })?;
         Ok(())
     }
 }
@@ -1299,7 +1477,8 @@ impl Journal {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use super::{Journal, JournalError, SCHEMA_VERSION};
+    use super::{Journal, JournalError, NotRunReason, SCHEMA_VERSION};
+    use skilltrial_core::outcome::Outcome;
 
     #[test]
     fn the_journal_is_wal_with_full_sync_and_foreign_keys() {
@@ -1350,7 +1529,7 @@ mod tests {
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
         assert_eq!(version, SCHEMA_VERSION);
-        let run = journal.run("abababababababab").unwrap().unwrap();
+        let run = journal.find_run("abababababababab").unwrap().unwrap();
         assert_eq!((run.run_limit_ms, run.executed_ms), (None, 0));
         let attempts = journal.attempts("abababababababab").unwrap();
         assert_eq!(
@@ -1390,11 +1569,11 @@ mod tests {
             .plan_attempt("r", 0, skilltrial_core::money::MicroUsd(70), 9, None)
             .unwrap();
         journal
-            .close_planned_not_run(&id, "not_run_budget", "no room")
+            .close_planned_not_run(&id, NotRunReason::Budget, "no room")
             .unwrap();
         let (_, row) = journal.attempt(&id).unwrap().unwrap();
         assert_eq!(row.state, super::AttemptState::Closed);
-        assert_eq!(row.outcome.as_deref(), Some("not_run"));
+        assert_eq!(row.outcome, Some(Outcome::NotRun));
         assert_eq!(row.reasons, vec!["not_run_budget".to_owned()]);
         let t = journal.ledger_totals("r").unwrap();
         assert_eq!(
@@ -1403,7 +1582,7 @@ mod tests {
         );
         assert_eq!((t.reserve_tokens, t.release_tokens), (9, 9));
         let again = journal
-            .close_planned_not_run(&id, "not_run_budget", "no room")
+            .close_planned_not_run(&id, NotRunReason::Budget, "no room")
             .unwrap_err();
         assert_eq!(again.to_string(), format!("attempt {id} is not planned"));
         assert_eq!(
@@ -1446,11 +1625,429 @@ mod tests {
         );
     }
 
+    /// A run of a schema-3 journal, with a row in every state the journal stores.
+    const RUN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    /// Writes a journal of schema 3 (migrations 0001-0003, as SkillTrial wrote them before 0004)
+    /// holding every run status, attempt state, outcome, not-run reason, ledger kind, verdict
+    /// outcome and payload kind.
+    fn schema_3_journal(path: &std::path::Path) {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+        for migration in &super::MIGRATIONS[..3] {
+            conn.execute_batch(migration).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 3).unwrap();
+        conn.execute_batch(&format!(
+            r#"
+            INSERT INTO runs (id, manifest_sha256, pack_id, created_at_ms, started_at_ms, finished_at_ms, status, cancel_requested, cap_micros, max_requests, max_tokens, run_limit_ms, executed_ms)
+              VALUES ('{RUN}', '{RUN}', 'solana-core@1.0.3', 1000, 1100, 9000, 'finished', 0, 5000000, 60, 900000, 3600000, 7900);
+            INSERT INTO runs (id, manifest_sha256, pack_id, created_at_ms, status, max_requests)
+              VALUES ('{p}', '{p}', 'p@1', 1, 'planned', 10), ('{r}', '{r}', 'p@1', 2, 'running', 10),
+                     ('{c}', '{c}', 'p@1', 3, 'cancelled', 10), ('{s}', '{s}', 'p@1', 4, 'stopped', 10);
+            UPDATE runs SET cancel_requested = 1 WHERE status = 'cancelled';
+            "#,
+            p = "1".repeat(64),
+            r = "2".repeat(64),
+            c = "3".repeat(64),
+            s = "4".repeat(64),
+        ))
+        .unwrap();
+        for idx in 0..14u32 {
+            let arm = ["baseline", "a", "b"][(idx % 3) as usize];
+            conn.execute(
+                "INSERT INTO trials VALUES (?1, ?2, ?3, ?4, ?5, 120000, 1800, 1024)",
+                rusqlite::params![RUN, idx, format!("task-{}", idx / 3), arm, 1 + idx % 2],
+            )
+            .unwrap();
+        }
+        /// (trial, seq, state, outcome, reasons, retry_of)
+        type Attempt<'a> = (u32, u32, &'a str, Option<&'a str>, &'a str, Option<&'a str>);
+        let attempts: &[Attempt<'_>] = &[
+            (0, 1, "planned", None, "[]", None),
+            (1, 1, "dispatched", None, "[]", None),
+            (2, 1, "result", Some("pass"), "[]", None),
+            (3, 1, "result", Some("fail"), r#"["wrong_amount"]"#, None),
+            (
+                4,
+                1,
+                "result",
+                Some("invalid_output"),
+                r#"["no_json"]"#,
+                None,
+            ),
+            (
+                5,
+                1,
+                "result",
+                Some("unsupported_case"),
+                r#"["unsupported"]"#,
+                None,
+            ),
+            (6, 1, "result", None, "[]", None),
+            (7, 1, "unknown", Some("unknown"), r#"["no_answer"]"#, None),
+            (
+                8,
+                1,
+                "closed",
+                Some("infrastructure_error"),
+                r#"["http_500"]"#,
+                None,
+            ),
+            (
+                8,
+                2,
+                "planned",
+                None,
+                "[]",
+                Some("0123456789ab-008-1-000000000008"),
+            ),
+            (9, 1, "closed", Some("interrupted"), r#"["restart"]"#, None),
+            (
+                10,
+                1,
+                "closed",
+                Some("not_run"),
+                r#"["not_run_budget"]"#,
+                None,
+            ),
+            (
+                11,
+                1,
+                "closed",
+                Some("not_run"),
+                r#"["not_run_time_limit"]"#,
+                None,
+            ),
+            (
+                12,
+                1,
+                "closed",
+                Some("not_run"),
+                r#"["not_run_request_cap"]"#,
+                None,
+            ),
+            (13, 1, "closed", Some("not_run"), r#"["cancelled"]"#, None),
+        ];
+        for &(trial, seq, state, outcome, reasons, retry_of) in attempts {
+            let id = format!(
+                "0123456789ab-{trial:03}-{seq}-{:012}",
+                if seq == 1 { trial } else { 100 + trial }
+            );
+            let dispatched = matches!(state, "dispatched" | "result" | "unknown")
+                || outcome == Some("interrupted");
+            conn.execute(
+                "INSERT INTO attempts (id, run_id, trial_idx, seq, retry_of, retry_reason, state, outcome, reasons, details, reserved_micros, reserved_tokens, spent_micros, input_tokens, output_tokens, request_sha256, http_status, provider_request_id, model_reported, system_fingerprint, response_sha256, answer_sha256, latency_ms, error, planned_at_ms, dispatched_at_ms, finished_at_ms, runner_us)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, '[{\"field\":\"amount\"}]', 120000, 2824, ?10, 1500, 300, ?11, 200, 'req_01', 'model-x', 'fp_1', 'aa', 'bb', 850, ?12, 1200, ?13, 2100, ?14)",
+                rusqlite::params![
+                    id,
+                    RUN,
+                    trial,
+                    seq,
+                    retry_of,
+                    retry_of.map(|_| "automatic retry 1 of 3: http_500"),
+                    state,
+                    outcome,
+                    reasons,
+                    (state == "result").then_some(4321),
+                    dispatched.then_some("cc"),
+                    (state == "closed").then_some("went wrong"),
+                    dispatched.then_some(1300),
+                    (state == "result").then_some(950),
+                ],
+            )
+            .unwrap();
+        }
+        conn.execute_batch(
+            r#"
+            INSERT INTO ledger (run_id, attempt_id, kind, micros, tokens, at_ms, note) VALUES
+              ('0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef', '0123456789ab-002-1-000000000002', 'reserve', 120000, 2824, 1200, 'upper cost reserved before dispatch'),
+              ('0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef', '0123456789ab-002-1-000000000002', 'release', 120000, 2824, 2000, 'result received'),
+              ('0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef', '0123456789ab-002-1-000000000002', 'spend', 4321, 1800, 2000, 'usage at cost'),
+              ('0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef', '0123456789ab-007-1-000000000007', 'reserve', 120000, 2824, 1200, 'upper cost reserved before dispatch');
+            INSERT INTO checks (attempt_id, checker_version, checker_source_sha256, outcome, reasons, details, at_ms) VALUES
+              ('0123456789ab-002-1-000000000002', '1', 'dd', 'fail', '["wrong_amount"]', '[]', 2001),
+              ('0123456789ab-002-1-000000000002', '1', 'dd', 'pass', '[]', '[]', 2002),
+              ('0123456789ab-003-1-000000000003', '1', 'dd', 'fail', '["wrong_amount"]', '[]', 2003),
+              ('0123456789ab-004-1-000000000004', '1', 'dd', 'invalid_output', '["no_json"]', '[]', 2004),
+              ('0123456789ab-005-1-000000000005', '1', 'dd', 'unsupported_case', '["unsupported"]', '[]', 2005);
+            INSERT INTO payloads (sha256, kind, bytes, created_at_ms, purged_at_ms) VALUES
+              ('cc', 'request', 2048, 1300, NULL), ('aa', 'response', 900, 2000, NULL), ('bb', 'answer', 400, 2000, 2500);
+            "#,
+        )
+        .unwrap();
+    }
+
+    /// Every row of every table (and the AUTOINCREMENT counters), in a stable order.
+    fn dump(conn: &rusqlite::Connection) -> Vec<(String, Vec<Vec<rusqlite::types::Value>>)> {
+        [
+            "runs",
+            "trials",
+            "attempts",
+            "ledger",
+            "checks",
+            "payloads",
+            "sqlite_sequence",
+        ]
+        .iter()
+        .map(|table| {
+            let mut stmt = conn
+                .prepare(&format!("SELECT * FROM {table} ORDER BY 1, 2"))
+                .unwrap();
+            let n = stmt.column_count();
+            let rows = stmt
+                .query_map([], |r| (0..n).map(|i| r.get(i)).collect())
+                .unwrap()
+                .collect::<Result<Vec<Vec<rusqlite::types::Value>>, _>>()
+                .unwrap();
+            ((*table).to_owned(), rows)
+        })
+        .collect()
+    }
+
+    fn check_error(result: rusqlite::Result<usize>) -> String {
+        result.unwrap_err().to_string()
+    }
+
     #[test]
-    fn the_attempt_column_count_matches_the_column_list() {
+    fn a_journal_of_schema_3_migrates_to_4_with_every_row_intact_and_every_state_checked() {
+        use super::{AttemptState, RunStatus};
+        // Given a schema-3 journal with a row in every state
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite3");
+        schema_3_journal(&path);
+        let before = dump(&rusqlite::Connection::open(&path).unwrap());
+        assert_eq!(before[2].1.len(), 15, "every attempt written");
+
+        // When SkillTrial opens it
+        let mut journal = Journal::open(&path).unwrap();
+
+        // Then it is at schema 4, with every row as it was and foreign keys on and whole
+        let version: u32 = journal
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!((version, SCHEMA_VERSION), (4, 4));
+        assert_eq!(dump(&journal.conn), before);
+        let fk: i64 = journal
+            .conn
+            .pragma_query_value(None, "foreign_keys", |r| r.get(0))
+            .unwrap();
+        assert_eq!(fk, 1);
+        let integrity: String = journal
+            .conn
+            .pragma_query_value(None, "integrity_check", |r| r.get(0))
+            .unwrap();
+        assert_eq!(integrity, "ok");
+        let orphans: i64 = journal
+            .conn
+            .query_row("SELECT COUNT(*) FROM pragma_foreign_key_check", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(orphans, 0);
+
+        // ... read back through the typed API
+        let attempts = journal.attempts(RUN).unwrap();
+        let seen: Vec<(AttemptState, Option<Outcome>)> =
+            attempts.iter().map(|a| (a.state, a.outcome)).collect();
+        assert_eq!(seen.len(), 15);
+        for state in AttemptState::ALL {
+            assert!(seen.iter().any(|s| s.0 == *state), "{state}");
+        }
+        for outcome in Outcome::ALL {
+            assert!(seen.iter().any(|s| s.1 == Some(*outcome)), "{outcome}");
+        }
+        let not_run: Vec<&str> = attempts
+            .iter()
+            .filter(|a| a.outcome == Some(Outcome::NotRun))
+            .map(|a| a.reasons[0].as_str())
+            .collect();
+        let reasons: Vec<&str> = NotRunReason::ALL.iter().map(|r| r.as_str()).collect();
+        assert_eq!(not_run, reasons);
+        let retry = &attempts[9];
         assert_eq!(
-            Journal::ATTEMPT_COLUMNS.split(',').count(),
-            Journal::ATTEMPT_COLUMN_COUNT
+            (retry.seq, retry.retry_of.as_deref()),
+            (2, Some("0123456789ab-008-1-000000000008"))
         );
+        for (id, status) in [
+            (RUN.to_owned(), RunStatus::Finished),
+            ("1".repeat(64), RunStatus::Planned),
+            ("2".repeat(64), RunStatus::Running),
+            ("3".repeat(64), RunStatus::Cancelled),
+            ("4".repeat(64), RunStatus::Stopped),
+        ] {
+            assert_eq!(journal.find_run(&id).unwrap().unwrap().status, status);
+        }
+        let money = journal.money(RUN).unwrap();
+        assert_eq!((money.reserved.0, money.spent.0), (120_000, 4321));
+        assert_eq!(journal.runner_times(RUN).unwrap().len(), 5);
+
+        // ... and no text outside the enums can be written any more
+        let bad_outcome = check_error(journal.conn.execute(
+            "UPDATE attempts SET outcome = 'exploded' WHERE id = '0123456789ab-002-1-000000000002'",
+            [],
+        ));
+        assert!(
+            bad_outcome.contains("CHECK constraint failed"),
+            "{bad_outcome}"
+        );
+        let bad_reason = check_error(journal.conn.execute(
+            "UPDATE attempts SET reasons = '[\"bored\"]' WHERE id = '0123456789ab-010-1-000000000010'",
+            [],
+        ));
+        assert!(
+            bad_reason.contains("CHECK constraint failed"),
+            "{bad_reason}"
+        );
+        let bad_verdict = check_error(journal.conn.execute(
+            "INSERT INTO checks (attempt_id, checker_version, checker_source_sha256, outcome, reasons, details, at_ms)
+             VALUES ('0123456789ab-002-1-000000000002', '1', 'dd', 'not_run', '[]', '[]', 1)",
+            [],
+        ));
+        assert!(
+            bad_verdict.contains("CHECK constraint failed"),
+            "{bad_verdict}"
+        );
+        let bad_parent = check_error(journal.conn.execute(
+            "INSERT INTO checks (attempt_id, checker_version, checker_source_sha256, outcome, reasons, details, at_ms)
+             VALUES ('no-such-attempt', '1', 'dd', 'pass', '[]', '[]', 1)",
+            [],
+        ));
+        assert!(
+            bad_parent.contains("FOREIGN KEY constraint failed"),
+            "{bad_parent}"
+        );
+        let duplicate = check_error(journal.conn.execute(
+            "INSERT INTO attempts (id, run_id, trial_idx, seq, state, planned_at_ms) VALUES ('x', ?1, 0, 1, 'planned', 1)",
+            [RUN],
+        ));
+        assert!(
+            duplicate.contains("UNIQUE constraint failed"),
+            "{duplicate}"
+        );
+        let interrupted = journal.set_status(RUN, RunStatus::Interrupted).unwrap_err();
+        assert!(
+            interrupted.to_string().contains("CHECK constraint failed"),
+            "{interrupted}"
+        );
+        assert_eq!(
+            dump(&journal.conn),
+            before,
+            "nothing written by the refusals"
+        );
+
+        // ... while every state the enums name is still written
+        let id = journal
+            .record_not_run(
+                RUN,
+                13,
+                NotRunReason::TimeLimit,
+                "the run reached its time limit",
+            )
+            .unwrap();
+        assert!(id.starts_with("0123456789ab-013-2-"), "{id}");
+        journal.set_status(RUN, RunStatus::Stopped).unwrap();
+        let verdict = skilltrial_core::checker::Verdict {
+            outcome: Outcome::Pass,
+            reasons: Vec::new(),
+            details: Vec::new(),
+        };
+        journal
+            .record_verdict("0123456789ab-006-1-000000000006", &verdict)
+            .unwrap();
+        let newest: i64 = journal
+            .conn
+            .query_row("SELECT MAX(id) FROM checks", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(newest, 6, "verdict ids continue after the copied ones");
+    }
+
+    /// Regression: an attempt state the enums do not name used to be read as `closed`.
+    #[test]
+    fn a_state_the_enums_do_not_name_is_an_error_not_a_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite3");
+        schema_3_journal(&path);
+        let journal = Journal::open(&path).unwrap();
+        // Only a journal written around the CHECKs can hold one (a newer SkillTrial's state
+        // would come with a newer schema, refused as TooNew).
+        journal
+            .conn
+            .execute_batch(
+                "PRAGMA ignore_check_constraints = ON;
+                 UPDATE attempts SET state = 'exploded' WHERE id = '0123456789ab-002-1-000000000002';",
+            )
+            .unwrap();
+        let err = journal.attempts(RUN).unwrap_err();
+        assert!(
+            err.to_string().contains("unknown attempt state `exploded`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_refused_write_rolls_back_and_an_sql_error_names_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite3");
+        schema_3_journal(&path);
+        let mut journal = Journal::open(&path).unwrap();
+        let totals = journal.ledger_totals(RUN).unwrap();
+        // A result for an attempt that was never dispatched: refused, and nothing of it stays.
+        let planned = "0123456789ab-000-1-000000000000";
+        let err = journal
+            .record_result(planned, &super::CallRecord::default())
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("attempt {planned} is not dispatched")
+        );
+        assert_eq!(journal.ledger_totals(RUN).unwrap(), totals);
+        let (_, row) = journal.attempt(planned).unwrap().unwrap();
+        assert_eq!(
+            (row.state, row.spent_micros),
+            (super::AttemptState::Planned, None)
+        );
+        // An attempt of a trial the run does not have: the foreign key refuses it.
+        let err = journal
+            .plan_attempt(RUN, 99, skilltrial_core::money::MicroUsd(1), 1, None)
+            .unwrap_err();
+        assert!(matches!(err, JournalError::Sql { .. }), "{err:?}");
+        assert!(
+            err.to_string()
+                .starts_with(&format!("journal {}: ", path.display())),
+            "{err}"
+        );
+        assert_eq!(journal.ledger_totals(RUN).unwrap(), totals);
+    }
+
+    #[test]
+    fn a_migration_that_would_leave_an_orphan_row_is_refused_and_rolled_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite3");
+        schema_3_journal(&path);
+        {
+            // Written with foreign keys off, as no SkillTrial ever did.
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.pragma_update(None, "foreign_keys", "OFF").unwrap();
+            conn.execute(
+                "INSERT INTO ledger (run_id, attempt_id, kind, micros, at_ms) VALUES (?1, 'gone', 'reserve', 1, 1)",
+                [RUN],
+            )
+            .unwrap();
+        }
+        let err = Journal::open(&path).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "journal {}: migrating it to schema 4 would leave a row of ledger whose attempts row is missing",
+                path.display()
+            )
+        );
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let version: u32 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 3, "nothing migrated");
     }
 }

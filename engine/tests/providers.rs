@@ -563,7 +563,7 @@ fn regression_a_timeout_is_unknown_and_never_retried_by_the_engine() {
     );
     let attempts = journal.attempts(&summary.run).unwrap();
     let attempt = attempts.iter().find(|a| a.id == hung).unwrap();
-    assert_eq!(attempt.outcome.as_deref(), Some("unknown"));
+    assert_eq!(attempt.outcome.map(|o| o.as_str()), Some("unknown"));
     assert_eq!(attempt.reasons, vec!["no_answer".to_owned()]);
     assert_eq!(
         attempts

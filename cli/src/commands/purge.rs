@@ -48,7 +48,7 @@ pub fn run(args: &PurgeArgs, global: &Global) -> Result<Status, CliError> {
         bytes = bytes.saturating_add(payloads.remove(&digest).map_err(anyhow::Error::from)?);
         journal.mark_purged(&sha).map_err(anyhow::Error::from)?;
         removed += 1;
-        *kinds.entry(kind).or_insert(0) += 1;
+        *kinds.entry(kind.to_string()).or_insert(0) += 1;
     }
     if global.json {
         output::json(

@@ -37,7 +37,11 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
         engine::Select::All,
         &mut engine::Checker::new(),
     )
-    .map_err(crate::exit::engine_error)?;
+    .map_err(|e| match e {
+        // A stored answer that cannot be read back as written is rejected, as before.
+        engine::EngineError::Store(_) => CliError::Rejected(e.into()),
+        other => crate::exit::engine_error(other),
+    })?;
     let rechecked = done.scored.len();
     let purged: Vec<String> = done
         .purged
@@ -47,10 +51,10 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     let changes: Vec<Change> = done
         .scored
         .into_iter()
-        .filter(|r| r.before.as_deref() != Some(r.verdict.outcome.as_str()))
+        .filter(|r| r.before != Some(r.verdict.outcome))
         .map(|r| Change {
             attempt: r.attempt,
-            from: r.before,
+            from: r.before.map(|o| o.as_str().to_owned()),
             to: r.verdict.outcome.as_str().to_owned(),
         })
         .collect();

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use serde_json::Value;
-use skilltrial_engine::journal::RunRow;
+use skilltrial_engine::journal::{RunRow, RunStatus};
 use skilltrial_engine::report::{self, html};
 
 use crate::cli::{Global, ReportArgs};
@@ -54,12 +54,12 @@ pub fn write_to(state: &Opened, run: &RunRow, targets: &Targets<'_>) -> Result<W
     // The journal says `running` until a process finishes the run; one whose lock nobody holds
     // was killed or crashed, and the report says so, as `status` does.
     let interrupted;
-    let run = if run.status == "running"
+    let run = if run.status == RunStatus::Running
         && !skilltrial_engine::engine::run_is_live(journal.path(), &run.id)
             .map_err(|e| CliError::Environment(e.into()))?
     {
         interrupted = RunRow {
-            status: "interrupted".to_owned(),
+            status: RunStatus::Interrupted,
             ..run.clone()
         };
         &interrupted

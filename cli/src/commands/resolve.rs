@@ -1,6 +1,7 @@
 //! `skilltrial resolve <attempt> --retry --reason "…" | --release`. A retry on a cancelled run
 //! is refused (it could never be sent); one the run later cannot send is closed as `not_run`.
 
+use skilltrial_core::outcome::Outcome;
 use skilltrial_engine::journal::Resolution;
 
 use crate::cli::{Global, ResolveArgs};
@@ -39,7 +40,7 @@ pub fn run(args: &ResolveArgs, global: &Global) -> Result<Status, CliError> {
             journal.path().display()
         )));
     };
-    let infrastructure = attempt.outcome.as_deref() == Some("infrastructure_error");
+    let infrastructure = attempt.outcome == Some(Outcome::InfrastructureError);
     let new_attempt = journal
         .resolve(&args.attempt, &resolution)
         .map_err(|e| CliError::Rejected(e.into()))?;

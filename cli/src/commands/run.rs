@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use skilltrial_core::manifest;
 use skilltrial_engine::engine::{self, RunOptions, RunSummary};
+use skilltrial_engine::journal::RunStatus;
 use skilltrial_engine::provider;
 
 use crate::cli::{Global, RunArgs};
@@ -23,8 +24,8 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
     let layout = state::layout(global)?;
     let store = state::store(&layout)?;
     let manifest_ref = state::run_id(&layout, &args.manifest)?;
-    // A refusal of the inputs is a rejection (1); a store that cannot be read, the environment (2).
-    let inputs = engine::load_inputs(&store, &manifest_ref).map_err(crate::exit::engine_error)?;
+    let inputs =
+        engine::load_inputs(&store, &manifest_ref).map_err(|e| CliError::Rejected(e.into()))?;
     let m = &inputs.manifest;
 
     if args.dry_run {
@@ -208,9 +209,9 @@ fn cancelled(layout: &skilltrial_engine::home::Layout, reference: &str) -> Resul
     }
     let journal = state::journal(layout)?;
     Ok(journal
-        .run(reference)
+        .find_run(reference)
         .map_err(|e| CliError::Environment(e.into()))?
-        .is_some_and(|run| run.status == "cancelled" || run.cancel_requested))
+        .is_some_and(|run| run.status == RunStatus::Cancelled || run.cancel_requested))
 }
 
 fn confirm(m: &manifest::Manifest) -> Result<(), CliError> {

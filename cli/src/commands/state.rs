@@ -109,7 +109,7 @@ pub fn run_id(layout: &Layout, reference: &str) -> Result<String, CliError> {
 pub fn find_run(journal: &Journal, run: Option<&str>) -> Result<RunRow, CliError> {
     let found = match run {
         Some(reference) => journal
-            .run(&run_reference(reference)?)
+            .find_run(&run_reference(reference)?)
             .map_err(anyhow::Error::from)?,
         None => journal.latest_run().map_err(anyhow::Error::from)?,
     };

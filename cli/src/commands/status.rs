@@ -10,17 +10,15 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 use skilltrial_core::money::MicroUsd;
+use skilltrial_core::outcome::Outcome;
 use skilltrial_engine::engine::{outcome_counts, run_is_live};
-use skilltrial_engine::journal::AttemptState;
+use skilltrial_engine::journal::{AttemptState, RunStatus};
 use skilltrial_engine::provider::retry;
 
 use crate::cli::{Global, RunRef};
 use crate::commands::state::{self, short};
 use crate::exit::{CliError, Status};
 use crate::output;
-
-/// Outcomes in which the model produced an answer: the executed model trials.
-const EXECUTED: [&str; 4] = ["pass", "fail", "invalid_output", "unsupported_case"];
 
 #[derive(Debug, Serialize)]
 struct UnknownAttempt {
@@ -123,7 +121,7 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     // the lock, so a run seen live by either probe is never reported interrupted.
     let live_before = run_is_live(journal.path(), &found.id).map_err(anyhow::Error::from)?;
     let run = journal
-        .run(&found.id)
+        .find_run(&found.id)
         .map_err(anyhow::Error::from)?
         .unwrap_or(found);
     let trials = journal.trials(&run.id).map_err(anyhow::Error::from)?;
@@ -131,9 +129,10 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     let money = journal.money(&run.id).map_err(anyhow::Error::from)?;
     let planned = u32::try_from(trials.len()).unwrap_or(u32::MAX);
     let counts = outcome_counts(planned, &attempts);
-    let executed = EXECUTED
+    let executed = Outcome::ALL
         .iter()
-        .map(|k| counts.get(*k).copied().unwrap_or(0))
+        .filter(|o| o.is_executed())
+        .map(|o| counts.get(o.as_str()).copied().unwrap_or(0))
         .sum();
     let held = |state: AttemptState| -> Vec<UnknownAttempt> {
         attempts
@@ -203,7 +202,7 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
         .collect();
     let infrastructure_errors = latest
         .values()
-        .filter(|a| a.outcome.as_deref() == Some("infrastructure_error"))
+        .filter(|a| a.outcome == Some(Outcome::InfrastructureError))
         .filter(|a| {
             !waiting_for_automatic_retry
                 .iter()
@@ -225,7 +224,7 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     let mut not_run_reasons = BTreeMap::new();
     for a in latest
         .values()
-        .filter(|a| a.outcome.as_deref() == Some("not_run"))
+        .filter(|a| a.outcome == Some(Outcome::NotRun))
     {
         let reason = a
             .reasons
@@ -235,11 +234,11 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
         *not_run_reasons.entry(reason).or_insert(0u32) += 1;
     }
     let live_after = run_is_live(journal.path(), &run.id).map_err(anyhow::Error::from)?;
-    let live = live_after || (live_before && run.status == "running");
-    let status = if run.status == "running" && !live {
-        "interrupted".to_owned()
+    let live = live_after || (live_before && run.status == RunStatus::Running);
+    let status = if run.status == RunStatus::Running && !live {
+        RunStatus::Interrupted.to_string()
     } else {
-        run.status.clone()
+        run.status.to_string()
     };
     let next = match status.as_str() {
         "planned" => Some(format!("skilltrial run --manifest {}", run.id)),

@@ -112,7 +112,7 @@ fn arm_label(arm: &str) -> String {
 /// fatal: the run itself succeeded.
 pub fn after_run(journal: &Journal, store: &Store, payloads: &Store, run: &str) -> String {
     let built = journal
-        .run(run)
+        .find_run(run)
         .map_err(|e| e.to_string())
         .and_then(|row| row.ok_or_else(|| format!("run {run} not found")))
         .and_then(|row| report::build(journal, store, payloads, &row).map_err(|e| e.to_string()));

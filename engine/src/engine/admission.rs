@@ -11,7 +11,7 @@
 use skilltrial_core::manifest::{Budget, PlannedTrial};
 use skilltrial_core::money::MicroUsd;
 
-use crate::journal::Money;
+use crate::journal::{Money, NotRunReason};
 
 /// The run's limits at the moment of a dispatch, gathered by the engine.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -26,31 +26,6 @@ pub struct LimitsNow {
     pub sent: u32,
     /// This invocation was asked to stop (Ctrl-C / SIGTERM) or reached its `--max-dispatch`.
     pub stop_requested: bool,
-}
-
-/// Why a trial is closed without being sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NotRunReason {
-    /// The run was cancelled.
-    Cancelled,
-    /// The run reached its time limit.
-    TimeLimit,
-    /// The run reached its request cap.
-    RequestCap,
-    /// The trial's upper cost (money or tokens) could break the cap.
-    Budget,
-}
-
-impl NotRunReason {
-    /// The reason code the journal and the report carry.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Cancelled => "cancelled",
-            Self::TimeLimit => "not_run_time_limit",
-            Self::RequestCap => "not_run_request_cap",
-            Self::Budget => "not_run_budget",
-        }
-    }
 }
 
 /// What to do with the next trial.

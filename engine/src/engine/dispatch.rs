@@ -17,7 +17,7 @@ use skilltrial_core::prompt;
 
 use super::scoring::Checker;
 use super::{EngineError, Inputs, Refusal, RunOptions, elapsed_ms, kill_point};
-use crate::journal::{AttemptRow, AttemptState, CallRecord, Journal, now_ms};
+use crate::journal::{AttemptRow, AttemptState, CallRecord, Journal, PayloadKind, now_ms};
 use crate::provider::{CallError, ModelRequest, Provider, retry};
 use crate::store::Store;
 
@@ -100,7 +100,7 @@ impl Dispatcher<'_> {
         let body = self.provider.body(&request);
         let request_sha = self.payloads.put(&body)?;
         self.journal
-            .record_payload(&request_sha.hex(), "request", body.len() as u64)?;
+            .record_payload(&request_sha.hex(), PayloadKind::Request, body.len() as u64)?;
         // The dispatched row MUST be durable before the request leaves.
         self.journal.mark_dispatched(&attempt, &request_sha.hex())?;
         kill_point("after_dispatch");
@@ -113,13 +113,13 @@ impl Dispatcher<'_> {
                 let answer_sha = self.payloads.put(response.text.as_bytes())?;
                 self.journal.record_payload(
                     &answer_sha.hex(),
-                    "answer",
+                    PayloadKind::Answer,
                     response.text.len() as u64,
                 )?;
                 let response_sha = self.payloads.put(&response.raw_body)?;
                 self.journal.record_payload(
                     &response_sha.hex(),
-                    "response",
+                    PayloadKind::Response,
                     response.raw_body.len() as u64,
                 )?;
                 let spent = spent(
@@ -234,12 +234,7 @@ fn close_as_infrastructure(
     reason: &str,
     call: &CallRecord,
 ) -> Result<(), EngineError> {
-    journal.close_without_result(
-        attempt,
-        Outcome::InfrastructureError.as_str(),
-        &[reason],
-        call,
-    )?;
+    journal.close_without_result(attempt, Outcome::InfrastructureError, &[reason], call)?;
     Ok(())
 }
 
@@ -338,7 +333,7 @@ pub fn awaiting_auto_retry(attempts: &[AttemptRow], trial_idx: u32) -> Option<u3
         .max_by_key(|a| a.seq)?;
     let status = latest.http_status?;
     if latest.state != AttemptState::Closed
-        || latest.outcome.as_deref() != Some(Outcome::InfrastructureError.as_str())
+        || latest.outcome != Some(Outcome::InfrastructureError)
         || !retry::is_retryable(status, latest.error.as_deref().unwrap_or(""))
     {
         return None;

@@ -31,14 +31,16 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::journal::{AttemptRow, AttemptState, Journal, JournalError, now_ms};
+use crate::journal::{
+    AttemptRow, AttemptState, Journal, JournalError, NotRunReason, RunStatus, now_ms,
+};
 use crate::provider::{Provider, retry};
 use crate::store::{Store, StoreError};
 use skilltrial_core::digest::Sha256Digest;
 use skilltrial_core::manifest::{self, Manifest, PlannedTrial};
 use skilltrial_core::money::MicroUsd;
 
-pub use admission::{Admission, LimitsNow, NotRunReason, admit};
+pub use admission::{Admission, LimitsNow, admit};
 pub use dispatch::awaiting_auto_retry;
 pub use inputs::{Inputs, load_inputs, load_pinned, save_inputs};
 pub use lock::{RunLock, run_is_live};
@@ -182,7 +184,7 @@ fn close_not_run(
     run_id: &str,
     trial_idx: u32,
     pending_retry: Option<&str>,
-    reason: &str,
+    reason: NotRunReason,
     message: &str,
 ) -> Result<(), EngineError> {
     match pending_retry {
@@ -266,7 +268,9 @@ pub fn outcome_counts(trials: u32, attempts: &[AttemptRow]) -> BTreeMap<String, 
                 // Answered and journaled, not yet scored (a stop between the two): `run`
                 // scores it when it resumes.
                 AttemptState::Result if a.outcome.is_none() => "unscored".to_owned(),
-                _ => a.outcome.clone().unwrap_or_else(|| "pending".to_owned()),
+                _ => a
+                    .outcome
+                    .map_or_else(|| "pending".to_owned(), |o| o.as_str().to_owned()),
             },
         };
         *counts.entry(key).or_insert(0) += 1;
@@ -312,22 +316,22 @@ pub fn run(
         let digest = crate::store::parse_hex(sha).unwrap_or(Sha256Digest([0; 32]));
         return Err(StoreError::Missing(digest).into());
     }
-    let run_row = journal.run(&run_id)?.ok_or(Refusal::RunVanished)?;
-    if matches!(run_row.status.as_str(), "cancelled") {
+    let run_row = journal.find_run(&run_id)?.ok_or(Refusal::RunVanished)?;
+    if run_row.status == RunStatus::Cancelled {
         // A retry planned after the cancel can never be sent: close it rather than leave it
         // planned.
         for attempt in journal.attempts(&run_id)? {
             if attempt.state == AttemptState::Planned {
                 journal.close_planned_not_run(
                     &attempt.id,
-                    "cancelled",
+                    NotRunReason::Cancelled,
                     "the run was cancelled before this attempt was sent",
                 )?;
             }
         }
         return Err(Refusal::RunCancelled(short(&run_id).to_owned()).into());
     }
-    journal.set_status(&run_id, "running")?;
+    journal.set_status(&run_id, RunStatus::Running)?;
     // The time limit bounds the run's own executing time over ALL its invocations (hosted runs
     // rely on it: their deadline assumes a run cannot outlast it), so it continues from the time
     // the journal holds; a pause between two invocations does not count.
@@ -444,7 +448,7 @@ pub fn run(
                     &run_id,
                     trial.index,
                     pending_retry.as_deref(),
-                    reason.as_str(),
+                    reason,
                     &message,
                 )?;
                 continue;
@@ -485,7 +489,7 @@ pub fn run(
             }
             Dispatched::ReservationBroken(refusal) => {
                 journal.set_executed_ms(&run_id, executed_ms())?;
-                journal.set_status(&run_id, "stopped")?;
+                journal.set_status(&run_id, RunStatus::Stopped)?;
                 return Err(refusal.into());
             }
         }
@@ -496,18 +500,18 @@ pub fn run(
     journal.set_executed_ms(&run_id, executed_ms())?;
     let cancelled = journal.cancel_requested(&run_id)?;
     let status = if stopped {
-        "stopped"
+        RunStatus::Stopped
     } else if cancelled {
-        "cancelled"
+        RunStatus::Cancelled
     } else {
-        "finished"
+        RunStatus::Finished
     };
     journal.set_status(&run_id, status)?;
     let attempts = journal.attempts(&run_id)?;
     let money = journal.money(&run_id)?;
     Ok(RunSummary {
         run: run_id.clone(),
-        status: status.to_owned(),
+        status: status.as_str().to_owned(),
         planned: total,
         counts: outcome_counts(total, &attempts),
         spent: money.spent,

@@ -136,7 +136,7 @@ pub enum Select {
 pub struct Rescored {
     pub attempt: String,
     /// The outcome the journal held before.
-    pub before: Option<String>,
+    pub before: Option<Outcome>,
     pub verdict: Verdict,
 }
 

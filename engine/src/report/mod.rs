@@ -17,6 +17,7 @@ use crate::store::{Store, StoreError, parse_hex};
 use skilltrial_core::canonical;
 use skilltrial_core::digest::Sha256Digest;
 use skilltrial_core::manifest::{Arm, Manifest};
+use skilltrial_core::outcome::Outcome;
 use skilltrial_core::stats::{self, Fraction};
 
 /// The export format name. v2 (issue #9): p-values and Holm values as exact fractions with a
@@ -28,9 +29,6 @@ pub const FORMAT: &str = "skilltrial-report-v2";
 /// Shown with every export.
 pub const SENSITIVE_WARNING: &str = "This report holds raw model answers, which may contain sensitive content. It is written to your disk only and never uploaded; review it before sharing.";
 
-/// Outcomes in which the model answered: the executed model trials.
-pub const EXECUTED: [&str; 4] = ["pass", "fail", "invalid_output", "unsupported_case"];
-
 /// Why a report could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
@@ -40,10 +38,6 @@ pub enum ReportError {
     Journal(#[from] JournalError),
     #[error(transparent)]
     Store(#[from] StoreError),
-}
-
-fn executed(outcome: Option<&str>) -> bool {
-    outcome.is_some_and(|o| EXECUTED.contains(&o))
 }
 
 /// Exact fractions travel as decimal strings: their denominators (2^n) outgrow JSON's safe
@@ -145,14 +139,16 @@ struct Observation<'a> {
 impl Observation<'_> {
     fn outcome(&self) -> &str {
         self.latest
-            .and_then(|a| a.outcome.as_deref())
+            .and_then(|a| a.outcome.map(Outcome::as_str))
             .unwrap_or("pending")
     }
     fn passed(&self) -> bool {
         self.outcome() == "pass"
     }
     fn executed(&self) -> bool {
-        executed(Some(self.outcome()))
+        self.latest
+            .and_then(|a| a.outcome)
+            .is_some_and(Outcome::is_executed)
     }
 }
 
@@ -256,7 +252,11 @@ pub fn build(
             *counts.entry(o.outcome().to_owned()).or_insert(0) += 1;
         }
         let count = |k: &str| counts.get(k).copied().unwrap_or(0);
-        let executed_n: u64 = EXECUTED.iter().map(|k| count(k)).sum();
+        let executed_n: u64 = Outcome::ALL
+            .iter()
+            .filter(|o| o.is_executed())
+            .map(|o| count(o.as_str()))
+            .sum();
         arm_values.push(json!({
             "arm": arm,
             "bundle": spec.bundle,
