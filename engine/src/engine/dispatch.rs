@@ -1,12 +1,30 @@
 //! Dispatch: one admitted trial, from its reserve to its verdict, and the automatic retries of
 //! rejections that reached no model.
 //!
-//! The order is the durability contract of SPEC §6: reserve (committed) → the request body in
-//! the payload store and the attempt `dispatched` (committed) → send → the answer and raw
-//! response in the payload store (fsynced) and the result with its usage (committed) → check →
-//! verdict. A crash before `dispatched` is committed leaves a planned attempt whose reserve
-//! recovery releases; after it, an `unknown` attempt that is never re-sent; after the result, an
-//! answer that the next `run` (or `recheck`) scores from disk.
+//! The order is the durability contract of SPEC §6, and each step names the commit it rides in
+//! (`synchronous=FULL`: one WAL fsync per commit):
+//!
+//! 1. **Reserve** — the attempt planned and its upper cost reserved, with the run's clock and the
+//!    previous attempt's verdict: one commit ([`Journal::plan_attempt_at`]). Kept apart from
+//!    step 2 on purpose: a crash here leaves a `planned` attempt whose reserve recovery releases,
+//!    and that attempt is sent later (the `after_plan` window the crash tests hold the engine to).
+//! 2. **Dispatched** — the request body durable in the payload store (file fsync + directory
+//!    fsync, skipped when an identical body is already stored), then its payload row and the
+//!    attempt `dispatched`: one commit ([`Journal::dispatch_attempt`]) that MUST be durable
+//!    before the request leaves. After it, a crash leaves an `unknown` attempt, never re-sent.
+//! 3. **Answer** — the answer text and the raw response durable in the payload store, then their
+//!    rows, the result, its usage and the ledger's release and spend: one commit
+//!    ([`Journal::record_answer`]), before the checker sees the answer.
+//! 4. **Verdict** — not a commit of its own. It is recomputable from the durable answer, so it is
+//!    held in memory and written with the next commit (step 1 of the next trial, or
+//!    [`Dispatcher::write_verdict`] before any other write, a wait, or the end of the run). A
+//!    crash in between leaves the answer unscored; the next `run` scores it from disk
+//!    ([`super::scoring::rescore`]) and `recheck` re-scores every answer anyway.
+//!
+//! So an answered trial costs three journal commits, plus the payload store's fsyncs for the
+//! bodies it had not stored yet. Making a payload durable in the journal's own commit (its bytes
+//! in SQLite) would save those, but would make the payload store a cache that a power loss can
+//! leave behind the journal; it is not done.
 
 use std::time::{Duration, Instant};
 
@@ -17,9 +35,10 @@ use skilltrial_core::prompt;
 
 use super::scoring::Checker;
 use super::{EngineError, Inputs, Refusal, RunOptions, elapsed_ms, kill_point};
-use crate::journal::{AttemptRow, AttemptState, CallRecord, Journal, PayloadKind, now_ms};
+use crate::journal::{AttemptRow, AttemptState, CallRecord, Journal, PayloadKind, Scored, now_ms};
 use crate::provider::{CallError, ModelRequest, Provider, retry};
 use crate::store::Store;
+use skilltrial_core::checker::Verdict;
 
 /// What a run needs to dispatch its trials.
 pub(super) struct Dispatcher<'a> {
@@ -29,6 +48,26 @@ pub(super) struct Dispatcher<'a> {
     pub inputs: &'a Inputs,
     pub run_id: &'a str,
     pub checker: Checker,
+    /// The last answered attempt's verdict, not yet written: it rides in the next commit.
+    pub unwritten: Option<Unwritten>,
+}
+
+/// A verdict (and the runner's time on its attempt) waiting for the next commit.
+#[derive(Debug)]
+pub(super) struct Unwritten {
+    attempt: String,
+    verdict: Verdict,
+    runner_us: u64,
+}
+
+impl Unwritten {
+    fn scored(&self) -> Scored<'_> {
+        Scored {
+            attempt: &self.attempt,
+            verdict: &self.verdict,
+            runner_us: self.runner_us,
+        }
+    }
 }
 
 /// How one dispatch ended.
@@ -49,6 +88,23 @@ pub(super) enum Dispatched {
 }
 
 impl Dispatcher<'_> {
+    /// Writes the verdict waiting for a commit, in a commit of its own: before a write that
+    /// cannot carry it, a wait, or the end of the run.
+    pub fn write_verdict(&mut self) -> Result<(), EngineError> {
+        if let Some(u) = self.unwritten.take() {
+            self.journal
+                .record_scored(&u.attempt, &u.verdict, u.runner_us)?;
+        }
+        Ok(())
+    }
+
+    /// The attempt and outcome of the verdict waiting for a commit.
+    pub fn unwritten_outcome(&self) -> Option<(String, Outcome)> {
+        self.unwritten
+            .as_ref()
+            .map(|u| (u.attempt.clone(), u.verdict.outcome))
+    }
+
     /// Reserves, journals, sends and records one trial. `pending_retry` is the trial's planned
     /// attempt (a user's retry) to send, else a new attempt is planned, carrying `auto_retry`
     /// (the rejected attempt and the reason) when it is an automatic retry. `on_planned` runs
@@ -58,6 +114,7 @@ impl Dispatcher<'_> {
         trial: &PlannedTrial,
         pending_retry: Option<String>,
         auto_retry: Option<(String, String)>,
+        executed_ms: u64,
         on_planned: &mut dyn FnMut(&Journal) -> Result<(), EngineError>,
     ) -> Result<Dispatched, EngineError> {
         let manifest = &self.inputs.manifest;
@@ -65,17 +122,34 @@ impl Dispatcher<'_> {
         // The runner's own time on this attempt counts from here to the verdict, minus the
         // model wait: measured in this process, so a pause between invocations never counts.
         let work_started = Instant::now();
+        // The previous attempt's verdict commits with this attempt's reserve.
+        let carried = self.unwritten.take();
+        let scored = carried.as_ref().map(Unwritten::scored);
         let attempt = match pending_retry {
             Some(id) => {
-                self.journal.reserve_planned(&id, trial.reserve, tokens)?;
+                self.journal.reserve_planned_at(
+                    &id,
+                    trial.reserve,
+                    tokens,
+                    self.run_id,
+                    executed_ms,
+                    scored,
+                )?;
                 id
             }
             None => {
                 let retry = auto_retry
                     .as_ref()
                     .map(|(of, why)| (of.as_str(), why.as_str()));
-                self.journal
-                    .plan_attempt(self.run_id, trial.index, trial.reserve, tokens, retry)?
+                self.journal.plan_attempt_at(
+                    self.run_id,
+                    trial.index,
+                    trial.reserve,
+                    tokens,
+                    retry,
+                    executed_ms,
+                    scored,
+                )?
             }
         };
         kill_point("after_plan");
@@ -99,36 +173,28 @@ impl Dispatcher<'_> {
         };
         let body = self.provider.body(&request);
         let request_sha = self.payloads.put(&body)?;
-        self.journal
-            .record_payload(&request_sha.hex(), PayloadKind::Request, body.len() as u64)?;
         // The dispatched row MUST be durable before the request leaves.
-        self.journal.mark_dispatched(&attempt, &request_sha.hex())?;
+        self.journal
+            .dispatch_attempt(&attempt, &request_sha.hex(), body.len() as u64)?;
         kill_point("after_dispatch");
         let started = Instant::now();
         let call = self.provider.call(&request);
         let model_wait = started.elapsed();
+        // An answered attempt stores its runner time with its verdict, in the same commit.
+        let answered = call.is_ok();
         let ended = match call {
             Ok(response) => {
                 // The answer is on disk (file fsynced, row committed) before the checker sees it.
                 let answer_sha = self.payloads.put(response.text.as_bytes())?;
-                self.journal.record_payload(
-                    &answer_sha.hex(),
-                    PayloadKind::Answer,
-                    response.text.len() as u64,
-                )?;
                 let response_sha = self.payloads.put(&response.raw_body)?;
-                self.journal.record_payload(
-                    &response_sha.hex(),
-                    PayloadKind::Response,
-                    response.raw_body.len() as u64,
-                )?;
+                let (answer_hex, response_hex) = (answer_sha.hex(), response_sha.hex());
                 let spent = spent(
                     manifest,
                     trial,
                     response.input_tokens,
                     response.output_tokens,
                 );
-                self.journal.record_result(
+                self.journal.record_answer(
                     &attempt,
                     &CallRecord {
                         http_status: Some(response.http_status),
@@ -138,16 +204,25 @@ impl Dispatcher<'_> {
                         input_tokens: response.input_tokens,
                         output_tokens: response.output_tokens,
                         spent,
-                        response_sha256: Some(response_sha.hex()),
-                        answer_sha256: Some(answer_sha.hex()),
+                        response_sha256: Some(response_hex.clone()),
+                        answer_sha256: Some(answer_hex.clone()),
                         latency_ms: u64::try_from(response.latency.as_millis()).unwrap_or(u64::MAX),
                         error: None,
                     },
+                    &[
+                        (&answer_hex, PayloadKind::Answer, response.text.len() as u64),
+                        (
+                            &response_hex,
+                            PayloadKind::Response,
+                            response.raw_body.len() as u64,
+                        ),
+                    ],
                 )?;
                 kill_point("after_result");
                 let verdict = self.checker.check(task, &response.text);
-                self.journal.record_verdict(&attempt, &verdict)?;
+                let runner_us = runner_us(work_started, model_wait);
                 if spent > trial.reserve {
+                    self.journal.record_scored(&attempt, &verdict, runner_us)?;
                     // The reservation bound was broken (the provider reported more usage than
                     // the bound allows): the record is kept as reported, and the run stops.
                     return Ok(Dispatched::ReservationBroken(Refusal::ReservationBroken {
@@ -156,6 +231,15 @@ impl Dispatcher<'_> {
                         reserve: trial.reserve,
                     }));
                 }
+                // The verdict is recomputable from the durable answer, so it need not cost a
+                // commit of its own: it rides in the next one (the next trial's reserve, or
+                // `write_verdict`). A crash before that leaves the answer unscored, and the next
+                // `run` (or `recheck`) scores it from disk.
+                self.unwritten = Some(Unwritten {
+                    attempt: attempt.clone(),
+                    verdict,
+                    runner_us,
+                });
                 Dispatched::Done
             }
             Err(CallError::NotDelivered { message }) => {
@@ -198,14 +282,21 @@ impl Dispatcher<'_> {
                 Dispatched::Done
             }
         };
-        let runner_us = work_started
-            .elapsed()
-            .saturating_sub(model_wait)
-            .as_micros();
-        self.journal
-            .record_runner_time(&attempt, u64::try_from(runner_us).unwrap_or(u64::MAX))?;
+        if !answered {
+            self.journal
+                .record_runner_time(&attempt, runner_us(work_started, model_wait))?;
+        }
         Ok(ended)
     }
+}
+
+/// The runner's own time on an attempt (µs): since `work_started`, less the model's wait.
+fn runner_us(work_started: Instant, model_wait: Duration) -> u64 {
+    let us = work_started
+        .elapsed()
+        .saturating_sub(model_wait)
+        .as_micros();
+    u64::try_from(us).unwrap_or(u64::MAX)
 }
 
 /// What an answered call cost: usage at the manifest's price; the whole reserve when the usage

@@ -39,6 +39,7 @@ use crate::store::{Store, StoreError};
 use skilltrial_core::digest::Sha256Digest;
 use skilltrial_core::manifest::{self, Manifest, PlannedTrial};
 use skilltrial_core::money::MicroUsd;
+use skilltrial_core::outcome::Outcome;
 
 pub use admission::{Admission, LimitsNow, admit};
 pub use dispatch::awaiting_auto_retry;
@@ -370,11 +371,19 @@ pub fn run(
     let mut dispatched_now = 0u32;
     let mut stopped = false;
 
+    // `unwritten` is a verdict that rides in the next commit (see `dispatch`): shown as if
+    // written, so that the line never steps back to "unscored".
     let emit_progress = |journal: &Journal,
                          current: Option<&PlannedTrial>,
+                         unwritten: Option<(&str, Outcome)>,
                          on_progress: &mut dyn FnMut(&Progress)|
      -> Result<(), EngineError> {
-        let attempts = journal.attempts(&run_id)?;
+        let mut attempts = journal.attempts(&run_id)?;
+        if let Some((id, outcome)) = unwritten
+            && let Some(a) = attempts.iter_mut().find(|a| a.id == id)
+        {
+            a.outcome = Some(outcome);
+        }
         let counts = outcome_counts(total, &attempts);
         let money = journal.money(&run_id)?;
         // A trial waiting for an automatic retry is not done: counting it would step the count
@@ -396,7 +405,7 @@ pub fn run(
         });
         Ok(())
     };
-    emit_progress(journal, None, on_progress)?;
+    emit_progress(journal, None, None, on_progress)?;
 
     let mut dispatcher = Dispatcher {
         journal,
@@ -405,6 +414,7 @@ pub fn run(
         inputs,
         run_id: &run_id,
         checker,
+        unwritten: None,
     };
     while let Some(trial) = queue.pop_front() {
         let journal = &mut *dispatcher.journal;
@@ -420,9 +430,9 @@ pub fn run(
             .filter(|a| a.state == AttemptState::Planned)
             .map(|a| a.id.clone());
 
-        // Admission, before every dispatch.
+        // Admission, before every dispatch. The clock is stored with whatever this trial commits
+        // first (its reserve, or its `not_run`).
         let executed = executed_ms();
-        journal.set_executed_ms(&run_id, executed)?;
         let limits = LimitsNow {
             cancel_requested: journal.cancel_requested(&run_id)?,
             executed_ms: executed,
@@ -443,6 +453,9 @@ pub fn run(
         match admit(trial, &money, &manifest.budget, &limits) {
             Admission::Send => {}
             Admission::NotRun(reason, message) => {
+                dispatcher.write_verdict()?;
+                let journal = &mut *dispatcher.journal;
+                journal.set_executed_ms(&run_id, executed)?;
                 close_not_run(
                     journal,
                     &run_id,
@@ -454,6 +467,8 @@ pub fn run(
                 continue;
             }
             Admission::Pause => {
+                dispatcher.write_verdict()?;
+                dispatcher.journal.set_executed_ms(&run_id, executed)?;
                 stopped = true;
                 break;
             }
@@ -464,8 +479,14 @@ pub fn run(
             trial,
             pending_retry,
             auto_retry.remove(&trial.index),
-            &mut |journal| emit_progress(journal, Some(trial), on_progress),
+            executed,
+            &mut |journal| emit_progress(journal, Some(trial), None, on_progress),
         )?;
+        if matches!(ended, Dispatched::Retryable { .. }) {
+            // Nothing else commits during the wait.
+            dispatcher.write_verdict()?;
+        }
+        let unwritten = dispatcher.unwritten_outcome();
         let journal = &mut *dispatcher.journal;
         match ended {
             Dispatched::Done => {}
@@ -493,9 +514,15 @@ pub fn run(
                 return Err(refusal.into());
             }
         }
-        emit_progress(journal, None, on_progress)?;
+        emit_progress(
+            journal,
+            None,
+            unwritten.as_ref().map(|(id, o)| (id.as_str(), *o)),
+            on_progress,
+        )?;
     }
 
+    dispatcher.write_verdict()?;
     let journal = &mut *dispatcher.journal;
     journal.set_executed_ms(&run_id, executed_ms())?;
     let cancelled = journal.cancel_requested(&run_id)?;
