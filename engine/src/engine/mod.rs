@@ -32,7 +32,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::journal::{
-    AttemptRow, AttemptState, Journal, JournalError, NotRunReason, RunStatus, now_ms,
+    AttemptRow, AttemptState, Journal, JournalError, Money, NotRunReason, RunStatus, now_ms,
 };
 use crate::provider::{Provider, retry};
 use crate::store::{Store, StoreError};
@@ -377,7 +377,7 @@ pub fn run(
                          current: Option<&PlannedTrial>,
                          unwritten: Option<(&str, Outcome)>,
                          on_progress: &mut dyn FnMut(&Progress)|
-     -> Result<(), EngineError> {
+     -> Result<(Vec<AttemptRow>, Money), EngineError> {
         let mut attempts = journal.attempts(&run_id)?;
         if let Some((id, outcome)) = unwritten
             && let Some(a) = attempts.iter_mut().find(|a| a.id == id)
@@ -403,9 +403,11 @@ pub fn run(
             reserved: money.reserved,
             current: current.map(|t| (t.task.clone(), t.arm.as_str().to_owned(), t.repetition)),
         });
-        Ok(())
+        Ok((attempts, money))
     };
-    emit_progress(journal, None, None, on_progress)?;
+    // What the last progress line read, when nothing was written since: the next trial's
+    // admission reads the same rows.
+    let mut last_read = Some(emit_progress(journal, None, None, on_progress)?);
 
     let mut dispatcher = Dispatcher {
         journal,
@@ -418,17 +420,23 @@ pub fn run(
     };
     while let Some(trial) = queue.pop_front() {
         let journal = &mut *dispatcher.journal;
-        let attempts = journal.attempts(&run_id)?;
+        let (attempts, money) = match last_read.take() {
+            Some(read) => read,
+            None => (journal.attempts(&run_id)?, journal.money(&run_id)?),
+        };
         let latest = attempts
             .iter()
             .filter(|a| a.trial_idx == trial.index)
             .max_by_key(|a| a.seq);
-        if settled(latest) && !auto_retry.contains_key(&trial.index) {
-            continue;
-        }
+        let skip = settled(latest) && !auto_retry.contains_key(&trial.index);
         let pending_retry = latest
             .filter(|a| a.state == AttemptState::Planned)
             .map(|a| a.id.clone());
+        if skip {
+            // Nothing written: the next trial may read the same rows.
+            last_read = Some((attempts, money));
+            continue;
+        }
 
         // Admission, before every dispatch. The clock is stored with whatever this trial commits
         // first (its reserve, or its `not_run`).
@@ -449,7 +457,6 @@ pub fn run(
                     .dispatch_limit
                     .is_some_and(|limit| dispatched_now >= limit),
         };
-        let money = journal.money(&run_id)?;
         match admit(trial, &money, &manifest.budget, &limits) {
             Admission::Send => {}
             Admission::NotRun(reason, message) => {
@@ -480,7 +487,7 @@ pub fn run(
             pending_retry,
             auto_retry.remove(&trial.index),
             executed,
-            &mut |journal| emit_progress(journal, Some(trial), None, on_progress),
+            &mut |journal| emit_progress(journal, Some(trial), None, on_progress).map(drop),
         )?;
         if matches!(ended, Dispatched::Retryable { .. }) {
             // Nothing else commits during the wait.
@@ -514,12 +521,12 @@ pub fn run(
                 return Err(refusal.into());
             }
         }
-        emit_progress(
+        last_read = Some(emit_progress(
             journal,
             None,
             unwritten.as_ref().map(|(id, o)| (id.as_str(), *o)),
             on_progress,
-        )?;
+        )?);
     }
 
     dispatcher.write_verdict()?;
