@@ -8,23 +8,29 @@
 //!    previous attempt's verdict: one commit ([`Journal::plan_attempt_at`]). Kept apart from
 //!    step 2 on purpose: a crash here leaves a `planned` attempt whose reserve recovery releases,
 //!    and that attempt is sent later (the `after_plan` window the crash tests hold the engine to).
-//! 2. **Dispatched** — the request body durable in the payload store (file fsync + directory
-//!    fsync, skipped when an identical body is already stored), then its payload row and the
-//!    attempt `dispatched`: one commit ([`Journal::dispatch_attempt`]) that MUST be durable
-//!    before the request leaves. After it, a crash leaves an `unknown` attempt, never re-sent.
-//! 3. **Answer** — the answer text and the raw response durable in the payload store, then their
-//!    rows, the result, its usage and the ledger's release and spend: one commit
-//!    ([`Journal::record_answer`]), before the checker sees the answer.
+//! 2. **Dispatched** — the request body's payload row and the attempt `dispatched`: one commit
+//!    ([`Journal::dispatch_attempt`]) that MUST be durable before the request leaves. After it,
+//!    a crash leaves an `unknown` attempt, never re-sent.
+//! 3. **Answer** — the answer text durable in the payload store (file fsync + directory fsync;
+//!    nothing when the same answer is already stored), then the payload rows, the result, its
+//!    usage and the ledger's release and spend: one commit ([`Journal::record_answer`]), before
+//!    the checker sees the answer.
 //! 4. **Verdict** — not a commit of its own. It is recomputable from the durable answer, so it is
 //!    held in memory and written with the next commit (step 1 of the next trial, or
 //!    [`Dispatcher::write_verdict`] before any other write, a wait, or the end of the run). A
 //!    crash in between leaves the answer unscored; the next `run` scores it from disk
 //!    ([`super::scoring::rescore`]) and `recheck` re-scores every answer anyway.
 //!
-//! So an answered trial costs three journal commits, plus the payload store's fsyncs for the
-//! bodies it had not stored yet. Making a payload durable in the journal's own commit (its bytes
-//! in SQLite) would save those, but would make the payload store a cache that a power loss can
-//! leave behind the journal; it is not done.
+//! The request body and the raw response are audit copies: nothing reads them back (the checker,
+//! `recheck` and the report read the answer; the journal keeps every hash), so they go to the
+//! payload store without an fsync ([`Store::put_unsynced`]). A process crash keeps them (page
+//! cache); a power loss may lose them, which leaves the same state as an early `purge`.
+//!
+//! So an answered trial costs three journal commits plus, for an answer not stored before, one
+//! file and one directory fsync. Steps 1 and 2 stay two commits: merging them would remove the
+//! `planned`-with-a-reserve window that recovery and its crash test rely on. Fewer fsyncs would
+//! need the answer's bytes inside the journal commit (SQLite), making the payload store a cache
+//! a power loss can leave behind the journal; that is not done.
 
 use std::time::{Duration, Instant};
 
@@ -172,7 +178,8 @@ impl Dispatcher<'_> {
             attempt: Some(attempt.clone()),
         };
         let body = self.provider.body(&request);
-        let request_sha = self.payloads.put(&body)?;
+        // An audit copy nothing reads back: kept, but not worth an fsync (see the module docs).
+        let request_sha = self.payloads.put_unsynced(&body)?;
         // The dispatched row MUST be durable before the request leaves.
         self.journal
             .dispatch_attempt(&attempt, &request_sha.hex(), body.len() as u64)?;
@@ -186,7 +193,7 @@ impl Dispatcher<'_> {
             Ok(response) => {
                 // The answer is on disk (file fsynced, row committed) before the checker sees it.
                 let answer_sha = self.payloads.put(response.text.as_bytes())?;
-                let response_sha = self.payloads.put(&response.raw_body)?;
+                let response_sha = self.payloads.put_unsynced(&response.raw_body)?;
                 let (answer_hex, response_hex) = (answer_sha.hex(), response_sha.hex());
                 let spent = spent(
                     manifest,
