@@ -5,7 +5,7 @@
 //! verdict a stop or a crash left behind ([`scoring::rescore`], shared with `recheck`), then for
 //! each trial asks the pure [`admission::admit`] whether it may be sent (cancel, time limit,
 //! request cap, a stop of this invocation, money cap, token cap) and either closes it `not_run`
-//! with the reason, pauses the run, or hands it to [`dispatch`]: reserve its upper cost; journal
+//! with the reason, pauses the run, or hands it to `dispatch`: reserve its upper cost; journal
 //! the attempt as `dispatched` (durable) and only then send; flush the answer to the payload
 //! store (fsync) and journal it before the checker sees it; release the reserve against the
 //! usage actually spent. A request that was sent but not answered is `unknown` and keeps its
