@@ -190,7 +190,7 @@ mod tests {
     }
 
     #[test]
-    fn the_stored_texts_are_the_ones_the_journal_has_always_written() {
+    fn the_texts_are_the_ones_the_journal_and_the_outputs_have_always_used() {
         let texts = |all: &[&'static str]| all.join(",");
         assert_eq!(
             texts(

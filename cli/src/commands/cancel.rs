@@ -2,6 +2,7 @@
 //! already finished or was cancelled is left as it is, and the output says so.
 
 use skilltrial_engine::engine::run_is_live;
+use skilltrial_engine::journal::RunStatus;
 
 use crate::cli::{Global, RunRef};
 use crate::commands::state::{self, short};
@@ -12,7 +13,7 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     let layout = state::layout(global)?;
     let journal = state::existing_journal(&layout)?;
     let run = state::find_run(&journal, args.run.as_deref())?;
-    if matches!(run.status.as_str(), "finished" | "cancelled") {
+    if matches!(run.status, RunStatus::Finished | RunStatus::Cancelled) {
         // Nothing is left to stop: every trial already has its outcome.
         if global.json {
             // `cancel_requested` is the run's own flag (true for a cancelled run), and `live`
