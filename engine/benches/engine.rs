@@ -169,6 +169,8 @@ struct Measured {
     call_ms: Vec<f64>,
     answer_bytes: Vec<usize>,
     wall: Duration,
+    /// CPU time (user + system) of the runner's threads over the run, when /proc tells it.
+    cpu: Option<Duration>,
     counts: BTreeMap<String, u32>,
 }
 
@@ -182,6 +184,7 @@ fn execute(mut p: Prepared) -> Result<Measured, String> {
     };
     let mut marks: Vec<Instant> = Vec::new();
     let mut last_done = 0;
+    let cpu_before = runner_cpu();
     let start = Instant::now();
     let summary = ctx(
         engine::run(
@@ -203,6 +206,9 @@ fn execute(mut p: Prepared) -> Result<Measured, String> {
         &format!("run in {}", p.layout.root.display()),
     )?;
     let wall = start.elapsed();
+    let cpu = runner_cpu()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
     let calls = provider
         .calls
         .into_inner()
@@ -246,8 +252,36 @@ fn execute(mut p: Prepared) -> Result<Measured, String> {
         call_ms: calls.iter().map(|(d, _)| d.as_secs_f64() * 1e3).collect(),
         answer_bytes: calls.iter().map(|(_, n)| *n).collect(),
         wall,
+        cpu,
         counts: summary.counts,
     })
+}
+
+/// CPU time (user + system) this process has used, less that of the loopback server's threads
+/// (named `scripted-*`: they play the model, which the overhead excludes). The HTTP client's
+/// threads and the checker's worker count: they are the runner's. From `/proc` (Linux); `None`
+/// elsewhere. Clock ticks are 10 ms, so only a whole run's figure means anything.
+fn runner_cpu() -> Option<Duration> {
+    // utime and stime: fields 14 and 15 of `stat`, counted after the `(comm)` field, which may
+    // hold spaces.
+    fn ticks(stat: &str) -> Option<u64> {
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+    }
+    let process = ticks(&std::fs::read_to_string("/proc/self/stat").ok()?)?;
+    let mut server = 0;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.starts_with("scripted") {
+            server += std::fs::read_to_string(task.path().join("stat"))
+                .ok()
+                .and_then(|s| ticks(&s))
+                .unwrap_or(0);
+        }
+    }
+    // USER_HZ is 100 on every Linux ABI the bench runs on.
+    Some(Duration::from_millis(process.saturating_sub(server) * 10))
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -564,6 +598,14 @@ fn parent() -> Result<(), String> {
             );
         }
         None => println!("CPU part of the overhead: not measured (no fsync count)"),
+    }
+    let cpu: Option<Duration> = runs.iter().map(|r| r.cpu).sum();
+    match cpu {
+        Some(cpu) => println!(
+            "runner CPU time per trial (mean, user + system of every thread but the loopback server's, from /proc): {:.2} ms",
+            cpu.as_secs_f64() * 1e3 / f64::from(trials)
+        ),
+        None => println!("runner CPU time per trial: not measured (no /proc)"),
     }
     let excluded: f64 = calls.iter().sum();
     let wall: f64 = runs.iter().map(|r| r.wall.as_secs_f64() * 1e3).sum();
