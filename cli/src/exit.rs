@@ -323,8 +323,14 @@ mod tests {
         // The engine: a refusal is 1, the machine in the way 2, and a store or journal inside
         // keeps its own code.
         assert_eq!(
-            shown(EngineError::Refused("no".to_owned())),
-            (1, "no".to_owned())
+            shown(EngineError::Refused(
+                skilltrial_engine::engine::Refusal::TemplateMismatch
+            )),
+            (
+                1,
+                "the manifest pins another prompt template than this binary's: plan again"
+                    .to_owned()
+            )
         );
         assert_eq!(shown(EngineError::Environment("locked".to_owned())).0, 2);
         assert_eq!(

@@ -15,7 +15,7 @@
 //! - Any run that fails, ends other than `finished`, leaves a trial unscored, or sends other than
 //!   one request per trial, and any failed child, fails the bench (exit 1).
 //!
-//! Run: `cargo bench -p skilltrial-runner --bench engine`.
+//! Run: `cargo bench -p skilltrial-engine --bench engine`.
 #![allow(
     clippy::print_stdout,
     clippy::print_stderr,
@@ -169,6 +169,8 @@ struct Measured {
     call_ms: Vec<f64>,
     answer_bytes: Vec<usize>,
     wall: Duration,
+    /// CPU time (user + system) of the runner's threads over the run, when /proc tells it.
+    cpu: Option<Duration>,
     counts: BTreeMap<String, u32>,
 }
 
@@ -182,6 +184,7 @@ fn execute(mut p: Prepared) -> Result<Measured, String> {
     };
     let mut marks: Vec<Instant> = Vec::new();
     let mut last_done = 0;
+    let cpu_before = runner_cpu();
     let start = Instant::now();
     let summary = ctx(
         engine::run(
@@ -203,6 +206,9 @@ fn execute(mut p: Prepared) -> Result<Measured, String> {
         &format!("run in {}", p.layout.root.display()),
     )?;
     let wall = start.elapsed();
+    let cpu = runner_cpu()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
     let calls = provider
         .calls
         .into_inner()
@@ -246,8 +252,36 @@ fn execute(mut p: Prepared) -> Result<Measured, String> {
         call_ms: calls.iter().map(|(d, _)| d.as_secs_f64() * 1e3).collect(),
         answer_bytes: calls.iter().map(|(_, n)| *n).collect(),
         wall,
+        cpu,
         counts: summary.counts,
     })
+}
+
+/// CPU time (user + system) this process has used, less that of the loopback server's threads
+/// (named `scripted-*`: they play the model, which the overhead excludes). The HTTP client's
+/// threads and the checker's worker count: they are the runner's. From `/proc` (Linux); `None`
+/// elsewhere. Clock ticks are 10 ms, so only a whole run's figure means anything.
+fn runner_cpu() -> Option<Duration> {
+    // utime and stime: fields 14 and 15 of `stat`, counted after the `(comm)` field, which may
+    // hold spaces.
+    fn ticks(stat: &str) -> Option<u64> {
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+    }
+    let process = ticks(&std::fs::read_to_string("/proc/self/stat").ok()?)?;
+    let mut server = 0;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.starts_with("scripted") {
+            server += std::fs::read_to_string(task.path().join("stat"))
+                .ok()
+                .and_then(|s| ticks(&s))
+                .unwrap_or(0);
+        }
+    }
+    // USER_HZ is 100 on every Linux ABI the bench runs on.
+    Some(Duration::from_millis(process.saturating_sub(server) * 10))
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -452,10 +486,10 @@ fn child(mode: &str) -> Result<(), String> {
     }
 }
 
-/// What the fsync count line says.
-fn fsyncs_per_trial(dir: &Path) -> Result<String, String> {
+/// fsyncs per trial (when strace could count them) and what the fsync count line says.
+fn fsyncs_per_trial(dir: &Path) -> Result<(Option<f64>, String), String> {
     if let Err(why) = strace_usable() {
-        return Ok(format!("not measured ({why})"));
+        return Ok((None, format!("not measured ({why})")));
     }
     let ((setup_fsync, setup_fdatasync), _) = counted_child("setup", dir)?;
     let ((run_fsync, run_fdatasync), out) = counted_child("run", dir)?;
@@ -464,12 +498,15 @@ fn fsyncs_per_trial(dir: &Path) -> Result<String, String> {
     let in_run = (run_fsync + run_fdatasync)
         .checked_sub(setup)
         .ok_or("the run child made fewer fsyncs than its setup alone")?;
-    Ok(format!(
-        "{:.2} = ({} in a child that sets up and runs - {setup} in one that only sets up) / {trials} trials; of those, fsync {}, fdatasync {} (strace -f -c)",
-        in_run as f64 / trials as f64,
-        run_fsync + run_fdatasync,
-        run_fsync.saturating_sub(setup_fsync),
-        run_fdatasync.saturating_sub(setup_fdatasync),
+    let per_trial = in_run as f64 / trials as f64;
+    Ok((
+        Some(per_trial),
+        format!(
+            "{per_trial:.2} = ({} in a child that sets up and runs - {setup} in one that only sets up) / {trials} trials; of those, fsync {}, fdatasync {} (strace -f -c)",
+            run_fsync + run_fdatasync,
+            run_fsync.saturating_sub(setup_fsync),
+            run_fdatasync.saturating_sub(setup_fdatasync),
+        ),
     ))
 }
 
@@ -487,7 +524,7 @@ fn parent() -> Result<(), String> {
         let dir = bench.path.join(format!("run-{n}"));
         runs.push(execute(prepare(&dir, n)?)?);
     }
-    let fsync_line = fsyncs_per_trial(&bench.path)?;
+    let (fsyncs, fsync_line) = fsyncs_per_trial(&bench.path)?;
 
     let trials: u32 = runs.iter().map(|r| r.trials).sum();
     let overhead = sorted(runs.iter().flat_map(|r| r.overhead_ms.clone()).collect());
@@ -548,6 +585,28 @@ fn parent() -> Result<(), String> {
         &fsync,
     );
     println!("\nfsyncs per trial: {fsync_line}");
+    // The overhead less the time its fsyncs take on this disk: what is left is the runner's CPU
+    // (SQL, hashing, JSON, checking) and syscalls other than fsync.
+    match fsyncs {
+        Some(n) => {
+            let in_fsync = n * percentile(&fsync, 0.5);
+            println!(
+                "CPU part of the overhead (overhead - {n:.2} fsyncs x {:.2} ms, this disk's fsync p50): p50 {:.2} ms, p90 {:.2} ms",
+                percentile(&fsync, 0.5),
+                (percentile(&overhead, 0.5) - in_fsync).max(0.0),
+                (percentile(&overhead, 0.9) - in_fsync).max(0.0)
+            );
+        }
+        None => println!("CPU part of the overhead: not measured (no fsync count)"),
+    }
+    let cpu: Option<Duration> = runs.iter().map(|r| r.cpu).sum();
+    match cpu {
+        Some(cpu) => println!(
+            "runner CPU time per trial (mean, user + system of every thread but the loopback server's, from /proc): {:.2} ms",
+            cpu.as_secs_f64() * 1e3 / f64::from(trials)
+        ),
+        None => println!("runner CPU time per trial: not measured (no /proc)"),
+    }
     let excluded: f64 = calls.iter().sum();
     let wall: f64 = runs.iter().map(|r| r.wall.as_secs_f64() * 1e3).sum();
     println!(

@@ -260,6 +260,14 @@ pub struct CallRecord {
     pub error: Option<String>,
 }
 
+/// An answered attempt's verdict and the runner's own time on it (µs), written together.
+#[derive(Debug, Clone, Copy)]
+pub struct Scored<'a> {
+    pub attempt: &'a str,
+    pub verdict: &'a skilltrial_core::checker::Verdict,
+    pub runner_us: u64,
+}
+
 /// How the user resolves an `unknown` attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resolution {
@@ -644,10 +652,13 @@ impl Journal {
 
     /// Stores the time (ms) the runner has spent executing a run, over all its invocations.
     pub fn set_executed_ms(&self, run_id: &str, executed_ms: u64) -> Result<(), JournalError> {
-        self.sql(|c| {
-            c.prepare_cached("UPDATE runs SET executed_ms = MAX(executed_ms, ?2) WHERE id = ?1")?
-                .execute(params![run_id, to_i64(executed_ms)])
-        })?;
+        self.sql(|c| Self::set_executed_ms_on(c, run_id, executed_ms))?;
+        Ok(())
+    }
+
+    fn set_executed_ms_on(c: &Connection, run_id: &str, executed_ms: u64) -> rusqlite::Result<()> {
+        c.prepare_cached("UPDATE runs SET executed_ms = MAX(executed_ms, ?2) WHERE id = ?1")?
+            .execute(params![run_id, to_i64(executed_ms)])?;
         Ok(())
     }
 
@@ -879,52 +890,75 @@ impl Journal {
         retry: Option<(&str, &str)>,
     ) -> Result<String, JournalError> {
         self.write(|tx| {
-            let (id, seq) = Self::next_attempt_id(tx, run_id, trial_idx)?;
-            tx.prepare_cached(
-                "INSERT INTO attempts (id, run_id, trial_idx, seq, retry_of, retry_reason, state, reserved_micros, reserved_tokens, planned_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            )?
-            .execute(params![
-                id,
-                run_id,
-                trial_idx,
-                seq,
-                retry.map(|r| r.0),
-                retry.map(|r| r.1),
-                AttemptState::Planned.as_str(),
-                to_i64(reserve.0),
-                to_i64(reserve_tokens),
-                now_ms()
-            ])?;
-            Self::ledger(
-                tx,
-                run_id,
-                &id,
-                LedgerKind::Reserve,
-                reserve.0,
-                reserve_tokens,
-                "upper cost reserved before dispatch",
-            )?;
-            Ok(id)
+            Self::plan_attempt_tx(tx, run_id, trial_idx, reserve, reserve_tokens, retry)
         })
+    }
+
+    /// [`Journal::plan_attempt`], the run's clock ([`Journal::set_executed_ms`]) and the
+    /// previous attempt's verdict, if one is still to be written ([`Journal::record_scored`]),
+    /// in one commit: the engine's first write of every trial it sends. A verdict may wait for
+    /// this commit because it is recomputable: its answer is already durable, and a run (or
+    /// `recheck`) scores any answer whose verdict a crash lost.
+    #[allow(clippy::too_many_arguments)]
+    pub fn plan_attempt_at(
+        &mut self,
+        run_id: &str,
+        trial_idx: u32,
+        reserve: MicroUsd,
+        reserve_tokens: u64,
+        retry: Option<(&str, &str)>,
+        executed_ms: u64,
+        scored: Option<Scored<'_>>,
+    ) -> Result<String, JournalError> {
+        self.write(|tx| {
+            Self::scored_tx(tx, scored)?;
+            Self::set_executed_ms_on(tx, run_id, executed_ms)?;
+            Self::plan_attempt_tx(tx, run_id, trial_idx, reserve, reserve_tokens, retry)
+        })
+    }
+
+    fn plan_attempt_tx(
+        tx: &Transaction<'_>,
+        run_id: &str,
+        trial_idx: u32,
+        reserve: MicroUsd,
+        reserve_tokens: u64,
+        retry: Option<(&str, &str)>,
+    ) -> Result<String, TxError> {
+        let (id, seq) = Self::next_attempt_id(tx, run_id, trial_idx)?;
+        tx.prepare_cached(
+            "INSERT INTO attempts (id, run_id, trial_idx, seq, retry_of, retry_reason, state, reserved_micros, reserved_tokens, planned_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        )?
+        .execute(params![
+            id,
+            run_id,
+            trial_idx,
+            seq,
+            retry.map(|r| r.0),
+            retry.map(|r| r.1),
+            AttemptState::Planned.as_str(),
+            to_i64(reserve.0),
+            to_i64(reserve_tokens),
+            now_ms()
+        ])?;
+        Self::ledger(
+            tx,
+            run_id,
+            &id,
+            LedgerKind::Reserve,
+            reserve.0,
+            reserve_tokens,
+            "upper cost reserved before dispatch",
+        )?;
+        Ok(id)
     }
 
     /// Marks an attempt dispatched. MUST return before the request is sent: once committed, a
     /// crash leaves an `unknown` attempt behind, never a forgotten request. One statement, so
     /// it commits (durably) by itself.
     pub fn mark_dispatched(&self, attempt: &str, request_sha256: &str) -> Result<(), JournalError> {
-        let n = self.sql(|c| {
-            c.prepare_cached(
-                "UPDATE attempts SET state = ?4, request_sha256 = ?2, dispatched_at_ms = ?3 WHERE id = ?1 AND state = ?5",
-            )?
-            .execute(params![
-                attempt,
-                request_sha256,
-                now_ms(),
-                AttemptState::Dispatched.as_str(),
-                AttemptState::Planned.as_str()
-            ])
-        })?;
+        let n = self.sql(|c| Self::mark_dispatched_on(c, attempt, request_sha256))?;
         if n == 1 {
             Ok(())
         } else {
@@ -932,6 +966,41 @@ impl Journal {
                 "attempt {attempt} is not planned"
             )))
         }
+    }
+
+    /// The request body's payload row ([`Journal::record_payload`]) and the attempt marked
+    /// dispatched ([`Journal::mark_dispatched`]) in one commit. MUST return before the request
+    /// is sent; the body itself must already be durable in the payload store.
+    pub fn dispatch_attempt(
+        &mut self,
+        attempt: &str,
+        request_sha256: &str,
+        request_bytes: u64,
+    ) -> Result<(), JournalError> {
+        self.write(|tx| {
+            Self::record_payload_on(tx, request_sha256, PayloadKind::Request, request_bytes)?;
+            if Self::mark_dispatched_on(tx, attempt, request_sha256)? != 1 {
+                return Err(refuse(format!("attempt {attempt} is not planned")));
+            }
+            Ok(())
+        })
+    }
+
+    fn mark_dispatched_on(
+        c: &Connection,
+        attempt: &str,
+        request_sha256: &str,
+    ) -> rusqlite::Result<usize> {
+        c.prepare_cached(
+            "UPDATE attempts SET state = ?4, request_sha256 = ?2, dispatched_at_ms = ?3 WHERE id = ?1 AND state = ?5",
+        )?
+        .execute(params![
+            attempt,
+            request_sha256,
+            now_ms(),
+            AttemptState::Dispatched.as_str(),
+            AttemptState::Planned.as_str()
+        ])
     }
 
     fn run_of(tx: &Transaction<'_>, attempt: &str) -> rusqlite::Result<(String, u64, u64)> {
@@ -945,60 +1014,83 @@ impl Journal {
 
     /// A model result: usage and fingerprint recorded, reserve released, usage spent.
     pub fn record_result(&mut self, attempt: &str, call: &CallRecord) -> Result<(), JournalError> {
+        self.write(|tx| Self::record_result_tx(tx, attempt, call))
+    }
+
+    /// The answer's and the raw response's payload rows ([`Journal::record_payload`]) and the
+    /// result ([`Journal::record_result`]) in one commit. The payloads themselves must already
+    /// be durable in the payload store: once this returns the answer may go to the checker.
+    pub fn record_answer(
+        &mut self,
+        attempt: &str,
+        call: &CallRecord,
+        payloads: &[(&str, PayloadKind, u64)],
+    ) -> Result<(), JournalError> {
         self.write(|tx| {
-            let (run_id, reserved, reserved_tokens) = Self::run_of(tx, attempt)?;
-            let n = tx
-                .prepare_cached(
-                    "UPDATE attempts SET state = ?13, spent_micros = ?2, input_tokens = ?3, output_tokens = ?4, http_status = ?5,
-                        provider_request_id = ?6, model_reported = ?7, system_fingerprint = ?8, response_sha256 = ?9, answer_sha256 = ?10,
-                        latency_ms = ?11, finished_at_ms = ?12
-                     WHERE id = ?1 AND state = ?14",
-                )?
-                .execute(params![
-                    attempt,
-                    to_i64(call.spent.0),
-                    call.input_tokens.map(to_i64),
-                    call.output_tokens.map(to_i64),
-                    call.http_status,
-                    call.provider_request_id,
-                    call.model_reported,
-                    call.system_fingerprint,
-                    call.response_sha256,
-                    call.answer_sha256,
-                    to_i64(call.latency_ms),
-                    now_ms(),
-                    AttemptState::Result.as_str(),
-                    AttemptState::Dispatched.as_str()
-                ])?;
-            if n != 1 {
-                return Err(refuse(format!("attempt {attempt} is not dispatched")));
+            for (sha256, kind, bytes) in payloads {
+                Self::record_payload_on(tx, sha256, *kind, *bytes)?;
             }
-            // Usage the provider did not report counts as the whole token reservation, never
-            // zero.
-            let used = match (call.input_tokens, call.output_tokens) {
-                (Some(i), Some(o)) => i.saturating_add(o),
-                _ => reserved_tokens,
-            };
-            Self::ledger(
-                tx,
-                &run_id,
-                attempt,
-                LedgerKind::Release,
-                reserved,
-                reserved_tokens,
-                "result received",
-            )?;
-            Self::ledger(
-                tx,
-                &run_id,
-                attempt,
-                LedgerKind::Spend,
-                call.spent.0,
-                used,
-                "usage at cost",
-            )?;
-            Ok(())
+            Self::record_result_tx(tx, attempt, call)
         })
+    }
+
+    fn record_result_tx(
+        tx: &Transaction<'_>,
+        attempt: &str,
+        call: &CallRecord,
+    ) -> Result<(), TxError> {
+        let (run_id, reserved, reserved_tokens) = Self::run_of(tx, attempt)?;
+        let n = tx
+            .prepare_cached(
+                "UPDATE attempts SET state = ?13, spent_micros = ?2, input_tokens = ?3, output_tokens = ?4, http_status = ?5,
+                    provider_request_id = ?6, model_reported = ?7, system_fingerprint = ?8, response_sha256 = ?9, answer_sha256 = ?10,
+                    latency_ms = ?11, finished_at_ms = ?12
+                 WHERE id = ?1 AND state = ?14",
+            )?
+            .execute(params![
+                attempt,
+                to_i64(call.spent.0),
+                call.input_tokens.map(to_i64),
+                call.output_tokens.map(to_i64),
+                call.http_status,
+                call.provider_request_id,
+                call.model_reported,
+                call.system_fingerprint,
+                call.response_sha256,
+                call.answer_sha256,
+                to_i64(call.latency_ms),
+                now_ms(),
+                AttemptState::Result.as_str(),
+                AttemptState::Dispatched.as_str()
+            ])?;
+        if n != 1 {
+            return Err(refuse(format!("attempt {attempt} is not dispatched")));
+        }
+        // Usage the provider did not report counts as the whole token reservation, never
+        // zero.
+        let used = match (call.input_tokens, call.output_tokens) {
+            (Some(i), Some(o)) => i.saturating_add(o),
+            _ => reserved_tokens,
+        };
+        Self::ledger(
+            tx,
+            &run_id,
+            attempt,
+            LedgerKind::Release,
+            reserved,
+            reserved_tokens,
+            "result received",
+        )?;
+        Self::ledger(
+            tx,
+            &run_id,
+            attempt,
+            LedgerKind::Spend,
+            call.spent.0,
+            used,
+            "usage at cost",
+        )?;
+        Ok(())
     }
 
     /// Closes an attempt with an outcome that has no model result (infrastructure error before the
@@ -1147,33 +1239,67 @@ impl Journal {
         attempt: &str,
         verdict: &skilltrial_core::checker::Verdict,
     ) -> Result<(), JournalError> {
+        self.write(|tx| Self::record_verdict_tx(tx, attempt, verdict))
+    }
+
+    /// The verdict ([`Journal::record_verdict`]) and the runner's own time on the attempt
+    /// ([`Journal::record_runner_time`]) in one commit: the last write of an answered attempt.
+    pub fn record_scored(
+        &mut self,
+        attempt: &str,
+        verdict: &skilltrial_core::checker::Verdict,
+        runner_us: u64,
+    ) -> Result<(), JournalError> {
+        self.write(|tx| {
+            Self::scored_tx(
+                tx,
+                Some(Scored {
+                    attempt,
+                    verdict,
+                    runner_us,
+                }),
+            )
+        })
+    }
+
+    fn scored_tx(tx: &Transaction<'_>, scored: Option<Scored<'_>>) -> Result<(), TxError> {
+        if let Some(s) = scored {
+            Self::record_verdict_tx(tx, s.attempt, s.verdict)?;
+            Self::record_runner_time_on(tx, s.attempt, s.runner_us)?;
+        }
+        Ok(())
+    }
+
+    fn record_verdict_tx(
+        tx: &Transaction<'_>,
+        attempt: &str,
+        verdict: &skilltrial_core::checker::Verdict,
+    ) -> Result<(), TxError> {
         let reasons = serde_json::to_string(&verdict.reasons).unwrap_or_else(|_| "[]".to_owned());
         let details = serde_json::to_string(&verdict.details).unwrap_or_else(|_| "[]".to_owned());
-        self.write(|tx| {
-            tx.prepare_cached(
-                "INSERT INTO checks (attempt_id, checker_version, checker_source_sha256, outcome, reasons, details, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?
-            .execute(params![
-                attempt,
-                skilltrial_core::checker::CHECKER_VERSION,
-                skilltrial_core::checker::source_sha256(),
-                verdict.outcome.as_str(),
-                reasons,
-                details,
-                now_ms()
-            ])?;
-            tx.prepare_cached(
-                "UPDATE attempts SET outcome = ?2, reasons = ?3, details = ?4 WHERE id = ?1 AND state = ?5",
-            )?
-            .execute(params![
-                attempt,
-                verdict.outcome.as_str(),
-                reasons,
-                details,
-                AttemptState::Result.as_str()
-            ])?;
-            Ok(())
-        })
+        tx.prepare_cached(
+            "INSERT INTO checks (attempt_id, checker_version, checker_source_sha256, outcome, reasons, details, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?
+        .execute(params![
+            attempt,
+            skilltrial_core::checker::CHECKER_VERSION,
+            skilltrial_core::checker::source_sha256(),
+            verdict.outcome.as_str(),
+            reasons,
+            details,
+            now_ms()
+        ])?;
+        tx.prepare_cached(
+            "UPDATE attempts SET outcome = ?2, reasons = ?3, details = ?4 WHERE id = ?1 AND state = ?5",
+        )?
+        .execute(params![
+            attempt,
+            verdict.outcome.as_str(),
+            reasons,
+            details,
+            AttemptState::Result.as_str()
+        ])?;
+        Ok(())
     }
 
     /// After a crash: every attempt of the run still `dispatched` becomes `unknown`, keeping its
@@ -1362,34 +1488,59 @@ impl Journal {
         reserve: MicroUsd,
         tokens: u64,
     ) -> Result<(), JournalError> {
+        self.write(|tx| Self::reserve_planned_tx(tx, attempt, reserve, tokens))
+    }
+
+    /// [`Journal::reserve_planned`], the run's clock and the previous attempt's verdict in one
+    /// commit, as [`Journal::plan_attempt_at`].
+    pub fn reserve_planned_at(
+        &mut self,
+        attempt: &str,
+        reserve: MicroUsd,
+        tokens: u64,
+        run_id: &str,
+        executed_ms: u64,
+        scored: Option<Scored<'_>>,
+    ) -> Result<(), JournalError> {
         self.write(|tx| {
-            let (run_id, _, _) = Self::run_of(tx, attempt)?;
-            let updated = tx
-                .prepare_cached(
-                    "UPDATE attempts SET reserved_micros = ?2, reserved_tokens = ?3 WHERE id = ?1 AND state = ?4 AND reserved_micros = 0 AND reserved_tokens = 0",
-                )?
-                .execute(params![
-                    attempt,
-                    to_i64(reserve.0),
-                    to_i64(tokens),
-                    AttemptState::Planned.as_str()
-                ])?;
-            if updated != 1 {
-                return Err(refuse(format!(
-                    "attempt {attempt} is not a planned attempt without a reserve"
-                )));
-            }
-            Self::ledger(
-                tx,
-                &run_id,
-                attempt,
-                LedgerKind::Reserve,
-                reserve.0,
-                tokens,
-                "upper cost reserved before dispatch",
-            )?;
-            Ok(())
+            Self::scored_tx(tx, scored)?;
+            Self::set_executed_ms_on(tx, run_id, executed_ms)?;
+            Self::reserve_planned_tx(tx, attempt, reserve, tokens)
         })
+    }
+
+    fn reserve_planned_tx(
+        tx: &Transaction<'_>,
+        attempt: &str,
+        reserve: MicroUsd,
+        tokens: u64,
+    ) -> Result<(), TxError> {
+        let (run_id, _, _) = Self::run_of(tx, attempt)?;
+        let updated = tx
+            .prepare_cached(
+                "UPDATE attempts SET reserved_micros = ?2, reserved_tokens = ?3 WHERE id = ?1 AND state = ?4 AND reserved_micros = 0 AND reserved_tokens = 0",
+            )?
+            .execute(params![
+                attempt,
+                to_i64(reserve.0),
+                to_i64(tokens),
+                AttemptState::Planned.as_str()
+            ])?;
+        if updated != 1 {
+            return Err(refuse(format!(
+                "attempt {attempt} is not a planned attempt without a reserve"
+            )));
+        }
+        Self::ledger(
+            tx,
+            &run_id,
+            attempt,
+            LedgerKind::Reserve,
+            reserve.0,
+            tokens,
+            "upper cost reserved before dispatch",
+        )?;
+        Ok(())
     }
 
     /// The checkers (version, source hash) behind the current verdict of each attempt of a run.
@@ -1409,10 +1560,17 @@ impl Journal {
     /// Records the runner's own time spent on an attempt (the engine's measurement, model wait
     /// excluded). Idempotent: a repeated write keeps the last measurement.
     pub fn record_runner_time(&self, attempt: &str, runner_us: u64) -> Result<(), JournalError> {
-        self.sql(|c| {
-            c.prepare_cached("UPDATE attempts SET runner_us = ?2 WHERE id = ?1")?
-                .execute(params![attempt, to_i64(runner_us)])
-        })?;
+        self.sql(|c| Self::record_runner_time_on(c, attempt, runner_us))?;
+        Ok(())
+    }
+
+    fn record_runner_time_on(
+        c: &Connection,
+        attempt: &str,
+        runner_us: u64,
+    ) -> rusqlite::Result<()> {
+        c.prepare_cached("UPDATE attempts SET runner_us = ?2 WHERE id = ?1")?
+            .execute(params![attempt, to_i64(runner_us)])?;
         Ok(())
     }
 
@@ -1437,13 +1595,20 @@ impl Journal {
         kind: PayloadKind,
         bytes: u64,
     ) -> Result<(), JournalError> {
-        self.sql(|c| {
-            c.prepare_cached(
-                "INSERT INTO payloads (sha256, kind, bytes, created_at_ms) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT(sha256) DO UPDATE SET created_at_ms = excluded.created_at_ms, purged_at_ms = NULL",
-            )?
-            .execute(params![sha256, kind.as_str(), to_i64(bytes), now_ms()])
-        })?;
+        self.sql(|c| Self::record_payload_on(c, sha256, kind, bytes))
+    }
+
+    fn record_payload_on(
+        c: &Connection,
+        sha256: &str,
+        kind: PayloadKind,
+        bytes: u64,
+    ) -> rusqlite::Result<()> {
+        c.prepare_cached(
+            "INSERT INTO payloads (sha256, kind, bytes, created_at_ms) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT(sha256) DO UPDATE SET created_at_ms = excluded.created_at_ms, purged_at_ms = NULL",
+        )?
+        .execute(params![sha256, kind.as_str(), to_i64(bytes), now_ms()])?;
         Ok(())
     }
 

@@ -220,7 +220,7 @@ impl Drop for ScriptedServer {
     }
 }
 
-fn read_request(reader: &mut BufReader<TcpStream>, index: u64) -> Option<ServerRequest> {
+fn read_request(reader: &mut BufReader<TcpStream>, counter: &AtomicU64) -> Option<ServerRequest> {
     let mut head = String::new();
     loop {
         let mut line = String::new();
@@ -254,12 +254,16 @@ fn read_request(reader: &mut BufReader<TcpStream>, index: u64) -> Option<ServerR
     let mut body = vec![0u8; length];
     reader.read_exact(&mut body).ok()?;
     Some(ServerRequest {
-        index,
+        // Numbered once whole, so that an idle kept-alive connection closing takes no number.
+        index: counter.fetch_add(1, Ordering::SeqCst),
         path,
         headers,
         body,
     })
 }
+
+/// How long a kept-alive connection may sit idle before the server closes it.
+const IDLE: Duration = Duration::from_secs(30);
 
 fn serve(
     stream: TcpStream,
@@ -268,15 +272,38 @@ fn serve(
     responder: &Responder,
     counter: &AtomicU64,
 ) {
+    let _ = stream.set_read_timeout(Some(IDLE));
+    // A kept-alive connection must not wait on Nagle's algorithm for the client's delayed ACK
+    // (40 ms a response on Linux): each response goes out as soon as it is written.
+    let _ = stream.set_nodelay(true);
     let Ok(write_half) = stream.try_clone() else {
         return;
     };
     let mut writer = write_half;
     let mut reader = BufReader::new(stream);
-    let index = counter.fetch_add(1, Ordering::SeqCst);
-    let Some(request) = read_request(&mut reader, index) else {
-        return;
-    };
+    // Answers that leave the connection usable keep it open (HTTP/1.1 keep-alive, as the real
+    // APIs do), so a run reuses one connection instead of a connect and a server thread per
+    // request; every fault closes it, and a stopped server answers nothing more.
+    while !stop.load(Ordering::SeqCst) {
+        let Some(request) = read_request(&mut reader, counter) else {
+            break;
+        };
+        if !answer(&mut writer, &request, log, stop, responder) {
+            break;
+        }
+    }
+    let _ = writer.shutdown(std::net::Shutdown::Both);
+}
+
+/// Logs and answers one request; whether the connection may carry another.
+fn answer(
+    writer: &mut TcpStream,
+    request: &ServerRequest,
+    log: &Mutex<Vec<Logged>>,
+    stop: &AtomicBool,
+    responder: &Responder,
+) -> bool {
+    let index = request.index;
     if let Ok(mut log) = log.lock() {
         log.push(Logged {
             index,
@@ -287,23 +314,27 @@ fn serve(
             attempt: request.header("x-skilltrial-attempt").map(str::to_owned),
         });
     }
-    let reply = responder(&request);
+    let reply = responder(request);
     let anthropic = request.is_anthropic();
+    let keep_alive = !matches!(
+        reply,
+        Reply::Hang | Reply::Close | Reply::DieHalfway(_) | Reply::Verbatim { .. }
+    );
     match reply {
-        Reply::Answer(text) => respond(&mut writer, 200, &answer_body(&request, &text, anthropic)),
+        Reply::Answer(text) => respond(writer, 200, &answer_body(request, &text, anthropic)),
         Reply::AnswerWithoutUsage(text) => {
-            let mut body: Value = serde_json::from_str(&answer_body(&request, &text, anthropic))
+            let mut body: Value = serde_json::from_str(&answer_body(request, &text, anthropic))
                 .unwrap_or(Value::Null);
             if let Some(map) = body.as_object_mut() {
                 map.remove("usage");
             }
-            respond(&mut writer, 200, &body.to_string());
+            respond(writer, 200, &body.to_string());
         }
         Reply::Slow(text, delay) => {
             sleep_unless_stopped(delay, stop);
-            respond(&mut writer, 200, &answer_body(&request, &text, anthropic));
+            respond(writer, 200, &answer_body(request, &text, anthropic));
         }
-        Reply::Status(status) => respond(&mut writer, status, &error_body(status, anthropic)),
+        Reply::Status(status) => respond(writer, status, &error_body(status, anthropic)),
         Reply::Hang => {
             while !stop.load(Ordering::SeqCst) {
                 std::thread::sleep(Duration::from_millis(20));
@@ -311,7 +342,7 @@ fn serve(
         }
         Reply::Close => {}
         Reply::DieHalfway(text) => {
-            let body = answer_body(&request, &text, anthropic);
+            let body = answer_body(request, &text, anthropic);
             let half = &body.as_bytes()[..body.len() / 2];
             let head = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
@@ -321,7 +352,7 @@ fn serve(
             let _ = writer.write_all(half);
             let _ = writer.flush();
         }
-        Reply::Malformed => respond(&mut writer, 200, "{\"content\": [this is not json"),
+        Reply::Malformed => respond(writer, 200, "{\"content\": [this is not json"),
         Reply::EchoKeyInError { status, pad } => {
             let key = request.key().unwrap_or_default();
             let head: String = key.chars().take(14).collect();
@@ -339,32 +370,32 @@ fn serve(
             } else {
                 json!({ "error": { "message": message, "type": "invalid_request_error", "code": "invalid_api_key" } })
             };
-            respond(&mut writer, status, &body.to_string());
+            respond(writer, status, &body.to_string());
         }
         Reply::EchoKeyInBody(text) => {
             let key = request.key().unwrap_or_default();
-            let mut body: Value = serde_json::from_str(&answer_body(&request, &text, anthropic))
+            let mut body: Value = serde_json::from_str(&answer_body(request, &text, anthropic))
                 .unwrap_or(Value::Null);
             if let Some(map) = body.as_object_mut() {
                 map.insert("id".to_owned(), json!(format!("msg_{key}")));
                 map.insert("gateway".to_owned(), json!({ "authorized_with": key }));
             }
-            respond(&mut writer, 200, &body.to_string());
+            respond(writer, 200, &body.to_string());
         }
         Reply::EchoKeyInHeader(text) => {
             let key = request.key().unwrap_or_default();
             respond_with(
-                &mut writer,
+                writer,
                 200,
                 &[
                     ("request-id".to_owned(), format!("req_{key}")),
                     ("x-request-id".to_owned(), format!("req_{key}")),
                 ],
-                &answer_body(&request, &text, anthropic),
+                &answer_body(request, &text, anthropic),
             );
         }
         Reply::RetryAfter(status, after) => respond_with(
-            &mut writer,
+            writer,
             status,
             &[
                 ("request-id".to_owned(), "req_scripted".to_owned()),
@@ -377,9 +408,9 @@ fn serve(
             status,
             headers,
             body,
-        } => respond_with(&mut writer, status, &headers, &body),
+        } => write_response(writer, status, &headers, &body, "close"),
     }
-    let _ = writer.shutdown(std::net::Shutdown::Both);
+    keep_alive
 }
 
 fn sleep_unless_stopped(total: Duration, stop: &AtomicBool) {
@@ -403,7 +434,18 @@ fn respond(writer: &mut TcpStream, status: u16, body: &str) {
     );
 }
 
+/// Writes a response that keeps the connection open for the next request.
 fn respond_with(writer: &mut TcpStream, status: u16, headers: &[(String, String)], body: &str) {
+    write_response(writer, status, headers, body, "keep-alive");
+}
+
+fn write_response(
+    writer: &mut TcpStream,
+    status: u16,
+    headers: &[(String, String)],
+    body: &str,
+    connection: &str,
+) {
     let reason = match status {
         200 => "OK",
         429 => "Too Many Requests",
@@ -413,15 +455,15 @@ fn respond_with(writer: &mut TcpStream, status: u16, headers: &[(String, String)
         _ => "Status",
     };
     let mut head = format!(
-        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: {connection}\r\n",
         body.len()
     );
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
+    head.push_str(body);
     let _ = writer.write_all(head.as_bytes());
-    let _ = writer.write_all(body.as_bytes());
     let _ = writer.flush();
 }
 

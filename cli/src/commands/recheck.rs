@@ -1,12 +1,10 @@
 //! `skilltrial recheck <run>`: re-score stored answers with this binary's checker; no network.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use skilltrial_core::pack;
-use skilltrial_engine::journal::AttemptState;
-use skilltrial_engine::store::{StoreError, parse_hex};
+use skilltrial_engine::engine;
+use skilltrial_engine::store::parse_hex;
 
 use crate::cli::{Global, RunRef};
 use crate::exit::{CliError, Status};
@@ -29,51 +27,31 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     // The pack comes from the store, by the hash the run pinned; the checker is this binary's.
     let manifest_hash = parse_hex(&run.manifest_sha256)
         .ok_or_else(|| CliError::Rejected(anyhow::anyhow!("run id is not a hash")))?;
-    let manifest: skilltrial_core::manifest::Manifest =
-        serde_json::from_slice(&store.get(&manifest_hash)?).map_err(anyhow::Error::from)?;
-    let pack_hash = parse_hex(&manifest.pack.hash)
-        .ok_or_else(|| CliError::Rejected(anyhow::anyhow!("bad pack hash")))?;
-    let files: BTreeMap<String, Vec<u8>> = store.get_tree(&pack_hash)?.into_iter().collect();
-    let pack = pack::from_files(&manifest.pack.id, files)?;
-    let trials = journal.trials(&run.id)?;
-
-    let mut rechecked = 0;
-    let mut purged = Vec::new();
-    let mut changes = Vec::new();
-    for attempt in journal.attempts(&run.id)? {
-        if attempt.state != AttemptState::Result {
-            continue;
-        }
-        let Some(sha) = attempt.answer_sha256.as_deref().and_then(parse_hex) else {
-            continue;
-        };
-        let answer = match payloads.get(&sha) {
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            Err(StoreError::Missing(_)) => {
-                purged.push(attempt.id.clone());
-                continue;
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let Some(trial) = trials.iter().find(|t| t.idx == attempt.trial_idx) else {
-            continue;
-        };
-        // The run's own pinned pack lacks one of its trials' tasks: the stored run is refused
-        // (1), not the usage error (2) a task id given on the command line would be.
-        let task = pack
-            .task(&trial.task)
-            .map_err(|e| CliError::Rejected(e.into()))?;
-        let verdict = task.check(&answer);
-        journal.record_verdict(&attempt.id, &verdict)?;
-        rechecked += 1;
-        if attempt.outcome != Some(verdict.outcome) {
-            changes.push(Change {
-                attempt: attempt.id.clone(),
-                from: attempt.outcome.map(|o| o.as_str().to_owned()),
-                to: verdict.outcome.as_str().to_owned(),
-            });
-        }
-    }
+    let (_manifest, pack) = engine::load_pinned(&store, &manifest_hash)?;
+    let done = engine::rescore(
+        &mut journal,
+        &payloads,
+        &pack,
+        &run.id,
+        engine::Select::All,
+        &mut engine::Checker::new(),
+    )?;
+    let rechecked = done.scored.len();
+    let purged: Vec<String> = done
+        .purged
+        .into_iter()
+        .map(|(attempt, _)| attempt)
+        .collect();
+    let changes: Vec<Change> = done
+        .scored
+        .into_iter()
+        .filter(|r| r.before != Some(r.verdict.outcome))
+        .map(|r| Change {
+            attempt: r.attempt,
+            from: r.before.map(|o| o.as_str().to_owned()),
+            to: r.verdict.outcome.as_str().to_owned(),
+        })
+        .collect();
     if global.json {
         output::json(&serde_json::json!({
             "run": run.id,

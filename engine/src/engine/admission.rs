@@ -1,0 +1,291 @@
+//! Admission: whether the next trial may be sent, decided before every dispatch from the run's
+//! money, its budget and its limits as they stand. Pure (no journal, no clock, no I/O), so every
+//! rule is unit-tested on its own; the engine gathers [`LimitsNow`] and acts on the answer.
+//!
+//! The rules are checked in this order, and the order is part of the behaviour: a cancel wins
+//! over everything; then the run's time limit; then its request cap; then a stop of this
+//! invocation (Ctrl-C, `--max-dispatch`), which pauses rather than closes the trial; then the
+//! money cap (the trial's whole upper cost must fit beside what is spent and reserved); then the
+//! token cap.
+
+use skilltrial_core::manifest::{Budget, PlannedTrial};
+use skilltrial_core::money::MicroUsd;
+
+use crate::journal::{Money, NotRunReason};
+
+/// The run's limits at the moment of a dispatch, gathered by the engine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LimitsNow {
+    /// A cancel is recorded in the journal.
+    pub cancel_requested: bool,
+    /// The time the run has executed, over all its invocations (ms).
+    pub executed_ms: u64,
+    /// The run's time limit (ms).
+    pub limit_ms: u64,
+    /// Requests the run has sent, over all its invocations.
+    pub sent: u32,
+    /// This invocation was asked to stop (Ctrl-C / SIGTERM) or reached its `--max-dispatch`.
+    pub stop_requested: bool,
+}
+
+/// What to do with the next trial.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admission {
+    /// Reserve its upper cost and send it.
+    Send,
+    /// Close it without sending, for this reason, with this message for people.
+    NotRun(NotRunReason, String),
+    /// Send nothing more in this invocation; the trial stays pending, the run resumable.
+    Pause,
+}
+
+/// Decides whether `trial` may be sent now. See the module docs for the order of the rules.
+pub fn admit(trial: &PlannedTrial, money: &Money, budget: &Budget, now: &LimitsNow) -> Admission {
+    if now.cancel_requested {
+        return Admission::NotRun(
+            NotRunReason::Cancelled,
+            "the run was cancelled before this trial was sent".to_owned(),
+        );
+    }
+    if now.executed_ms > now.limit_ms {
+        return Admission::NotRun(
+            NotRunReason::TimeLimit,
+            "the run reached its time limit".to_owned(),
+        );
+    }
+    if now.sent >= budget.max_requests {
+        return Admission::NotRun(
+            NotRunReason::RequestCap,
+            "the run reached its request cap".to_owned(),
+        );
+    }
+    if now.stop_requested {
+        return Admission::Pause;
+    }
+    if let Some(cap) = budget.cap_usd_micros {
+        let committed = money
+            .spent
+            .checked_add(money.reserved)
+            .and_then(|c| c.checked_add(trial.reserve));
+        // An overflow is over any cap.
+        if committed.map_or(true, |c| c.0 > cap) {
+            return Admission::NotRun(
+                NotRunReason::Budget,
+                format!(
+                    "its upper cost {} could break the cap {}: spent {}, reserved {}",
+                    trial.reserve,
+                    MicroUsd(cap),
+                    money.spent,
+                    money.reserved
+                ),
+            );
+        }
+    }
+    if let Some(max_tokens) = budget.max_tokens
+        && money
+            .used_tokens
+            .saturating_add(money.reserved_tokens)
+            .saturating_add(trial_tokens(trial))
+            > max_tokens
+    {
+        return Admission::NotRun(
+            NotRunReason::Budget,
+            "its token bound could break the token cap".to_owned(),
+        );
+    }
+    Admission::Send
+}
+
+/// The tokens a trial reserves: its input bound plus its output limit.
+pub fn trial_tokens(trial: &PlannedTrial) -> u64 {
+    trial
+        .input_token_bound
+        .saturating_add(trial.max_output_tokens)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use skilltrial_core::manifest::Arm;
+
+    fn trial(reserve: u64) -> PlannedTrial {
+        PlannedTrial {
+            index: 0,
+            task: "t".into(),
+            arm: Arm::A,
+            repetition: 1,
+            input_token_bound: 100,
+            max_output_tokens: 50,
+            reserve: MicroUsd(reserve),
+        }
+    }
+
+    fn budget() -> Budget {
+        Budget {
+            cap_usd_micros: Some(1_000),
+            price: None,
+            max_requests: 10,
+            max_tokens: Some(1_000),
+            requires_confirmation: false,
+        }
+    }
+
+    fn now() -> LimitsNow {
+        LimitsNow {
+            limit_ms: 60_000,
+            ..LimitsNow::default()
+        }
+    }
+
+    fn reason(a: &Admission) -> Option<NotRunReason> {
+        match a {
+            Admission::NotRun(r, _) => Some(*r),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_trial_within_every_limit_is_sent() {
+        assert_eq!(
+            admit(&trial(100), &Money::default(), &budget(), &now()),
+            Admission::Send
+        );
+    }
+
+    #[test]
+    fn a_cancel_closes_the_trial_before_any_other_rule() {
+        // Given a run that is cancelled AND over its time limit, request cap and money cap.
+        let limits = LimitsNow {
+            cancel_requested: true,
+            executed_ms: 120_000,
+            sent: 10,
+            stop_requested: true,
+            ..now()
+        };
+        let a = admit(&trial(5_000), &Money::default(), &budget(), &limits);
+        assert_eq!(reason(&a), Some(NotRunReason::Cancelled));
+    }
+
+    #[test]
+    fn the_time_limit_closes_the_trial_only_once_exceeded() {
+        let at = LimitsNow {
+            executed_ms: 60_000,
+            ..now()
+        };
+        assert_eq!(
+            admit(&trial(1), &Money::default(), &budget(), &at),
+            Admission::Send
+        );
+        let past = LimitsNow {
+            executed_ms: 60_001,
+            ..now()
+        };
+        let a = admit(&trial(1), &Money::default(), &budget(), &past);
+        assert_eq!(reason(&a), Some(NotRunReason::TimeLimit));
+        assert_eq!(
+            NotRunReason::TimeLimit.as_str(),
+            "not_run_time_limit",
+            "the journal's reason code"
+        );
+    }
+
+    #[test]
+    fn the_request_cap_closes_the_trial_once_reached() {
+        let below = LimitsNow { sent: 9, ..now() };
+        assert_eq!(
+            admit(&trial(1), &Money::default(), &budget(), &below),
+            Admission::Send
+        );
+        let reached = LimitsNow { sent: 10, ..now() };
+        let a = admit(&trial(1), &Money::default(), &budget(), &reached);
+        assert_eq!(reason(&a), Some(NotRunReason::RequestCap));
+        assert_eq!(NotRunReason::RequestCap.as_str(), "not_run_request_cap");
+    }
+
+    #[test]
+    fn a_stop_pauses_after_the_closing_rules_and_before_the_caps() {
+        // A stop never closes a trial: it stays pending for the next `run`...
+        let stop = LimitsNow {
+            stop_requested: true,
+            ..now()
+        };
+        assert_eq!(
+            admit(&trial(5_000), &Money::default(), &budget(), &stop),
+            Admission::Pause,
+            "a stop wins over the money cap"
+        );
+        // ...but a trial the request cap already closes is closed, stop or not.
+        let capped = LimitsNow { sent: 10, ..stop };
+        assert_eq!(
+            reason(&admit(&trial(1), &Money::default(), &budget(), &capped)),
+            Some(NotRunReason::RequestCap)
+        );
+    }
+
+    #[test]
+    fn the_money_cap_counts_spent_reserved_and_the_trials_whole_upper_cost() {
+        let money = Money {
+            spent: MicroUsd(600),
+            reserved: MicroUsd(300),
+            ..Money::default()
+        };
+        // 600 + 300 + 100 = 1000: exactly the cap fits.
+        assert_eq!(
+            admit(&trial(100), &money, &budget(), &now()),
+            Admission::Send
+        );
+        // 600 + 300 + 101 = 1001: one µUSD over.
+        let a = admit(&trial(101), &money, &budget(), &now());
+        assert_eq!(reason(&a), Some(NotRunReason::Budget));
+        let Admission::NotRun(_, message) = a else {
+            unreachable!()
+        };
+        assert!(message.contains("could break the cap"), "{message}");
+        // An overflow is over any cap, never a wrap to a small number.
+        let huge = Money {
+            spent: MicroUsd(u64::MAX),
+            ..Money::default()
+        };
+        let unlimited = Budget {
+            cap_usd_micros: Some(u64::MAX),
+            ..budget()
+        };
+        assert_eq!(
+            reason(&admit(&trial(1), &huge, &unlimited, &now())),
+            Some(NotRunReason::Budget)
+        );
+        // Without a price there is no money cap to break.
+        let no_cap = Budget {
+            cap_usd_micros: None,
+            ..budget()
+        };
+        assert_eq!(
+            admit(&trial(5_000), &money, &no_cap, &now()),
+            Admission::Send
+        );
+    }
+
+    #[test]
+    fn the_token_cap_counts_used_reserved_and_the_trials_bound() {
+        let money = Money {
+            used_tokens: 700,
+            reserved_tokens: 150,
+            ..Money::default()
+        };
+        // 700 + 150 + 150 = 1000: fits.
+        assert_eq!(admit(&trial(1), &money, &budget(), &now()), Admission::Send);
+        let more = Money {
+            used_tokens: 701,
+            ..money
+        };
+        let a = admit(&trial(1), &more, &budget(), &now());
+        assert_eq!(
+            a,
+            Admission::NotRun(
+                NotRunReason::Budget,
+                "its token bound could break the token cap".to_owned()
+            )
+        );
+        assert_eq!(NotRunReason::Budget.as_str(), "not_run_budget");
+    }
+}

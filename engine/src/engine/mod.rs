@@ -1,0 +1,563 @@
+//! The execution engine: runs a planned manifest trial by trial, one request in flight, with
+//! every rule of SPEC §6.
+//!
+//! [`run`] sets the run up (its lock, its journal row, crash recovery), scores any answer whose
+//! verdict a stop or a crash left behind ([`scoring::rescore`], shared with `recheck`), then for
+//! each trial asks the pure [`admission::admit`] whether it may be sent (cancel, time limit,
+//! request cap, a stop of this invocation, money cap, token cap) and either closes it `not_run`
+//! with the reason, pauses the run, or hands it to `dispatch`: reserve its upper cost; journal
+//! the attempt as `dispatched` (durable) and only then send; flush the answer to the payload
+//! store (fsync) and journal it before the checker sees it; release the reserve against the
+//! usage actually spent. A request that was sent but not answered is `unknown` and keeps its
+//! reserve; it is never re-sent without the user (`resolve --retry`). Only a request the provider
+//! turned away as rate limited or overloaded (nothing reached the model) is retried
+//! automatically, a bounded number of times, each retry a new attempt with its reason
+//! ([`crate::provider::retry`]).
+//!
+//! Errors: [`EngineError::Refused`] carries a typed [`Refusal`] (the run's inputs or its state
+//! say no; exit 1 in the CLI); [`EngineError::Environment`], `Store` and `Journal` are the
+//! machine's (exit 2).
+
+pub mod admission;
+mod dispatch;
+mod inputs;
+mod lock;
+pub mod scoring;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::journal::{
+    AttemptRow, AttemptState, Journal, JournalError, Money, NotRunReason, RunStatus, now_ms,
+};
+use crate::provider::{Provider, retry};
+use crate::store::{Store, StoreError};
+use skilltrial_core::digest::Sha256Digest;
+use skilltrial_core::manifest::{self, Manifest, PlannedTrial};
+use skilltrial_core::money::MicroUsd;
+use skilltrial_core::outcome::Outcome;
+
+pub use admission::{Admission, LimitsNow, admit};
+pub use dispatch::awaiting_auto_retry;
+pub use inputs::{Inputs, load_inputs, load_pinned, save_inputs};
+pub use lock::{RunLock, run_is_live};
+pub use scoring::{Checker, Rescore, Rescored, Select, rescore};
+
+use dispatch::{Dispatched, Dispatcher};
+
+/// Why a run could not start or continue.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The run's inputs or its recorded state say no: nothing about the machine is wrong.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// The machine, not the input, is in the way: another process holds the run, the state
+    /// directory cannot be written, a lock cannot be taken. Retrying later may work.
+    #[error("{0}")]
+    Environment(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}
+
+/// Each way the engine refuses a run, named so that callers (the CLI's exit code, the hosted
+/// daemon's refund-or-retry) branch on the case, not on the text. The messages are what users
+/// read (and tests assert): lowercase, naming the input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refusal {
+    #[error("`{0}` is not a manifest hash (64 hex characters)")]
+    NotAManifestHash(String),
+    #[error("manifest {0} is not in the store: run `skilltrial plan` first")]
+    ManifestMissing(Sha256Digest),
+    #[error("manifest {hash} does not parse: {message}")]
+    ManifestUnparsable { hash: Sha256Digest, message: String },
+    /// The manifest cannot be written canonically (so it has no hash).
+    #[error("{0}")]
+    ManifestUnhashable(String),
+    #[error("manifest {hash} is not canonical: it hashes to {again}")]
+    ManifestNotCanonical {
+        hash: Sha256Digest,
+        again: Sha256Digest,
+    },
+    #[error("manifest format `{found}` is not {}", manifest::FORMAT)]
+    ManifestFormat { found: String },
+    #[error(
+        "the manifest pins checker {pinned} ({pinned_source}), this binary has {} ({}): plan again with this binary",
+        skilltrial_core::checker::CHECKER_VERSION,
+        short(skilltrial_core::checker::source_sha256())
+    )]
+    CheckerMismatch {
+        pinned: String,
+        pinned_source: String,
+    },
+    #[error("the manifest pins another prompt template than this binary's: plan again")]
+    TemplateMismatch,
+    #[error("the manifest's pack hash is malformed")]
+    PackHashMalformed,
+    #[error("stored pack: {0}")]
+    StoredPackInvalid(String),
+    #[error("the stored pack is not {id} {hash}")]
+    StoredPackMismatch { id: String, hash: String },
+    /// At `plan`: the pack's files do not hash to the hash the manifest pins.
+    #[error("the pack's stored digest differs from its hash")]
+    PackDigestMismatch,
+    #[error("a bundle digest is malformed")]
+    BundleDigestMalformed,
+    #[error("stored bundle {digest}: {message}")]
+    StoredBundleInvalid {
+        digest: Sha256Digest,
+        message: String,
+    },
+    #[error("the stored bundle hashes to {found}, not {digest}")]
+    StoredBundleMismatch {
+        found: Sha256Digest,
+        digest: Sha256Digest,
+    },
+    #[error("the baseline arm carries no bundle")]
+    BaselineBundle,
+    /// The manifest's plan cannot be computed from its inputs.
+    #[error("{0}")]
+    Plan(String),
+    /// A trial names a task the pack does not have.
+    #[error("{0}")]
+    TaskMissing(String),
+    /// A debug-build test knob holds a value it cannot use.
+    #[error("{0}")]
+    TestKnob(String),
+    #[error("run vanished")]
+    RunVanished,
+    #[error("run {0} was cancelled; plan a new run")]
+    RunCancelled(String),
+    #[error(
+        "attempt {attempt} reported usage costing {spent}, above its reservation {reserve}: the run stopped; check the model profile's limits and prices"
+    )]
+    ReservationBroken {
+        attempt: String,
+        spent: MicroUsd,
+        reserve: MicroUsd,
+    },
+}
+
+/// TEST KNOB, debug builds only: `SKILLTRIAL_TEST_KILL_AT=after_plan|after_dispatch|after_result`
+/// ends the process on the spot (exit code [`KILL_POINT_EXIT`], no cleanup) at that point of the
+/// first attempt it reaches, so tests can crash a run in each window of SPEC §6 and check the
+/// recovery. Release builds never read it.
+pub const KILL_POINT_VAR: &str = "SKILLTRIAL_TEST_KILL_AT";
+
+/// The exit code of a kill point.
+pub const KILL_POINT_EXIT: i32 = 86;
+
+fn kill_point(name: &str) {
+    if cfg!(debug_assertions) && std::env::var(KILL_POINT_VAR).is_ok_and(|v| v == name) {
+        std::process::exit(KILL_POINT_EXIT);
+    }
+}
+
+/// TEST KNOB, debug builds only: `SKILLTRIAL_TEST_RUN_LIMIT_MS=<ms>` lowers (never raises) the
+/// run's time limit, so tests can exercise it without waiting an hour. Release builds never read
+/// it.
+pub const RUN_LIMIT_VAR: &str = "SKILLTRIAL_TEST_RUN_LIMIT_MS";
+
+/// The run's time limit: the journal's copy of the manifest's (the manifest's for old rows),
+/// lowered by the debug-only test knob.
+fn run_limit_ms(stored: Option<u64>, manifest: &Manifest) -> u64 {
+    let limit = stored.unwrap_or(manifest.limits.run_timeout_ms);
+    let knob = if cfg!(debug_assertions) {
+        std::env::var(RUN_LIMIT_VAR)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+    } else {
+        None
+    };
+    knob.map_or(limit, |k| k.min(limit))
+}
+
+/// Closes a trial the run will not send, for `reason`: its pending retry itself when there is
+/// one (so no attempt is left `planned`), else a new `not_run` attempt.
+fn close_not_run(
+    journal: &mut Journal,
+    run_id: &str,
+    trial_idx: u32,
+    pending_retry: Option<&str>,
+    reason: NotRunReason,
+    message: &str,
+) -> Result<(), EngineError> {
+    match pending_retry {
+        Some(attempt) => journal.close_planned_not_run(attempt, reason, message)?,
+        None => {
+            journal.record_not_run(run_id, trial_idx, reason, message)?;
+        }
+    }
+    Ok(())
+}
+
+/// Live progress, for the CLI's progress line.
+#[derive(Debug, Clone, Serialize)]
+pub struct Progress {
+    pub done: u32,
+    pub total: u32,
+    pub counts: BTreeMap<String, u32>,
+    pub spent: MicroUsd,
+    pub reserved: MicroUsd,
+    /// The trial now in flight: (task, arm, repetition).
+    pub current: Option<(String, String, u32)>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    pub run: String,
+    pub status: String,
+    pub planned: u32,
+    pub counts: BTreeMap<String, u32>,
+    pub spent: MicroUsd,
+    pub reserved: MicroUsd,
+    /// Attempts turned `unknown` by this start's crash recovery.
+    pub recovered_unknown: Vec<String>,
+}
+
+/// Run-time settings that are not part of the manifest.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Stop after this many dispatches in this invocation (tests and `--max-dispatch`); `None`
+    /// for no extra limit.
+    pub dispatch_limit: Option<u32>,
+    /// Set (by the CLI's Ctrl-C / SIGTERM handler) to stop this invocation: the request in
+    /// flight finishes and is journaled, nothing more is sent, and the run is left `stopped`,
+    /// resumable (unlike a cancel, which is recorded in the journal and ends the run). Checked
+    /// where a cancel is, including during an automatic retry's wait.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+impl RunOptions {
+    fn stop_requested(&self) -> bool {
+        self.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst))
+    }
+}
+
+/// Whether a trial needs no more work: its latest attempt is a result, an unknown held for the
+/// user, or closed with a final outcome. A planned attempt (a user's retry, or one planned just
+/// before a stop) still needs the run.
+fn settled(latest: Option<&AttemptRow>) -> bool {
+    latest.is_some_and(|a| {
+        matches!(
+            a.state,
+            AttemptState::Result | AttemptState::Unknown | AttemptState::Closed
+        )
+    })
+}
+
+/// Counts of the latest attempt of every trial, by outcome.
+pub fn outcome_counts(trials: u32, attempts: &[AttemptRow]) -> BTreeMap<String, u32> {
+    let mut latest: BTreeMap<u32, &AttemptRow> = BTreeMap::new();
+    for a in attempts {
+        latest.insert(a.trial_idx, a);
+    }
+    let mut counts = BTreeMap::new();
+    for idx in 0..trials {
+        let key = match latest.get(&idx) {
+            None => "pending".to_owned(),
+            Some(a) => match a.state {
+                AttemptState::Planned => "pending".to_owned(),
+                AttemptState::Dispatched => "in_flight".to_owned(),
+                // Answered and journaled, not yet scored (a stop between the two): `run`
+                // scores it when it resumes.
+                AttemptState::Result if a.outcome.is_none() => "unscored".to_owned(),
+                _ => a
+                    .outcome
+                    .map_or_else(|| "pending".to_owned(), |o| o.as_str().to_owned()),
+            },
+        };
+        *counts.entry(key).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// Executes (or resumes) the run of `inputs` against `provider`, calling `on_progress` after
+/// every change a progress line shows.
+pub fn run(
+    journal: &mut Journal,
+    payloads: &Store,
+    provider: &dyn Provider,
+    inputs: &Inputs,
+    options: RunOptions,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<RunSummary, EngineError> {
+    let backoff_scale = retry::backoff_scale().map_err(Refusal::TestKnob)?;
+    let manifest = &inputs.manifest;
+    let run_id = inputs.hash.hex();
+    let (trials, _totals) =
+        manifest::trials(manifest, &inputs.pack, inputs.a.as_ref(), inputs.b.as_ref())
+            .map_err(|e| Refusal::Plan(e.to_string()))?;
+    // One process per run: a second `run` must not recover (and so orphan) the first one's
+    // request in flight, nor race it past the cap. The lock dies with the process. It is taken
+    // before the run row is written, so two `run`s started together never both write it.
+    let _lock = lock::lock_run(journal, &run_id)?;
+    journal.create_run(&run_id, manifest, &trials)?;
+    let recovered_unknown = journal.recover(&run_id)?;
+    let mut checker = Checker::new();
+    // A stop between journaling an answer and its verdict leaves a result without an outcome:
+    // score it now from the stored answer (the answer is on disk before the checker ever runs).
+    let rescored = rescore(
+        journal,
+        payloads,
+        &inputs.pack,
+        &run_id,
+        Select::Unscored,
+        &mut checker,
+    )?;
+    if let Some((_, sha)) = rescored.purged.first() {
+        // An unscored answer that is gone can never be scored: say which.
+        let digest = crate::store::parse_hex(sha).unwrap_or(Sha256Digest([0; 32]));
+        return Err(StoreError::Missing(digest).into());
+    }
+    let run_row = journal.find_run(&run_id)?.ok_or(Refusal::RunVanished)?;
+    if run_row.status == RunStatus::Cancelled {
+        // A retry planned after the cancel can never be sent: close it rather than leave it
+        // planned.
+        for attempt in journal.attempts(&run_id)? {
+            if attempt.state == AttemptState::Planned {
+                journal.close_planned_not_run(
+                    &attempt.id,
+                    NotRunReason::Cancelled,
+                    "the run was cancelled before this attempt was sent",
+                )?;
+            }
+        }
+        return Err(Refusal::RunCancelled(short(&run_id).to_owned()).into());
+    }
+    journal.set_status(&run_id, RunStatus::Running)?;
+    // The time limit bounds the run's own executing time over ALL its invocations (hosted runs
+    // rely on it: their deadline assumes a run cannot outlast it), so it continues from the time
+    // the journal holds; a pause between two invocations does not count.
+    let limit_ms = run_limit_ms(run_row.run_limit_ms, manifest);
+    // A request in flight when the runner died ran for an unknown time after the clock was last
+    // stored, at most the request timeout: count that bound, so that kills cannot stretch a run
+    // past its limit.
+    let mut lost_ms = 0u64;
+    for id in &recovered_unknown {
+        if let Some((_, attempt)) = journal.attempt(id)?
+            && let Some(dispatched) = attempt.dispatched_at_ms
+        {
+            let since = u64::try_from(now_ms().saturating_sub(dispatched)).unwrap_or(0);
+            lost_ms = lost_ms.saturating_add(since.min(manifest.limits.request_timeout_ms));
+        }
+    }
+    let executed_before = run_row.executed_ms.saturating_add(lost_ms);
+    journal.set_executed_ms(&run_id, executed_before)?;
+    let invocation_started = Instant::now();
+    let executed_ms = || executed_before.saturating_add(elapsed_ms(invocation_started));
+    let total = u32::try_from(trials.len()).unwrap_or(u32::MAX);
+    // A trial whose request was rate-limited is queued again at the front, after its wait, with
+    // the rejected attempt and the reason its retry will carry.
+    let mut queue: VecDeque<&PlannedTrial> = trials.iter().collect();
+    let mut auto_retry: BTreeMap<u32, (String, String)> = BTreeMap::new();
+    // A stop (kill, Ctrl-C, `--max-dispatch`) during a retry's wait leaves the trial's latest
+    // attempt a retryable rejection with retries left: it keeps them, up to the same bound, after
+    // what remains of the default wait.
+    for trial in &trials {
+        if let Some((attempt, reason)) =
+            dispatch::resumed_auto_retry(journal, &run_id, trial.index, backoff_scale, &options)?
+        {
+            auto_retry.insert(trial.index, (attempt, reason));
+        }
+    }
+    let mut dispatched_now = 0u32;
+    let mut stopped = false;
+
+    // `unwritten` is a verdict that rides in the next commit (see `dispatch`): shown as if
+    // written, so that the line never steps back to "unscored".
+    let emit_progress = |journal: &Journal,
+                         current: Option<&PlannedTrial>,
+                         unwritten: Option<(&str, Outcome)>,
+                         on_progress: &mut dyn FnMut(&Progress)|
+     -> Result<(Vec<AttemptRow>, Money), EngineError> {
+        let mut attempts = journal.attempts(&run_id)?;
+        if let Some((id, outcome)) = unwritten
+            && let Some(a) = attempts.iter_mut().find(|a| a.id == id)
+        {
+            a.outcome = Some(outcome);
+        }
+        let counts = outcome_counts(total, &attempts);
+        let money = journal.money(&run_id)?;
+        // A trial waiting for an automatic retry is not done: counting it would step the count
+        // back when its retry is planned.
+        let waiting = trials
+            .iter()
+            .filter(|t| awaiting_auto_retry(&attempts, t.index).is_some())
+            .count();
+        let pending = counts.get("pending").copied().unwrap_or(0)
+            + counts.get("in_flight").copied().unwrap_or(0)
+            + u32::try_from(waiting).unwrap_or(u32::MAX);
+        on_progress(&Progress {
+            done: total.saturating_sub(pending),
+            total,
+            counts,
+            spent: money.spent,
+            reserved: money.reserved,
+            current: current.map(|t| (t.task.clone(), t.arm.as_str().to_owned(), t.repetition)),
+        });
+        Ok((attempts, money))
+    };
+    // What the last progress line read, when nothing was written since: the next trial's
+    // admission reads the same rows.
+    let mut last_read = Some(emit_progress(journal, None, None, on_progress)?);
+
+    let mut dispatcher = Dispatcher {
+        journal,
+        payloads,
+        provider,
+        inputs,
+        run_id: &run_id,
+        checker,
+        unwritten: None,
+    };
+    while let Some(trial) = queue.pop_front() {
+        let journal = &mut *dispatcher.journal;
+        let (attempts, money) = match last_read.take() {
+            Some(read) => read,
+            None => (journal.attempts(&run_id)?, journal.money(&run_id)?),
+        };
+        let latest = attempts
+            .iter()
+            .filter(|a| a.trial_idx == trial.index)
+            .max_by_key(|a| a.seq);
+        let skip = settled(latest) && !auto_retry.contains_key(&trial.index);
+        let pending_retry = latest
+            .filter(|a| a.state == AttemptState::Planned)
+            .map(|a| a.id.clone());
+        if skip {
+            // Nothing written: the next trial may read the same rows.
+            last_read = Some((attempts, money));
+            continue;
+        }
+
+        // Admission, before every dispatch. The clock is stored with whatever this trial commits
+        // first (its reserve, or its `not_run`).
+        let executed = executed_ms();
+        let limits = LimitsNow {
+            cancel_requested: journal.cancel_requested(&run_id)?,
+            executed_ms: executed,
+            limit_ms,
+            sent: u32::try_from(
+                attempts
+                    .iter()
+                    .filter(|a| a.dispatched_at_ms.is_some())
+                    .count(),
+            )
+            .unwrap_or(u32::MAX),
+            stop_requested: options.stop_requested()
+                || options
+                    .dispatch_limit
+                    .is_some_and(|limit| dispatched_now >= limit),
+        };
+        match admit(trial, &money, &manifest.budget, &limits) {
+            Admission::Send => {}
+            Admission::NotRun(reason, message) => {
+                dispatcher.write_verdict()?;
+                let journal = &mut *dispatcher.journal;
+                journal.set_executed_ms(&run_id, executed)?;
+                close_not_run(
+                    journal,
+                    &run_id,
+                    trial.index,
+                    pending_retry.as_deref(),
+                    reason,
+                    &message,
+                )?;
+                continue;
+            }
+            Admission::Pause => {
+                dispatcher.write_verdict()?;
+                dispatcher.journal.set_executed_ms(&run_id, executed)?;
+                stopped = true;
+                break;
+            }
+        }
+
+        dispatched_now = dispatched_now.saturating_add(1);
+        let ended = dispatcher.dispatch_one(
+            trial,
+            pending_retry,
+            auto_retry.remove(&trial.index),
+            executed,
+            &mut |journal| emit_progress(journal, Some(trial), None, on_progress).map(drop),
+        )?;
+        if matches!(ended, Dispatched::Retryable { .. }) {
+            // Nothing else commits during the wait.
+            dispatcher.write_verdict()?;
+        }
+        let unwritten = dispatcher.unwritten_outcome();
+        let journal = &mut *dispatcher.journal;
+        match ended {
+            Dispatched::Done => {}
+            Dispatched::Retryable {
+                attempt,
+                status,
+                retry_after,
+            } => {
+                if let Some(reason) = dispatch::wait_for_auto_retry(
+                    journal,
+                    &run_id,
+                    trial.index,
+                    status,
+                    retry_after,
+                    backoff_scale,
+                    &options,
+                )? {
+                    auto_retry.insert(trial.index, (attempt, reason));
+                    queue.push_front(trial);
+                }
+            }
+            Dispatched::ReservationBroken(refusal) => {
+                journal.set_executed_ms(&run_id, executed_ms())?;
+                journal.set_status(&run_id, RunStatus::Stopped)?;
+                return Err(refusal.into());
+            }
+        }
+        last_read = Some(emit_progress(
+            journal,
+            None,
+            unwritten.as_ref().map(|(id, o)| (id.as_str(), *o)),
+            on_progress,
+        )?);
+    }
+
+    dispatcher.write_verdict()?;
+    let journal = &mut *dispatcher.journal;
+    journal.set_executed_ms(&run_id, executed_ms())?;
+    let cancelled = journal.cancel_requested(&run_id)?;
+    let status = if stopped {
+        RunStatus::Stopped
+    } else if cancelled {
+        RunStatus::Cancelled
+    } else {
+        RunStatus::Finished
+    };
+    journal.set_status(&run_id, status)?;
+    let attempts = journal.attempts(&run_id)?;
+    let money = journal.money(&run_id)?;
+    Ok(RunSummary {
+        run: run_id.clone(),
+        status: status.as_str().to_owned(),
+        planned: total,
+        counts: outcome_counts(total, &attempts),
+        spent: money.spent,
+        reserved: money.reserved,
+        recovered_unknown,
+    })
+}
+
+pub(crate) fn short(hex: &str) -> &str {
+    hex.get(..12).unwrap_or(hex)
+}
+
+fn elapsed_ms(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
