@@ -331,8 +331,21 @@ fn recheck_rescores_without_the_network_and_purge_removes_payloads() {
     );
     let (_, row) = env.journal().attempt(&passed.id).unwrap().unwrap();
     assert_eq!(row.outcome.map(|o| o.as_str()), Some("pass"));
+    // Answers are held by the journal itself (schema 5), not as files in the payload store.
+    let answer = "\"account_type\"";
+    let journal_bytes = || {
+        let mut bytes = std::fs::read(env.home().join("journal.sqlite3")).unwrap();
+        bytes.extend(std::fs::read(env.home().join("journal.sqlite3-wal")).unwrap_or_default());
+        bytes
+    };
+    let holds = |bytes: &[u8]| bytes.windows(answer.len()).any(|w| w == answer.as_bytes());
+    assert!(holds(&journal_bytes()), "the journal holds the answers");
     let purge = env.json(&["purge", "--older-than", "0d", "--json"]);
     assert!(purge["removed"].as_u64().unwrap() >= 18);
+    assert!(
+        !holds(&journal_bytes()),
+        "a purged answer is not left readable in the journal's files"
+    );
     let recheck = env.json(&["recheck", &run, "--json"]);
     assert_eq!(recheck["rechecked"], 0);
     assert_eq!(recheck["answers_purged"].as_array().unwrap().len(), 18);

@@ -1,4 +1,4 @@
-//! The run manifest (SPEC §4) and the one function that computes a plan from it.
+//! The run manifest (docs/runs.md) and the one function that computes a plan from it.
 //!
 //! A manifest pins everything a run depends on: the A/B bundle digests and the baseline, the pack
 //! and checker hashes, the prompt template (text and hash), the model (provider, name, revision,
@@ -206,7 +206,7 @@ pub struct PlanOptions {
     pub scripted: bool,
 }
 
-/// Defaults of SPEC §6.
+/// Defaults of docs/runs.md.
 pub const DEFAULT_MAX_REQUESTS: u32 = 100;
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 60_000;
 pub const DEFAULT_RUN_TIMEOUT_MS: u64 = 60 * 60_000;

@@ -1,4 +1,4 @@
-//! Trial outcome codes (SPEC §5). The checker produces the first four; the engine the rest.
+//! Trial outcome codes (docs/runs.md). The checker produces the first four; the engine the rest.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! Every rule of SPEC §2 against bundles built inside the test: each rejection code, each flag,
+//! Every rule of docs/bundles.md against bundles built inside the test: each rejection code, each flag,
 //! digest equality across packaging, and the single-root ZIP convention.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -32,13 +32,14 @@ use skilltrial_core::state::{UnknownState, short_id};
 /// per attempt; 4 — `CHECK`s on every stored state (attempt and check outcomes, not-run
 /// reasons), so that no text outside the enums can be written. Keep `MIGRATIONS` in file-number
 /// order.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_journal.sql"),
     include_str!("../migrations/0002_run_clock.sql"),
     include_str!("../migrations/0003_attempt_runner_time.sql"),
     include_str!("../migrations/0004_state_checks.sql"),
+    include_str!("../migrations/0005_answer_in_journal.sql"),
 ];
 
 /// How long a connection waits for another process's write lock before failing. Set before any
@@ -260,6 +261,16 @@ pub struct CallRecord {
     pub error: Option<String>,
 }
 
+/// A payload journaled with an answer: its row, and for the answer its bytes, which the journal
+/// keeps itself so they are durable in the same commit as the result (migration 0005).
+#[derive(Debug, Clone, Copy)]
+pub struct StoredPayload<'a> {
+    pub sha256: &'a str,
+    pub kind: PayloadKind,
+    pub bytes: u64,
+    pub content: Option<&'a [u8]>,
+}
+
 /// An answered attempt's verdict and the runner's own time on it (µs), written together.
 #[derive(Debug, Clone, Copy)]
 pub struct Scored<'a> {
@@ -365,6 +376,10 @@ impl Journal {
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(sql)?;
         conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(sql)?;
+        // The journal holds answers (schema 5): a purged one must not stay readable in freed
+        // pages of the file.
+        conn.pragma_update(None, "secure_delete", "ON")
             .map_err(sql)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let mut journal = Self {
@@ -978,7 +993,13 @@ impl Journal {
         request_bytes: u64,
     ) -> Result<(), JournalError> {
         self.write(|tx| {
-            Self::record_payload_on(tx, request_sha256, PayloadKind::Request, request_bytes)?;
+            Self::record_payload_on(
+                tx,
+                request_sha256,
+                PayloadKind::Request,
+                request_bytes,
+                None,
+            )?;
             if Self::mark_dispatched_on(tx, attempt, request_sha256)? != 1 {
                 return Err(refuse(format!("attempt {attempt} is not planned")));
             }
@@ -1024,11 +1045,11 @@ impl Journal {
         &mut self,
         attempt: &str,
         call: &CallRecord,
-        payloads: &[(&str, PayloadKind, u64)],
+        payloads: &[StoredPayload<'_>],
     ) -> Result<(), JournalError> {
         self.write(|tx| {
-            for (sha256, kind, bytes) in payloads {
-                Self::record_payload_on(tx, sha256, *kind, *bytes)?;
+            for p in payloads {
+                Self::record_payload_on(tx, p.sha256, p.kind, p.bytes, p.content)?;
             }
             Self::record_result_tx(tx, attempt, call)
         })
@@ -1595,21 +1616,39 @@ impl Journal {
         kind: PayloadKind,
         bytes: u64,
     ) -> Result<(), JournalError> {
-        self.sql(|c| Self::record_payload_on(c, sha256, kind, bytes))
+        self.sql(|c| Self::record_payload_on(c, sha256, kind, bytes, None))
     }
 
+    /// A payload's row; `content` is kept in the journal (answers: see migration 0005). Seen
+    /// again, a payload is fresh again: its age restarts, a purge is undone, and content given
+    /// now replaces none.
     fn record_payload_on(
         c: &Connection,
         sha256: &str,
         kind: PayloadKind,
         bytes: u64,
+        content: Option<&[u8]>,
     ) -> rusqlite::Result<()> {
         c.prepare_cached(
-            "INSERT INTO payloads (sha256, kind, bytes, created_at_ms) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT(sha256) DO UPDATE SET created_at_ms = excluded.created_at_ms, purged_at_ms = NULL",
+            "INSERT INTO payloads (sha256, kind, bytes, created_at_ms, content) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT(sha256) DO UPDATE SET created_at_ms = excluded.created_at_ms, purged_at_ms = NULL,
+                content = COALESCE(excluded.content, content)",
         )?
-        .execute(params![sha256, kind.as_str(), to_i64(bytes), now_ms()])?;
+        .execute(params![sha256, kind.as_str(), to_i64(bytes), now_ms(), content])?;
         Ok(())
+    }
+
+    /// The bytes of a payload the journal holds itself (an answer journaled since schema 5),
+    /// unless it was purged. `None` means: look in the payload store.
+    pub fn payload_content(&self, sha256: &str) -> Result<Option<Vec<u8>>, JournalError> {
+        self.sql(|c| {
+            c.prepare_cached(
+                "SELECT content FROM payloads WHERE sha256 = ?1 AND purged_at_ms IS NULL",
+            )?
+            .query_row([sha256], |r| r.get::<_, Option<Vec<u8>>>(0))
+            .optional()
+            .map(Option::flatten)
+        })
     }
 
     /// Payloads created before `cutoff_ms` and not yet purged.
@@ -1629,13 +1668,28 @@ impl Journal {
         })
     }
 
-    /// Marks a payload purged.
-    pub fn mark_purged(&self, sha256: &str) -> Result<(), JournalError> {
+    /// Moves everything in the write-ahead log into the journal file and empties the log, so
+    /// bytes a purge dropped (zeroed by `secure_delete`) are gone from both files. Best effort: a
+    /// reader holding an old snapshot at this moment leaves the log for the next checkpoint.
+    pub fn checkpoint(&self) -> Result<(), JournalError> {
+        self.sql(|c| c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())))
+    }
+
+    /// Marks a payload purged and drops the bytes the journal held of it; returns how many.
+    /// (`secure_delete` is on: the freed pages are zeroed, not left readable in the file.)
+    pub fn mark_purged(&self, sha256: &str) -> Result<u64, JournalError> {
         self.sql(|c| {
-            c.prepare_cached("UPDATE payloads SET purged_at_ms = ?2 WHERE sha256 = ?1")?
-                .execute(params![sha256, now_ms()])
-        })?;
-        Ok(())
+            let held: Option<i64> = c
+                .prepare_cached("SELECT length(content) FROM payloads WHERE sha256 = ?1")?
+                .query_row([sha256], |r| r.get(0))
+                .optional()?
+                .flatten();
+            c.prepare_cached(
+                "UPDATE payloads SET purged_at_ms = ?2, content = NULL WHERE sha256 = ?1",
+            )?
+            .execute(params![sha256, now_ms()])?;
+            Ok(held.map_or(0, to_u64))
+        })
     }
 }
 
@@ -1644,6 +1698,49 @@ impl Journal {
 mod tests {
     use super::{Journal, JournalError, NotRunReason, SCHEMA_VERSION};
     use skilltrial_core::outcome::Outcome;
+
+    #[test]
+    fn an_answer_is_held_by_the_journal_until_it_is_purged() {
+        use super::PayloadKind;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite3");
+        let journal = Journal::open(&path).unwrap();
+        journal
+            .sql(|c| {
+                Journal::record_payload_on(c, "aa", PayloadKind::Answer, 5, Some(b"hello"))?;
+                Journal::record_payload_on(c, "bb", PayloadKind::Response, 9, None)
+            })
+            .unwrap();
+        assert_eq!(
+            journal.payload_content("aa").unwrap().as_deref(),
+            Some(&b"hello"[..])
+        );
+        // Not held: a raw response lives in the payload store; an unknown hash is not here.
+        assert_eq!(journal.payload_content("bb").unwrap(), None);
+        assert_eq!(journal.payload_content("cc").unwrap(), None);
+        // Purged: the bytes are gone from the journal and counted.
+        assert_eq!(journal.mark_purged("aa").unwrap(), 5);
+        assert_eq!(journal.payload_content("aa").unwrap(), None);
+        assert_eq!(journal.mark_purged("bb").unwrap(), 0);
+        // The same answer journaled again is held again.
+        journal
+            .sql(|c| Journal::record_payload_on(c, "aa", PayloadKind::Answer, 5, Some(b"hello")))
+            .unwrap();
+        assert_eq!(
+            journal.payload_content("aa").unwrap().as_deref(),
+            Some(&b"hello"[..])
+        );
+        // Only an answer's bytes may be held.
+        let wrong = journal
+            .sql(|c| Journal::record_payload_on(c, "dd", PayloadKind::Request, 1, Some(b"x")));
+        assert!(
+            wrong
+                .unwrap_err()
+                .to_string()
+                .contains("CHECK constraint failed"),
+            "a request's bytes are not the journal's to hold"
+        );
+    }
 
     #[test]
     fn the_journal_is_wal_with_full_sync_and_foreign_keys() {
@@ -1975,7 +2072,8 @@ mod tests {
     }
 
     #[test]
-    fn a_journal_of_schema_3_migrates_to_4_with_every_row_intact_and_every_state_checked() {
+    fn a_journal_of_schema_3_migrates_to_the_current_schema_with_every_row_intact_and_every_state_checked()
+     {
         use super::{AttemptState, RunStatus};
         // Given a schema-3 journal with a row in every state
         let dir = tempfile::tempdir().unwrap();
@@ -1987,13 +2085,22 @@ mod tests {
         // When SkillTrial opens it
         let mut journal = Journal::open(&path).unwrap();
 
-        // Then it is at schema 4, with every row as it was and foreign keys on and whole
+        // Then it is at the current schema (5), with every row as it was (payloads gain an
+        // empty `content`: their bytes stay in the payload store) and foreign keys on and whole
         let version: u32 = journal
             .conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
-        assert_eq!((version, SCHEMA_VERSION), (4, 4));
-        assert_eq!(dump(&journal.conn), before);
+        assert_eq!((version, SCHEMA_VERSION), (5, 5));
+        let mut expected = before.clone();
+        for (table, rows) in &mut expected {
+            if table == "payloads" {
+                for row in rows.iter_mut() {
+                    row.push(rusqlite::types::Value::Null);
+                }
+            }
+        }
+        assert_eq!(dump(&journal.conn), expected);
         let fk: i64 = journal
             .conn
             .pragma_query_value(None, "foreign_keys", |r| r.get(0))
@@ -2098,7 +2205,7 @@ mod tests {
         );
         assert_eq!(
             dump(&journal.conn),
-            before,
+            expected,
             "nothing written by the refusals"
         );
 
@@ -2205,7 +2312,7 @@ mod tests {
         assert_eq!(
             err.to_string(),
             format!(
-                "journal {}: migrating it to schema 4 would leave a row of ledger whose attempts row is missing",
+                "journal {}: migrating it to schema 5 would leave a row of ledger whose attempts row is missing",
                 path.display()
             )
         );

@@ -1,7 +1,8 @@
 //! SkillTrial's local execution: the part of the off-chain code that touches a disk, a network
 //! or a keychain. The CLI is a thin shell over it (and over `skilltrial-core`, the pure part).
 //!
-//! [`store`] keeps content-addressed blobs (fsync + rename); [`journal`] is the SQLite journal of
+//! [`store`] keeps content-addressed blobs (fsync + rename); [`answers`] reads a stored answer
+//! (journal or store); [`journal`] is the SQLite journal of
 //! runs, attempts, money and verdicts; [`engine`] loads a planned manifest's pinned inputs and
 //! runs it trial by trial; [`provider`] is the only code that speaks HTTP to models; [`keys`]
 //! reads model keys from the environment or the OS keychain; [`home`] resolves where state
@@ -9,6 +10,7 @@
 //! script; [`report`] turns a journal into the report. Nothing in this crate prints to a terminal
 //! or picks exit codes.
 
+pub mod answers;
 pub mod demo;
 pub mod engine;
 pub mod home;

@@ -65,7 +65,7 @@ pub fn facts(
     let attempts = journal
         .attempts(&run.id)?
         .into_iter()
-        .map(|a| attempt_facts(payloads, &runner_times, a))
+        .map(|a| attempt_facts(journal, payloads, &runner_times, a))
         .collect::<Result<Vec<_>, _>>()?;
     let money = journal.money(&run.id)?;
     Ok(RunFacts {
@@ -105,16 +105,14 @@ pub fn facts(
 }
 
 fn attempt_facts(
+    journal: &Journal,
     payloads: &Store,
     runner_times: &BTreeMap<String, u64>,
     a: AttemptRow,
 ) -> Result<AttemptFacts, ReportError> {
     let answer = match a.answer_sha256.as_deref().and_then(parse_hex) {
-        Some(sha) => match payloads.get(&sha) {
-            Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
-            Err(StoreError::Missing(_)) => None,
-            Err(e) => return Err(e.into()),
-        },
+        Some(sha) => crate::answers::read::<ReportError>(journal, payloads, &sha)?
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
         None => None,
     };
     Ok(AttemptFacts {

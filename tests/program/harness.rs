@@ -202,7 +202,7 @@ impl Env {
     }
 
     /// Lamports are conserved over every account the test touched: none created, none lost;
-    /// only transaction fees left (SPEC §9: refund + usage + fees = escrow, and nothing else).
+    /// only transaction fees left (docs/program.md: refund + usage + fees = escrow, and nothing else).
     pub(crate) async fn assert_conserved(&self) {
         let mut now = 0u64;
         for key in &self.tracked {

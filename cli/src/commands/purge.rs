@@ -50,10 +50,15 @@ pub fn run(args: &PurgeArgs, global: &Global) -> Result<Status, CliError> {
         let Some(digest) = parse_hex(&sha) else {
             continue;
         };
+        // An answer journaled since schema 5 is held by the journal; older payloads, request
+        // bodies and raw responses by the payload store.
         bytes = bytes.saturating_add(payloads.remove(&digest)?);
-        journal.mark_purged(&sha)?;
+        bytes = bytes.saturating_add(journal.mark_purged(&sha)?);
         removed += 1;
         *kinds.entry(kind.to_string()).or_insert(0) += 1;
+    }
+    if removed > 0 {
+        journal.checkpoint()?;
     }
     if global.json {
         output::json(

@@ -1,4 +1,4 @@
-//! Skill bundles (SPEC §2): a folder, or a ZIP of one, with `SKILL.md` at its root.
+//! Skill bundles (docs/bundles.md): a folder, or a ZIP of one, with `SKILL.md` at its root.
 //!
 //! [`import`] reads a bundle entirely in memory, enforces every rule, and returns either a
 //! [`Bundle`] (possibly carrying [`Flag`]s) or a [`Rejected`] listing every [`Rejection`] with a
@@ -28,7 +28,7 @@ use crate::digest::{DigestEntry, Sha256Digest, content_digest};
 /// The file every bundle must hold at its root.
 pub const SKILL_FILE: &str = "SKILL.md";
 
-/// Size limits (SPEC §2). The defaults are the product's; tests may shrink them.
+/// Size limits (docs/bundles.md). The defaults are the product's; tests may shrink them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Largest ZIP file accepted, and the most bytes a folder may hold.

@@ -1,4 +1,4 @@
-//! Fixture packs (SPEC §3): immutable task sets with real inputs, golden records and known-wrong
+//! Fixture packs (docs/pack-and-checker.md): immutable task sets with real inputs, golden records and known-wrong
 //! answers.
 //!
 //! A pack is a folder (`fixtures/packs/<name>@<version>/`, also embedded in the binary):

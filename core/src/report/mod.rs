@@ -1,4 +1,4 @@
-//! Reports (SPEC §8): the typed model of a run's export, built once by [`build`] from plain run
+//! Reports (docs/reports.md): the typed model of a run's export, built once by [`build`] from plain run
 //! facts, sealed with its hash, and read by the HTML view, `compare`, `verify` and the CLI summary.
 //!
 //! The export holds the manifest, every trial and attempt (outcome, reasons, usage, fingerprint,

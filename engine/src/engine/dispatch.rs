@@ -1,7 +1,7 @@
 //! Dispatch: one admitted trial, from its reserve to its verdict, and the automatic retries of
 //! rejections that reached no model.
 //!
-//! The order is the durability contract of SPEC §6, and each step names the commit it rides in
+//! The order is the durability contract of docs/runs.md, and each step names the commit it rides in
 //! (`synchronous=FULL`: one WAL fsync per commit):
 //!
 //! 1. **Reserve** — the attempt planned and its upper cost reserved, with the run's clock and the
@@ -11,10 +11,10 @@
 //! 2. **Dispatched** — the request body's payload row and the attempt `dispatched`: one commit
 //!    ([`Journal::dispatch_attempt`]) that MUST be durable before the request leaves. After it,
 //!    a crash leaves an `unknown` attempt, never re-sent.
-//! 3. **Answer** — the answer text durable in the payload store (file fsync + directory fsync;
-//!    nothing when the same answer is already stored), then the payload rows, the result, its
-//!    usage and the ledger's release and spend: one commit ([`Journal::record_answer`]), before
-//!    the checker sees the answer.
+//! 3. **Answer** — the answer's bytes, its payload rows, the result, its usage and the ledger's
+//!    release and spend: one commit ([`Journal::record_answer`]), before the checker sees the
+//!    answer. The journal holds the answer's bytes itself (schema 5), so they are durable in the
+//!    same fsync as the result, with no file and directory fsync of their own.
 //! 4. **Verdict** — not a commit of its own. It is recomputable from the durable answer, so it is
 //!    held in memory and written with the next commit (step 1 of the next trial, or
 //!    [`Dispatcher::write_verdict`] before any other write, a wait, or the end of the run). A
@@ -26,11 +26,10 @@
 //! payload store without an fsync ([`Store::put_unsynced`]). A process crash keeps them (page
 //! cache); a power loss may lose them, which leaves the same state as an early `purge`.
 //!
-//! So an answered trial costs three journal commits plus, for an answer not stored before, one
-//! file and one directory fsync. Steps 1 and 2 stay two commits: merging them would remove the
-//! `planned`-with-a-reserve window that recovery and its crash test rely on. Fewer fsyncs would
-//! need the answer's bytes inside the journal commit (SQLite), making the payload store a cache
-//! a power loss can leave behind the journal; that is not done.
+//! So an answered trial costs three journal commits, three fsyncs: the reserve, the dispatched
+//! row, and the answer with its result. Steps 1 and 2 stay two commits: merging them would
+//! remove the `planned`-with-a-reserve window that recovery and its crash test rely on (a crash
+//! there releases the reserve and the attempt is sent later, never left `unknown`).
 
 use std::time::{Duration, Instant};
 
@@ -41,10 +40,13 @@ use skilltrial_core::prompt;
 
 use super::scoring::Checker;
 use super::{EngineError, Inputs, Refusal, RunOptions, elapsed_ms, kill_point};
-use crate::journal::{AttemptRow, AttemptState, CallRecord, Journal, PayloadKind, Scored, now_ms};
+use crate::journal::{
+    AttemptRow, AttemptState, CallRecord, Journal, PayloadKind, Scored, StoredPayload, now_ms,
+};
 use crate::provider::{CallError, ModelRequest, Provider, retry};
 use crate::store::Store;
 use skilltrial_core::checker::Verdict;
+use skilltrial_core::digest::Sha256Digest;
 
 /// What a run needs to dispatch its trials.
 pub(super) struct Dispatcher<'a> {
@@ -191,8 +193,9 @@ impl Dispatcher<'_> {
         let answered = call.is_ok();
         let ended = match call {
             Ok(response) => {
-                // The answer is on disk (file fsynced, row committed) before the checker sees it.
-                let answer_sha = self.payloads.put(response.text.as_bytes())?;
+                // The answer is durable (its bytes in the journal, committed with the result)
+                // before the checker sees it.
+                let answer_sha = Sha256Digest::of(response.text.as_bytes());
                 let response_sha = self.payloads.put_unsynced(&response.raw_body)?;
                 let (answer_hex, response_hex) = (answer_sha.hex(), response_sha.hex());
                 let spent = spent(
@@ -217,12 +220,18 @@ impl Dispatcher<'_> {
                         error: None,
                     },
                     &[
-                        (&answer_hex, PayloadKind::Answer, response.text.len() as u64),
-                        (
-                            &response_hex,
-                            PayloadKind::Response,
-                            response.raw_body.len() as u64,
-                        ),
+                        StoredPayload {
+                            sha256: &answer_hex,
+                            kind: PayloadKind::Answer,
+                            bytes: response.text.len() as u64,
+                            content: Some(response.text.as_bytes()),
+                        },
+                        StoredPayload {
+                            sha256: &response_hex,
+                            kind: PayloadKind::Response,
+                            bytes: response.raw_body.len() as u64,
+                            content: None,
+                        },
                     ],
                 )?;
                 kill_point("after_result");

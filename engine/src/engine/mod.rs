@@ -1,5 +1,5 @@
 //! The execution engine: runs a planned manifest trial by trial, one request in flight, with
-//! every rule of SPEC §6.
+//! every rule of docs/runs.md.
 //!
 //! [`run`] sets the run up (its lock, its journal row, crash recovery), scores any answer whose
 //! verdict a stop or a crash left behind ([`scoring::rescore`], shared with `recheck`), then for
@@ -146,7 +146,7 @@ pub enum Refusal {
 
 /// TEST KNOB, debug builds only: `SKILLTRIAL_TEST_KILL_AT=after_plan|after_dispatch|after_result`
 /// ends the process on the spot (exit code [`KILL_POINT_EXIT`], no cleanup) at that point of the
-/// first attempt it reaches, so tests can crash a run in each window of SPEC §6 and check the
+/// first attempt it reaches, so tests can crash a run in each window of docs/runs.md and check the
 /// recovery. Release builds never read it.
 pub const KILL_POINT_VAR: &str = "SKILLTRIAL_TEST_KILL_AT";
 

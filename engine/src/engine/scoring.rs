@@ -17,7 +17,7 @@ use skilltrial_core::pack::{Pack, Task};
 
 use super::EngineError;
 use crate::journal::{AttemptState, Journal};
-use crate::store::{Store, StoreError, parse_hex};
+use crate::store::{Store, parse_hex};
 
 struct Job {
     family: Family,
@@ -173,13 +173,12 @@ pub fn rescore(
         ) else {
             continue;
         };
-        let answer = match payloads.get(&sha) {
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            Err(StoreError::Missing(_)) => {
+        let answer = match crate::answers::read::<EngineError>(journal, payloads, &sha)? {
+            Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            None => {
                 done.purged.push((attempt.id.clone(), sha.hex()));
                 continue;
             }
-            Err(e) => return Err(e.into()),
         };
         let task = pack
             .task(&trial.task)

@@ -9,7 +9,7 @@
 //! `skilltrial resolve --retry` may retry it by hand.
 //!
 //! Timeouts and cut connections are not rejections: the model may have run and billed. They stay
-//! `unknown` and are never retried automatically (SPEC §6).
+//! `unknown` and are never retried automatically (docs/runs.md).
 
 use std::time::Duration;
 

@@ -9,14 +9,14 @@ pub const RUN_SEED: &[u8] = b"run";
 /// `[BUYBACK_LOG_SEED]` → the on-chain buyback log.
 pub const BUYBACK_LOG_SEED: &[u8] = b"buyback_log";
 
-/// Most trials one run may plan (SPEC §6: 100 requests per run by default).
+/// Most trials one run may plan (docs/runs.md: 100 requests per run by default).
 pub const MAX_TRIALS: u16 = 100;
 /// Bytes of the settled-trials bitmap: one bit per trial.
 pub const SETTLED_BITMAP_BYTES: usize = 13;
 /// Most trials settled in one `run_settle` (keeps a batch inside one transaction).
 pub const MAX_SETTLE_BATCH: usize = 60;
 /// After a cancel, how long the runner may still settle requests that were already in flight
-/// (SPEC §5: a request already sent may still cost money, its usage is never zeroed). A request
+/// (docs/runs.md: a request already sent may still cost money, its usage is never zeroed). A request
 /// takes at most 60 s; the rest is time to submit the settlement.
 pub const CANCEL_SETTLE_WINDOW_SECS: i64 = 10 * 60;
 /// The nearest deadline a run may set: the default run limit (60 min) plus time to settle and

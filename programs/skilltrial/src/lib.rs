@@ -1,4 +1,4 @@
-//! SkillTrial's on-chain program (SPEC §9): escrows a hosted run's upper cost, settles executed
+//! SkillTrial's on-chain program (docs/program.md): escrows a hosted run's upper cost, settles executed
 //! trials (usage at cost to the runner, the fee to the fee vault), refunds what was not used,
 //! records the report hash, and gates buybacks on a burn of $SKTRIAL.
 //!
