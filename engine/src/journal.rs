@@ -261,6 +261,24 @@ pub struct CallRecord {
     pub error: Option<String>,
 }
 
+/// When a commit must be on disk.
+///
+/// In WAL mode a commit appends its pages to the log. With `synchronous=FULL` (the journal's
+/// setting) the log is fsynced at every commit; with `NORMAL` it is not, and the commit becomes
+/// durable with the next FULL commit's fsync, which covers every page appended before it, in
+/// order. A process that is killed loses neither (the pages are in the OS's cache); a power loss
+/// may lose a deferred commit, and then everything after it, never a commit alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Durability {
+    /// Durable when the call returns.
+    Now,
+    /// Durable with the next `Now` commit. Only for a commit whose loss on power failure leaves
+    /// a state the engine recovers from as if it had never been made: a reserve with its planned
+    /// attempt (nothing was sent before the `dispatched` commit, which is `Now`), a verdict
+    /// (re-scored from the durable answer).
+    WithNextCommit,
+}
+
 /// A payload journaled with an answer: its row, and for the answer its bytes, which the journal
 /// keeps itself so they are durable in the same commit as the result (migration 0005).
 #[derive(Debug, Clone, Copy)]
@@ -468,6 +486,22 @@ impl Journal {
         &mut self,
         f: impl FnOnce(&Transaction<'_>) -> Result<T, TxError>,
     ) -> Result<T, JournalError> {
+        self.write_with(Durability::Now, f)
+    }
+
+    /// [`Journal::write`] with a chosen [`Durability`].
+    fn write_with<T>(
+        &mut self,
+        durability: Durability,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, TxError>,
+    ) -> Result<T, JournalError> {
+        if durability == Durability::WithNextCommit {
+            self.set_synchronous("NORMAL")?;
+            let out = self.write_with(Durability::Now, f);
+            // FULL again whatever happened: every other commit must stay durable on return.
+            let restored = self.set_synchronous("FULL");
+            return out.and_then(|v| restored.map(|()| v));
+        }
         let path = &self.path;
         let sql = |source| JournalError::Sql {
             path: path.clone(),
@@ -483,6 +517,10 @@ impl Journal {
         })?;
         tx.commit().map_err(sql)?;
         Ok(value)
+    }
+
+    fn set_synchronous(&self, level: &str) -> Result<(), JournalError> {
+        self.sql(|c| c.pragma_update(None, "synchronous", level))
     }
 
     fn migrate(&mut self) -> Result<(), JournalError> {
@@ -925,7 +963,7 @@ impl Journal {
         executed_ms: u64,
         scored: Option<Scored<'_>>,
     ) -> Result<String, JournalError> {
-        self.write(|tx| {
+        self.write_with(Durability::WithNextCommit, |tx| {
             Self::scored_tx(tx, scored)?;
             Self::set_executed_ms_on(tx, run_id, executed_ms)?;
             Self::plan_attempt_tx(tx, run_id, trial_idx, reserve, reserve_tokens, retry)
@@ -1271,7 +1309,7 @@ impl Journal {
         verdict: &skilltrial_core::checker::Verdict,
         runner_us: u64,
     ) -> Result<(), JournalError> {
-        self.write(|tx| {
+        self.write_with(Durability::WithNextCommit, |tx| {
             Self::scored_tx(
                 tx,
                 Some(Scored {
@@ -1523,7 +1561,7 @@ impl Journal {
         executed_ms: u64,
         scored: Option<Scored<'_>>,
     ) -> Result<(), JournalError> {
-        self.write(|tx| {
+        self.write_with(Durability::WithNextCommit, |tx| {
             Self::scored_tx(tx, scored)?;
             Self::set_executed_ms_on(tx, run_id, executed_ms)?;
             Self::reserve_planned_tx(tx, attempt, reserve, tokens)
@@ -1766,6 +1804,30 @@ mod tests {
             .pragma_query_value(None, "busy_timeout", |r| r.get(0))
             .unwrap();
         assert_eq!(busy, 30_000);
+    }
+
+    #[test]
+    fn a_deferred_commit_leaves_the_journal_fully_synchronous_after_it_even_when_it_fails() {
+        use super::{Durability, TxError, refuse};
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal::open(&dir.path().join("j.sqlite3")).unwrap();
+        let sync = |j: &Journal| -> i64 {
+            j.conn
+                .pragma_query_value(None, "synchronous", |r| r.get(0))
+                .unwrap()
+        };
+        let seen = journal
+            .write_with(Durability::WithNextCommit, |tx| {
+                Ok(tx.pragma_query_value(None, "synchronous", |r| r.get::<_, i64>(0))?)
+            })
+            .unwrap();
+        assert_eq!(seen, 1, "NORMAL inside the deferred commit");
+        assert_eq!(sync(&journal), 2, "FULL again after it");
+        let failed = journal.write_with(Durability::WithNextCommit, |_| -> Result<(), TxError> {
+            Err(refuse("no".to_owned()))
+        });
+        assert!(failed.is_err());
+        assert_eq!(sync(&journal), 2, "FULL again after a failed one");
     }
 
     #[test]

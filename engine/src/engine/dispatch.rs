@@ -1,20 +1,24 @@
 //! Dispatch: one admitted trial, from its reserve to its verdict, and the automatic retries of
 //! rejections that reached no model.
 //!
-//! The order is the durability contract of docs/runs.md, and each step names the commit it rides in
-//! (`synchronous=FULL`: one WAL fsync per commit):
+//! The order is the durability contract of docs/runs.md ("Journal and recovery"), and each step
+//! names the commit it rides in. The journal runs `synchronous=FULL` (one WAL fsync per commit);
+//! a commit written `WithNextCommit` skips its own fsync and is made durable by the next one,
+//! which flushes every page appended before it, in order (see `journal::Durability`).
 //!
 //! 1. **Reserve** — the attempt planned and its upper cost reserved, with the run's clock and the
-//!    previous attempt's verdict: one commit ([`Journal::plan_attempt_at`]). Kept apart from
-//!    step 2 on purpose: a crash here leaves a `planned` attempt whose reserve recovery releases,
-//!    and that attempt is sent later (the `after_plan` window the crash tests hold the engine to).
+//!    previous attempt's verdict: one commit ([`Journal::plan_attempt_at`]), `WithNextCommit`.
+//!    A killed process keeps it (the OS has the pages): the `planned` attempt's reserve is
+//!    released by recovery and the attempt is sent later (the `after_plan` window the crash tests
+//!    hold the engine to). A power loss may drop it, together with the attempt it reserved for:
+//!    nothing was sent, and the trial is planned again.
 //! 2. **Dispatched** — the request body's payload row and the attempt `dispatched`: one commit
-//!    ([`Journal::dispatch_attempt`]) that MUST be durable before the request leaves. After it,
-//!    a crash leaves an `unknown` attempt, never re-sent.
+//!    ([`Journal::dispatch_attempt`]) that MUST be durable before the request leaves, and is
+//!    (fsync), with step 1 under it. After it, a crash leaves an `unknown` attempt, never re-sent.
 //! 3. **Answer** — the answer's bytes, its payload rows, the result, its usage and the ledger's
-//!    release and spend: one commit ([`Journal::record_answer`]), before the checker sees the
-//!    answer. The journal holds the answer's bytes itself (schema 5), so they are durable in the
-//!    same fsync as the result, with no file and directory fsync of their own.
+//!    release and spend: one commit ([`Journal::record_answer`]), durable before the checker
+//!    sees the answer. The journal holds the answer's bytes itself (schema 5), so they are
+//!    durable in the same fsync as the result, with no file and directory fsync of their own.
 //! 4. **Verdict** — not a commit of its own. It is recomputable from the durable answer, so it is
 //!    held in memory and written with the next commit (step 1 of the next trial, or
 //!    [`Dispatcher::write_verdict`] before any other write, a wait, or the end of the run). A
@@ -26,10 +30,8 @@
 //! payload store without an fsync ([`Store::put_unsynced`]). A process crash keeps them (page
 //! cache); a power loss may lose them, which leaves the same state as an early `purge`.
 //!
-//! So an answered trial costs three journal commits, three fsyncs: the reserve, the dispatched
-//! row, and the answer with its result. Steps 1 and 2 stay two commits: merging them would
-//! remove the `planned`-with-a-reserve window that recovery and its crash test rely on (a crash
-//! there releases the reserve and the attempt is sent later, never left `unknown`).
+//! So an answered trial costs three journal commits and two fsyncs: the dispatched row (with the
+//! reserve under it) and the answer with its result.
 
 use std::time::{Duration, Instant};
 
