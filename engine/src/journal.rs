@@ -39,7 +39,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0002_run_clock.sql"),
     include_str!("../migrations/0003_attempt_runner_time.sql"),
     include_str!("../migrations/0004_state_checks.sql"),
-    include_str!("../migrations/0005_answer_in_journal.sql"),
+    include_str!("../migrations/0005_payload_content.sql"),
 ];
 
 /// How long a connection waits for another process's write lock before failing. Set before any
@@ -279,8 +279,8 @@ enum Durability {
     WithNextCommit,
 }
 
-/// A payload journaled with an answer: its row, and for the answer its bytes, which the journal
-/// keeps itself so they are durable in the same commit as the result (migration 0005).
+/// A payload journaled with a result: its row and its bytes, which the journal keeps itself so
+/// they are durable in the same commit as the result (migration 0005).
 #[derive(Debug, Clone, Copy)]
 pub struct StoredPayload<'a> {
     pub sha256: &'a str,
@@ -395,7 +395,7 @@ impl Journal {
             .map_err(sql)?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(sql)?;
-        // The journal holds answers (schema 5): a purged one must not stay readable in freed
+        // The journal holds payloads (schema 5): a purged one must not stay readable in freed
         // pages of the file.
         conn.pragma_update(None, "secure_delete", "ON")
             .map_err(sql)?;
@@ -812,6 +812,24 @@ impl Journal {
         })
     }
 
+    /// Every attempt of a run, as [`Journal::attempts`] gives them but with `details` left
+    /// `Null`: the checker's details are the one large member, and the engine's loop (admission
+    /// and progress, after every trial) never reads them.
+    pub fn attempts_without_details(&self, run_id: &str) -> Result<Vec<AttemptRow>, JournalError> {
+        self.sql(|c| {
+            let columns: Vec<&str> = ATTEMPT_COLUMNS
+                .iter()
+                .map(|c| if *c == "details" { "'null'" } else { c })
+                .collect();
+            let mut stmt = c.prepare_cached(&select(
+                &columns,
+                "attempts",
+                "WHERE run_id = ?1 ORDER BY trial_idx, seq",
+            ))?;
+            stmt.query_map([run_id], Self::attempt_from)?.collect()
+        })
+    }
+
     /// One attempt by id, with its run's id.
     pub fn attempt(&self, id: &str) -> Result<Option<(String, AttemptRow)>, JournalError> {
         self.sql(|c| {
@@ -1028,15 +1046,15 @@ impl Journal {
         &mut self,
         attempt: &str,
         request_sha256: &str,
-        request_bytes: u64,
+        request: &[u8],
     ) -> Result<(), JournalError> {
         self.write(|tx| {
             Self::record_payload_on(
                 tx,
                 request_sha256,
                 PayloadKind::Request,
-                request_bytes,
-                None,
+                request.len() as u64,
+                Some(request),
             )?;
             if Self::mark_dispatched_on(tx, attempt, request_sha256)? != 1 {
                 return Err(refuse(format!("attempt {attempt} is not planned")));
@@ -1657,7 +1675,7 @@ impl Journal {
         self.sql(|c| Self::record_payload_on(c, sha256, kind, bytes, None))
     }
 
-    /// A payload's row; `content` is kept in the journal (answers: see migration 0005). Seen
+    /// A payload's row, with its bytes kept in the journal when given (migration 0005). Seen
     /// again, a payload is fresh again: its age restarts, a purge is undone, and content given
     /// now replaces none.
     fn record_payload_on(
@@ -1676,8 +1694,8 @@ impl Journal {
         Ok(())
     }
 
-    /// The bytes of a payload the journal holds itself (an answer journaled since schema 5),
-    /// unless it was purged. `None` means: look in the payload store.
+    /// The bytes of a payload the journal holds itself (journaled since schema 5), unless it was
+    /// purged. `None` means: look in the payload store (older runs).
     pub fn payload_content(&self, sha256: &str) -> Result<Option<Vec<u8>>, JournalError> {
         self.sql(|c| {
             c.prepare_cached(
@@ -1738,7 +1756,7 @@ mod tests {
     use skilltrial_core::outcome::Outcome;
 
     #[test]
-    fn an_answer_is_held_by_the_journal_until_it_is_purged() {
+    fn a_payload_is_held_by_the_journal_until_it_is_purged() {
         use super::PayloadKind;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.sqlite3");
@@ -1753,7 +1771,8 @@ mod tests {
             journal.payload_content("aa").unwrap().as_deref(),
             Some(&b"hello"[..])
         );
-        // Not held: a raw response lives in the payload store; an unknown hash is not here.
+        // Not held: a payload journaled without its bytes (before schema 5, they are in the
+        // payload store); an unknown hash is not here.
         assert_eq!(journal.payload_content("bb").unwrap(), None);
         assert_eq!(journal.payload_content("cc").unwrap(), None);
         // Purged: the bytes are gone from the journal and counted.
@@ -1767,16 +1786,6 @@ mod tests {
         assert_eq!(
             journal.payload_content("aa").unwrap().as_deref(),
             Some(&b"hello"[..])
-        );
-        // Only an answer's bytes may be held.
-        let wrong = journal
-            .sql(|c| Journal::record_payload_on(c, "dd", PayloadKind::Request, 1, Some(b"x")));
-        assert!(
-            wrong
-                .unwrap_err()
-                .to_string()
-                .contains("CHECK constraint failed"),
-            "a request's bytes are not the journal's to hold"
         );
     }
 
@@ -2353,6 +2362,33 @@ mod tests {
             "{err}"
         );
         assert_eq!(journal.ledger_totals(RUN).unwrap(), totals);
+    }
+
+    #[test]
+    fn attempts_without_details_are_the_attempts_with_details_left_null() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite3");
+        schema_3_journal(&path);
+        let journal = Journal::open(&path).unwrap();
+        let full = journal.attempts(RUN).unwrap();
+        assert!(
+            full.iter().any(|a| !a.details.is_null()),
+            "the fixture has details"
+        );
+        let expected: Vec<_> = full
+            .into_iter()
+            .map(|mut a| {
+                a.details = serde_json::Value::Null;
+                format!("{a:?}")
+            })
+            .collect();
+        let brief: Vec<_> = journal
+            .attempts_without_details(RUN)
+            .unwrap()
+            .into_iter()
+            .map(|a| format!("{a:?}"))
+            .collect();
+        assert_eq!(brief, expected);
     }
 
     #[test]

@@ -60,12 +60,6 @@ pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
 
 /// Writes `bytes` to `path` atomically and durably (temp file, fsync, rename, fsync dir).
 pub fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    write_atomically(path, bytes, true)
-}
-
-/// Writes `bytes` to `path` atomically (temp file, rename), fsyncing the file and its directory
-/// when `durable`.
-fn write_atomically(path: &Path, bytes: &[u8], durable: bool) -> Result<(), StoreError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(io(dir))?;
     let tmp = dir.join(format!(
@@ -76,12 +70,10 @@ fn write_atomically(path: &Path, bytes: &[u8], durable: bool) -> Result<(), Stor
     {
         let mut file = fs::File::create(&tmp).map_err(io(&tmp))?;
         file.write_all(bytes).map_err(io(&tmp))?;
-        if durable {
-            file.sync_all().map_err(io(&tmp))?;
-        }
+        file.sync_all().map_err(io(&tmp))?;
     }
     fs::rename(&tmp, path).map_err(io(path))?;
-    if durable { sync_dir(dir) } else { Ok(()) }
+    sync_dir(dir)
 }
 
 impl Store {
@@ -106,20 +98,6 @@ impl Store {
 
     /// Stores `bytes`; idempotent. Durable when it returns.
     pub fn put(&self, bytes: &[u8]) -> Result<Sha256Digest, StoreError> {
-        self.put_as(bytes, true)
-    }
-
-    /// Stores `bytes` without fsync: the blob survives the process (it is in the page cache
-    /// when this returns) but not necessarily a power loss, after which it may be missing, as
-    /// if purged. For audit copies nothing reads back (a model request's body, a raw response),
-    /// never for anything a verdict or a report depends on. A later [`Store::put`] of the same
-    /// bytes does not make it durable; a blob left shorter than its bytes by a power loss is
-    /// written again by the next put.
-    pub fn put_unsynced(&self, bytes: &[u8]) -> Result<Sha256Digest, StoreError> {
-        self.put_as(bytes, false)
-    }
-
-    fn put_as(&self, bytes: &[u8], durable: bool) -> Result<Sha256Digest, StoreError> {
         let digest = Sha256Digest::of(bytes);
         let path = self.path_of(&digest);
         // Same name and same size: the same bytes (the name is their hash; a blob cut short
@@ -127,7 +105,7 @@ impl Store {
         let present =
             fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64);
         if !present {
-            write_atomically(&path, bytes, durable)?;
+            write_durably(&path, bytes)?;
         }
         Ok(digest)
     }
@@ -258,18 +236,14 @@ mod tests {
     }
 
     #[test]
-    fn an_unsynced_blob_reads_back_and_a_blob_cut_short_is_written_again() {
+    fn a_blob_cut_short_is_written_again() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let d = store.put_unsynced(b"request body").unwrap();
-        assert_eq!(store.get(&d).unwrap(), b"request body");
-        // As a power loss may leave a file that was never fsynced: empty, under its name.
-        std::fs::write(store.path_of(&d), b"").unwrap();
-        assert_eq!(store.put_unsynced(b"request body").unwrap(), d);
-        assert_eq!(store.get(&d).unwrap(), b"request body", "rewritten");
+        let d = store.put(b"request body").unwrap();
+        // As a crash in the middle of a copy by hand may leave it: shorter, under its name.
         std::fs::write(store.path_of(&d), b"req").unwrap();
         assert_eq!(store.put(b"request body").unwrap(), d);
-        assert_eq!(store.get(&d).unwrap(), b"request body", "rewritten durably");
+        assert_eq!(store.get(&d).unwrap(), b"request body", "rewritten");
     }
 
     #[test]

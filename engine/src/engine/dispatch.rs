@@ -25,10 +25,8 @@
 //!    crash in between leaves the answer unscored; the next `run` scores it from disk
 //!    ([`super::scoring::rescore`]) and `recheck` re-scores every answer anyway.
 //!
-//! The request body and the raw response are audit copies: nothing reads them back (the checker,
-//! `recheck` and the report read the answer; the journal keeps every hash), so they go to the
-//! payload store without an fsync ([`Store::put_unsynced`]). A process crash keeps them (page
-//! cache); a power loss may lose them, which leaves the same state as an early `purge`.
+//! Every payload a trial produces (the request body, the answer, the raw response) is kept in
+//! the journal, in the commit of the row that names it: no file is created per trial.
 //!
 //! So an answered trial costs three journal commits and two fsyncs: the dispatched row (with the
 //! reserve under it) and the answer with its result.
@@ -46,14 +44,12 @@ use crate::journal::{
     AttemptRow, AttemptState, CallRecord, Journal, PayloadKind, Scored, StoredPayload, now_ms,
 };
 use crate::provider::{CallError, ModelRequest, Provider, retry};
-use crate::store::Store;
 use skilltrial_core::checker::Verdict;
 use skilltrial_core::digest::Sha256Digest;
 
 /// What a run needs to dispatch its trials.
 pub(super) struct Dispatcher<'a> {
     pub journal: &'a mut Journal,
-    pub payloads: &'a Store,
     pub provider: &'a dyn Provider,
     pub inputs: &'a Inputs,
     pub run_id: &'a str,
@@ -182,11 +178,11 @@ impl Dispatcher<'_> {
             attempt: Some(attempt.clone()),
         };
         let body = self.provider.body(&request);
-        // An audit copy nothing reads back: kept, but not worth an fsync (see the module docs).
-        let request_sha = self.payloads.put_unsynced(&body)?;
-        // The dispatched row MUST be durable before the request leaves.
+        // The dispatched row MUST be durable before the request leaves; the request body is
+        // kept with it, in the same commit.
+        let request_sha = Sha256Digest::of(&body);
         self.journal
-            .dispatch_attempt(&attempt, &request_sha.hex(), body.len() as u64)?;
+            .dispatch_attempt(&attempt, &request_sha.hex(), &body)?;
         kill_point("after_dispatch");
         let started = Instant::now();
         let call = self.provider.call(&request);
@@ -198,7 +194,7 @@ impl Dispatcher<'_> {
                 // The answer is durable (its bytes in the journal, committed with the result)
                 // before the checker sees it.
                 let answer_sha = Sha256Digest::of(response.text.as_bytes());
-                let response_sha = self.payloads.put_unsynced(&response.raw_body)?;
+                let response_sha = Sha256Digest::of(&response.raw_body);
                 let (answer_hex, response_hex) = (answer_sha.hex(), response_sha.hex());
                 let spent = spent(
                     manifest,
@@ -232,7 +228,7 @@ impl Dispatcher<'_> {
                             sha256: &response_hex,
                             kind: PayloadKind::Response,
                             bytes: response.raw_body.len() as u64,
-                            content: None,
+                            content: Some(&response.raw_body),
                         },
                     ],
                 )?;

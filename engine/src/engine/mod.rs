@@ -378,7 +378,7 @@ pub fn run(
                          unwritten: Option<(&str, Outcome)>,
                          on_progress: &mut dyn FnMut(&Progress)|
      -> Result<(Vec<AttemptRow>, Money), EngineError> {
-        let mut attempts = journal.attempts(&run_id)?;
+        let mut attempts = journal.attempts_without_details(&run_id)?;
         if let Some((id, outcome)) = unwritten
             && let Some(a) = attempts.iter_mut().find(|a| a.id == id)
         {
@@ -411,7 +411,6 @@ pub fn run(
 
     let mut dispatcher = Dispatcher {
         journal,
-        payloads,
         provider,
         inputs,
         run_id: &run_id,
@@ -422,7 +421,10 @@ pub fn run(
         let journal = &mut *dispatcher.journal;
         let (attempts, money) = match last_read.take() {
             Some(read) => read,
-            None => (journal.attempts(&run_id)?, journal.money(&run_id)?),
+            None => (
+                journal.attempts_without_details(&run_id)?,
+                journal.money(&run_id)?,
+            ),
         };
         let latest = attempts
             .iter()
