@@ -39,18 +39,44 @@ pub fn existing_journal(layout: &Layout) -> Result<Journal, CliError> {
     journal(layout)
 }
 
+/// Whether a file can be created in `dir` (tried with a probe file, removed at once). Asked only
+/// after the journal failed to open for writing.
+fn writable(dir: &std::path::Path) -> bool {
+    let probe = dir.join(format!(".skilltrial-write-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
 /// The journal, created if missing. In a state directory whose permissions forbid writing, an
 /// existing journal is opened read-only instead, so that commands that only read still work
 /// there (and one that writes fails naming the read-only journal). Decided by the permission
-/// bits, not by trying to write, so that it holds for root too, whom `chmod` does not stop.
+/// bits first, so that it holds for root too, whom `chmod` does not stop; and, when opening for
+/// writing fails, by whether the directory can be written at all (a read-only mount).
 pub fn journal(layout: &Layout) -> Result<Journal, CliError> {
     let dir = layout.journal.parent().unwrap_or(&layout.root);
-    let read_only = layout.journal.is_file()
+    let mut read_only = layout.journal.is_file()
         && std::fs::metadata(dir).is_ok_and(|m| m.permissions().readonly());
     let opened = if read_only {
         Journal::open_read_only(&layout.journal)
     } else {
-        Journal::open(&layout.journal)
+        match Journal::open(&layout.journal) {
+            // A directory whose permission bits allow writing may still be unwritable: a
+            // read-only mount. An existing journal is then read where it is, as above.
+            Err(_) if layout.journal.is_file() && !writable(dir) => {
+                read_only = true;
+                Journal::open_read_only(&layout.journal)
+            }
+            opened => opened,
+        }
     };
     Ok(opened.with_context(|| {
         format!(

@@ -438,6 +438,66 @@ fn regression_a_read_only_state_directory_can_be_read() {
     );
 }
 
+/// A read-only bind mount of `dir` at `at`, unmounted when dropped.
+struct ReadOnlyMount(PathBuf);
+
+impl ReadOnlyMount {
+    /// `None` where this process may not mount (not root, or no mount capability).
+    fn new(dir: &Path, at: &Path) -> Option<Self> {
+        std::fs::create_dir_all(at).unwrap();
+        let mount = |args: &[&str]| {
+            std::process::Command::new("mount")
+                .args(args)
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        let (dir, at_s) = (dir.to_str().unwrap(), at.to_str().unwrap());
+        if !mount(&["--bind", dir, at_s]) {
+            return None;
+        }
+        let guard = Self(at.to_path_buf());
+        mount(&["-o", "remount,bind,ro", at_s]).then_some(guard)
+    }
+}
+
+impl Drop for ReadOnlyMount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn regression_a_read_only_mount_can_be_read_although_its_permission_bits_allow_writing() {
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server).backoff_scale("0");
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    env.json(&["run", "--manifest", &run, "--json"]);
+    let at = env.dir.path().join("ro-mount");
+    let Some(_mount) = ReadOnlyMount::new(&env.home(), &at) else {
+        eprintln!("NOT RUN: this process cannot make a read-only bind mount (needs root)");
+        return;
+    };
+    assert!(
+        !std::fs::metadata(&at).unwrap().permissions().readonly(),
+        "the bits still say writable"
+    );
+    let (code, stdout, stderr) = outcome(env.run_in(&at, &["status", &run, "--json"]));
+    assert_eq!(code, Some(0), "{stderr}");
+    let status: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(status["status"], "finished");
+    let out_dir = env.dir.path().join("ro-mount-report");
+    let (code, _, stderr) = outcome(env.run_in(
+        &at,
+        &["report", &run, "--out", out_dir.to_str().unwrap(), "--json"],
+    ));
+    assert_eq!(code, Some(0), "{stderr}");
+    // A command that writes still fails, as the environment (2), naming the journal.
+    let (code, _, stderr) = outcome(env.run_in(&at, &["purge", "--older-than", "0d"]));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("journal.sqlite3"), "{stderr}");
+}
+
 #[test]
 fn regression_compare_with_a_run_without_results_and_arm_labels_read_a_and_b() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();

@@ -1122,6 +1122,25 @@ fn a_crash_between_the_answer_and_its_verdict_scores_the_stored_answer_on_restar
 }
 
 #[test]
+fn regression_a_purge_between_an_answer_and_its_verdict_keeps_that_answer_for_the_resume() {
+    let (env, run, server, _usage, summary) = crash_at("after_result", |env, run, _server| {
+        // Everything is past retention: the answer not scored yet must stay all the same.
+        let purge = env.json(&["purge", "--older-than", "0d", "--json"]);
+        assert_eq!(
+            purge["by_kind"]["answer"],
+            serde_json::Value::Null,
+            "{purge}: the unscored answer was purged"
+        );
+        assert_eq!(purge["by_kind"]["request"], 1, "{purge}");
+        assert_eq!(env.attempts(run)[0].outcome, None);
+    });
+    assert_eq!(summary["status"], "finished", "{summary}");
+    assert_eq!(server.requests().len(), 18, "nothing re-sent");
+    let first = &env.attempts(&run)[0];
+    assert!(first.outcome.is_some(), "scored on resume: {first:?}");
+}
+
+#[test]
 fn status_beside_a_live_run_never_fails_nor_disturbs_it() {
     let server =
         ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(30)))

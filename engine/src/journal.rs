@@ -1707,17 +1707,25 @@ impl Journal {
         })
     }
 
-    /// Payloads created before `cutoff_ms` and not yet purged.
+    /// Payloads created before `cutoff_ms` and not yet purged, but for the answers of attempts
+    /// not scored yet.
     pub fn payloads_before(
         &self,
         cutoff_ms: i64,
     ) -> Result<Vec<(String, PayloadKind, u64)>, JournalError> {
         self.sql(|c| {
+            // An answer not scored yet (a run stopped between its answer and its verdict) is
+            // kept whatever its age: the run scores it when it resumes, and could never finish
+            // without it.
             let mut stmt = c.prepare_cached(
-                "SELECT sha256, kind, bytes FROM payloads WHERE created_at_ms < ?1 AND purged_at_ms IS NULL ORDER BY created_at_ms",
+                "SELECT sha256, kind, bytes FROM payloads
+                 WHERE created_at_ms < ?1 AND purged_at_ms IS NULL
+                   AND sha256 NOT IN (SELECT answer_sha256 FROM attempts
+                                      WHERE state = ?2 AND outcome IS NULL AND answer_sha256 IS NOT NULL)
+                 ORDER BY created_at_ms",
             )?;
             stmt
-                .query_map([cutoff_ms], |r| {
+                .query_map(params![cutoff_ms, AttemptState::Result.as_str()], |r| {
                     Ok((r.get(0)?, parsed(r, 1)?, to_u64(r.get(2)?)))
                 })?
                 .collect()
