@@ -2235,48 +2235,43 @@ mod tests {
         assert_eq!(journal.runner_times(RUN).unwrap().len(), 5);
 
         // ... and no text outside the enums can be written any more
-        let bad_outcome = check_error(journal.conn.execute(
-            "UPDATE attempts SET outcome = 'exploded' WHERE id = '0123456789ab-002-1-000000000002'",
-            [],
-        ));
-        assert!(
-            bad_outcome.contains("CHECK constraint failed"),
-            "{bad_outcome}"
-        );
-        let bad_reason = check_error(journal.conn.execute(
-            "UPDATE attempts SET reasons = '[\"bored\"]' WHERE id = '0123456789ab-010-1-000000000010'",
-            [],
-        ));
-        assert!(
-            bad_reason.contains("CHECK constraint failed"),
-            "{bad_reason}"
-        );
-        let bad_verdict = check_error(journal.conn.execute(
-            "INSERT INTO checks (attempt_id, checker_version, checker_source_sha256, outcome, reasons, details, at_ms)
-             VALUES ('0123456789ab-002-1-000000000002', '1', 'dd', 'not_run', '[]', '[]', 1)",
-            [],
-        ));
-        assert!(
-            bad_verdict.contains("CHECK constraint failed"),
-            "{bad_verdict}"
-        );
-        let bad_parent = check_error(journal.conn.execute(
-            "INSERT INTO checks (attempt_id, checker_version, checker_source_sha256, outcome, reasons, details, at_ms)
-             VALUES ('no-such-attempt', '1', 'dd', 'pass', '[]', '[]', 1)",
-            [],
-        ));
-        assert!(
-            bad_parent.contains("FOREIGN KEY constraint failed"),
-            "{bad_parent}"
-        );
-        let duplicate = check_error(journal.conn.execute(
-            "INSERT INTO attempts (id, run_id, trial_idx, seq, state, planned_at_ms) VALUES ('x', ?1, 0, 1, 'planned', 1)",
-            [RUN],
-        ));
-        assert!(
-            duplicate.contains("UNIQUE constraint failed"),
-            "{duplicate}"
-        );
+        let refused: [(&str, &str, &[&str]); 5] = [
+            (
+                "UPDATE attempts SET outcome = 'exploded' WHERE id = '0123456789ab-002-1-000000000002'",
+                "CHECK constraint failed",
+                &[],
+            ),
+            (
+                "UPDATE attempts SET reasons = '[\"bored\"]' WHERE id = '0123456789ab-010-1-000000000010'",
+                "CHECK constraint failed",
+                &[],
+            ),
+            (
+                "INSERT INTO checks (attempt_id, checker_version, checker_source_sha256, outcome, reasons, details, at_ms)
+                 VALUES ('0123456789ab-002-1-000000000002', '1', 'dd', 'not_run', '[]', '[]', 1)",
+                "CHECK constraint failed",
+                &[],
+            ),
+            (
+                "INSERT INTO checks (attempt_id, checker_version, checker_source_sha256, outcome, reasons, details, at_ms)
+                 VALUES ('no-such-attempt', '1', 'dd', 'pass', '[]', '[]', 1)",
+                "FOREIGN KEY constraint failed",
+                &[],
+            ),
+            (
+                "INSERT INTO attempts (id, run_id, trial_idx, seq, state, planned_at_ms) VALUES ('x', ?1, 0, 1, 'planned', 1)",
+                "UNIQUE constraint failed",
+                &[RUN],
+            ),
+        ];
+        for (sql, expected, params) in refused {
+            let error = check_error(
+                journal
+                    .conn
+                    .execute(sql, rusqlite::params_from_iter(params.iter())),
+            );
+            assert!(error.contains(expected), "{sql}: {error}");
+        }
         let interrupted = journal.set_status(RUN, RunStatus::Interrupted).unwrap_err();
         assert!(
             interrupted.to_string().contains("CHECK constraint failed"),
