@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --locked -q -p skilltrial-e2e --features idl --bin skilltrial-idl
-env -u RUSTUP_TOOLCHAIN "${CARGO_TARGET_DIR:-target}/debug/skilltrial-idl" "$@"
+env -u RUSTUP_TOOLCHAIN CARGO_MANIFEST_DIR="$PWD/tests" "${CARGO_TARGET_DIR:-target}/debug/skilltrial-idl" "$@"

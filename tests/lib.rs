@@ -10,10 +10,15 @@ use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 
-/// The workspace root.
+/// The workspace root: the parent of this crate's directory as cargo gives it at run time
+/// (`cargo test` and scripts/idl.sh set `CARGO_MANIFEST_DIR`), else as it was at compile time.
+/// Run time first because cargo fingerprints path crates by their path relative to the
+/// workspace, so a target directory shared between two clones can hold a build compiled in the
+/// other one.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
+    let dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    dir.parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 

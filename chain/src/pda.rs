@@ -62,6 +62,16 @@ mod tests {
         );
     }
 
+    /// The program checks its singletons by the addresses it derives at compile time
+    /// (`constants::*_ADDRESS`); they are the canonical PDAs `config_init` creates.
+    #[test]
+    fn the_programs_compile_time_addresses_are_the_canonical_pdas() {
+        use skilltrial::constants::{BUYBACK_LOG_ADDRESS, CONFIG_ADDRESS, FEE_VAULT_ADDRESS};
+        assert_eq!(config(), CONFIG_ADDRESS);
+        assert_eq!(fee_vault(), FEE_VAULT_ADDRESS);
+        assert_eq!(buyback_log(), BUYBACK_LOG_ADDRESS);
+    }
+
     #[test]
     fn a_run_is_one_per_user_and_manifest() {
         let (alice, bob) = (

@@ -104,10 +104,28 @@ impl Env {
                 ],
             ),
         ];
-        self.send("token setup", ixs, &[&runner, &mint, &holding])
+        let (mint_rent, holding_rent) = (rent.minimum_balance(82), rent.minimum_balance(165));
+        let expected = vec![
+            (runner.pubkey(), -i128::from(mint_rent + holding_rent)),
+            (mint.pubkey(), i128::from(mint_rent)),
+            (holding.pubkey(), i128::from(holding_rent)),
+        ];
+        self.send("token setup", ixs, &[&runner, &mint, &holding], expected)
             .await
             .unwrap();
         (mint.pubkey(), holding.pubkey())
+    }
+
+    /// The buyback log, read in place (a zero-copy account: its bytes after the discriminator).
+    pub(crate) async fn buyback_log(&self) -> skilltrial_program::state::BuybackLog {
+        let account = self
+            .ctx
+            .banks_client
+            .get_account(pda::buyback_log())
+            .await
+            .unwrap()
+            .unwrap();
+        *bytemuck::from_bytes(&account.data[8..8 + skilltrial_program::state::BuybackLog::SPACE])
     }
 
     /// The mint's supply (SPL Token Mint layout: COption<Pubkey> authority, then u64 supply).
@@ -122,24 +140,49 @@ impl Env {
         u64::from_le_bytes(account.data[36..44].try_into().unwrap())
     }
 
-    fn buyback_ix(&self, lamports_in: u64, tokens_burned: u64) -> Instruction {
+    pub(crate) fn buyback_ix(
+        &self,
+        token_account: &Pubkey,
+        lamports_in: u64,
+        tokens_burned: u64,
+        burn_index: u16,
+    ) -> Instruction {
         let args = BuybackExecuteArgs {
             lamports_in,
             tokens_burned,
+            burn_index,
         };
-        ix::buyback_execute(&self.runner.pubkey(), args)
+        ix::buyback_execute(&self.runner.pubkey(), token_account, args)
     }
 
+    /// A buyback from `token_account` followed by `extra` (its burn is expected at index 1);
+    /// on success exactly `lamports_in` moved from the vault to the runner.
     pub(crate) async fn buyback(
         &mut self,
+        token_account: &Pubkey,
         extra: Vec<Instruction>,
         lamports_in: u64,
         tokens_burned: u64,
     ) -> Result<u64, String> {
-        let runner = self.runner.insecure_clone();
-        let mut ixs = vec![self.buyback_ix(lamports_in, tokens_burned)];
+        let ix = self.buyback_ix(token_account, lamports_in, tokens_burned, 1);
+        let mut ixs = vec![ix];
         ixs.extend(extra);
-        self.send("buyback_execute + burn", ixs, &[&runner]).await
+        self.send_buyback(ixs, lamports_in).await
+    }
+
+    /// Sends `ixs` signed by the runner, expecting `lamports_in` to move from the vault to it.
+    pub(crate) async fn send_buyback(
+        &mut self,
+        ixs: Vec<Instruction>,
+        lamports_in: u64,
+    ) -> Result<u64, String> {
+        let runner = self.runner.insecure_clone();
+        let expected = vec![
+            (pda::fee_vault(), -i128::from(lamports_in)),
+            (runner.pubkey(), i128::from(lamports_in)),
+        ];
+        self.send("buyback_execute + burn", ixs, &[&runner], expected)
+            .await
     }
 }
 
@@ -162,42 +205,50 @@ async fn a_buyback_releases_fees_only_with_a_burn_once_per_interval() {
         .unwrap();
     let charges: Vec<(u16, u64)> = (0..10).map(|i| (i, 1_000)).collect();
     env.settle(&runner, &run, &charges).await.unwrap();
-    env.finalize(&runner, &user.pubkey(), &run).await.unwrap();
+    env.finalize(&runner, &run).await.unwrap();
     let fees = FEE * 10;
+    // The floor rate: 1 token per 1,000 lamports.
+    let tokens = fees / 1_000;
     let vault_before = env.lamports(&pda::fee_vault()).await;
 
     // No burn, a burn of another amount, a burn of another mint: refused.
-    custom(env.buyback(vec![], fees, 500).await, E::BurnMissing);
+    custom(
+        env.buyback(&holding, vec![], fees, tokens).await,
+        E::BurnMissing,
+    );
     custom(
         env.buyback(
-            vec![burn_checked(&holding, &mint, &runner.pubkey(), 499)],
+            &holding,
+            vec![burn_checked(&holding, &mint, &runner.pubkey(), tokens - 1)],
             fees,
-            500,
+            tokens,
         )
         .await,
         E::BurnMissing,
     );
-    let (other_mint, other_holding) = env.make_mint(1_000).await;
+    let (other_mint, other_holding) = env.make_mint(1_000_000).await;
     custom(
         env.buyback(
+            &holding,
             vec![burn_checked(
                 &other_holding,
                 &other_mint,
                 &runner.pubkey(),
-                500,
+                tokens,
             )],
             fees,
-            500,
+            tokens,
         )
         .await,
         E::BurnMissing,
     );
-    // More than the vault holds above its rent: refused.
+    // More than the fees not yet released: refused.
     custom(
         env.buyback(
-            vec![burn_checked(&holding, &mint, &runner.pubkey(), 500)],
+            &holding,
+            vec![burn_checked(&holding, &mint, &runner.pubkey(), tokens + 1)],
             fees + 1,
-            500,
+            tokens + 1,
         )
         .await,
         E::FeeVaultShort,
@@ -206,15 +257,16 @@ async fn a_buyback_releases_fees_only_with_a_burn_once_per_interval() {
     let runner_before = env.lamports(&runner.pubkey()).await;
     let paid_before = tx_fees(&env, &runner.pubkey());
     env.buyback(
-        vec![burn_checked(&holding, &mint, &runner.pubkey(), 500)],
+        &holding,
+        vec![burn_checked(&holding, &mint, &runner.pubkey(), tokens)],
         fees,
-        500,
+        tokens,
     )
     .await
     .unwrap();
     assert_eq!(
         env.supply(&mint).await,
-        1_000_000_000 - 500,
+        1_000_000_000 - tokens,
         "the burn happened in the same transaction"
     );
     assert_eq!(vault_before - env.lamports(&pda::fee_vault()).await, fees);
@@ -227,6 +279,7 @@ async fn a_buyback_releases_fees_only_with_a_burn_once_per_interval() {
     // Once per interval: refused until six hours have passed.
     custom(
         env.buyback(
+            &holding,
             vec![burn_checked(&holding, &mint, &runner.pubkey(), 1)],
             1,
             1,
@@ -238,16 +291,36 @@ async fn a_buyback_releases_fees_only_with_a_burn_once_per_interval() {
     env.set_time(later).await;
     custom(
         env.buyback(
+            &holding,
             vec![burn_checked(&holding, &mint, &runner.pubkey(), 1)],
-            1,
+            1_000,
             1,
         )
         .await,
         E::FeeVaultShort,
     );
 
-    let config = env.config_state().await;
-    assert_eq!((config.total_bought_back, config.total_burned), (fees, 500));
+    let vault = env.vault_state().await;
+    assert_eq!(
+        (
+            vault.total_fees,
+            vault.total_bought_back,
+            vault.total_burned
+        ),
+        (fees, fees, tokens)
+    );
+    let log = env.buyback_log().await;
+    assert_eq!((log.count, log.next), (1, 1));
+    let entry = log.entries[0];
+    assert_eq!(
+        (
+            entry.lamports_in,
+            entry.tokens_burned,
+            entry.burn_index,
+            entry.token_account
+        ),
+        (fees, tokens, 1, holding),
+        "the buyback is logged with the account its burn came from"
+    );
     print_cu(&env);
-    env.assert_conserved().await;
 }

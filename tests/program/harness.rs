@@ -1,11 +1,17 @@
 //! The test runtime: a solana-program-test bank with the program (sBPF `.so` or native), funded
-//! admin, runner and user keys, and `Env`, which sends the chain client's instructions, records
-//! compute units and fees, and checks that lamports are conserved over every touched account.
+//! admin, runner, payout and user keys, and `Env`, which sends the chain client's instructions,
+//! records compute units and the fees the bank charged, and checks every transaction against an
+//! expected-delta ledger: each account it names moved by exactly what the instruction's
+//! arguments say (a refusal moves nothing but the fee).
 
 use std::collections::{HashMap, HashSet};
 
+use anchor_lang::Space;
 use skilltrial_chain::error::Refusal;
-use skilltrial_chain::ix::{self, ConfigInitArgs, RunOpenArgs, RunSettleArgs, TrialCharge};
+use skilltrial_chain::ix::{
+    self, BuybackRate, ConfigInitArgs, RunFinalizeArgs, RunOpenArgs, RunSettleArgs, SpendingLimit,
+    TrialCharge,
+};
 use skilltrial_chain::{PROGRAM_ID, SYSTEM_PROGRAM_ID, UPGRADEABLE_LOADER_ID, anchor_key, pda};
 use skilltrial_e2e::workspace_root;
 use skilltrial_program as skilltrial;
@@ -21,8 +27,22 @@ use crate::native;
 
 pub(crate) const FEE: u64 = 200_000;
 pub(crate) const CAP: u64 = 50_000;
-pub(crate) const MIN_DEADLINE: i64 = skilltrial::constants::MIN_DEADLINE_SECS;
+/// The config's minimum deadline in these tests (the launch value: 75 minutes).
+pub(crate) const MIN_DEADLINE: i64 = 75 * 60;
 pub(crate) const CANCEL_WINDOW: i64 = skilltrial::constants::CANCEL_SETTLE_WINDOW_SECS;
+/// The config's time lock in these tests: two days.
+pub(crate) const TIME_LOCK: i64 = 2 * 24 * 3600;
+/// The runner's spending limit in these tests: 10 SOL of usage per day.
+pub(crate) const USAGE_LIMIT: u64 = 10_000_000_000;
+pub(crate) const USAGE_PERIOD: i64 = 24 * 3600;
+/// The buyback terms in these tests: at most 1 SOL per interval, at least 1 token per 1,000
+/// lamports.
+pub(crate) const MAX_BUYBACK: u64 = 1_000_000_000;
+pub(crate) const RATE: BuybackRate = BuybackRate {
+    tokens: 1,
+    lamports: 1_000,
+};
+pub(crate) const INTERVAL: i64 = 6 * 3600;
 
 /// A ProgramData account naming `authority` as the upgrade authority, in the loader's bincode
 /// layout (u32 variant 3, u64 slot, Option<Pubkey>); the ELF that would follow is not read.
@@ -43,18 +63,52 @@ fn program_data_account(authority: &Pubkey) -> solana_account::Account {
 pub(crate) struct Env {
     pub(crate) ctx: ProgramTestContext,
     pub(crate) admin: Keypair,
+    /// The runner's hot signing key.
     pub(crate) runner: Keypair,
+    /// Where the runner's usage is paid (kept apart from the signing key).
+    pub(crate) payout: Keypair,
     pub(crate) user: Keypair,
     pub(crate) mint: Pubkey,
     pub(crate) cu: Vec<(String, u64)>,
     /// Signatures already sent, so a repeated transaction waits for a fresh blockhash.
     sent: HashSet<String>,
-    /// Transaction fees paid per fee payer.
+    /// Transaction fees paid per fee payer, as the bank charged them.
     fees_paid: HashMap<Pubkey, u64>,
-    /// Every account any sent transaction touched, and the sum of their balances when each was
-    /// first touched: lamports are conserved when the sum now plus the fees paid equals it.
-    tracked: HashSet<Pubkey>,
-    baseline: u64,
+}
+
+/// Every account's expected lamport change over one transaction (fees excluded: the harness
+/// adds the bank's fee to the payer). Accounts not named must not change at all.
+pub(crate) type Deltas = Vec<(Pubkey, i128)>;
+
+/// The expected-delta ledger: every account in `before` changed by exactly its expected delta
+/// (zero when not named). Pure, so a test can show it failing (tests/program/run.rs).
+pub(crate) fn check_deltas(
+    before: &HashMap<Pubkey, u64>,
+    after: &HashMap<Pubkey, u64>,
+    expected: &HashMap<Pubkey, i128>,
+) -> Result<(), String> {
+    let mut wrong = Vec::new();
+    for (key, was) in before {
+        let now = after.get(key).copied().unwrap_or(0);
+        let actual = i128::from(now) - i128::from(*was);
+        let want = expected.get(key).copied().unwrap_or(0);
+        if actual != want {
+            wrong.push(format!("{key}: moved {actual}, expected {want}"));
+        }
+    }
+    for key in expected.keys() {
+        if !before.contains_key(key) {
+            wrong.push(format!(
+                "{key}: expected a change but is not in the transaction"
+            ));
+        }
+    }
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        wrong.sort();
+        Err(wrong.join("; "))
+    }
 }
 
 /// Which build of the program the tests run: the sBPF `.so` (default) or, where the sBPF
@@ -116,15 +170,14 @@ pub(crate) async fn start() -> Env {
         ctx,
         admin,
         runner: Keypair::new(),
+        payout: Keypair::new(),
         user: Keypair::new(),
         mint: Keypair::new().pubkey(),
         cu: Vec::new(),
         sent: HashSet::new(),
         fees_paid: HashMap::new(),
-        tracked: HashSet::new(),
-        baseline: 0,
     };
-    for who in [&env.admin, &env.runner, &env.user] {
+    for who in [&env.admin, &env.runner, &env.payout, &env.user] {
         fund(&env.ctx, &who.pubkey(), 100_000_000_000).await;
     }
     env
@@ -152,23 +205,26 @@ pub(crate) async fn fund(ctx: &ProgramTestContext, to: &Pubkey, lamports: u64) {
 }
 
 impl Env {
-    /// Sends one transaction; returns the custom error or Ok, records compute units of the
-    /// successes and the fee every executed transaction cost its payer.
+    /// Sends one transaction and checks its lamports exactly. On success every account it names
+    /// moved by exactly `expected` (plus the fee, from the payer); on a refusal nothing moved but
+    /// the fee. Returns the custom error or Ok with the compute units, records compute units of
+    /// the successes and the fee the bank charged every executed transaction.
     pub(crate) async fn send(
         &mut self,
         label: &str,
         ixs: Vec<Instruction>,
         signers: &[&Keypair],
+        expected: Deltas,
     ) -> Result<u64, String> {
         let payer = signers[0].pubkey();
-        let touched: Vec<Pubkey> = ixs
+        let mut before = HashMap::new();
+        for key in ixs
             .iter()
             .flat_map(|i| i.accounts.iter().map(|m| m.pubkey))
             .chain(signers.iter().map(|k| k.pubkey()))
-            .collect();
-        for key in touched {
-            if self.tracked.insert(key) {
-                self.baseline += self.lamports(&key).await;
+        {
+            if let std::collections::hash_map::Entry::Vacant(slot) = before.entry(key) {
+                slot.insert(self.lamports(&key).await);
             }
         }
         let mut blockhash = self.ctx.banks_client.get_latest_blockhash().await.unwrap();
@@ -179,6 +235,13 @@ impl Env {
             blockhash = self.ctx.get_new_latest_blockhash().await.unwrap();
             tx = Transaction::new_signed_with_payer(&ixs, Some(&payer), signers, blockhash);
         }
+        let fee = self
+            .ctx
+            .banks_client
+            .get_fee_for_message(tx.message.clone())
+            .await
+            .unwrap()
+            .expect("the bank prices the message");
         let result = self
             .ctx
             .banks_client
@@ -189,8 +252,28 @@ impl Env {
             .metadata
             .as_ref()
             .map_or(0, |m| m.compute_units_consumed);
-        if result.metadata.is_some() {
-            *self.fees_paid.entry(payer).or_default() += 5_000 * signers.len() as u64;
+        let executed = result.metadata.is_some();
+        if executed {
+            *self.fees_paid.entry(payer).or_default() += fee;
+        }
+        let mut after = HashMap::new();
+        for key in before.keys() {
+            after.insert(*key, self.lamports(key).await);
+        }
+        let mut want: HashMap<Pubkey, i128> = HashMap::new();
+        if executed {
+            *want.entry(payer).or_default() -= i128::from(fee);
+        }
+        if result.result.is_ok() {
+            for (key, delta) in expected {
+                *want.entry(key).or_default() += delta;
+            }
+        }
+        if let Err(wrong) = check_deltas(&before, &after, &want) {
+            panic!(
+                "{label}: lamports moved other than expected ({:?}): {wrong}",
+                result.result
+            );
         }
         match result.result {
             Ok(()) => {
@@ -201,45 +284,54 @@ impl Env {
         }
     }
 
-    /// Lamports are conserved over every account the test touched: none created, none lost;
-    /// only transaction fees left (docs/program.md: refund + usage + fees = escrow, and nothing else).
-    pub(crate) async fn assert_conserved(&self) {
-        let mut now = 0u64;
-        for key in &self.tracked {
-            now += self.lamports(key).await;
-        }
-        let fees: u64 = self.fees_paid.values().sum();
-        assert_eq!(
-            now + fees,
-            self.baseline,
-            "lamports not conserved over the touched accounts"
-        );
+    pub(crate) async fn account<T: anchor_lang::AccountDeserialize>(&self, key: &Pubkey) -> T {
+        let account = self
+            .ctx
+            .banks_client
+            .get_account(*key)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("{key} exists"));
+        T::try_deserialize(&mut account.data.as_slice()).unwrap()
     }
 
     pub(crate) async fn config_state(&self) -> skilltrial::state::Config {
-        let account = self
-            .ctx
-            .banks_client
-            .get_account(pda::config())
-            .await
-            .unwrap()
-            .expect("the config exists");
-        anchor_lang::AccountDeserialize::try_deserialize(&mut account.data.as_slice()).unwrap()
+        self.account(&pda::config()).await
+    }
+
+    pub(crate) async fn vault_state(&self) -> skilltrial::state::FeeVault {
+        self.account(&pda::fee_vault()).await
     }
 
     pub(crate) async fn run_state(&self, run: &Pubkey) -> skilltrial::state::Run {
-        let account = self
-            .ctx
+        self.account(run).await
+    }
+
+    pub(crate) async fn exists(&self, key: &Pubkey) -> bool {
+        self.ctx
             .banks_client
-            .get_account(*run)
+            .get_account(*key)
             .await
             .unwrap()
-            .expect("the run exists");
-        anchor_lang::AccountDeserialize::try_deserialize(&mut account.data.as_slice()).unwrap()
+            .is_some()
     }
 
     pub(crate) async fn lamports(&self, who: &Pubkey) -> u64 {
         self.ctx.banks_client.get_balance(*who).await.unwrap()
+    }
+
+    pub(crate) async fn rent(&self, space: usize) -> u64 {
+        self.ctx
+            .banks_client
+            .get_rent()
+            .await
+            .unwrap()
+            .minimum_balance(space)
+    }
+
+    /// Rent of a Run account (8-byte discriminator + its space).
+    pub(crate) async fn run_rent(&self) -> u64 {
+        self.rent(8 + skilltrial::state::Run::INIT_SPACE).await
     }
 
     pub(crate) async fn now(&self) -> i64 {
@@ -257,20 +349,68 @@ impl Env {
         self.ctx.set_sysvar(&clock);
     }
 
-    pub(crate) async fn config_init(&mut self) {
-        let admin = self.admin.insecure_clone();
-        self.config_init_by(&admin).await.unwrap();
+    /// The config the tests start from (see the constants above).
+    pub(crate) fn init_args(&self) -> ConfigInitArgs {
+        ConfigInitArgs {
+            runner: anchor_key(&self.runner.pubkey()),
+            runner_payout: anchor_key(&self.payout.pubkey()),
+            fee_per_trial: FEE,
+            min_deadline_secs: MIN_DEADLINE,
+            time_lock_secs: TIME_LOCK,
+            usage_limit: SpendingLimit {
+                amount: USAGE_LIMIT,
+                period_secs: USAGE_PERIOD,
+            },
+            sktrial_mint: anchor_key(&self.mint),
+            buyback_interval_secs: INTERVAL,
+            max_buyback_lamports: MAX_BUYBACK,
+            buyback_rate: RATE,
+        }
     }
 
-    pub(crate) async fn config_init_by(&mut self, signer: &Keypair) -> Result<u64, String> {
-        let args = ConfigInitArgs {
-            runner: anchor_key(&self.runner.pubkey()),
-            fee_per_trial: FEE,
-            buyback_interval_secs: 6 * 3600,
-            sktrial_mint: anchor_key(&self.mint),
-        };
+    pub(crate) async fn config_init(&mut self) {
+        let admin = self.admin.insecure_clone();
+        let args = self.init_args();
+        self.config_init_with(&admin, args).await.unwrap();
+    }
+
+    /// `config_init` signed by `signer`: on success the signer paid the three accounts' rent.
+    pub(crate) async fn config_init_with(
+        &mut self,
+        signer: &Keypair,
+        args: ConfigInitArgs,
+    ) -> Result<u64, String> {
+        use skilltrial::state::{BuybackLog, Config, FeeVault};
+        let rents = [
+            (pda::config(), self.rent(8 + Config::INIT_SPACE).await),
+            (pda::fee_vault(), self.rent(8 + FeeVault::INIT_SPACE).await),
+            (pda::buyback_log(), self.rent(8 + BuybackLog::SPACE).await),
+        ];
+        let total: u64 = rents.iter().map(|r| r.1).sum();
+        let mut expected: Deltas = rents.iter().map(|&(k, r)| (k, i128::from(r))).collect();
+        expected.push((signer.pubkey(), -i128::from(total)));
         let i = ix::config_init(&signer.pubkey(), args);
-        self.send("config_init", vec![i], &[signer]).await
+        self.send("config_init", vec![i], &[signer], expected).await
+    }
+
+    /// The arguments of a run open at the config's current terms.
+    pub(crate) fn open_args(
+        &self,
+        manifest: [u8; 32],
+        trials: u16,
+        cap: u64,
+        escrow: u64,
+        deadline: i64,
+    ) -> RunOpenArgs {
+        RunOpenArgs {
+            manifest_hash: manifest,
+            planned_trials: trials,
+            per_request_cap: cap,
+            escrow,
+            deadline,
+            expected_fee_per_trial: FEE,
+            expected_runner: anchor_key(&self.runner.pubkey()),
+        }
     }
 
     pub(crate) async fn open(
@@ -281,73 +421,160 @@ impl Env {
         escrow: u64,
         deadline: i64,
     ) -> Result<u64, String> {
-        self.open_with_cap(user, manifest, trials, CAP, escrow, deadline)
-            .await
+        let args = self.open_args(manifest, trials, CAP, escrow, deadline);
+        self.open_with(user, args).await
     }
 
-    pub(crate) async fn open_with_cap(
+    /// `run_open`: on success the user paid the escrow and the run's rent into the run.
+    pub(crate) async fn open_with(
         &mut self,
         user: &Keypair,
-        manifest: [u8; 32],
-        trials: u16,
-        cap: u64,
-        escrow: u64,
-        deadline: i64,
+        args: RunOpenArgs,
     ) -> Result<u64, String> {
-        let args = RunOpenArgs {
-            manifest_hash: manifest,
-            planned_trials: trials,
-            per_request_cap: cap,
-            escrow,
-            deadline,
-        };
+        let run = pda::run(&user.pubkey(), &args.manifest_hash);
+        let paid = i128::from(args.escrow) + i128::from(self.run_rent().await);
         let i = ix::run_open(&user.pubkey(), args);
-        self.send("run_open", vec![i], &[user]).await
+        self.send(
+            "run_open",
+            vec![i],
+            &[user],
+            vec![(user.pubkey(), -paid), (run, paid)],
+        )
+        .await
     }
 
+    /// The run's id, read from its account.
+    pub(crate) async fn run_id(&self, run: &Pubkey) -> u64 {
+        self.run_state(run).await.run_id
+    }
+
+    /// `run_settle` of `charges` with an evidence hash derived from them; on success the run
+    /// paid exactly the usage to the payout address and the fees to the vault.
     pub(crate) async fn settle(
         &mut self,
         signer: &Keypair,
         run: &Pubkey,
         charges: &[(u16, u64)],
     ) -> Result<u64, String> {
+        let run_id = if self.exists(run).await {
+            self.run_id(run).await
+        } else {
+            0
+        };
+        let i = self.settle_ix(signer, run, run_id, charges);
+        self.send_settle(signer, run, charges, vec![i]).await
+    }
+
+    /// The settle instruction for `charges` (evidence hash: `evidence_hash(charges)`).
+    pub(crate) fn settle_ix(
+        &self,
+        signer: &Keypair,
+        run: &Pubkey,
+        run_id: u64,
+        charges: &[(u16, u64)],
+    ) -> Instruction {
         let trials = charges
             .iter()
             .map(|&(index, usage)| TrialCharge { index, usage })
             .collect();
-        let i = ix::run_settle(&signer.pubkey(), run, RunSettleArgs { trials });
+        let args = RunSettleArgs {
+            expected_run_id: run_id,
+            evidence_hash: evidence_hash(charges),
+            trials,
+        };
+        ix::run_settle(&signer.pubkey(), run, &self.payout.pubkey(), args)
+    }
+
+    /// Sends settle instructions (and whatever follows them) expecting `charges` to be paid: the
+    /// usage to the payout address, the fees to the vault, both out of the run.
+    pub(crate) async fn send_settle(
+        &mut self,
+        signer: &Keypair,
+        run: &Pubkey,
+        charges: &[(u16, u64)],
+        ixs: Vec<Instruction>,
+    ) -> Result<u64, String> {
+        let usage: u64 = charges.iter().map(|c| c.1).sum();
+        let fees = FEE * charges.len() as u64;
+        let expected = vec![
+            (self.payout.pubkey(), i128::from(usage)),
+            (pda::fee_vault(), i128::from(fees)),
+            (*run, -i128::from(usage + fees)),
+        ];
         self.send(
             &format!("run_settle x{}", charges.len()),
-            vec![i],
+            ixs,
             &[signer],
+            expected,
         )
         .await
     }
 
     pub(crate) async fn cancel(&mut self, signer: &Keypair, run: &Pubkey) -> Result<u64, String> {
         let i = ix::run_cancel(&signer.pubkey(), run);
-        self.send("run_cancel", vec![i], &[signer]).await
+        self.send("run_cancel", vec![i], &[signer], vec![]).await
     }
 
-    pub(crate) async fn finalize(
+    /// `run_finalize` with report hash [7; 32]: moves no lamports (the refund is pulled).
+    pub(crate) async fn finalize(&mut self, signer: &Keypair, run: &Pubkey) -> Result<u64, String> {
+        let run_id = self.run_id(run).await;
+        let i = self.finalize_ix(signer, run, run_id);
+        self.send("run_finalize", vec![i], &[signer], vec![]).await
+    }
+
+    pub(crate) fn finalize_ix(&self, signer: &Keypair, run: &Pubkey, run_id: u64) -> Instruction {
+        let args = RunFinalizeArgs {
+            expected_run_id: run_id,
+            report_hash: [7; 32],
+        };
+        ix::run_finalize(&signer.pubkey(), run, args)
+    }
+
+    /// What closing `run` pays its user, from the test's own books: the escrow less the usage
+    /// and fees the test settled, plus the run's rent.
+    pub(crate) async fn refund(
         &mut self,
         signer: &Keypair,
-        user: &Pubkey,
         run: &Pubkey,
+        returned: u64,
     ) -> Result<u64, String> {
-        let i = ix::run_finalize(&signer.pubkey(), user, run, [7; 32]);
-        self.send("run_finalize", vec![i], &[signer]).await
-    }
-
-    pub(crate) async fn refund(&mut self, signer: &Keypair, run: &Pubkey) -> Result<u64, String> {
         let i = ix::run_refund_expired(&signer.pubkey(), run);
-        self.send("run_refund_expired", vec![i], &[signer]).await
+        let expected = vec![
+            (signer.pubkey(), i128::from(returned)),
+            (*run, -i128::from(returned)),
+        ];
+        self.send("run_refund_expired", vec![i], &[signer], expected)
+            .await
     }
 
-    pub(crate) async fn close(&mut self, signer: &Keypair, run: &Pubkey) -> Result<u64, String> {
+    /// `run_close`: on success `returned` (remainder + rent, from the test's own books) moved
+    /// from the run to the signer.
+    pub(crate) async fn close(
+        &mut self,
+        signer: &Keypair,
+        run: &Pubkey,
+        returned: u64,
+    ) -> Result<u64, String> {
         let i = ix::run_close(&signer.pubkey(), run);
-        self.send("run_close", vec![i], &[signer]).await
+        let expected = vec![
+            (signer.pubkey(), i128::from(returned)),
+            (*run, -i128::from(returned)),
+        ];
+        self.send("run_close", vec![i], &[signer], expected).await
     }
+}
+
+/// The evidence hash the tests settle a batch with when they do not build evidence records:
+/// any 32 bytes bind a batch for the program; these are a hash of the charges, so each batch's
+/// differs.
+pub(crate) fn evidence_hash(charges: &[(u16, u64)]) -> [u8; 32] {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    for &(index, usage) in charges {
+        hasher.update(index.to_le_bytes());
+        hasher.update(usage.to_le_bytes());
+    }
+    hasher.finalize().into()
 }
 
 /// Asserts that the transaction was refused with exactly `expected`'s code, taken from the
@@ -368,8 +595,8 @@ pub(crate) fn upper(trials: u16) -> u64 {
     (CAP + FEE) * u64::from(trials)
 }
 
-/// Transaction fees `who` paid as fee payer for every executed transaction (5,000 lamports per
-/// signature; the first signer pays).
+/// Transaction fees `who` paid as fee payer for every executed transaction, as the bank charged
+/// them (`get_fee_for_message`; the first signer pays).
 pub(crate) fn tx_fees(env: &Env, who: &Pubkey) -> u64 {
     env.fees_paid.get(who).copied().unwrap_or(0)
 }

@@ -4,18 +4,23 @@ use skilltrial_e2e::workspace_root;
 use skilltrial_program as skilltrial;
 
 /// The committed IDL (idl/skilltrial.json, from scripts/idl.sh) and the program crate these
-/// tests build instructions from agree: same address, same instruction discriminators, same
-/// error codes. Off-chain code that reads either gets the same program.
+/// tests build instructions from agree: same address, same instruction discriminators, and the
+/// same `(code, name)` for every error — a reordered or renamed variant fails here, inside
+/// `cargo test`, not only in `scripts/idl.sh --check`.
 #[test]
 fn the_committed_idl_matches_the_program_crate() {
     use anchor_lang::Discriminator;
+    use skilltrial::error::SkillTrialError;
     use skilltrial::instruction as ix;
     let text = std::fs::read_to_string(workspace_root().join("idl/skilltrial.json")).unwrap();
     let idl: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(idl["address"], skilltrial::ID.to_string());
-    let expected: [(&str, &[u8]); 9] = [
+    let expected: [(&str, &[u8]); 12] = [
         ("buyback_execute", ix::BuybackExecute::DISCRIMINATOR),
+        ("config_accept_admin", ix::ConfigAcceptAdmin::DISCRIMINATOR),
+        ("config_apply", ix::ConfigApply::DISCRIMINATOR),
         ("config_init", ix::ConfigInit::DISCRIMINATOR),
+        ("config_propose", ix::ConfigPropose::DISCRIMINATOR),
         ("config_update", ix::ConfigUpdate::DISCRIMINATOR),
         ("run_cancel", ix::RunCancel::DISCRIMINATOR),
         ("run_close", ix::RunClose::DISCRIMINATOR),
@@ -34,15 +39,76 @@ fn the_committed_idl_matches_the_program_crate() {
         let bytes: Vec<u8> = serde_json::from_value(entry["discriminator"].clone()).unwrap();
         assert_eq!(bytes, discriminator, "{name}'s discriminator");
     }
-    let codes: Vec<u64> = idl["errors"]
+    // Every variant, by code and name, from the program's own enum (`name()` is the Rust
+    // variant name, which is how the IDL spells it too).
+    let in_idl: Vec<(u64, String)> = idl["errors"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| e["code"].as_u64().unwrap())
+        .map(|e| {
+            (
+                e["code"].as_u64().unwrap(),
+                e["name"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect();
-    assert_eq!(codes, (6000..=6019).collect::<Vec<u64>>());
-    assert_eq!(
-        u32::from(skilltrial::error::SkillTrialError::CancelWindowClosed),
-        6017
-    );
+    let mut in_program = Vec::new();
+    let mut code = anchor_lang::error::ERROR_CODE_OFFSET;
+    // Walk the enum through its codes until a code no longer maps to a variant.
+    while let Some(variant) = variant_for(code) {
+        in_program.push((u64::from(u32::from(variant)), variant.name()));
+        code += 1;
+    }
+    assert_eq!(in_idl, in_program);
+    assert_eq!(in_program.len(), 40, "every SkillTrialError variant");
+    assert_eq!(u32::from(SkillTrialError::DefaultKey), 6039);
+}
+
+/// The program's error with `code`, if any: every variant listed once, so a new variant that is
+/// not listed here makes the count assertion above fail.
+fn variant_for(code: u32) -> Option<skilltrial::error::SkillTrialError> {
+    use skilltrial::error::SkillTrialError as E;
+    const ALL: [E; 40] = [
+        E::TrialCountOutOfRange,
+        E::ZeroRequestCap,
+        E::EscrowTooSmall,
+        E::DeadlineTooSoon,
+        E::TrialOutOfRange,
+        E::TrialAlreadySettled,
+        E::ChargeAboveCap,
+        E::BadBatch,
+        E::RunNotOpen,
+        E::RunNotFinished,
+        E::DeadlineNotReached,
+        E::ReserveExhausted,
+        E::Overflow,
+        E::BuybackTooSoon,
+        E::BurnMissing,
+        E::FeeVaultShort,
+        E::InvalidConfig,
+        E::CancelWindowClosed,
+        E::NotUpgradeAuthority,
+        E::AccountingBroken,
+        E::FeeChanged,
+        E::RunnerChanged,
+        E::NoRunner,
+        E::DeadlineTooFar,
+        E::DeadlinePassed,
+        E::NotRunsRunner,
+        E::RunnerRevoked,
+        E::WrongRun,
+        E::WrongPayout,
+        E::SpendingLimitExceeded,
+        E::ZeroBuyback,
+        E::BuybackAboveCap,
+        E::BuybackBelowRate,
+        E::BuybackNotTopLevel,
+        E::OneBuybackPerTransaction,
+        E::NotRunnersTokenAccount,
+        E::NotPendingAdmin,
+        E::TimeLockActive,
+        E::NothingPending,
+        E::DefaultKey,
+    ];
+    ALL.into_iter().find(|e| u32::from(*e) == code)
 }

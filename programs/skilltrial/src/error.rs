@@ -1,4 +1,6 @@
-//! Every way an instruction refuses. Each variant has a negative test asserting it.
+//! Every way an instruction refuses. Each variant has a negative test asserting its exact code
+//! (tests/program/), or, where no transaction can reach it while the program is correct, a test
+//! on the state itself (`state/`). Codes are positional from 6000: append, never reorder.
 
 use anchor_lang::prelude::*;
 
@@ -10,7 +12,7 @@ pub enum SkillTrialError {
     ZeroRequestCap,
     #[msg("the escrow does not cover the planned trials at their cap plus the runner fee")]
     EscrowTooSmall,
-    #[msg("the deadline must be at least 75 minutes away")]
+    #[msg("the deadline is closer than the config's minimum deadline")]
     DeadlineTooSoon,
     #[msg("a trial index is outside the run's planned trials")]
     TrialOutOfRange,
@@ -22,9 +24,11 @@ pub enum SkillTrialError {
     BadBatch,
     #[msg("the run is not open")]
     RunNotOpen,
-    #[msg("the run is not finished: finalize it or refund it after the deadline first")]
+    #[msg(
+        "the run is not finalized: the runner finalizes it, or the user refunds it after the deadline"
+    )]
     RunNotFinished,
-    #[msg("the deadline has not passed yet")]
+    #[msg("the run's settlement window has not closed yet")]
     DeadlineNotReached,
     #[msg("the escrow cannot cover this: reserve exhausted")]
     ReserveExhausted,
@@ -32,9 +36,11 @@ pub enum SkillTrialError {
     Overflow,
     #[msg("the buyback interval has not elapsed")]
     BuybackTooSoon,
-    #[msg("no matching burn of the configured mint follows in this transaction")]
+    #[msg(
+        "no matching burn of the configured mint from the runner's token account at the named instruction"
+    )]
     BurnMissing,
-    #[msg("the fee vault holds less than the buyback asks")]
+    #[msg("the fee vault's unreleased fees are less than the buyback asks")]
     FeeVaultShort,
     #[msg("a configuration value is out of range")]
     InvalidConfig,
@@ -45,7 +51,47 @@ pub enum SkillTrialError {
     #[msg("only the program's upgrade authority may create the config")]
     NotUpgradeAuthority,
     #[msg(
-        "an accounting invariant does not hold (fees out of step with trials, or more bought back than collected)"
+        "an accounting invariant does not hold (books out of step with trials or with the account's lamports)"
     )]
     AccountingBroken,
+    #[msg("the config's fee per trial is not the one the user agreed to")]
+    FeeChanged,
+    #[msg("the config's runner is not the one the user agreed to")]
+    RunnerChanged,
+    #[msg("no runner is appointed: runs cannot open")]
+    NoRunner,
+    #[msg("the deadline is further than 7 days away")]
+    DeadlineTooFar,
+    #[msg("the run's deadline has passed: nothing settles after it")]
+    DeadlinePassed,
+    #[msg("the signer is not the runner this run was opened with")]
+    NotRunsRunner,
+    #[msg("the run's runner is no longer the config's runner: its key was revoked or rotated")]
+    RunnerRevoked,
+    #[msg("the run's id is not the one the instruction expects (closed and re-opened?)")]
+    WrongRun,
+    #[msg("the usage payout account is not the config's runner payout address")]
+    WrongPayout,
+    #[msg("the runner's spending limit for this period would be exceeded")]
+    SpendingLimitExceeded,
+    #[msg("a buyback must release and burn more than zero")]
+    ZeroBuyback,
+    #[msg("the buyback releases more than the per-interval cap")]
+    BuybackAboveCap,
+    #[msg("the burn is below the minimum rate of tokens per lamport")]
+    BuybackBelowRate,
+    #[msg("a buyback must be a top-level instruction, not a cross-program invocation")]
+    BuybackNotTopLevel,
+    #[msg("a transaction may hold only one buyback")]
+    OneBuybackPerTransaction,
+    #[msg("the token account is not the runner's own account of the configured mint")]
+    NotRunnersTokenAccount,
+    #[msg("only the proposed admin may accept the handover")]
+    NotPendingAdmin,
+    #[msg("the proposed change is still under its time lock")]
+    TimeLockActive,
+    #[msg("no change is pending")]
+    NothingPending,
+    #[msg("the default (all-zero) key cannot hold a role")]
+    DefaultKey,
 }

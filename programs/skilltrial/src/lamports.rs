@@ -1,10 +1,13 @@
-//! Moving lamports out of program-owned accounts, with checked arithmetic on both sides.
+//! Moving lamports out of program-owned accounts, with checked arithmetic on both sides, and the
+//! rent figure every lamport invariant is measured against.
 
 use anchor_lang::prelude::*;
 
 use crate::error::SkillTrialError;
 
-/// Moves `amount` lamports from a program-owned account to any writable account.
+/// Moves `amount` lamports from a program-owned account to any writable account. The two must
+/// be different accounts: both balances are computed before either is written, so an aliased
+/// pair would credit `amount` out of nothing.
 pub fn transfer<'info>(
     from: &AccountInfo<'info>,
     to: &AccountInfo<'info>,
@@ -13,12 +16,13 @@ pub fn transfer<'info>(
     if amount == 0 {
         return Ok(());
     }
-    let from_balance = from.lamports();
-    let to_balance = to.lamports();
-    let new_from = from_balance
+    require_keys_neq!(from.key(), to.key(), SkillTrialError::AccountingBroken);
+    let new_from = from
+        .lamports()
         .checked_sub(amount)
         .ok_or(SkillTrialError::ReserveExhausted)?;
-    let new_to = to_balance
+    let new_to = to
+        .lamports()
         .checked_add(amount)
         .ok_or(SkillTrialError::Overflow)?;
     **from.try_borrow_mut_lamports()? = new_from;
@@ -32,17 +36,7 @@ pub fn sum(a: u64, b: u64) -> Result<u64> {
         .ok_or_else(|| error!(SkillTrialError::Overflow))
 }
 
-/// Sends everything still in the run's escrow to its user and books it as refunded on the run
-/// and in the config's totals; returns the amount. Shared by `run_finalize` and
-/// `run_refund_expired`.
-pub fn refund_remainder<'info>(
-    run: &mut Account<'info, crate::state::Run>,
-    user: &AccountInfo<'info>,
-    config: &mut crate::state::Config,
-) -> Result<u64> {
-    let remaining = run.remaining()?;
-    transfer(&run.to_account_info(), user, remaining)?;
-    run.refunded = sum(run.refunded, remaining)?;
-    config.total_refunded = sum(config.total_refunded, remaining)?;
-    Ok(remaining)
+/// The rent-exempt minimum of `account` at its current size.
+pub fn rent_minimum(account: &AccountInfo) -> Result<u64> {
+    Ok(Rent::get()?.minimum_balance(account.data_len()))
 }

@@ -1,4 +1,5 @@
-//! One file per instruction: its arguments, its accounts, `validate()` and the handler.
+//! One file per instruction: its arguments, its accounts, `validate()` and the handler. The
+//! admin's four governance instructions share `config_update.rs`.
 
 pub mod buyback_execute;
 pub mod config_init;

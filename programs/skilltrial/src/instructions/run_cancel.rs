@@ -1,18 +1,20 @@
 //! `run_cancel`: the user stops new dispatches. Only the run's user. Requests already in flight
-//! may still be settled for `CANCEL_SETTLE_WINDOW_SECS` (their usage is never zeroed).
+//! may still be settled for `CANCEL_SETTLE_WINDOW_SECS` (their usage is never zeroed), never after
+//! the deadline; after that window the user may refund without waiting for the deadline.
 
 use anchor_lang::prelude::*;
 
 use crate::constants::RUN_SEED;
 use crate::error::SkillTrialError;
 use crate::events::RunCancelled;
+use crate::lamports;
 use crate::state::{Run, RunStatus};
 
 #[derive(Accounts)]
 pub struct RunCancel<'info> {
     pub user: Signer<'info>,
     #[account(mut, seeds = [RUN_SEED, user.key().as_ref(), run.manifest_hash.as_ref()], bump = run.bump, has_one = user)]
-    pub run: Account<'info, Run>,
+    pub run: Box<Account<'info, Run>>,
 }
 
 impl RunCancel<'_> {
@@ -26,9 +28,15 @@ impl RunCancel<'_> {
 }
 
 pub fn run_cancel(ctx: Context<RunCancel>) -> Result<()> {
+    let at = Clock::get()?.unix_timestamp;
     let run = &mut ctx.accounts.run;
-    run.status = RunStatus::Cancelled;
-    run.cancelled_at = Clock::get()?.unix_timestamp;
-    emit!(RunCancelled { run: run.key() });
-    run.invariant()
+    run.status = RunStatus::Cancelled { at };
+    let info = run.to_account_info();
+    run.invariant(info.lamports(), lamports::rent_minimum(&info)?)?;
+    emit!(RunCancelled {
+        run: run.key(),
+        run_id: run.run_id,
+        at
+    });
+    Ok(())
 }

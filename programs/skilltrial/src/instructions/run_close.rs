@@ -1,10 +1,13 @@
-//! `run_close`: once a run is finalized or refunded, the user reclaims its rent.
+//! `run_close`: once a run is finalized, its user takes back the remainder the runner booked and
+//! the account's rent, in one credit of at least the rent (so a wallet emptied to zero can always
+//! receive it).
 
 use anchor_lang::prelude::*;
 
 use crate::constants::RUN_SEED;
 use crate::error::SkillTrialError;
 use crate::events::RunClosed;
+use crate::lamports;
 use crate::state::{Run, RunStatus};
 
 #[derive(Accounts)]
@@ -18,24 +21,27 @@ pub struct RunClose<'info> {
         has_one = user,
         close = user
     )]
-    pub run: Account<'info, Run>,
+    pub run: Box<Account<'info, Run>>,
 }
 
 impl RunClose<'_> {
     pub fn validate(&self) -> Result<()> {
         require!(
-            matches!(self.run.status, RunStatus::Finalized | RunStatus::Refunded),
+            matches!(self.run.status, RunStatus::Finalized { .. }),
             SkillTrialError::RunNotFinished
         );
-        // Nothing but rent may be left: every escrowed lamport was paid out or refunded.
-        require!(self.run.remaining()? == 0, SkillTrialError::RunNotFinished);
         Ok(())
     }
 }
 
 pub fn run_close(ctx: Context<RunClose>) -> Result<()> {
+    let run = &ctx.accounts.run;
+    let info = run.to_account_info();
+    run.invariant(info.lamports(), lamports::rent_minimum(&info)?)?;
     emit!(RunClosed {
-        run: ctx.accounts.run.key()
+        run: run.key(),
+        run_id: run.run_id,
+        refunded: run.remaining()?,
     });
     Ok(())
 }

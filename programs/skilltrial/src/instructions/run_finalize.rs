@@ -1,57 +1,69 @@
-//! `run_finalize(report_hash)`: the runner records the report hash and every unsettled lamport
-//! goes back to the user. Only the configured runner.
+//! `run_finalize`: the config's runner records the report hash beside the settlement digest and
+//! books the remainder for the user, who takes it back with `run_close` (pull, not push: an
+//! emptied user wallet can never block finalization or the report anchor). The run's own runner
+//! finalizes its run; after a rotation the new runner may finalize runs opened under the old key
+//! — it cannot settle them, so for those finalizing only returns the remainder.
 
 use anchor_lang::prelude::*;
 
-use crate::constants::{CONFIG_SEED, RUN_SEED};
+use crate::constants::{CONFIG_ADDRESS, RUN_SEED};
 use crate::error::SkillTrialError;
 use crate::events::RunFinalized;
 use crate::lamports;
 use crate::state::{Config, Run, RunStatus};
 
+#[derive(AnchorSerialize, AnchorDeserialize, Clone, Debug)]
+pub struct RunFinalizeArgs {
+    /// The run this finalization is for (its `run_id`).
+    pub expected_run_id: u64,
+    /// SHA-256 of the canonical report.
+    pub report_hash: [u8; 32],
+}
+
 #[derive(Accounts)]
 pub struct RunFinalize<'info> {
     pub runner: Signer<'info>,
-    /// CHECK: must be the run's user (checked by `has_one = user` on `run`); receives the refund.
-    #[account(mut)]
-    pub user: UncheckedAccount<'info>,
-    #[account(mut, seeds = [CONFIG_SEED], bump = config.bump, has_one = runner)]
-    pub config: Account<'info, Config>,
+    #[account(address = CONFIG_ADDRESS, has_one = runner)]
+    pub config: Box<Account<'info, Config>>,
     #[account(
         mut,
         seeds = [RUN_SEED, run.user.as_ref(), run.manifest_hash.as_ref()],
-        bump = run.bump,
-        has_one = user
+        bump = run.bump
     )]
-    pub run: Account<'info, Run>,
+    pub run: Box<Account<'info, Run>>,
 }
 
 impl RunFinalize<'_> {
-    pub fn validate(&self) -> Result<()> {
+    pub fn validate(&self, args: &RunFinalizeArgs) -> Result<()> {
         require!(
-            matches!(self.run.status, RunStatus::Open | RunStatus::Cancelled),
+            args.expected_run_id == self.run.run_id,
+            SkillTrialError::WrongRun
+        );
+        require!(
+            matches!(
+                self.run.status,
+                RunStatus::Open | RunStatus::Cancelled { .. }
+            ),
             SkillTrialError::RunNotOpen
         );
         Ok(())
     }
 }
 
-pub fn run_finalize(ctx: Context<RunFinalize>, report_hash: [u8; 32]) -> Result<()> {
-    let accounts = &mut *ctx.accounts;
-    let remaining = lamports::refund_remainder(
-        &mut accounts.run,
-        &accounts.user.to_account_info(),
-        &mut accounts.config,
-    )?;
-    let run = &mut accounts.run;
-    run.report_hash = report_hash;
-    run.status = RunStatus::Finalized;
-    let config = &accounts.config;
+pub fn run_finalize(ctx: Context<RunFinalize>, args: RunFinalizeArgs) -> Result<()> {
+    let at = Clock::get()?.unix_timestamp;
+    let run = &mut ctx.accounts.run;
+    run.report_hash = args.report_hash;
+    run.status = RunStatus::Finalized { at };
+    let info = run.to_account_info();
+    run.invariant(info.lamports(), lamports::rent_minimum(&info)?)?;
     emit!(RunFinalized {
         run: run.key(),
-        report_hash,
-        refunded: remaining
+        run_id: run.run_id,
+        runner: ctx.accounts.runner.key(),
+        report_hash: run.report_hash,
+        settle_digest: run.settle_digest,
+        remainder: run.remaining()?,
     });
-    run.invariant()?;
-    config.invariant()
+    Ok(())
 }

@@ -1,31 +1,40 @@
-//! `run_refund_expired`: after the deadline the user takes the remainder back without the runner.
+//! `run_refund_expired`: once settling has closed (the deadline, or the end of a cancelled run's
+//! in-flight window), the user takes the remainder and the account's rent back without the
+//! runner, closing the run. Needs nothing but the run: no config, no runner.
 
 use anchor_lang::prelude::*;
 
-use crate::constants::{CONFIG_SEED, RUN_SEED};
+use crate::constants::RUN_SEED;
 use crate::error::SkillTrialError;
 use crate::events::RunRefunded;
 use crate::lamports;
-use crate::state::{Config, Run, RunStatus};
+use crate::state::{Run, RunStatus};
 
 #[derive(Accounts)]
 pub struct RunRefundExpired<'info> {
     #[account(mut)]
     pub user: Signer<'info>,
-    #[account(mut, seeds = [CONFIG_SEED], bump = config.bump)]
-    pub config: Account<'info, Config>,
-    #[account(mut, seeds = [RUN_SEED, user.key().as_ref(), run.manifest_hash.as_ref()], bump = run.bump, has_one = user)]
-    pub run: Account<'info, Run>,
+    #[account(
+        mut,
+        seeds = [RUN_SEED, user.key().as_ref(), run.manifest_hash.as_ref()],
+        bump = run.bump,
+        has_one = user,
+        close = user
+    )]
+    pub run: Box<Account<'info, Run>>,
 }
 
 impl RunRefundExpired<'_> {
     pub fn validate(&self) -> Result<()> {
         require!(
-            matches!(self.run.status, RunStatus::Open | RunStatus::Cancelled),
+            matches!(
+                self.run.status,
+                RunStatus::Open | RunStatus::Cancelled { .. }
+            ),
             SkillTrialError::RunNotOpen
         );
         require!(
-            Clock::get()?.unix_timestamp > self.run.deadline,
+            Clock::get()?.unix_timestamp > self.run.settle_closes_at()?,
             SkillTrialError::DeadlineNotReached
         );
         Ok(())
@@ -33,19 +42,13 @@ impl RunRefundExpired<'_> {
 }
 
 pub fn run_refund_expired(ctx: Context<RunRefundExpired>) -> Result<()> {
-    let accounts = &mut *ctx.accounts;
-    let remaining = lamports::refund_remainder(
-        &mut accounts.run,
-        &accounts.user.to_account_info(),
-        &mut accounts.config,
-    )?;
-    let run = &mut accounts.run;
-    run.status = RunStatus::Refunded;
-    let config = &accounts.config;
+    let run = &ctx.accounts.run;
+    let info = run.to_account_info();
+    run.invariant(info.lamports(), lamports::rent_minimum(&info)?)?;
     emit!(RunRefunded {
         run: run.key(),
-        refunded: remaining
+        run_id: run.run_id,
+        refunded: run.remaining()?,
     });
-    run.invariant()?;
-    config.invariant()
+    Ok(())
 }

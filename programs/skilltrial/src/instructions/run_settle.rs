@@ -1,12 +1,18 @@
-//! `run_settle`: the runner charges a batch of executed trials — each at most once, each at most
-//! the per-request cap — paying usage to the runner and the fee to the fee vault. Trials never
-//! dispatched are simply never settled: they pay nothing.
+//! `run_settle`: the run's runner charges a batch of executed trials — each at most once, each at
+//! most the per-request cap, never after the deadline — paying usage to the runner's payout
+//! address and the fee to the fee vault. Trials never dispatched are simply never settled: they
+//! pay nothing.
+//!
+//! Bounded trust: the signer must be the runner the user agreed to *and* still the config's
+//! runner (a revoked or rotated key stops at once), and the usage settled over all runs per
+//! period stays within the config's spending limit. Each batch carries one hash over its trials'
+//! evidence records, folded with the `(trial, usage)` entries into the run's settlement digest
+//! (`crate::digest`), which the report lets anyone recompute.
 
 use anchor_lang::prelude::*;
 
-use crate::constants::{
-    CANCEL_SETTLE_WINDOW_SECS, CONFIG_SEED, FEE_VAULT_SEED, MAX_SETTLE_BATCH, RUN_SEED,
-};
+use crate::constants::{CONFIG_ADDRESS, FEE_VAULT_ADDRESS, MAX_SETTLE_BATCH, RUN_SEED};
+use crate::digest;
 use crate::error::SkillTrialError;
 use crate::events::TrialsSettled;
 use crate::lamports;
@@ -22,49 +28,68 @@ pub struct TrialCharge {
 
 #[derive(AnchorSerialize, AnchorDeserialize, Clone, Debug)]
 pub struct RunSettleArgs {
+    /// The run this batch is for (its `run_id`): a batch never applies to a re-opened run.
+    pub expected_run_id: u64,
+    /// SHA-256 over the batch's evidence records (docs/program.md).
+    pub evidence_hash: [u8; 32],
     pub trials: Vec<TrialCharge>,
 }
 
 #[derive(Accounts)]
 pub struct RunSettle<'info> {
-    /// The configured runner (the current one: rotating it in the config moves open runs to the
-    /// new key); it also receives the usage.
-    #[account(mut)]
+    /// The run's runner, still the config's.
     pub runner: Signer<'info>,
-    #[account(mut, seeds = [CONFIG_SEED], bump = config.bump, has_one = runner)]
-    pub config: Account<'info, Config>,
+    #[account(address = CONFIG_ADDRESS)]
+    pub config: Box<Account<'info, Config>>,
     #[account(
         mut,
         seeds = [RUN_SEED, run.user.as_ref(), run.manifest_hash.as_ref()],
         bump = run.bump
     )]
-    pub run: Account<'info, Run>,
-    #[account(mut, seeds = [FEE_VAULT_SEED], bump = config.fee_vault_bump)]
-    pub fee_vault: Account<'info, FeeVault>,
+    pub run: Box<Account<'info, Run>>,
+    #[account(mut, address = FEE_VAULT_ADDRESS)]
+    pub fee_vault: Box<Account<'info, FeeVault>>,
+    /// CHECK: any account at the config's payout address; it only receives lamports.
+    #[account(mut, address = config.runner_payout @ SkillTrialError::WrongPayout)]
+    pub runner_payout: UncheckedAccount<'info>,
 }
 
 impl RunSettle<'_> {
     pub fn validate(&self, args: &RunSettleArgs) -> Result<()> {
+        let run = &self.run;
+        require_keys_eq!(
+            self.runner.key(),
+            run.runner,
+            SkillTrialError::NotRunsRunner
+        );
+        require_keys_eq!(
+            run.runner,
+            self.config.runner,
+            SkillTrialError::RunnerRevoked
+        );
+        require!(
+            args.expected_run_id == run.run_id,
+            SkillTrialError::WrongRun
+        );
         require!(
             !args.trials.is_empty() && args.trials.len() <= MAX_SETTLE_BATCH,
             SkillTrialError::BadBatch
         );
-        match self.run.status {
-            RunStatus::Open => Ok(()),
-            RunStatus::Cancelled => {
-                let closes = self
-                    .run
-                    .cancelled_at
-                    .checked_add(CANCEL_SETTLE_WINDOW_SECS)
-                    .ok_or(SkillTrialError::Overflow)?;
+        let now = Clock::get()?.unix_timestamp;
+        match run.status {
+            RunStatus::Open => {
+                require!(now <= run.deadline, SkillTrialError::DeadlinePassed);
+            }
+            RunStatus::Cancelled { .. } => {
+                require!(now <= run.deadline, SkillTrialError::DeadlinePassed);
                 require!(
-                    Clock::get()?.unix_timestamp <= closes,
+                    now <= run.settle_closes_at()?,
                     SkillTrialError::CancelWindowClosed
                 );
-                Ok(())
             }
-            RunStatus::Finalized | RunStatus::Refunded => err!(SkillTrialError::RunNotOpen),
+            RunStatus::Finalized { .. } => return err!(SkillTrialError::RunNotOpen),
         }
+        Ok(())
     }
 }
 
@@ -86,26 +111,43 @@ pub fn run_settle(ctx: Context<RunSettle>, args: RunSettleArgs) -> Result<()> {
         .ok_or(SkillTrialError::Overflow)?;
     run.settled_usage = lamports::sum(run.settled_usage, usage_total)?;
     run.settled_fees = lamports::sum(run.settled_fees, fees)?;
-    // The escrow must still cover what was settled (remaining() fails otherwise).
-    run.invariant()?;
-    let run_info = run.to_account_info();
+    run.settle_batches = run
+        .settle_batches
+        .checked_add(1)
+        .ok_or(SkillTrialError::Overflow)?;
+    run.settle_digest = digest::fold(&run.settle_digest, &args.evidence_hash, &args.trials);
+
+    let now = Clock::get()?.unix_timestamp;
+    let limit = ctx.accounts.config.usage_limit;
+    let vault = &mut ctx.accounts.fee_vault;
+    vault.spend(usage_total, limit.amount, limit.period_secs, now)?;
+    vault.total_trials_settled = lamports::sum(vault.total_trials_settled, count)?;
+    vault.total_usage = lamports::sum(vault.total_usage, usage_total)?;
+    vault.total_fees = lamports::sum(vault.total_fees, fees)?;
+
+    let run_info = ctx.accounts.run.to_account_info();
     lamports::transfer(
         &run_info,
-        &ctx.accounts.runner.to_account_info(),
+        &ctx.accounts.runner_payout.to_account_info(),
         usage_total,
     )?;
-    lamports::transfer(&run_info, &ctx.accounts.fee_vault.to_account_info(), fees)?;
+    let vault_info = ctx.accounts.fee_vault.to_account_info();
+    lamports::transfer(&run_info, &vault_info, fees)?;
 
-    let config = &mut ctx.accounts.config;
-    config.total_trials_settled = lamports::sum(config.total_trials_settled, count)?;
-    config.total_usage = lamports::sum(config.total_usage, usage_total)?;
-    config.total_fees = lamports::sum(config.total_fees, fees)?;
+    let run = &ctx.accounts.run;
+    run.invariant(run_info.lamports(), lamports::rent_minimum(&run_info)?)?;
+    ctx.accounts
+        .fee_vault
+        .invariant(vault_info.lamports(), lamports::rent_minimum(&vault_info)?)?;
     emit!(TrialsSettled {
-        run: ctx.accounts.run.key(),
-        trials: u16::try_from(count).unwrap_or(u16::MAX),
+        run: run.key(),
+        run_id: run.run_id,
+        batch: run.settle_batches,
+        trials: u16::try_from(count).map_err(|_| SkillTrialError::Overflow)?,
         usage: usage_total,
-        fees
+        fees,
+        evidence_hash: args.evidence_hash,
+        settle_digest: run.settle_digest,
     });
-    ctx.accounts.run.invariant()?;
-    ctx.accounts.config.invariant()
+    Ok(())
 }

@@ -2,29 +2,33 @@
 
 use anchor_lang::prelude::*;
 
-use crate::constants::{MAX_TRIALS, SETTLED_BITMAP_BYTES};
+use crate::constants::{CANCEL_SETTLE_WINDOW_SECS, MAX_TRIALS, SETTLED_BITMAP_BYTES};
 use crate::error::SkillTrialError;
 
-/// Where a run is in its life.
+/// Where a run is in its life. A refunded or closed run has no state: its account is gone.
 #[derive(AnchorSerialize, AnchorDeserialize, Clone, Copy, PartialEq, Eq, Debug, InitSpace)]
 pub enum RunStatus {
-    /// Escrowed; the runner may dispatch and settle.
+    /// Escrowed; the runner may dispatch and settle until the deadline.
     Open,
-    /// The user stopped new dispatches; the runner may still finalize.
-    Cancelled,
-    /// The report hash is recorded and the remainder refunded.
-    Finalized,
-    /// The user took the remainder back after the deadline.
-    Refunded,
+    /// The user stopped new dispatches at `at`; requests already in flight may still settle for
+    /// `CANCEL_SETTLE_WINDOW_SECS` (never after the deadline); the runner may finalize.
+    Cancelled { at: i64 },
+    /// The report hash is recorded at `at`; the remainder waits for the user's `run_close`.
+    Finalized { at: i64 },
 }
 
 #[account]
 #[derive(InitSpace, Debug)]
 pub struct Run {
+    /// Layout version (`ACCOUNT_VERSION`).
+    pub version: u8,
+    /// This run's number (the fee vault's counter when it opened): a closed and re-opened run at
+    /// the same address is another run, and settle and finalize name the one they mean.
+    pub run_id: u64,
     /// Who escrowed, cancels, reclaims.
     pub user: Pubkey,
-    /// The config's runner when the run opened (a record: settling and finalizing are authorized
-    /// against the config's current runner, so rotating the key moves open runs with it).
+    /// The runner the user agreed to: the only key that may settle this run, and only while it
+    /// is still the config's runner (revoking or rotating the key stops it at once).
     pub runner: Pubkey,
     /// SHA-256 of the run's canonical manifest.
     pub manifest_hash: [u8; 32],
@@ -32,41 +36,58 @@ pub struct Run {
     pub planned_trials: u16,
     /// The most one trial's usage may charge, lamports (its upper cost at the pinned rate).
     pub per_request_cap: u64,
-    /// The runner fee per executed trial, fixed at open time.
+    /// The runner fee per executed trial the user agreed to.
     pub fee_per_trial: u64,
     /// Lamports moved into escrow (above the account's rent).
     pub escrowed: u64,
-    /// Usage paid to the runner.
+    /// Usage paid to the runner's payout address.
     pub settled_usage: u64,
     /// Fees paid to the fee vault.
     pub settled_fees: u64,
-    /// Lamports returned to the user.
-    pub refunded: u64,
     /// Trials settled.
     pub settled_trials: u16,
+    /// Settle batches applied.
+    pub settle_batches: u16,
     /// One bit per trial: set once settled, so no trial settles twice.
     pub settled_bitmap: [u8; SETTLED_BITMAP_BYTES],
+    /// The running settlement digest: starts at zero; each batch folds in
+    /// `sha256(digest ‖ evidence_hash ‖ u16 count ‖ (u16 trial, u64 usage)…)` (docs/program.md).
+    pub settle_digest: [u8; 32],
     /// Where the run is.
     pub status: RunStatus,
-    /// After this Unix time the user may refund without the runner.
+    /// Unix time the run opened.
+    pub opened_at: i64,
+    /// No settlement after this Unix time; after it (or after the cancel window) the user may
+    /// refund without the runner.
     pub deadline: i64,
-    /// Unix time of the cancel (0: not cancelled); settling stays open for in-flight requests
-    /// until `CANCEL_SETTLE_WINDOW_SECS` after it.
-    pub cancelled_at: i64,
     /// SHA-256 of the canonical report, once finalized.
     pub report_hash: [u8; 32],
     /// Canonical bump.
     pub bump: u8,
+    /// Room for fields a later version adds without a migration.
+    pub reserved: [u8; 32],
 }
 
 impl Run {
-    /// Lamports still in escrow: escrowed − usage − fees − refunded.
+    /// Lamports still in escrow: escrowed − usage − fees.
     pub fn remaining(&self) -> Result<u64> {
         self.escrowed
             .checked_sub(self.settled_usage)
             .and_then(|r| r.checked_sub(self.settled_fees))
-            .and_then(|r| r.checked_sub(self.refunded))
             .ok_or_else(|| error!(SkillTrialError::ReserveExhausted))
+    }
+
+    /// The last moment a trial may settle: the deadline, or for a cancelled run the end of its
+    /// in-flight window if that comes first. The user may refund alone only after it, so the two
+    /// never race.
+    pub fn settle_closes_at(&self) -> Result<i64> {
+        Ok(match self.status {
+            RunStatus::Cancelled { at } => at
+                .checked_add(CANCEL_SETTLE_WINDOW_SECS)
+                .ok_or(SkillTrialError::Overflow)?
+                .min(self.deadline),
+            RunStatus::Open | RunStatus::Finalized { .. } => self.deadline,
+        })
     }
 
     /// Whether trial `index` is settled.
@@ -81,15 +102,12 @@ impl Run {
             index < self.planned_trials,
             SkillTrialError::TrialOutOfRange
         );
-        require!(
-            !self.is_settled(index)?,
-            SkillTrialError::TrialAlreadySettled
-        );
         let (byte, bit) = Self::position(index)?;
         let slot = self
             .settled_bitmap
             .get_mut(byte)
             .ok_or(SkillTrialError::TrialOutOfRange)?;
+        require!(*slot & bit == 0, SkillTrialError::TrialAlreadySettled);
         *slot |= bit;
         self.settled_trials = self
             .settled_trials
@@ -105,10 +123,11 @@ impl Run {
         Ok((byte, bit))
     }
 
-    /// Money is conserved: usage + fees + refunds never exceed the escrow; fees are exactly the
-    /// fee times the trials settled; settled trials never exceed the plan.
-    pub fn invariant(&self) -> Result<()> {
-        self.remaining()?;
+    /// Money is conserved: usage + fees never exceed the escrow; fees are exactly the fee times
+    /// the trials settled; settled trials never exceed the plan; and the account really holds its
+    /// rent plus the remainder (the books are checked against the lamports, not only themselves).
+    pub fn invariant(&self, lamports: u64, rent_exempt_minimum: u64) -> Result<()> {
+        let remaining = self.remaining()?;
         require!(
             self.settled_trials <= self.planned_trials,
             SkillTrialError::TrialOutOfRange
@@ -126,6 +145,10 @@ impl Run {
             self.settled_usage <= usage_cap,
             SkillTrialError::ChargeAboveCap
         );
+        let needed = rent_exempt_minimum
+            .checked_add(remaining)
+            .ok_or(SkillTrialError::Overflow)?;
+        require!(lamports >= needed, SkillTrialError::AccountingBroken);
         Ok(())
     }
 }
@@ -139,6 +162,8 @@ mod tests {
 
     fn run(planned_trials: u16, escrowed: u64) -> Run {
         Run {
+            version: 2,
+            run_id: 1,
             user: Pubkey::new_unique(),
             runner: Pubkey::new_unique(),
             manifest_hash: [1; 32],
@@ -148,14 +173,16 @@ mod tests {
             escrowed,
             settled_usage: 0,
             settled_fees: 0,
-            refunded: 0,
             settled_trials: 0,
+            settle_batches: 0,
             settled_bitmap: [0; SETTLED_BITMAP_BYTES],
+            settle_digest: [0; 32],
             status: RunStatus::Open,
-            deadline: 0,
-            cancelled_at: 0,
+            opened_at: 0,
+            deadline: 10_000,
             report_hash: [0; 32],
             bump: 255,
+            reserved: [0; 32],
         }
     }
 
@@ -172,13 +199,13 @@ mod tests {
         r.settled_usage = 90;
         r.settled_fees = 10;
         assert_eq!(r.remaining().unwrap(), 0);
-        r.refunded = 1;
+        r.settled_usage = 91;
         assert_eq!(
             code(r.remaining()),
             u32::from(SkillTrialError::ReserveExhausted)
         );
         assert_eq!(
-            code(r.invariant()),
+            code(r.invariant(u64::MAX, 0)),
             u32::from(SkillTrialError::ReserveExhausted)
         );
     }
@@ -212,15 +239,45 @@ mod tests {
         r.settled_usage = 50;
         r.settled_fees = 9;
         assert_eq!(
-            code(r.invariant()),
+            code(r.invariant(u64::MAX, 0)),
             u32::from(SkillTrialError::AccountingBroken)
         );
         r.settled_fees = 10;
-        r.invariant().unwrap();
+        r.invariant(u64::MAX, 0).unwrap();
         r.settled_usage = 51;
         assert_eq!(
-            code(r.invariant()),
+            code(r.invariant(u64::MAX, 0)),
             u32::from(SkillTrialError::ChargeAboveCap)
         );
+    }
+
+    /// The books are checked against the account's lamports: one lamport short of rent plus the
+    /// remainder is refused, exactly at it is accepted.
+    #[test]
+    fn a_run_must_hold_its_rent_plus_its_remainder() {
+        let mut r = run(2, 1_000);
+        r.mark_settled(0).unwrap();
+        r.settled_usage = 40;
+        r.settled_fees = 10;
+        r.invariant(100 + 950, 100).unwrap();
+        assert_eq!(
+            code(r.invariant(100 + 949, 100)),
+            u32::from(SkillTrialError::AccountingBroken)
+        );
+    }
+
+    /// Settling closes at the deadline; after a cancel, at the end of the in-flight window or
+    /// the deadline, whichever comes first.
+    #[test]
+    fn settling_closes_at_the_deadline_or_the_end_of_the_cancel_window() {
+        let mut r = run(2, 1_000);
+        assert_eq!(r.settle_closes_at().unwrap(), 10_000);
+        r.status = RunStatus::Cancelled { at: 1_000 };
+        assert_eq!(
+            r.settle_closes_at().unwrap(),
+            1_000 + CANCEL_SETTLE_WINDOW_SECS
+        );
+        r.status = RunStatus::Cancelled { at: 9_900 };
+        assert_eq!(r.settle_closes_at().unwrap(), 10_000);
     }
 }
