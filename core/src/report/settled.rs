@@ -134,6 +134,28 @@ mod tests {
     }
 
     #[test]
+    fn the_html_view_shows_the_settlement_only_when_there_is_one() {
+        let mut report = rich();
+        assert!(!super::super::html::render(&report).contains("Settlement"));
+        // Given a settlement of 1_000 + index lamports per answered trial, in batches of 5 ...
+        let settlement = settle(&report, 5);
+        let check = settlement.verify().unwrap();
+        report.settlement = Some(settlement);
+        // ... the cost view states its run, batches, trials, usage (lamports and SOL) and digest.
+        let html = super::super::html::render(&report);
+        let expected = format!(
+            "<h3>Settlement</h3><p>run 1 · {} batches · {} trials settled · usage {} lamports (0.0000{} SOL) · digest <span class=\"mono\">{}</span>",
+            check.batches,
+            check.records,
+            check.usage_lamports,
+            check.usage_lamports,
+            check.digest.hex()
+        );
+        assert!(check.usage_lamports > 10_000 && check.usage_lamports < 100_000);
+        assert!(html.contains(&expected), "{expected}");
+    }
+
+    #[test]
     fn every_record_must_name_a_published_attempt_that_agrees() {
         let report = rich();
         let base = settle(&report, 60);
