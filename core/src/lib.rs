@@ -9,7 +9,8 @@
 //! names what became of a trial; [`state`] names the other states the journal stores (run
 //! status, attempt state, not-run reasons, ledger and payload kinds); [`manifest`] pins a run and
 //! is THE plan function; [`prompt`] builds the pinned prompt; [`stats`] holds the paired tests;
-//! [`report`] is the typed report, its builder, its hashes and its HTML view.
+//! [`report`] is the typed report, its builder, its hashes and its HTML view; [`settlement`]
+//! defines a hosted run's evidence records and the settlement digest the program keeps.
 //!
 //! **Invariant:** no dependency here touches SQLite, HTTP, a keychain, an async runtime or Solana
 //! RPC, so the same code runs in the CLI, the hosted runner and the browser. `scripts/test.sh`
@@ -26,6 +27,7 @@ pub mod pack;
 pub mod profile;
 pub mod prompt;
 pub mod report;
+pub mod settlement;
 pub mod solana;
 pub mod state;
 pub mod stats;

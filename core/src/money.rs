@@ -1,4 +1,5 @@
-//! Money: integer micro-USD (1 USD = 1,000,000 µUSD) with checked arithmetic. Never floats.
+//! Money: integer micro-USD (1 USD = 1,000,000 µUSD) with checked arithmetic, and lamports for
+//! hosted runs. Never floats.
 //!
 //! Prices are µUSD per million tokens, so $3 / Mtok is `3_000_000`. The cost of `t` tokens is
 //! `ceil(t × price / 1_000_000)` µUSD: rounding up, so a reservation is never short.
@@ -118,9 +119,37 @@ impl PerMtok {
     }
 }
 
+/// Lamports per SOL.
+pub const LAMPORTS_PER_SOL: u64 = 1_000_000_000;
+
+/// An amount of lamports, the program's unit (hosted runs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Lamports(pub u64);
+
+impl fmt::Display for Lamports {
+    /// In SOL, exactly, trailing zeros trimmed: `1.5 SOL`, `0.000090153 SOL`, `0 SOL`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let whole = self.0 / LAMPORTS_PER_SOL;
+        let frac = format!("{:09}", self.0 % LAMPORTS_PER_SOL);
+        match frac.trim_end_matches('0') {
+            "" => write!(f, "{whole} SOL"),
+            shown => write!(f, "{whole}.{shown} SOL"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn displays_lamports_as_exact_sol() {
+        assert_eq!(Lamports(0).to_string(), "0 SOL");
+        assert_eq!(Lamports(1).to_string(), "0.000000001 SOL");
+        assert_eq!(Lamports(90_153).to_string(), "0.000090153 SOL");
+        assert_eq!(Lamports(1_500_000_000).to_string(), "1.5 SOL");
+        assert_eq!(Lamports(u64::MAX).to_string(), "18446744073.709551615 SOL");
+    }
 
     #[test]
     fn parses_usd_exactly() {

@@ -1,11 +1,14 @@
 //! `skilltrial verify <report.json>`: recompute both hashes from the file alone. The file must be
 //! a report of this format (it is read into the typed report); anything else is refused, naming
-//! the file.
+//! the file. A hosted run's report also carries its settlement: its digest is recomputed from the
+//! evidence records and each record tied to a published attempt (`Report::verify_settlement`);
+//! comparing the digest with the Run account's is left to a command that speaks Solana RPC.
 //!
 //! Both hashes are always checked and both reported, in one shape whether they match or not:
 //! `{"ok", "report_hash": {"stated", "recomputed", "ok"}, "manifest_hash": {…}}`, so a script
 //! reads a mismatch the way it reads a success, and an edited manifest names both hashes it
-//! breaks (the manifest is part of the report's content).
+//! breaks (the manifest is part of the report's content). A `settlement` member is added only
+//! when the report has one.
 
 use std::fmt::Write as _;
 use std::io::Read as _;
@@ -13,6 +16,7 @@ use std::io::Read as _;
 use anyhow::Context;
 use serde_json::{Value, json};
 use skilltrial_core::report::{self, Report};
+use skilltrial_core::settlement::{SettlementCheck, SettlementError};
 
 use crate::cli::{Global, VerifyArgs};
 use crate::commands::input;
@@ -88,17 +92,34 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
         Some(&report.manifest_hash),
         Some(report.manifest_digest().map_err(rejected)?.to_string()),
     );
-    let ok = report_hash["ok"] == true && manifest_hash["ok"] == true;
+    let settlement = report.verify_settlement();
+    let settled_ok = settlement.as_ref().is_none_or(Result::is_ok);
+    let ok = report_hash["ok"] == true && manifest_hash["ok"] == true && settled_ok;
     if global.json {
-        output::json(
-            &json!({ "ok": ok, "report_hash": report_hash, "manifest_hash": manifest_hash }),
-        )?;
+        let mut doc =
+            json!({ "ok": ok, "report_hash": report_hash, "manifest_hash": manifest_hash });
+        // Only a hosted run's report has the member, so a local report's output is unchanged.
+        if let (Some(result), Some(section)) = (&settlement, &report.settlement) {
+            doc["settlement"] = settlement_json(&section.digest_sha256, result);
+        }
+        output::json(&doc)?;
     } else if ok {
-        output::text(&format!(
+        let mut out = format!(
             "ok: report hash {} and manifest hash {} recompute from the file\n",
             report_hash["stated"].as_str().unwrap_or(""),
             manifest_hash["stated"].as_str().unwrap_or("")
-        ))?;
+        );
+        if let Some(Ok(check)) = &settlement {
+            let _ = writeln!(
+                out,
+                "settlement: digest {} recomputed from {} in {} ({} lamports of usage)",
+                check.digest.hex(),
+                report::count_of(check.records as u64, "evidence record", "evidence records"),
+                report::count_of(check.batches as u64, "batch", "batches"),
+                check.usage_lamports
+            );
+        }
+        output::text(&out)?;
     } else {
         let mut out = String::new();
         for (name, what, check) in [
@@ -119,7 +140,42 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
                 said(&check["recomputed"])
             );
         }
+        if let Some(Err(e)) = &settlement {
+            let _ = writeln!(out, "MISMATCH: {e}");
+        }
         output::text(&out)?;
     }
     Ok(if ok { Status::Ok } else { Status::CheckFailed })
+}
+
+/// The settlement as `--json` reports it, in one shape whether it recomputes or not: the digest
+/// the file states, the one recomputed (`null` when the evidence stops short of a digest), the
+/// counts, and the first thing that does not hold.
+fn settlement_json(stated: &str, result: &Result<SettlementCheck, SettlementError>) -> Value {
+    match result {
+        Ok(check) => json!({
+            "ok": true,
+            "stated": stated,
+            "recomputed": check.digest.hex(),
+            "records": check.records,
+            "batches": check.batches,
+            "usage_lamports": check.usage_lamports,
+            "error": null,
+        }),
+        Err(e) => {
+            let recomputed = match e {
+                SettlementError::Digest { expected, .. } => Some(expected.as_str()),
+                _ => None,
+            };
+            json!({
+                "ok": false,
+                "stated": stated,
+                "recomputed": recomputed,
+                "records": null,
+                "batches": null,
+                "usage_lamports": null,
+                "error": e.to_string(),
+            })
+        }
+    }
 }

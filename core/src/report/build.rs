@@ -162,6 +162,8 @@ pub fn build(facts: RunFacts) -> Report {
         cost,
         trials: trial_records,
         manifest,
+        // Set by the hosted runner once its batches are settled, before the report is sealed.
+        settlement: None,
         report_hash: None,
     }
 }

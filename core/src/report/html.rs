@@ -15,8 +15,9 @@ use serde_json::Value;
 use super::TrialOutcome;
 use super::{ArmSummary, Attempt, Cost, Pair, Rate, Report, TaskRow, Trial, count_of};
 use crate::manifest::BundleRef;
-use crate::money::MicroUsd;
+use crate::money::{Lamports, MicroUsd};
 use crate::outcome::Outcome;
+use crate::settlement::Settlement;
 use sha2::{Digest, Sha256};
 
 const STYLE: &str = r#"
@@ -679,7 +680,30 @@ fn cost_view(h: &mut String, report: &Report) {
         }
         h.push_str("</tbody></table><p>Decide each with <code>skilltrial resolve &lt;attempt&gt; --retry --reason \"…\"</code> or <code>--release</code>.</p>");
     }
+    if let Some(s) = &report.settlement {
+        settlement_block(h, s);
+    }
     h.push_str("</section>");
+}
+
+/// A hosted run's settlement as the report states it; `skilltrial verify` recomputes it.
+fn settlement_block(h: &mut String, s: &Settlement) {
+    let records = s.batches.iter().flat_map(|b| &b.evidence);
+    let usage = records
+        .clone()
+        .try_fold(0u64, |sum, r| sum.checked_add(r.usage_lamports()));
+    let _ = write!(
+        h,
+        "<h3>Settlement</h3><p>run {} · {} · {} settled · usage {} · digest <span class=\"mono\">{}</span> (as stated; <code>skilltrial verify</code> recomputes it from the evidence)</p>",
+        s.run_id,
+        count_of(s.batches.len() as u64, "batch", "batches"),
+        count_of(records.count() as u64, "trial", "trials"),
+        usage.map_or_else(
+            || "—".to_owned(),
+            |u| format!("{u} lamports ({})", Lamports(u))
+        ),
+        escape(&s.digest_sha256)
+    );
 }
 
 /// 6. Manifest: both hashes, the warning, and the manifest as JSON, members sorted as in the file.

@@ -16,6 +16,7 @@ mod build;
 pub mod html;
 mod pairs;
 mod seal;
+mod settled;
 mod tasks;
 
 use std::collections::BTreeMap;
@@ -26,6 +27,7 @@ use serde_json::Value;
 use crate::manifest::{BundleRef, Manifest, PackRef, Sampling};
 use crate::outcome::Outcome;
 use crate::profile::ProviderKind;
+use crate::settlement::Settlement;
 use crate::state::{AttemptState, RunStatus};
 use crate::stats::Fraction;
 
@@ -110,6 +112,11 @@ pub struct Report {
     pub tasks: Vec<TaskRow>,
     pub cost: Cost,
     pub trials: Vec<Trial>,
+    /// A hosted run's settlement: every evidence record and the batches it was settled in
+    /// (docs/program.md). Absent, not `null`, in a local run, so its bytes and hash are unchanged;
+    /// the report hash covers it like any other member.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settlement: Option<Settlement>,
     /// Absent until [`Report::seal`]; the hash covers everything else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report_hash: Option<String>,

@@ -1,0 +1,156 @@
+//! `skilltrial verify` on a hosted run's report: the settlement digest recomputes from the
+//! evidence records the report carries, and an edited usage is named by batch and trial. The real
+//! binary on a report written by a real run (loopback server, real journal); the settlement is
+//! added to it as the hosted runner will, before sealing.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+
+use serde_json::Value;
+use skilltrial_core::report::Report;
+use skilltrial_core::settlement::{EvidenceRecord, SettledBatch, Settlement};
+use skilltrial_engine::scripted::{Reply, ScriptedServer};
+
+mod support;
+
+use support::{Env, scripted_answer};
+
+/// A report of a real 18-trial run, its answered trials settled in batches of 10 (trial `i`
+/// charged `5_000 + i` lamports), sealed.
+fn hosted_report(env: &Env) -> Report {
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    env.json(&["run", "--manifest", &run, "--json"]);
+    let mut report = Report::from_value(&env.report(&run)).unwrap();
+    let evidence: Vec<EvidenceRecord> = report
+        .trials
+        .iter()
+        .map(|t| {
+            let a = t.attempts.last().unwrap();
+            EvidenceRecord::new(
+                u16::try_from(t.index).unwrap(),
+                a.id.clone(),
+                a.provider_request_id.clone(),
+                5_000 + u64::from(t.index),
+                a.answer_sha256.clone().unwrap(),
+            )
+            .unwrap()
+        })
+        .collect();
+    let batches = evidence
+        .chunks(10)
+        .map(|c| SettledBatch::new(c.to_vec(), None))
+        .collect();
+    let key = "11111111111111111111111111111111".to_owned();
+    report.settlement = Some(Settlement::new(key.clone(), key, 3, batches));
+    report.seal().unwrap();
+    report
+}
+
+fn write(path: &Path, doc: &Value) {
+    std::fs::write(path, serde_json::to_string_pretty(doc).unwrap()).unwrap();
+}
+
+/// (exit code, stdout, stderr) of `verify` with `extra`.
+fn verify(env: &Env, path: &Path, extra: &[&str]) -> (Option<i32>, String, String) {
+    let mut args = vec!["verify", path.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let out = env.run(&args);
+    (
+        out.status.code(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn verify_recomputes_a_hosted_reports_settlement_and_names_an_edited_usage() {
+    // Given a sealed hosted report whose 18 trials were settled in batches of 10 and 8 ...
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server).backoff_scale("0");
+    let report = hosted_report(&env);
+    let doc = report.to_value().unwrap();
+    let path = env.dir.path().join("hosted.json");
+    write(&path, &doc);
+    let settlement = report.settlement.as_ref().unwrap();
+    let digest = settlement.digest_sha256.clone();
+    let usage: u64 = (0..18).map(|i| 5_000 + i).sum();
+
+    // When it is verified, then the digest recomputes from the evidence, and says so.
+    let (code, text, _) = verify(&env, &path, &[]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        text,
+        format!(
+            "ok: report hash {} and manifest hash {} recompute from the file\n\
+             settlement: digest {digest} recomputed from 18 evidence records in 2 batches ({usage} lamports of usage)\n",
+            report.report_hash.as_deref().unwrap(),
+            report.manifest_hash
+        )
+    );
+    let (code, json, _) = verify(&env, &path, &["--json"]);
+    assert_eq!(code, Some(0));
+    let json: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["ok"], true);
+    assert_eq!(
+        json["settlement"],
+        serde_json::json!({
+            "ok": true, "stated": digest, "recomputed": digest, "records": 18, "batches": 2,
+            "usage_lamports": usage, "error": null,
+        })
+    );
+
+    // Given the usage of trial 12 (batch 2) edited in the file, and the report hash recomputed
+    // over the edit, as a forger would ...
+    let mut edited = doc.clone();
+    let record = &mut edited["settlement"]["batches"][1]["evidence"][2];
+    assert_eq!(record["trial"], 12);
+    record["usage_lamports"] = Value::from(9_000_000);
+    let mut forged = Report::from_value(&edited).unwrap();
+    forged.seal().unwrap();
+    let forged_path = env.dir.path().join("forged.json");
+    let forged_doc = forged.to_value().unwrap();
+    write(&forged_path, &forged_doc);
+    let before = std::fs::read(&forged_path).unwrap();
+    // ... verify fails with the check-failed code and names the batch, its trials and both hashes.
+    let stored = &settlement.batches[1].evidence_sha256;
+    let recomputed =
+        skilltrial_core::digest::Sha256Digest(skilltrial_core::settlement::batch_evidence_hash(
+            &forged.settlement.as_ref().unwrap().batches[1].evidence,
+        ))
+        .hex();
+    let message = format!(
+        "settlement: batch 2 (trials 10, 11, 12, 13, 14, 15, 16, 17): evidence_sha256 is {stored}, its evidence records hash to {recomputed}"
+    );
+    let (code, text, _) = verify(&env, &forged_path, &[]);
+    assert_eq!(code, Some(1));
+    assert_eq!(text, format!("MISMATCH: {message}\n"));
+    let (code, json, _) = verify(&env, &forged_path, &["--json"]);
+    assert_eq!(code, Some(1));
+    let json: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        (&json["ok"], &json["report_hash"]["ok"]),
+        (&Value::from(false), &Value::from(true))
+    );
+    assert_eq!(
+        json["settlement"],
+        serde_json::json!({
+            "ok": false, "stated": digest, "recomputed": null, "records": null, "batches": null,
+            "usage_lamports": null, "error": message,
+        })
+    );
+    // Verifying wrote nothing: the file is byte for byte what it was.
+    assert_eq!(std::fs::read(&forged_path).unwrap(), before);
+
+    // Given the same edit without a new report hash, both the hash and the settlement are named.
+    let unsealed_path = env.dir.path().join("edited.json");
+    write(&unsealed_path, &edited);
+    let (code, text, _) = verify(&env, &unsealed_path, &[]);
+    assert_eq!(code, Some(1));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].starts_with("MISMATCH: report hash: the file states "),
+        "{text}"
+    );
+    assert_eq!(lines[1], format!("MISMATCH: {message}"));
+}
