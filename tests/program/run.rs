@@ -226,20 +226,13 @@ async fn a_54_trial_hosted_run_meets_its_on_chain_cost_targets() {
         "  {:<40} {:>14} {:>14} {:>12}",
         "", "batched", "floor", "target"
     );
-    let rows = batched.steps.len().max(floor.steps.len());
-    for i in 0..rows {
-        let cell = |c: &Cost| {
-            c.steps
-                .get(i)
-                .map(|(l, cu)| format!("{l} {cu}"))
-                .unwrap_or_default()
-        };
-        println!(
-            "  {:<40} {:>14} {:>14}",
-            format!("step {}", i + 1),
-            cell(&batched),
-            cell(&floor)
-        );
+    for (name, cost) in [("batched", &batched), ("floor", &floor)] {
+        let steps: Vec<String> = cost
+            .steps
+            .iter()
+            .map(|(label, cu)| format!("{label} {cu}"))
+            .collect();
+        println!("  steps, {name:<8} {} (CU)", steps.join(" | "));
     }
     println!(
         "  {:<40} {:>14} {:>14} {:>12}",
@@ -348,6 +341,9 @@ async fn cost_of_a_54_trial_run(floor: bool) -> Cost {
         ];
         largest = largest.max(tx_size(&ixs, &runner.pubkey()));
         let cu = env.send_settle(&runner, &run, &charges, ixs).await.unwrap();
+        if let Some(step) = env.cu.last_mut() {
+            step.0 = "run_settle x54 + run_finalize".to_owned();
+        }
         (cu, 1)
     } else {
         let mut cu = 0;
