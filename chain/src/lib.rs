@@ -22,6 +22,7 @@
 // `skilltrial-program`; its lib is `skilltrial`, as the program's own paths spell it).
 extern crate skilltrial_program as skilltrial;
 
+pub mod account;
 pub mod error;
 pub mod ix;
 pub mod pda;

@@ -107,6 +107,11 @@ pub struct VerifyArgs {
     /// A report.json written by `skilltrial report`.
     #[arg(value_name = "REPORT_JSON")]
     pub report: std::path::PathBuf,
+    /// A hosted run's Run account as `solana account <RUN> --output json` prints it: the
+    /// report's settlement digest, run id, batches, trials, usage and report hash must be the
+    /// account's.
+    #[arg(long, value_name = "ACCOUNT_JSON")]
+    pub run_account: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]

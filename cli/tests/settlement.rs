@@ -154,3 +154,112 @@ fn verify_recomputes_a_hosted_reports_settlement_and_names_an_edited_usage() {
     );
     assert_eq!(lines[1], format!("MISMATCH: {message}"));
 }
+
+/// `verify --run-account`: the report of a real run, settled as the hosted runner will, against
+/// its Run account as `solana account --output json` prints it (data written by the program's own
+/// serializer). It agrees; an account whose digest differs by one bit, or whose anchored report
+/// hash is another report's, is a mismatch naming the field; a local report, a file that is not a
+/// Run account of the program, and a missing file are refused, naming the file.
+#[test]
+fn verify_compares_a_hosted_report_with_its_run_account() {
+    use skilltrial_chain::account::{Run, RunStatus, SETTLED_BITMAP_BYTES, to_cli_json};
+    use skilltrial_chain::{PROGRAM_ID, Pubkey};
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server).backoff_scale("0");
+    let address = Pubkey::new_from_array([9; 32]);
+    let mut report = hosted_report(&env);
+    let mut section = report.settlement.take().unwrap();
+    section = Settlement::new(
+        PROGRAM_ID.to_string(),
+        address.to_string(),
+        section.run_id,
+        section.batches,
+    );
+    report.settlement = Some(section.clone());
+    let report_hash = report.seal().unwrap();
+    let check = section.verify().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let report_path = dir.path().join("report.json");
+    write(&report_path, &report.to_value().unwrap());
+
+    let run = |digest: [u8; 32], anchored: [u8; 32]| Run {
+        version: 2,
+        run_id: section.run_id,
+        user: Pubkey::new_from_array([1; 32]),
+        runner: Pubkey::new_from_array([2; 32]),
+        manifest_hash: [3; 32],
+        planned_trials: 54,
+        per_request_cap: 1_000_000,
+        fee_per_trial: 200_000,
+        escrowed: 100_000_000,
+        settled_usage: check.usage_lamports,
+        settled_fees: 200_000 * check.records as u64,
+        settled_trials: u16::try_from(check.records).unwrap(),
+        settle_batches: u16::try_from(check.batches).unwrap(),
+        settled_bitmap: [0; SETTLED_BITMAP_BYTES],
+        settle_digest: digest,
+        status: RunStatus::Finalized { at: 1 },
+        opened_at: 0,
+        deadline: 2,
+        report_hash: anchored,
+        bump: 255,
+        reserved: [0; 32],
+    };
+    let account_path = dir.path().join("run-account.json");
+    let write_account = |r: &Run| {
+        std::fs::write(&account_path, to_cli_json(&address, r).unwrap()).unwrap();
+    };
+    let arg = account_path.to_str().unwrap().to_owned();
+
+    write_account(&run(check.digest.0, report_hash.0));
+    let (code, out, err) = verify(&env, &report_path, &["--run-account", &arg]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains(&format!("run account: {address} agrees")),
+        "{out}"
+    );
+    let (code, out, _) = verify(&env, &report_path, &["--run-account", &arg, "--json"]);
+    assert_eq!(code, Some(0));
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["run_account"]["ok"], true);
+    assert_eq!(doc["run_account"]["address"], address.to_string());
+
+    let mut flipped = check.digest.0;
+    flipped[31] ^= 1;
+    write_account(&run(flipped, [7; 32]));
+    let (code, out, _) = verify(&env, &report_path, &["--run-account", &arg]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(&format!(
+            "MISMATCH: run account {address}: settlement digest: the report says {}",
+            check.digest.hex()
+        )),
+        "{out}"
+    );
+    assert!(out.contains("report hash: the report says"), "{out}");
+
+    // Refusals name the file and say why; nothing is written.
+    let local = dir.path().join("local.json");
+    let mut plain = report.clone();
+    plain.settlement = None;
+    plain.seal().unwrap();
+    write(&local, &plain.to_value().unwrap());
+    let (code, _, err) = verify(&env, &local, &["--run-account", &arg]);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("has no settlement to compare"), "{err}");
+    std::fs::write(&account_path, "{\"pubkey\": 1}").unwrap();
+    let (code, _, err) = verify(&env, &report_path, &["--run-account", &arg]);
+    assert_ne!(code, Some(0));
+    assert!(
+        err.contains(&format!("--run-account {arg}")) && err.contains("pubkey"),
+        "{err}"
+    );
+    let missing = dir.path().join("missing.json");
+    let (code, _, err) = verify(
+        &env,
+        &report_path,
+        &["--run-account", missing.to_str().unwrap()],
+    );
+    assert_ne!(code, Some(0));
+    assert!(err.contains("missing.json"), "{err}");
+}

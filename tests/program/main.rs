@@ -7,6 +7,7 @@
 //! same builders the hosted runner daemon uses: these tests drive the program the way it will
 //! be driven.
 //!
+//! - `audit` — a hosted report against the real Run account it was settled into;
 //! - `harness` — the runtime, one `Env` per test, sending, balances and conservation;
 //! - `run` — a run's life: settle, cancel, finalize, refund, close, every refusal, cost targets;
 //! - `buyback` — fee-vault buybacks against the real SPL Token program;
@@ -21,6 +22,7 @@
     clippy::print_stdout
 )]
 
+mod audit;
 mod buyback;
 mod config;
 mod harness;

@@ -1,8 +1,10 @@
 //! `skilltrial verify <report.json>`: recompute both hashes from the file alone. The file must be
 //! a report of this format (it is read into the typed report); anything else is refused, naming
 //! the file. A hosted run's report also carries its settlement: its digest is recomputed from the
-//! evidence records and each record tied to a published attempt (`Report::verify_settlement`);
-//! comparing the digest with the Run account's is left to a command that speaks Solana RPC.
+//! evidence records and each record tied to a published attempt (`Report::verify_settlement`).
+//! With `--run-account` (the Run account as `solana account <RUN> --output json` prints it), the
+//! report is also compared with the account field by field (`skilltrial_chain::account`): run id,
+//! digest, batches, trials, usage and the report hash the runner anchored.
 //!
 //! Both hashes are always checked and both reported, in one shape whether they match or not:
 //! `{"ok", "report_hash": {"stated", "recomputed", "ok"}, "manifest_hash": {…}}`, so a script
@@ -15,6 +17,7 @@ use std::io::Read as _;
 
 use anyhow::Context;
 use serde_json::{Value, json};
+use skilltrial_chain::account::{self, Disagreement};
 use skilltrial_core::report::{self, Report};
 use skilltrial_core::settlement::{SettlementCheck, SettlementError};
 
@@ -94,13 +97,21 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
     );
     let settlement = report.verify_settlement();
     let settled_ok = settlement.as_ref().is_none_or(Result::is_ok);
-    let ok = report_hash["ok"] == true && manifest_hash["ok"] == true && settled_ok;
+    let on_chain = match &args.run_account {
+        Some(path) => Some(run_account(path, &report, settlement.as_ref())?),
+        None => None,
+    };
+    let on_chain_ok = on_chain.as_ref().is_none_or(|c| c.disagreements.is_empty());
+    let ok = report_hash["ok"] == true && manifest_hash["ok"] == true && settled_ok && on_chain_ok;
     if global.json {
         let mut doc =
             json!({ "ok": ok, "report_hash": report_hash, "manifest_hash": manifest_hash });
         // Only a hosted run's report has the member, so a local report's output is unchanged.
         if let (Some(result), Some(section)) = (&settlement, &report.settlement) {
             doc["settlement"] = settlement_json(&section.digest_sha256, result);
+        }
+        if let Some(chain) = &on_chain {
+            doc["run_account"] = chain.json();
         }
         output::json(&doc)?;
     } else if ok {
@@ -117,6 +128,13 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
                 report::count_of(check.records as u64, "evidence record", "evidence records"),
                 report::count_of(check.batches as u64, "batch", "batches"),
                 check.usage_lamports
+            );
+        }
+        if let Some(chain) = &on_chain {
+            let _ = writeln!(
+                out,
+                "run account: {} agrees (run id, digest, batches, trials, usage and the anchored report hash)",
+                chain.address
             );
         }
         output::text(&out)?;
@@ -143,9 +161,90 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
         if let Some(Err(e)) = &settlement {
             let _ = writeln!(out, "MISMATCH: {e}");
         }
+        if let Some(chain) = &on_chain {
+            for d in &chain.disagreements {
+                let _ = writeln!(
+                    out,
+                    "MISMATCH: run account {}: {}: the report says {}, the account holds {}",
+                    chain.address, d.field, d.report, d.account
+                );
+            }
+        }
         output::text(&out)?;
     }
     Ok(if ok { Status::Ok } else { Status::CheckFailed })
+}
+
+/// The largest account file `--run-account` reads: a Run account is a few hundred bytes, which
+/// the Solana CLI's JSON wraps in well under a kilobyte.
+const MAX_ACCOUNT_BYTES: u64 = 64 * 1024;
+
+/// The report against its Run account: where they disagree (nothing when they agree).
+struct OnChain {
+    address: String,
+    disagreements: Vec<Disagreement>,
+}
+
+impl OnChain {
+    fn json(&self) -> Value {
+        let disagreements: Vec<Value> = self
+            .disagreements
+            .iter()
+            .map(|d| json!({ "field": d.field, "report": d.report, "account": d.account }))
+            .collect();
+        json!({
+            "ok": self.disagreements.is_empty(),
+            "address": self.address,
+            "disagreements": disagreements,
+        })
+    }
+}
+
+/// Reads `path` (`solana account <RUN> --output json`) and compares it with the report. Refuses a
+/// report without a settlement, a file that is not a Run account of the program, and a
+/// settlement that does not recompute (there is then nothing sound to compare).
+fn run_account(
+    path: &std::path::Path,
+    report: &Report,
+    settlement: Option<&Result<SettlementCheck, SettlementError>>,
+) -> Result<OnChain, CliError> {
+    let (Some(section), Some(result)) = (&report.settlement, settlement) else {
+        return Err(CliError::Rejected(anyhow::anyhow!(
+            "--run-account {}: the report is not a hosted run's (it has no settlement to compare)",
+            path.display()
+        )));
+    };
+    let meta = input::regular_file(path, "an account JSON file")?;
+    let rejected = |why: String| {
+        CliError::Rejected(anyhow::anyhow!("--run-account {}: {why}", path.display()))
+    };
+    if meta.len() > MAX_ACCOUNT_BYTES {
+        return Err(rejected(format!(
+            "larger than {} KiB: not a Run account",
+            MAX_ACCOUNT_BYTES / 1024
+        )));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_ACCOUNT_BYTES + 1).read_to_end(&mut bytes))
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|_| rejected("not UTF-8 text".to_owned()))?;
+    let account = account::run_from_cli_json(&text).map_err(|e| rejected(e.to_string()))?;
+    let address = account.address.to_string();
+    let Ok(check) = result else {
+        // The settlement itself is already reported as a mismatch; the account adds nothing.
+        return Ok(OnChain {
+            address,
+            disagreements: Vec::new(),
+        });
+    };
+    let report_hash = report
+        .hash()
+        .map_err(|e| rejected(format!("cannot hash the report: {e}")))?;
+    Ok(OnChain {
+        address,
+        disagreements: account::compare(section, check, &report_hash.0, &account),
+    })
 }
 
 /// The settlement as `--json` reports it, in one shape whether it recomputes or not: the digest

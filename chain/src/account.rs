@@ -1,0 +1,317 @@
+//! Reading a Run account off-chain and auditing a hosted report against it: the account as the
+//! Solana CLI prints it (`solana account <RUN> --output json`), decoded with the program's own
+//! type, and compared field by field with the report's settlement section and report hash.
+//! Fetching it over RPC comes with the hosted client; anyone can already fetch it with the
+//! Solana CLI and run `skilltrial verify --run-account`.
+
+use anchor_lang::AccountDeserialize;
+use base64::Engine as _;
+use serde_json::Value;
+pub use skilltrial::constants::SETTLED_BITMAP_BYTES;
+pub use skilltrial::state::{Run, RunStatus};
+use skilltrial_core::settlement::{Settlement, SettlementCheck};
+
+use crate::{PROGRAM_ID, Pubkey};
+
+/// Why an account file is not a SkillTrial Run account.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum AccountError {
+    #[error("not JSON: {0}")]
+    NotJson(String),
+    #[error("not the Solana CLI's account JSON (`solana account <ADDRESS> --output json`): {0}")]
+    Shape(&'static str),
+    #[error("its data is not base64: {0}")]
+    Base64(String),
+    #[error("it is owned by {owner}, not by the SkillTrial program {program}")]
+    WrongOwner { owner: String, program: String },
+    #[error("its data is not a SkillTrial Run account: {0}")]
+    NotARun(String),
+}
+
+/// A Run account and its address.
+#[derive(Debug)]
+pub struct RunAccount {
+    pub address: Pubkey,
+    pub run: Run,
+}
+
+/// Parses `solana account <ADDRESS> --output json` (`{"pubkey", "account": {"owner", "data":
+/// [base64, "base64"], …}}`) into a Run account; refuses another owner or another account type.
+pub fn run_from_cli_json(text: &str) -> Result<RunAccount, AccountError> {
+    let doc: Value =
+        serde_json::from_str(text).map_err(|e| AccountError::NotJson(e.to_string()))?;
+    let address = doc["pubkey"]
+        .as_str()
+        .ok_or(AccountError::Shape("no \"pubkey\" string"))?;
+    let address: Pubkey = address
+        .parse()
+        .map_err(|_| AccountError::Shape("\"pubkey\" is not a base58 address"))?;
+    let account = &doc["account"];
+    let owner = account["owner"]
+        .as_str()
+        .ok_or(AccountError::Shape("no \"account.owner\" string"))?;
+    if owner != PROGRAM_ID.to_string() {
+        return Err(AccountError::WrongOwner {
+            owner: owner.to_owned(),
+            program: PROGRAM_ID.to_string(),
+        });
+    }
+    let data = match &account["data"] {
+        Value::Array(parts) if parts.get(1).and_then(Value::as_str) == Some("base64") => parts
+            .first()
+            .and_then(Value::as_str)
+            .ok_or(AccountError::Shape("\"account.data[0]\" is not a string"))?,
+        _ => {
+            return Err(AccountError::Shape(
+                "\"account.data\" is not [<base64>, \"base64\"]",
+            ));
+        }
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|e| AccountError::Base64(e.to_string()))?;
+    let run = Run::try_deserialize(&mut bytes.as_slice())
+        .map_err(|e| AccountError::NotARun(e.to_string()))?;
+    Ok(RunAccount { address, run })
+}
+
+/// `run` at `address` as `solana account <ADDRESS> --output json` prints it (its data written by
+/// the program's own serializer): for fixtures and for saving an account beside a report.
+pub fn to_cli_json(address: &Pubkey, run: &Run) -> Result<String, AccountError> {
+    let mut data = Vec::new();
+    anchor_lang::AccountSerialize::try_serialize(run, &mut data)
+        .map_err(|e| AccountError::NotARun(e.to_string()))?;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&data);
+    Ok(serde_json::json!({
+        "pubkey": address.to_string(),
+        "account": {
+            "data": [encoded, "base64"],
+            "executable": false,
+            "owner": PROGRAM_ID.to_string(),
+            "space": data.len(),
+        }
+    })
+    .to_string())
+}
+
+/// One field where the report and the account disagree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Disagreement {
+    pub field: &'static str,
+    pub report: String,
+    pub account: String,
+}
+
+/// Compares a report's settlement (already recomputed by `Settlement::verify`) and its report
+/// hash with the Run account: the address, the run id, the digest, the number of batches, the
+/// trials and usage settled, and — once finalized — the report hash the runner anchored.
+/// Returns every disagreement (empty: the report is the account's).
+pub fn compare(
+    settlement: &Settlement,
+    check: &SettlementCheck,
+    report_hash: &[u8; 32],
+    account: &RunAccount,
+) -> Vec<Disagreement> {
+    let run = &account.run;
+    let hex = |b: &[u8; 32]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let mut out = Vec::new();
+    let mut differ = |field: &'static str, report: String, account: String| {
+        if report != account {
+            out.push(Disagreement {
+                field,
+                report,
+                account,
+            });
+        }
+    };
+    differ(
+        "run address",
+        settlement.run_address.clone(),
+        account.address.to_string(),
+    );
+    differ(
+        "program",
+        settlement.program_id.clone(),
+        PROGRAM_ID.to_string(),
+    );
+    differ(
+        "run id",
+        settlement.run_id.to_string(),
+        run.run_id.to_string(),
+    );
+    differ(
+        "settlement digest",
+        hex(&check.digest.0),
+        hex(&run.settle_digest),
+    );
+    differ(
+        "settle batches",
+        check.batches.to_string(),
+        run.settle_batches.to_string(),
+    );
+    differ(
+        "trials settled",
+        check.records.to_string(),
+        run.settled_trials.to_string(),
+    );
+    differ(
+        "usage settled, lamports",
+        check.usage_lamports.to_string(),
+        run.settled_usage.to_string(),
+    );
+    match run.status {
+        RunStatus::Finalized { .. } => {
+            differ("report hash", hex(report_hash), hex(&run.report_hash));
+        }
+        RunStatus::Open | RunStatus::Cancelled { .. } => differ(
+            "status",
+            "finalized".to_owned(),
+            "not finalized (no report hash anchored yet)".to_owned(),
+        ),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use skilltrial_core::settlement::{EvidenceRecord, SettledBatch};
+
+    use super::*;
+
+    fn settlement(run_address: &Pubkey) -> Settlement {
+        let record = |trial, usage| {
+            EvidenceRecord::new(
+                trial,
+                format!("r-{trial:03}-1"),
+                None,
+                usage,
+                "ab".repeat(32),
+            )
+            .unwrap()
+        };
+        let batches = vec![
+            SettledBatch::new(vec![record(0, 100), record(1, 200)], None),
+            SettledBatch::new(vec![record(2, 300)], None),
+        ];
+        Settlement::new(PROGRAM_ID.to_string(), run_address.to_string(), 7, batches)
+    }
+
+    /// The Run the program would hold after settling `settlement` and finalizing with `report`.
+    fn run_for(settlement: &Settlement, check: &SettlementCheck, report: [u8; 32]) -> Run {
+        Run {
+            version: 2,
+            run_id: settlement.run_id,
+            user: Pubkey::new_from_array([1; 32]),
+            runner: Pubkey::new_from_array([2; 32]),
+            manifest_hash: [3; 32],
+            planned_trials: 3,
+            per_request_cap: 1_000,
+            fee_per_trial: 10,
+            escrowed: 3_030,
+            settled_usage: check.usage_lamports,
+            settled_fees: 30,
+            settled_trials: 3,
+            settle_batches: 2,
+            settled_bitmap: [0; SETTLED_BITMAP_BYTES],
+            settle_digest: check.digest.0,
+            status: RunStatus::Finalized { at: 5 },
+            opened_at: 1,
+            deadline: 10,
+            report_hash: report,
+            bump: 255,
+            reserved: [0; 32],
+        }
+    }
+
+    /// The account as the Solana CLI prints it, under `owner`.
+    fn cli_json(address: &Pubkey, owner: &Pubkey, run: &Run) -> String {
+        let mut doc: Value = serde_json::from_str(&to_cli_json(address, run).unwrap()).unwrap();
+        doc["account"]["owner"] = owner.to_string().into();
+        doc.to_string()
+    }
+
+    #[test]
+    fn a_report_agrees_with_its_run_account_field_by_field() {
+        let address = Pubkey::new_from_array([9; 32]);
+        let s = settlement(&address);
+        let check = s.verify().unwrap();
+        let report = [4u8; 32];
+        let account = run_from_cli_json(&cli_json(
+            &address,
+            &PROGRAM_ID,
+            &run_for(&s, &check, report),
+        ))
+        .unwrap();
+        assert_eq!(compare(&s, &check, &report, &account), []);
+
+        // Each field the account holds is compared: change one, that one is named.
+        let mut run = run_for(&s, &check, report);
+        run.settle_digest[0] ^= 1;
+        run.settled_usage += 1;
+        let account = run_from_cli_json(&cli_json(&address, &PROGRAM_ID, &run)).unwrap();
+        let fields: Vec<&str> = compare(&s, &check, &report, &account)
+            .iter()
+            .map(|d| d.field)
+            .collect();
+        assert_eq!(fields, ["settlement digest", "usage settled, lamports"]);
+        let other = run_from_cli_json(&cli_json(
+            &Pubkey::new_from_array([8; 32]),
+            &PROGRAM_ID,
+            &run_for(&s, &check, [5; 32]),
+        ))
+        .unwrap();
+        let fields: Vec<&str> = compare(&s, &check, &report, &other)
+            .iter()
+            .map(|d| d.field)
+            .collect();
+        assert_eq!(fields, ["run address", "report hash"]);
+        let mut open = run_for(&s, &check, report);
+        open.status = RunStatus::Open;
+        let open = run_from_cli_json(&cli_json(&address, &PROGRAM_ID, &open)).unwrap();
+        assert_eq!(compare(&s, &check, &report, &open)[0].field, "status");
+    }
+
+    #[test]
+    fn anything_but_a_run_account_of_the_program_is_refused() {
+        let address = Pubkey::new_from_array([9; 32]);
+        let s = settlement(&address);
+        let check = s.verify().unwrap();
+        let run = run_for(&s, &check, [0; 32]);
+        let stranger = Pubkey::new_from_array([7; 32]);
+        assert!(matches!(
+            run_from_cli_json(&cli_json(&address, &stranger, &run)),
+            Err(AccountError::WrongOwner { .. })
+        ));
+        // Another of the program's accounts (a different discriminator), and truncated data.
+        let json = cli_json(&address, &PROGRAM_ID, &run);
+        let mut doc: Value = serde_json::from_str(&json).unwrap();
+        let mut data = base64::engine::general_purpose::STANDARD
+            .decode(doc["account"]["data"][0].as_str().unwrap())
+            .unwrap();
+        data[0] ^= 0xff;
+        doc["account"]["data"][0] = base64::engine::general_purpose::STANDARD
+            .encode(&data)
+            .into();
+        assert!(matches!(
+            run_from_cli_json(&doc.to_string()),
+            Err(AccountError::NotARun(_))
+        ));
+        data[0] ^= 0xff;
+        data.truncate(40);
+        doc["account"]["data"][0] = base64::engine::general_purpose::STANDARD
+            .encode(&data)
+            .into();
+        assert!(matches!(
+            run_from_cli_json(&doc.to_string()),
+            Err(AccountError::NotARun(_))
+        ));
+        for bad in ["[]", "{}", "{\"pubkey\":\"x\"}", "not json"] {
+            assert!(run_from_cli_json(bad).is_err(), "{bad}");
+        }
+        doc["account"]["data"] = serde_json::json!("plain");
+        assert!(matches!(
+            run_from_cli_json(&doc.to_string()),
+            Err(AccountError::Shape(_))
+        ));
+    }
+}
