@@ -95,3 +95,12 @@ pub enum SkillTrialError {
     #[msg("the default (all-zero) key cannot hold a role")]
     DefaultKey,
 }
+
+/// The code of the Anchor error `result` carries (tests of the state types assert exact codes).
+#[cfg(test)]
+pub(crate) fn code_of<T: std::fmt::Debug>(result: Result<T>) -> u32 {
+    match result {
+        Err(Error::AnchorError(e)) => e.error_code_number,
+        other => panic!("expected an Anchor error, got {other:?}"),
+    }
+}

@@ -229,6 +229,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::code_of as code;
 
     pub(crate) fn valid() -> Config {
         Config {
@@ -255,13 +256,6 @@ mod tests {
             bump: 255,
             fee_vault_bump: 255,
             reserved: [0; 64],
-        }
-    }
-
-    fn code(result: Result<()>) -> u32 {
-        match result {
-            Err(Error::AnchorError(e)) => e.error_code_number,
-            other => panic!("expected an Anchor error, got {other:?}"),
         }
     }
 

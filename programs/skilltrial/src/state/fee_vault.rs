@@ -90,6 +90,7 @@ impl FeeVault {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::code_of as code;
 
     fn vault() -> FeeVault {
         FeeVault {
@@ -105,13 +106,6 @@ mod tests {
             usage_period_start: 1_000,
             usage_in_period: 0,
             reserved: [0; 32],
-        }
-    }
-
-    fn code(result: Result<impl std::fmt::Debug>) -> u32 {
-        match result {
-            Err(Error::AnchorError(e)) => e.error_code_number,
-            other => panic!("expected an Anchor error, got {other:?}"),
         }
     }
 

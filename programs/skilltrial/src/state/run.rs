@@ -159,6 +159,7 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::code_of as code;
 
     fn run(planned_trials: u16, escrowed: u64) -> Run {
         Run {
@@ -183,13 +184,6 @@ mod tests {
             report_hash: [0; 32],
             bump: 255,
             reserved: [0; 32],
-        }
-    }
-
-    fn code(result: Result<impl std::fmt::Debug>) -> u32 {
-        match result {
-            Err(Error::AnchorError(e)) => e.error_code_number,
-            other => panic!("expected an Anchor error, got {other:?}"),
         }
     }
 
