@@ -726,7 +726,8 @@ fn revoke() -> ConfigUpdateArgs {
 /// finalize it (no key signs for the default key), no run opens (`NoRunner`), and the user takes
 /// back everything unsettled with `run_refund_expired` after the deadline, not a second before.
 /// A pending appointment of the revoked key is dropped from the proposal (the rest of it stays,
-/// on its clock); a pending appointment of another key is kept.
+/// on its clock; a proposal left empty is withdrawn); a pending appointment of another key is
+/// kept and applies on its clock.
 #[tokio::test(flavor = "current_thread")]
 async fn revoking_the_runner_is_immediate_and_the_user_refunds_after_the_deadline() {
     use skilltrial_program::state::PendingChange;
@@ -819,6 +820,34 @@ async fn revoking_the_runner_is_immediate_and_the_user_refunds_after_the_deadlin
         (config.runner, config.pending),
         (Default::default(), pending)
     );
+
+    // The appointment applies on its clock, and runs open again for the new key.
+    let other_keys = other.runner.unwrap();
+    env.set_time(pending.unwrap().effective_at).await;
+    env.config_apply(&admin).await.unwrap();
+    let config = env.config_state().await;
+    assert_eq!(
+        (config.runner, config.runner_payout, config.pending),
+        (other_keys.signer, other_keys.payout, None)
+    );
+
+    // Revoking a key whose re-appointment (a new payout) is all that is pending leaves nothing
+    // pending: no empty proposal stays behind to be "applied".
+    let same_only = ConfigChange {
+        runner: Some(RunnerKeys {
+            signer: other_keys.signer,
+            payout: anchor_key(&Keypair::new().pubkey()),
+        }),
+        ..ConfigChange::default()
+    };
+    env.config_propose(&admin, same_only).await.unwrap();
+    env.config_update(&admin, revoke()).await.unwrap();
+    let config = env.config_state().await;
+    assert_eq!(
+        (config.runner, config.runner_payout, config.pending),
+        (Default::default(), other_keys.payout, None)
+    );
+    custom(env.config_apply(&admin).await, E::NothingPending);
 }
 
 /// A lower spending limit, proposed and applied through the time lock, binds the next settle:
