@@ -372,7 +372,9 @@ async fn config_init_refuses_every_value_just_outside_its_bounds() {
 /// a stranger can do none of it.
 #[tokio::test(flavor = "current_thread")]
 async fn config_update_checks_the_fee_the_deadline_and_admin_proposals() {
-    use skilltrial_program::constants::{MAX_FEE_PER_TRIAL, MIN_DEADLINE_FLOOR_SECS};
+    use skilltrial_program::constants::{
+        MAX_FEE_PER_TRIAL, MIN_DEADLINE_CEILING_SECS, MIN_DEADLINE_FLOOR_SECS,
+    };
     let mut env = start().await;
     env.config_init().await;
     let (admin, user) = (env.admin.insecure_clone(), env.user.insecure_clone());
@@ -396,12 +398,13 @@ async fn config_update_checks_the_fee_the_deadline_and_admin_proposals() {
         min_deadline_secs: Some(secs),
         ..ConfigUpdateArgs::default()
     };
-    custom(
-        env.config_update(&admin, min_only(MIN_DEADLINE_FLOOR_SECS - 1))
-            .await,
-        E::InvalidConfig,
-    );
-    assert_eq!(env.config_state().await.min_deadline_secs, MIN_DEADLINE);
+    for refused in [MIN_DEADLINE_FLOOR_SECS - 1, MIN_DEADLINE_CEILING_SECS + 1] {
+        custom(
+            env.config_update(&admin, min_only(refused)).await,
+            E::InvalidConfig,
+        );
+        assert_eq!(env.config_state().await.min_deadline_secs, MIN_DEADLINE);
+    }
     let now = env.now().await;
     let between = now + 30 * 60;
     custom(
@@ -935,7 +938,9 @@ async fn governance_events_carry_the_values_sent() {
     env.config_init().await;
     let admin = env.admin.insecure_clone();
     let new_fee = 300_000;
-    let next_admin = anchor_key(&Keypair::new().pubkey());
+    let next_admin_key = Keypair::new();
+    fund(&env.ctx, &next_admin_key.pubkey(), 1_000_000_000).await;
+    let next_admin = anchor_key(&next_admin_key.pubkey());
     let update = ConfigUpdateArgs {
         fee_per_trial: Some(new_fee),
         min_deadline_secs: Some(600),
@@ -1040,4 +1045,34 @@ async fn governance_events_carry_the_values_sent() {
         .await;
     custom(result, E::NothingPending);
     assert!(harness::events::<ConfigUpdated>(&logs).is_empty());
+
+    // A revocation and the handover each report the config as it now stands.
+    let i = ix::config_update(&admin.pubkey(), revoke());
+    let (result, logs) = env
+        .send_logged("config_update", vec![i], &[&admin], vec![])
+        .await;
+    result.unwrap();
+    if let Some(e) = only::<ConfigUpdated>(&logs) {
+        assert_eq!(
+            (e.admin, e.runner, e.runner_payout, e.time_lock_secs),
+            (
+                anchor_key(&admin.pubkey()),
+                Default::default(),
+                init.runner_payout,
+                TIME_LOCK + 1
+            )
+        );
+    }
+    let accepting = next_admin_key;
+    let i = ix::config_accept_admin(&accepting.pubkey());
+    let (result, logs) = env
+        .send_logged("config_accept_admin", vec![i], &[&accepting], vec![])
+        .await;
+    result.unwrap();
+    if let Some(e) = only::<ConfigUpdated>(&logs) {
+        assert_eq!(
+            (e.admin, e.pending_admin, e.runner, e.fee_per_trial),
+            (next_admin, None, Default::default(), new_fee)
+        );
+    }
 }
