@@ -94,7 +94,7 @@ fi
 summary() {
     status=$?
     if [ "$SKILLTRIAL_PROGRAM_LAYER" = sbf ]; then
-        echo "==> program tests layer: sBPF .so (and the native layer); suite exit $status"
+        echo "==> program tests layer: sBPF .so; suite exit $status"
     else
         native_banner
         echo "!!! program tests layer: NATIVE only; suite exit $status" >&2
