@@ -12,7 +12,10 @@
 # `--print-source-hash` prints that hash and exits (tests/lib.rs checks it computes the same).
 #
 # Env: SBF_HOME (default ~/.sbf-upstream), SBF_NIGHTLY, SBPF_LINKER_VERSION.
-set -euo pipefail
+set -Eeuo pipefail
+# Exit 3 is reserved for `unavailable` below: any other failing command (the build itself, a
+# copy, a hash) exits 1, whatever its own status, so a broken build never reads as "no toolchain".
+trap 'echo "!!! scripts/build-sbf.sh failed at line $LINENO (exit $?)" >&2; exit 1' ERR
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
 

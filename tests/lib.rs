@@ -193,4 +193,37 @@ mod tests {
             program_source_sha256().unwrap()
         );
     }
+
+    /// scripts/test.sh tests the program natively only when build-sbf.sh says the toolchain
+    /// cannot be installed (exit 3), never under `SKILLTRIAL_REQUIRE_SBF=1`, and fails with the
+    /// build's own status for any other failure (test-audit §10: no silent downgrade).
+    #[test]
+    fn the_suite_falls_back_to_native_only_when_the_toolchain_is_unavailable() {
+        let layer = |status: &str, require_sbf: Option<&str>| {
+            let mut cmd = Command::new("bash");
+            cmd.arg(workspace_root().join("scripts/test.sh"))
+                .args(["--program-layer-for", status])
+                .env_remove("SKILLTRIAL_REQUIRE_SBF");
+            if let Some(value) = require_sbf {
+                cmd.env("SKILLTRIAL_REQUIRE_SBF", value);
+            }
+            let out = cmd.output().unwrap();
+            let stdout = String::from_utf8(out.stdout).unwrap();
+            (out.status.code(), stdout.trim().to_owned())
+        };
+        let ok = |layer: &str| (Some(0), layer.to_owned());
+        let fails = |code: i32| (Some(code), String::new());
+        assert_eq!(layer("0", None), ok("sbf"));
+        assert_eq!(layer("3", None), ok("native"));
+        assert_eq!(layer("3", Some("0")), ok("native"));
+        assert_eq!(layer("3", Some("1")), fails(3));
+        assert_eq!(layer("0", Some("1")), ok("sbf"));
+        for broken in [1, 2, 4, 101] {
+            assert_eq!(
+                layer(&broken.to_string(), None),
+                fails(broken),
+                "exit {broken}"
+            );
+        }
+    }
 }

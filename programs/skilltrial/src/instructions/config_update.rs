@@ -53,6 +53,11 @@ pub fn config_update(ctx: Context<ConfigUpdate>, args: ConfigUpdateArgs) -> Resu
         {
             pending.change.runner = None;
         }
+        // A proposal left empty is withdrawn, as an empty `config_propose` would: nothing stays
+        // pending that `config_apply` would "apply".
+        if config.pending.is_some_and(|p| p.change.is_empty()) {
+            config.pending = None;
+        }
     }
     if let Some(admin) = propose_admin {
         require_keys_neq!(admin, Pubkey::default(), SkillTrialError::DefaultKey);
