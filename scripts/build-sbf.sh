@@ -4,7 +4,7 @@
 # crates.io, a custom target with target_os = "solana", and std built from a patched copy.
 #
 # Output: target/deploy/skilltrial.so, and beside it skilltrial.so.src-sha256, the hash of the
-# program's sources it was built from (tests/program/ refuses a .so built from other sources).
+# inputs it was built from (sources, manifests, lockfile, this script) (tests/program/ refuses a .so built from other sources).
 # Exit 0 when it was built; exit 3 (and a loud message) when the toolchain cannot be installed, so
 # callers can fall back to native tests and say so; exit 1 when the build ran but produced no .so
 # (a broken build must never pass as "toolchain unavailable").
@@ -19,10 +19,13 @@ trap 'echo "!!! scripts/build-sbf.sh failed at line $LINENO (exit $?)" >&2; exit
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
 
-# SHA-256 over the `sha256sum` lines of every file under programs/skilltrial/src, sorted by path
-# bytes. tests/lib.rs (program_source_sha256) computes exactly this; change both together.
+# SHA-256 over the `sha256sum` lines of every input of the build, sorted by path bytes: the
+# program's crate (sources and manifest), the workspace manifest (the `sbf` profile) and lockfile,
+# and this script with its target spec and std patch. tests/lib.rs (program_source_sha256)
+# computes exactly this; change both together.
+STAMPED=(Cargo.toml Cargo.lock programs/skilltrial scripts/build-sbf.sh scripts/sbf)
 source_hash() {
-    find programs/skilltrial/src -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum \
+    find "${STAMPED[@]}" -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum \
         | sha256sum | cut -d' ' -f1
 }
 if [ "${1:-}" = "--print-source-hash" ]; then

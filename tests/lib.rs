@@ -139,25 +139,40 @@ fn build_cli(profile_dir: &Path) -> Result<(), String> {
     }
 }
 
-/// SHA-256 (hex) of the program's sources, `programs/skilltrial/src`, exactly as
+/// What the `.so` is built from, as scripts/build-sbf.sh stamps it (`STAMPED` there): the
+/// program's crate, the workspace manifest and lockfile, the build script and its target spec.
+const PROGRAM_BUILD_INPUTS: [&str; 5] = [
+    "Cargo.toml",
+    "Cargo.lock",
+    "programs/skilltrial",
+    "scripts/build-sbf.sh",
+    "scripts/sbf",
+];
+
+/// SHA-256 (hex) of the program's build inputs (`PROGRAM_BUILD_INPUTS`), exactly as
 /// `scripts/build-sbf.sh --print-source-hash` computes it and writes it beside the `.so`: the
 /// `sha256sum` line (`<hex>  <path>`) of every file, sorted by path bytes, hashed together.
 pub fn program_source_sha256() -> Result<String, String> {
     let root = workspace_root();
-    let src = root.join("programs/skilltrial/src");
-    let mut files: Vec<(String, PathBuf)> = files_under(&src)
-        .into_iter()
-        .map(|p| {
+    let mut files: Vec<(String, PathBuf)> = Vec::new();
+    for stamped in PROGRAM_BUILD_INPUTS {
+        let path = root.join(stamped);
+        let found = if path.is_dir() {
+            files_under(&path)
+        } else {
+            vec![path.clone()]
+        };
+        if found.is_empty() || !found.iter().all(|p| p.is_file()) {
+            return Err(format!("missing program build input {}", path.display()));
+        }
+        for p in found {
             let rel = p
                 .strip_prefix(&root)
                 .unwrap_or(&p)
                 .to_string_lossy()
                 .replace('\\', "/");
-            (rel, p)
-        })
-        .collect();
-    if files.is_empty() {
-        return Err(format!("no program sources under {}", src.display()));
+            files.push((rel, p));
+        }
     }
     files.sort();
     let mut listing = Sha256::new();

@@ -150,18 +150,32 @@ pub(crate) async fn start() -> Env {
             "{} is missing: build it with scripts/build-sbf.sh",
             so.display()
         );
-        // build-sbf.sh stamps the .so with the hash of the sources it was built from: a stale
-        // .so must never pass for the current program.
+        // build-sbf.sh stamps the .so with the hash of the inputs it was built from (sources,
+        // manifests, lockfile, build script): a stale .so must never pass for the current program.
         let stamp = so.with_extension("so.src-sha256");
         let built_from = std::fs::read_to_string(&stamp).unwrap_or_default();
         assert_eq!(
             built_from.trim(),
             skilltrial_e2e::program_source_sha256().unwrap(),
-            "{} was not built from the current programs/skilltrial/src (stamp {}): rebuild it with scripts/build-sbf.sh",
+            "{} was not built from the current program sources, manifests and lockfile (stamp {}): rebuild it with scripts/build-sbf.sh",
             so.display(),
             stamp.display()
         );
-        // SBF_OUT_DIR points at target/deploy (.cargo/config.toml), where the program test finds it.
+        // solana-program-test loads the .so from BPF_OUT_DIR, else SBF_OUT_DIR: both must lead to
+        // the stamped file checked above (.cargo/config.toml sets SBF_OUT_DIR to target/deploy).
+        assert!(
+            std::env::var_os("BPF_OUT_DIR").is_none(),
+            "BPF_OUT_DIR is set: the program test would load a .so other than the stamped one"
+        );
+        let out_dir = std::env::var_os("SBF_OUT_DIR").map(std::path::PathBuf::from);
+        let same = |dir: &std::path::Path| {
+            std::fs::canonicalize(dir.join("skilltrial.so")).ok() == std::fs::canonicalize(&so).ok()
+        };
+        assert!(
+            out_dir.as_deref().is_some_and(same),
+            "SBF_OUT_DIR ({out_dir:?}) does not hold {}: the program test would load another .so",
+            so.display()
+        );
         pt.prefer_bpf(true);
         pt.add_program("skilltrial", PROGRAM_ID, None);
         pt.start_with_context().await
