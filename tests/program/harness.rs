@@ -607,3 +607,102 @@ pub(crate) fn print_cu(env: &Env) {
         println!("  {label:<24} {cu:>8}");
     }
 }
+
+impl Env {
+    /// `send`, also returning the transaction's log messages (where its events are): the same
+    /// exact-delta check, the same fee and compute-unit books. tests/program/attacks.rs reads
+    /// events with [`events`].
+    pub(crate) async fn send_logged(
+        &mut self,
+        label: &str,
+        ixs: Vec<Instruction>,
+        signers: &[&Keypair],
+        expected: Deltas,
+    ) -> (Result<u64, String>, Vec<String>) {
+        let payer = signers[0].pubkey();
+        let mut before = HashMap::new();
+        for key in ixs
+            .iter()
+            .flat_map(|i| i.accounts.iter().map(|m| m.pubkey))
+            .chain(signers.iter().map(|k| k.pubkey()))
+        {
+            if let std::collections::hash_map::Entry::Vacant(slot) = before.entry(key) {
+                slot.insert(self.lamports(&key).await);
+            }
+        }
+        let mut blockhash = self.ctx.banks_client.get_latest_blockhash().await.unwrap();
+        let mut tx = Transaction::new_signed_with_payer(&ixs, Some(&payer), signers, blockhash);
+        while !self.sent.insert(tx.signatures[0].to_string()) {
+            blockhash = self.ctx.get_new_latest_blockhash().await.unwrap();
+            tx = Transaction::new_signed_with_payer(&ixs, Some(&payer), signers, blockhash);
+        }
+        let fee = self
+            .ctx
+            .banks_client
+            .get_fee_for_message(tx.message.clone())
+            .await
+            .unwrap()
+            .expect("the bank prices the message");
+        let result = self
+            .ctx
+            .banks_client
+            .process_transaction_with_metadata(tx)
+            .await
+            .unwrap();
+        let (cu, logs) = result.metadata.as_ref().map_or((0, Vec::new()), |m| {
+            (m.compute_units_consumed, m.log_messages.clone())
+        });
+        let executed = result.metadata.is_some();
+        if executed {
+            *self.fees_paid.entry(payer).or_default() += fee;
+        }
+        let mut after = HashMap::new();
+        for key in before.keys() {
+            after.insert(*key, self.lamports(key).await);
+        }
+        let mut want: HashMap<Pubkey, i128> = HashMap::new();
+        if executed {
+            *want.entry(payer).or_default() -= i128::from(fee);
+        }
+        if result.result.is_ok() {
+            for (key, delta) in expected {
+                *want.entry(key).or_default() += delta;
+            }
+        }
+        if let Err(wrong) = check_deltas(&before, &after, &want) {
+            panic!(
+                "{label}: lamports moved other than expected ({:?}): {wrong}",
+                result.result
+            );
+        }
+        let outcome = match result.result {
+            Ok(()) => {
+                self.cu.push((label.to_owned(), cu));
+                Ok(cu)
+            }
+            Err(e) => Err(format!("{e:?}")),
+        };
+        (outcome, logs)
+    }
+}
+
+/// Every event of type `T` in `logs`, in order: `Program data: <base64>` lines whose bytes start
+/// with `T`'s 8-byte discriminator, the rest borsh (the whole of it: a longer or shorter event is
+/// an error). Only the sBPF layer logs events: off-chain, anchor-lang's `sol_log_data` does
+/// nothing, so on the native layer this finds none.
+pub(crate) fn events<T>(logs: &[String]) -> Vec<T>
+where
+    T: anchor_lang::Discriminator + anchor_lang::AnchorDeserialize,
+{
+    use base64::Engine as _;
+    logs.iter()
+        .filter_map(|line| line.strip_prefix("Program data: "))
+        .filter_map(|payload| {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(payload)
+                .unwrap_or_else(|e| panic!("event data {payload:?} is not base64: {e}"));
+            let body = bytes.strip_prefix(T::DISCRIMINATOR)?;
+            Some(T::try_from_slice(body).unwrap_or_else(|e| panic!("event body: {e}")))
+        })
+        .collect()
+}
