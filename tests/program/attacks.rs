@@ -231,7 +231,9 @@ async fn the_ledger_fails_a_refund_paid_to_the_wrong_account() {
 }
 
 /// 2. Substitutions: another user's run named by a stranger, a fake fee vault, a fake config, a
-///    payout that is not the config's, a run id that is not the run's. Each instruction is the
+///    copied run, a payout that is not the config's, a run id that is not the run's. A system
+///    account in a typed slot fails Anchor's owner check, another program type its
+///    discriminator, a program-owned copy the address or seeds check. Each instruction is the
 ///    chain client's with one account (or the run id) changed.
 #[tokio::test(flavor = "current_thread")]
 async fn a_substituted_account_or_run_id_is_refused_with_its_exact_error() {
@@ -359,6 +361,36 @@ async fn a_substituted_account_or_run_id_is_refused_with_its_exact_error() {
             E::WrongRun,
         );
     }
+    // The run: a program-owned copy of it at an address its seeds do not derive (it would pay
+    // out of an account the user never funded), and an account of another type.
+    let fake_run = forged_copy(&mut env, &run).await;
+    let ix = replace(env.settle_ix(&runner, &run, id, &charges), &run, &fake_run);
+    custom(
+        env.send_settle(&runner, &fake_run, &charges, vec![ix])
+            .await,
+        AnchorError::ConstraintSeeds,
+    );
+    let ix = replace(env.finalize_ix(&runner, &run, id), &run, &fake_run);
+    custom(
+        env.send("run_finalize, copied run", vec![ix], &[&runner], vec![])
+            .await,
+        AnchorError::ConstraintSeeds,
+    );
+    let ix = replace(ix::run_cancel(&user.pubkey(), &run), &run, &fake_run);
+    custom(
+        env.send("run_cancel, copied run", vec![ix], &[&user], vec![])
+            .await,
+        AnchorError::ConstraintSeeds,
+    );
+    let ix = replace(
+        env.settle_ix(&runner, &run, id, &charges),
+        &run,
+        &pda::config(),
+    );
+    custom(
+        env.send_settle(&runner, &run, &charges, vec![ix]).await,
+        AnchorError::AccountDiscriminatorMismatch,
+    );
     // Nothing above applied: the genuine instructions still do.
     let state = env.run_state(&run).await;
     assert_eq!((state.settled_trials, state.settle_batches), (0, 0));
