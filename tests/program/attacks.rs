@@ -712,6 +712,29 @@ async fn batch_trial_and_usage_limits_hold_at_their_exact_edges() {
     );
 }
 
+/// 4e. Status: a run is cancelled once; a cancelled run is not closed but may be finalized; a
+///     finalized run is neither cancelled nor refunded (past its deadline too) — it is closed.
+#[tokio::test(flavor = "current_thread")]
+async fn each_instruction_refuses_a_run_in_the_wrong_status() {
+    let (mut env, user, runner, _) = setup().await;
+    let deadline = env.now().await + MIN_DEADLINE;
+    let manifest = [48u8; 32];
+    let run = pda::run(&user.pubkey(), &manifest);
+    env.open(&user, manifest, 2, upper(2), deadline)
+        .await
+        .unwrap();
+    let returned = upper(2) + env.run_rent().await;
+    env.cancel(&user, &run).await.unwrap();
+    custom(env.cancel(&user, &run).await, E::RunNotOpen);
+    custom(env.close(&user, &run, returned).await, E::RunNotFinished);
+    env.finalize(&runner, &run).await.unwrap();
+    custom(env.cancel(&user, &run).await, E::RunNotOpen);
+    env.set_time(deadline + 1).await;
+    custom(env.refund(&user, &run, returned).await, E::RunNotOpen);
+    env.close(&user, &run, returned).await.unwrap();
+    assert!(!env.exists(&run).await);
+}
+
 /// 5. Pull refunds (M-2): a user wallet emptied to 0 lamports blocks nothing. The runner
 ///    finalizes without it; the close credits remainder + rent in one transfer, although the
 ///    remainder alone is below the rent-exempt minimum of an empty account.
