@@ -702,21 +702,15 @@ impl Env {
 
 /// Every event of type `T` in `logs`, in order: `Program data: <base64>` lines whose bytes start
 /// with `T`'s 8-byte discriminator, the rest borsh (the whole of it: a longer or shorter event is
-/// an error). The native layer logs event data through `sol_log` (tests/program/native.rs), so
-/// there the same line carries the `Program log: ` prefix.
+/// an error). Only the sBPF layer logs events: off-chain, anchor-lang's `sol_log_data` does
+/// nothing, so on the native layer this finds none.
 pub(crate) fn events<T>(logs: &[String]) -> Vec<T>
 where
     T: anchor_lang::Discriminator + anchor_lang::AnchorDeserialize,
 {
     use base64::Engine as _;
     logs.iter()
-        .filter_map(|line| {
-            line.strip_prefix("Program data: ").or_else(|| {
-                native_layer()
-                    .then(|| line.strip_prefix("Program log: Program data: "))
-                    .flatten()
-            })
-        })
+        .filter_map(|line| line.strip_prefix("Program data: "))
         .filter_map(|payload| {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(payload)

@@ -10,6 +10,8 @@
 //! - `audit` — a hosted report against the real Run account it was settled into;
 //! - `harness` — the runtime, one `Env` per test, sending, balances and conservation;
 //! - `run` — a run's life: settle, cancel, finalize, refund, close, every refusal, cost targets;
+//! - `attacks` — the run side under attack: the ledger failing, substituted accounts and run ids,
+//!   re-opened runs, exact edges, pull refunds, the spending limit, events, the digest vs core;
 //! - `buyback` — fee-vault buybacks against the real SPL Token program;
 //! - `config` — config updates and hand-overs;
 //! - `idl` — the committed IDL against the program crate;
@@ -22,6 +24,7 @@
     clippy::print_stdout
 )]
 
+mod attacks;
 mod audit;
 mod buyback;
 mod config;
