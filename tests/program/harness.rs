@@ -130,11 +130,13 @@ pub(crate) fn layer_name() -> &'static str {
     }
 }
 
-pub(crate) async fn start() -> Env {
+/// A bank whose genesis `hook` may extend first (e.g. with test-only programs).
+pub(crate) async fn start_with(hook: impl FnOnce(&mut ProgramTest)) -> Env {
     // The admin is the program's upgrade authority: its ProgramData account is in genesis.
     let admin = Keypair::new();
     let mut pt = ProgramTest::default();
     pt.add_account(pda::program_data(), program_data_account(&admin.pubkey()));
+    hook(&mut pt);
     let ctx = if native_layer() {
         // prefer_bpf must be off before the program is added (SBF_OUT_DIR is set, so the
         // default would pick the .so).
@@ -606,4 +608,68 @@ pub(crate) fn print_cu(env: &Env) {
     for (label, cu) in &env.cu {
         println!("  {label:<24} {cu:>8}");
     }
+}
+
+pub(crate) async fn start() -> Env {
+    start_with(|_| {}).await
+}
+
+impl Env {
+    /// The log lines of `ixs` signed by `signers` (the first pays), as the bank executes them on
+    /// its current state; the transaction is simulated, not committed (send it with `send`).
+    pub(crate) async fn simulate_logs(
+        &mut self,
+        ixs: &[Instruction],
+        signers: &[&Keypair],
+    ) -> Result<Vec<String>, String> {
+        let blockhash = self.ctx.banks_client.get_latest_blockhash().await.unwrap();
+        let tx =
+            Transaction::new_signed_with_payer(ixs, Some(&signers[0].pubkey()), signers, blockhash);
+        let sim = self
+            .ctx
+            .banks_client
+            .simulate_transaction(tx)
+            .await
+            .unwrap();
+        let logs = sim.simulation_details.map(|d| d.logs).unwrap_or_default();
+        match sim.result {
+            Some(Ok(())) => Ok(logs),
+            other => Err(format!("{other:?}: {logs:?}")),
+        }
+    }
+}
+
+/// Every Anchor event of type `T` in `logs`: the `Program data:` lines (base64) whose bytes start
+/// with `T`'s discriminator, the rest decoded as borsh.
+pub(crate) fn events<T: anchor_lang::Discriminator + anchor_lang::AnchorDeserialize>(
+    logs: &[String],
+) -> Vec<T> {
+    logs.iter()
+        .filter_map(|line| line.strip_prefix("Program data: "))
+        .map(base64_decode)
+        .filter_map(|bytes| {
+            let body = bytes.strip_prefix(T::DISCRIMINATOR)?;
+            Some(T::deserialize(&mut &body[..]).expect("the event decodes as borsh"))
+        })
+        .collect()
+}
+
+/// Standard base64 with padding, as `sol_log_data` writes it (no crate for six lines).
+fn base64_decode(text: &str) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = Vec::new();
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in text.bytes().take_while(|&c| c != b'=') {
+        let v = ALPHABET
+            .iter()
+            .position(|&a| a == c)
+            .unwrap_or_else(|| panic!("{c:?} is not base64"));
+        acc = (acc << 6) | u32::try_from(v).unwrap();
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push(u8::try_from((acc >> bits) & 0xFF).unwrap());
+        }
+    }
+    out
 }

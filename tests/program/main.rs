@@ -8,6 +8,7 @@
 //! be driven.
 //!
 //! - `harness` — the runtime, one `Env` per test, sending, balances and conservation;
+//! - `helper_program` — test-only builtins: a no-op and a CPI forwarder;
 //! - `run` — a run's life: settle, cancel, finalize, refund, close, every refusal, cost targets;
 //! - `buyback` — fee-vault buybacks against the real SPL Token program;
 //! - `config` — config updates and hand-overs;
@@ -24,6 +25,7 @@
 mod buyback;
 mod config;
 mod harness;
+mod helper_program;
 mod idl;
 mod native;
 mod run;
