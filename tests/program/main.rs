@@ -10,7 +10,7 @@
 //! - `harness` — the runtime, one `Env` per test, sending, balances and conservation;
 //! - `helper_program` — test-only builtins: a no-op and a CPI forwarder;
 //! - `run` — a run's life: settle, cancel, finalize, refund, close, every refusal, cost targets;
-//! - `buyback` — fee-vault buybacks against the real SPL Token program;
+//! - `buyback` — fee-vault buybacks against the real SPL Token and Token-2022 programs;
 //! - `config` — config updates and hand-overs;
 //! - `idl` — the committed IDL against the program crate;
 //! - `native` — the native fallback layer (`SKILLTRIAL_PROGRAM_LAYER=native`).
