@@ -130,11 +130,13 @@ pub(crate) fn layer_name() -> &'static str {
     }
 }
 
-pub(crate) async fn start() -> Env {
+/// A bank whose genesis `hook` may extend first (e.g. with test-only programs).
+pub(crate) async fn start_with(hook: impl FnOnce(&mut ProgramTest)) -> Env {
     // The admin is the program's upgrade authority: its ProgramData account is in genesis.
     let admin = Keypair::new();
     let mut pt = ProgramTest::default();
     pt.add_account(pda::program_data(), program_data_account(&admin.pubkey()));
+    hook(&mut pt);
     let ctx = if native_layer() {
         // prefer_bpf must be off before the program is added (SBF_OUT_DIR is set, so the
         // default would pick the .so).
@@ -230,72 +232,7 @@ impl Env {
         signers: &[&Keypair],
         expected: Deltas,
     ) -> Result<u64, String> {
-        let payer = signers[0].pubkey();
-        let mut before = HashMap::new();
-        for key in ixs
-            .iter()
-            .flat_map(|i| i.accounts.iter().map(|m| m.pubkey))
-            .chain(signers.iter().map(|k| k.pubkey()))
-        {
-            if let std::collections::hash_map::Entry::Vacant(slot) = before.entry(key) {
-                slot.insert(self.lamports(&key).await);
-            }
-        }
-        let mut blockhash = self.ctx.banks_client.get_latest_blockhash().await.unwrap();
-        let mut tx = Transaction::new_signed_with_payer(&ixs, Some(&payer), signers, blockhash);
-        // The same signed message twice would be refused as already processed; wait for the
-        // next blockhash so a repeated refusal is judged by the program.
-        while !self.sent.insert(tx.signatures[0].to_string()) {
-            blockhash = self.ctx.get_new_latest_blockhash().await.unwrap();
-            tx = Transaction::new_signed_with_payer(&ixs, Some(&payer), signers, blockhash);
-        }
-        let fee = self
-            .ctx
-            .banks_client
-            .get_fee_for_message(tx.message.clone())
-            .await
-            .unwrap()
-            .expect("the bank prices the message");
-        let result = self
-            .ctx
-            .banks_client
-            .process_transaction_with_metadata(tx)
-            .await
-            .unwrap();
-        let cu = result
-            .metadata
-            .as_ref()
-            .map_or(0, |m| m.compute_units_consumed);
-        let executed = result.metadata.is_some();
-        if executed {
-            *self.fees_paid.entry(payer).or_default() += fee;
-        }
-        let mut after = HashMap::new();
-        for key in before.keys() {
-            after.insert(*key, self.lamports(key).await);
-        }
-        let mut want: HashMap<Pubkey, i128> = HashMap::new();
-        if executed {
-            *want.entry(payer).or_default() -= i128::from(fee);
-        }
-        if result.result.is_ok() {
-            for (key, delta) in expected {
-                *want.entry(key).or_default() += delta;
-            }
-        }
-        if let Err(wrong) = check_deltas(&before, &after, &want) {
-            panic!(
-                "{label}: lamports moved other than expected ({:?}): {wrong}",
-                result.result
-            );
-        }
-        match result.result {
-            Ok(()) => {
-                self.cu.push((label.to_owned(), cu));
-                Ok(cu)
-            }
-            Err(e) => Err(format!("{e:?}")),
-        }
+        self.send_logged(label, ixs, signers, expected).await.0
     }
 
     pub(crate) async fn account<T: anchor_lang::AccountDeserialize>(&self, key: &Pubkey) -> T {
@@ -623,9 +560,10 @@ pub(crate) fn print_cu(env: &Env) {
 }
 
 impl Env {
-    /// `send`, also returning the transaction's log messages (where its events are): the same
-    /// exact-delta check, the same fee and compute-unit books. tests/program/attacks.rs reads
-    /// events with [`events`].
+    /// `send`, also returning the transaction's log messages (where its events are, read with
+    /// [`events`]). Every transaction goes through here: the exact-delta check, the fee and the
+    /// compute-unit books. The same signed message twice would be refused as already processed,
+    /// so a repeat waits for the next blockhash and is judged by the program.
     pub(crate) async fn send_logged(
         &mut self,
         label: &str,
@@ -719,4 +657,33 @@ where
             Some(T::try_from_slice(body).unwrap_or_else(|e| panic!("event body: {e}")))
         })
         .collect()
+}
+
+pub(crate) async fn start() -> Env {
+    start_with(|_| {}).await
+}
+
+impl Env {
+    /// The log lines of `ixs` signed by `signers` (the first pays), as the bank executes them on
+    /// its current state; the transaction is simulated, not committed (send it with `send`).
+    pub(crate) async fn simulate_logs(
+        &mut self,
+        ixs: &[Instruction],
+        signers: &[&Keypair],
+    ) -> Result<Vec<String>, String> {
+        let blockhash = self.ctx.banks_client.get_latest_blockhash().await.unwrap();
+        let tx =
+            Transaction::new_signed_with_payer(ixs, Some(&signers[0].pubkey()), signers, blockhash);
+        let sim = self
+            .ctx
+            .banks_client
+            .simulate_transaction(tx)
+            .await
+            .unwrap();
+        let logs = sim.simulation_details.map(|d| d.logs).unwrap_or_default();
+        match sim.result {
+            Some(Ok(())) => Ok(logs),
+            other => Err(format!("{other:?}: {logs:?}")),
+        }
+    }
 }
