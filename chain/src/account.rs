@@ -26,6 +26,10 @@ pub enum AccountError {
     WrongOwner { owner: String, program: String },
     #[error("its data is not a SkillTrial Run account: {0}")]
     NotARun(String),
+    #[error(
+        "its address {address} is not the run address of its own user and manifest ({expected}): not a Run the program created"
+    )]
+    NotItsAddress { address: String, expected: String },
 }
 
 /// A Run account and its address.
@@ -70,8 +74,27 @@ pub fn run_from_cli_json(text: &str) -> Result<RunAccount, AccountError> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(data)
         .map_err(|e| AccountError::Base64(e.to_string()))?;
-    let run = Run::try_deserialize(&mut bytes.as_slice())
-        .map_err(|e| AccountError::NotARun(e.to_string()))?;
+    // A Run account is exactly its discriminator plus its space: trailing bytes are not the
+    // program's.
+    let size = 8 + <Run as anchor_lang::Space>::INIT_SPACE;
+    if bytes.len() != size {
+        return Err(AccountError::NotARun(format!(
+            "{} bytes of data, a Run account has {size}",
+            bytes.len()
+        )));
+    }
+    let run = Run::try_deserialize(&mut bytes.as_slice()).map_err(|_| {
+        AccountError::NotARun("its discriminator or layout is not a Run's".to_owned())
+    })?;
+    // The program creates a Run only at the PDA of (user, manifest hash): an account elsewhere
+    // (a copy, or a pubkey edited in the file) is not one the program could have written.
+    let expected = crate::pda::run(&run.user, &run.manifest_hash);
+    if address != expected {
+        return Err(AccountError::NotItsAddress {
+            address: address.to_string(),
+            expected: expected.to_string(),
+        });
+    }
     Ok(RunAccount { address, run })
 }
 
@@ -81,6 +104,9 @@ pub fn to_cli_json(address: &Pubkey, run: &Run) -> Result<String, AccountError> 
     let mut data = Vec::new();
     anchor_lang::AccountSerialize::try_serialize(run, &mut data)
         .map_err(|e| AccountError::NotARun(e.to_string()))?;
+    // The account is allocated at its largest size; a shorter encoding (an `Open` status has no
+    // time) leaves zeros after it, as on-chain.
+    data.resize(8 + <Run as anchor_lang::Space>::INIT_SPACE, 0);
     let encoded = base64::engine::general_purpose::STANDARD.encode(&data);
     Ok(serde_json::json!({
         "pubkey": address.to_string(),
@@ -102,13 +128,15 @@ pub struct Disagreement {
     pub account: String,
 }
 
-/// Compares a report's settlement (already recomputed by `Settlement::verify`) and its report
-/// hash with the Run account: the address, the run id, the digest, the number of batches, the
-/// trials and usage settled, and — once finalized — the report hash the runner anchored.
-/// Returns every disagreement (empty: the report is the account's).
+/// Compares a report's settlement (already recomputed by `Settlement::verify`), its manifest
+/// hash and its report hash with the Run account: the address, the run id, the manifest the run
+/// escrowed for, the digest, the number of batches, the trials and usage settled, and — once
+/// finalized — the report hash the runner anchored. Returns every disagreement (empty: the
+/// report is the account's).
 pub fn compare(
     settlement: &Settlement,
     check: &SettlementCheck,
+    manifest_hash: &[u8; 32],
     report_hash: &[u8; 32],
     account: &RunAccount,
 ) -> Vec<Disagreement> {
@@ -139,6 +167,7 @@ pub fn compare(
         settlement.run_id.to_string(),
         run.run_id.to_string(),
     );
+    differ("manifest hash", hex(manifest_hash), hex(&run.manifest_hash));
     differ(
         "settlement digest",
         hex(&check.digest.0),
@@ -178,6 +207,13 @@ mod tests {
 
     use super::*;
 
+    const MANIFEST: [u8; 32] = [3; 32];
+
+    /// The address the program would give the test's run.
+    fn address() -> Pubkey {
+        crate::pda::run(&Pubkey::new_from_array([1; 32]), &MANIFEST)
+    }
+
     fn settlement(run_address: &Pubkey) -> Settlement {
         let record = |trial, usage| {
             EvidenceRecord::new(
@@ -203,7 +239,7 @@ mod tests {
             run_id: settlement.run_id,
             user: Pubkey::new_from_array([1; 32]),
             runner: Pubkey::new_from_array([2; 32]),
-            manifest_hash: [3; 32],
+            manifest_hash: MANIFEST,
             planned_trials: 3,
             per_request_cap: 1_000,
             fee_per_trial: 10,
@@ -232,7 +268,7 @@ mod tests {
 
     #[test]
     fn a_report_agrees_with_its_run_account_field_by_field() {
-        let address = Pubkey::new_from_array([9; 32]);
+        let address = address();
         let s = settlement(&address);
         let check = s.verify().unwrap();
         let report = [4u8; 32];
@@ -242,38 +278,46 @@ mod tests {
             &run_for(&s, &check, report),
         ))
         .unwrap();
-        assert_eq!(compare(&s, &check, &report, &account), []);
+        assert_eq!(compare(&s, &check, &MANIFEST, &report, &account), []);
 
         // Each field the account holds is compared: change one, that one is named.
         let mut run = run_for(&s, &check, report);
         run.settle_digest[0] ^= 1;
         run.settled_usage += 1;
         let account = run_from_cli_json(&cli_json(&address, &PROGRAM_ID, &run)).unwrap();
-        let fields: Vec<&str> = compare(&s, &check, &report, &account)
+        let fields: Vec<&str> = compare(&s, &check, &MANIFEST, &report, &account)
             .iter()
             .map(|d| d.field)
             .collect();
         assert_eq!(fields, ["settlement digest", "usage settled, lamports"]);
-        let other = run_from_cli_json(&cli_json(
-            &Pubkey::new_from_array([8; 32]),
-            &PROGRAM_ID,
-            &run_for(&s, &check, [5; 32]),
-        ))
-        .unwrap();
-        let fields: Vec<&str> = compare(&s, &check, &report, &other)
+        // Another user's run, at its own address, anchored with another report.
+        let mut theirs = run_for(&s, &check, [5; 32]);
+        theirs.user = Pubkey::new_from_array([8; 32]);
+        let theirs_at = crate::pda::run(&theirs.user, &MANIFEST);
+        let other = run_from_cli_json(&cli_json(&theirs_at, &PROGRAM_ID, &theirs)).unwrap();
+        let fields: Vec<&str> = compare(&s, &check, &MANIFEST, &report, &other)
             .iter()
             .map(|d| d.field)
             .collect();
         assert_eq!(fields, ["run address", "report hash"]);
+        // A report of another plan than the one the run escrowed for.
+        let fields: Vec<&str> = compare(&s, &check, &[6; 32], &report, &account)
+            .iter()
+            .map(|d| d.field)
+            .collect();
+        assert_eq!(fields[0], "manifest hash");
         let mut open = run_for(&s, &check, report);
         open.status = RunStatus::Open;
         let open = run_from_cli_json(&cli_json(&address, &PROGRAM_ID, &open)).unwrap();
-        assert_eq!(compare(&s, &check, &report, &open)[0].field, "status");
+        assert_eq!(
+            compare(&s, &check, &MANIFEST, &report, &open)[0].field,
+            "status"
+        );
     }
 
     #[test]
     fn anything_but_a_run_account_of_the_program_is_refused() {
-        let address = Pubkey::new_from_array([9; 32]);
+        let address = address();
         let s = settlement(&address);
         let check = s.verify().unwrap();
         let run = run_for(&s, &check, [0; 32]);
@@ -304,6 +348,28 @@ mod tests {
         assert!(matches!(
             run_from_cli_json(&doc.to_string()),
             Err(AccountError::NotARun(_))
+        ));
+        // Trailing bytes after a whole Run, and a pubkey edited to another address.
+        data = base64::engine::general_purpose::STANDARD
+            .decode(
+                serde_json::from_str::<Value>(&json).unwrap()["account"]["data"][0]
+                    .as_str()
+                    .unwrap(),
+            )
+            .unwrap();
+        data.extend_from_slice(&[0; 500]);
+        doc["account"]["data"][0] = base64::engine::general_purpose::STANDARD
+            .encode(&data)
+            .into();
+        assert!(matches!(
+            run_from_cli_json(&doc.to_string()),
+            Err(AccountError::NotARun(_))
+        ));
+        let mut moved: Value = serde_json::from_str(&json).unwrap();
+        moved["pubkey"] = Pubkey::new_from_array([9; 32]).to_string().into();
+        assert!(matches!(
+            run_from_cli_json(&moved.to_string()),
+            Err(AccountError::NotItsAddress { .. })
         ));
         for bad in ["[]", "{}", "{\"pubkey\":\"x\"}", "not json"] {
             assert!(run_from_cli_json(bad).is_err(), "{bad}");

@@ -166,8 +166,11 @@ fn verify_compares_a_hosted_report_with_its_run_account() {
     use skilltrial_chain::{PROGRAM_ID, Pubkey};
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::new(&server).backoff_scale("0");
-    let address = Pubkey::new_from_array([9; 32]);
     let mut report = hosted_report(&env);
+    // The run the program would have opened for this report's manifest.
+    let user = Pubkey::new_from_array([1; 32]);
+    let manifest = report.manifest_digest().unwrap().0;
+    let address = skilltrial_chain::pda::run(&user, &manifest);
     let mut section = report.settlement.take().unwrap();
     section = Settlement::new(
         PROGRAM_ID.to_string(),
@@ -185,9 +188,9 @@ fn verify_compares_a_hosted_report_with_its_run_account() {
     let run = |digest: [u8; 32], anchored: [u8; 32]| Run {
         version: 2,
         run_id: section.run_id,
-        user: Pubkey::new_from_array([1; 32]),
+        user,
         runner: Pubkey::new_from_array([2; 32]),
-        manifest_hash: [3; 32],
+        manifest_hash: manifest,
         planned_trials: 54,
         per_request_cap: 1_000_000,
         fee_per_trial: 200_000,
@@ -237,6 +240,26 @@ fn verify_compares_a_hosted_report_with_its_run_account() {
         "{out}"
     );
     assert!(out.contains("report hash: the report says"), "{out}");
+
+    // A report whose settlement does not recompute is never said to agree with the account.
+    let mut doc = report.to_value().unwrap();
+    let usage = &mut doc["settlement"]["batches"][0]["evidence"][0]["usage_lamports"];
+    *usage = (usage.as_u64().unwrap() + 1).into();
+    let edited = dir.path().join("edited.json");
+    write(&edited, &doc);
+    write_account(&run(check.digest.0, report_hash.0));
+    let (code, out, _) = verify(&env, &edited, &["--run-account", &arg, "--json"]);
+    assert_eq!(code, Some(1), "{out}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (&doc["run_account"]["ok"], &doc["run_account"]["compared"]),
+        (&Value::Null, &Value::Bool(false))
+    );
+    let (_, out, _) = verify(&env, &edited, &["--run-account", &arg]);
+    assert!(
+        out.contains("not compared: the report's settlement does not recompute"),
+        "{out}"
+    );
 
     // Refusals name the file and say why; nothing is written.
     let local = dir.path().join("local.json");

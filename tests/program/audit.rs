@@ -106,22 +106,31 @@ async fn a_hosted_report_agrees_with_the_run_account_it_was_settled_into() {
     };
     let honest = settlement(&batches);
     let check = honest.verify().unwrap();
-    assert_eq!(compare(&honest, &check, &report_hash, &account), []);
+    assert_eq!(
+        compare(&honest, &check, &manifest, &report_hash, &account),
+        []
+    );
 
     // A report that says trial 2 cost one lamport (it was settled at 0) is not this account's.
     let mut edited = batches.clone();
     edited[0][2] = record(2, 1);
     let lying = settlement(&edited);
     let check = lying.verify().unwrap();
-    let fields: Vec<&str> = compare(&lying, &check, &report_hash, &account)
+    let fields: Vec<&str> = compare(&lying, &check, &manifest, &report_hash, &account)
         .iter()
         .map(|d| d.field)
         .collect();
     assert_eq!(fields, ["settlement digest", "usage settled, lamports"]);
     // And a report whose hash is not the one anchored.
-    let fields: Vec<&str> = compare(&honest, &honest.verify().unwrap(), &[0; 32], &account)
-        .iter()
-        .map(|d| d.field)
-        .collect();
+    let fields: Vec<&str> = compare(
+        &honest,
+        &honest.verify().unwrap(),
+        &manifest,
+        &[0; 32],
+        &account,
+    )
+    .iter()
+    .map(|d| d.field)
+    .collect();
     assert_eq!(fields, ["report hash"]);
 }

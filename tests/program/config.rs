@@ -269,11 +269,15 @@ async fn config_init_refuses_every_value_just_outside_its_bounds() {
             a.sktrial_mint = Default::default();
         }),
     ];
+    let payout_is_signer: [(&str, Edit); 1] = [("payout = runner", |a| {
+        a.runner_payout = a.runner;
+    })];
     let mut env = start().await;
     let admin = env.admin.insecure_clone();
     for (cases, error) in [
         (&invalid[..], E::InvalidConfig),
         (&default_key[..], E::DefaultKey),
+        (&payout_is_signer[..], E::PayoutIsSigner),
     ] {
         for (name, edit) in cases {
             let mut args = env.init_args();
@@ -686,6 +690,16 @@ async fn proposals_replace_withdraw_and_are_checked_when_proposed() {
                 ..ConfigChange::default()
             },
             E::DefaultKey,
+        ),
+        (
+            ConfigChange {
+                runner: Some(RunnerKeys {
+                    signer: key,
+                    payout: key,
+                }),
+                ..ConfigChange::default()
+            },
+            E::PayoutIsSigner,
         ),
     ];
     for (change, error) in refused {

@@ -101,7 +101,7 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
         Some(path) => Some(run_account(path, &report, settlement.as_ref())?),
         None => None,
     };
-    let on_chain_ok = on_chain.as_ref().is_none_or(|c| c.disagreements.is_empty());
+    let on_chain_ok = on_chain.as_ref().is_none_or(OnChain::agrees);
     let ok = report_hash["ok"] == true && manifest_hash["ok"] == true && settled_ok && on_chain_ok;
     if global.json {
         let mut doc =
@@ -161,6 +161,13 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
         if let Some(Err(e)) = &settlement {
             let _ = writeln!(out, "MISMATCH: {e}");
         }
+        if let Some(chain) = on_chain.as_ref().filter(|c| !c.compared) {
+            let _ = writeln!(
+                out,
+                "run account {}: not compared: the report's settlement does not recompute",
+                chain.address
+            );
+        }
         if let Some(chain) = &on_chain {
             for d in &chain.disagreements {
                 let _ = writeln!(
@@ -179,13 +186,21 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
 /// the Solana CLI's JSON wraps in well under a kilobyte.
 const MAX_ACCOUNT_BYTES: u64 = 64 * 1024;
 
-/// The report against its Run account: where they disagree (nothing when they agree).
+/// The report against its Run account: where they disagree (nothing when they agree), or not
+/// compared at all when the report's own settlement does not recompute.
 struct OnChain {
     address: String,
+    compared: bool,
     disagreements: Vec<Disagreement>,
 }
 
 impl OnChain {
+    /// Agreement, which needs a comparison: a report whose settlement does not recompute is
+    /// never said to agree with an account.
+    fn agrees(&self) -> bool {
+        self.compared && self.disagreements.is_empty()
+    }
+
     fn json(&self) -> Value {
         let disagreements: Vec<Value> = self
             .disagreements
@@ -193,7 +208,8 @@ impl OnChain {
             .map(|d| json!({ "field": d.field, "report": d.report, "account": d.account }))
             .collect();
         json!({
-            "ok": self.disagreements.is_empty(),
+            "ok": self.compared.then_some(self.disagreements.is_empty()),
+            "compared": self.compared,
             "address": self.address,
             "disagreements": disagreements,
         })
@@ -214,7 +230,8 @@ fn run_account(
             path.display()
         )));
     };
-    let meta = input::regular_file(path, "an account JSON file")?;
+    let meta = input::regular_file(path, "an account JSON file")
+        .map_err(|e| e.context("--run-account"))?;
     let rejected = |why: String| {
         CliError::Rejected(anyhow::anyhow!("--run-account {}: {why}", path.display()))
     };
@@ -232,18 +249,22 @@ fn run_account(
     let account = account::run_from_cli_json(&text).map_err(|e| rejected(e.to_string()))?;
     let address = account.address.to_string();
     let Ok(check) = result else {
-        // The settlement itself is already reported as a mismatch; the account adds nothing.
+        // The settlement itself is already reported as a mismatch: nothing sound to compare.
         return Ok(OnChain {
             address,
+            compared: false,
             disagreements: Vec::new(),
         });
     };
-    let report_hash = report
+    let hashes = report
         .hash()
+        .and_then(|r| report.manifest_digest().map(|m| (r, m)))
         .map_err(|e| rejected(format!("cannot hash the report: {e}")))?;
+    let (report_hash, manifest_hash) = hashes;
     Ok(OnChain {
         address,
-        disagreements: account::compare(section, check, &report_hash.0, &account),
+        compared: true,
+        disagreements: account::compare(section, check, &manifest_hash.0, &report_hash.0, &account),
     })
 }
 

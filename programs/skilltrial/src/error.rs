@@ -94,6 +94,8 @@ pub enum SkillTrialError {
     NothingPending,
     #[msg("the default (all-zero) key cannot hold a role")]
     DefaultKey,
+    #[msg("the runner's payout address must not be its signing key")]
+    PayoutIsSigner,
 }
 
 /// The code of the Anchor error `result` carries (tests of the state types assert exact codes).

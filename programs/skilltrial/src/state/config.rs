@@ -209,6 +209,11 @@ impl Config {
                 && self.sktrial_mint != default,
             SkillTrialError::DefaultKey
         );
+        // Usage is paid away from the hot key, so a leaked key holds nothing it has settled.
+        require!(
+            !self.has_runner() || self.runner_payout != self.runner,
+            SkillTrialError::PayoutIsSigner
+        );
         if let Some(pending) = &self.pending {
             if let Some(keys) = pending.change.runner {
                 require!(
@@ -289,6 +294,33 @@ mod tests {
         assert_eq!(
             code(config.invariant()),
             u32::from(SkillTrialError::DefaultKey)
+        );
+    }
+
+    /// The payout address is never the signing key, in the config or in an appointment.
+    #[test]
+    fn the_payout_address_is_not_the_signing_key() {
+        let mut config = valid();
+        config.runner_payout = config.runner;
+        assert_eq!(
+            code(config.invariant()),
+            u32::from(SkillTrialError::PayoutIsSigner)
+        );
+        let mut config = valid();
+        let key = Pubkey::new_unique();
+        config.pending = Some(PendingChange {
+            change: ConfigChange {
+                runner: Some(RunnerKeys {
+                    signer: key,
+                    payout: key,
+                }),
+                ..ConfigChange::default()
+            },
+            effective_at: 0,
+        });
+        assert_eq!(
+            code(config.invariant()),
+            u32::from(SkillTrialError::PayoutIsSigner)
         );
     }
 
