@@ -1165,3 +1165,56 @@ fn closing(user: &Keypair, run: &Pubkey, returned: u64) -> Vec<(Pubkey, i128)> {
         (*run, -i128::from(returned)),
     ]
 }
+
+/// The payout address is never an account of the program: the singletons are refused when the
+/// config is created (`PayoutIsProgramAccount`), and a payout address that is (or later becomes)
+/// a Run account — which no config check can foresee — is refused by every settle, with nothing
+/// moved, so usage can never be stranded in the program or mixed into a run's escrow.
+#[tokio::test(flavor = "current_thread")]
+async fn the_payout_address_is_never_an_account_of_the_program() {
+    for singleton in [pda::config(), pda::fee_vault(), pda::buyback_log()] {
+        let mut env = start().await;
+        let admin = env.admin.insecure_clone();
+        let mut args = env.init_args();
+        args.runner_payout = skilltrial_chain::anchor_key(&singleton);
+        custom(
+            env.config_init_with(&admin, args).await,
+            E::PayoutIsProgramAccount,
+        );
+        assert!(!env.exists(&pda::config()).await);
+    }
+
+    // A payout address that is the PDA of a run someone opens later.
+    let mut env = start().await;
+    let admin = env.admin.insecure_clone();
+    let (user, runner) = (env.user.insecure_clone(), env.runner.insecure_clone());
+    let decoy = pda::run(&user.pubkey(), &[77; 32]);
+    let mut args = env.init_args();
+    args.runner_payout = skilltrial_chain::anchor_key(&decoy);
+    env.config_init_with(&admin, args).await.unwrap();
+    let deadline = env.now().await + MIN_DEADLINE + 60;
+    env.open(&user, [77; 32], 1, upper(1), deadline)
+        .await
+        .unwrap();
+    let manifest = [78u8; 32];
+    let run = pda::run(&user.pubkey(), &manifest);
+    env.open(&user, manifest, 2, upper(2), deadline)
+        .await
+        .unwrap();
+    let run_id = env.run_id(&run).await;
+    let args = RunSettleArgs {
+        expected_run_id: run_id,
+        evidence_hash: evidence_hash(&[(0, 10)]),
+        trials: vec![TrialCharge {
+            index: 0,
+            usage: 10,
+        }],
+    };
+    let i = ix::run_settle(&runner.pubkey(), &run, &decoy, args);
+    custom(
+        env.send("settle into a run", vec![i], &[&runner], vec![])
+            .await,
+        E::PayoutIsProgramAccount,
+    );
+    assert_eq!(env.run_state(&run).await.settled_trials, 0);
+}

@@ -96,6 +96,8 @@ pub enum SkillTrialError {
     DefaultKey,
     #[msg("the runner's payout address must not be its signing key")]
     PayoutIsSigner,
+    #[msg("the runner's payout address must not be an account of this program")]
+    PayoutIsProgramAccount,
 }
 
 /// The code of the Anchor error `result` carries (tests of the state types assert exact codes).

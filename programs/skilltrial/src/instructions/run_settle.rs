@@ -49,8 +49,13 @@ pub struct RunSettle<'info> {
     pub run: Box<Account<'info, Run>>,
     #[account(mut, address = FEE_VAULT_ADDRESS)]
     pub fee_vault: Box<Account<'info, FeeVault>>,
-    /// CHECK: any account at the config's payout address; it only receives lamports.
-    #[account(mut, address = config.runner_payout @ SkillTrialError::WrongPayout)]
+    /// CHECK: any account at the config's payout address that this program does not own; it
+    /// only receives lamports.
+    #[account(
+        mut,
+        address = config.runner_payout @ SkillTrialError::WrongPayout,
+        constraint = *runner_payout.owner != crate::ID @ SkillTrialError::PayoutIsProgramAccount
+    )]
     pub runner_payout: UncheckedAccount<'info>,
 }
 

@@ -11,9 +11,9 @@
 use anchor_lang::prelude::*;
 
 use crate::constants::{
-    MAX_BUYBACK_INTERVAL_SECS, MAX_FEE_PER_TRIAL, MAX_TIME_LOCK_SECS, MAX_USAGE_PERIOD_SECS,
-    MIN_BUYBACK_INTERVAL_SECS, MIN_DEADLINE_CEILING_SECS, MIN_DEADLINE_FLOOR_SECS,
-    MIN_TIME_LOCK_SECS, MIN_USAGE_PERIOD_SECS,
+    BUYBACK_LOG_ADDRESS, CONFIG_ADDRESS, FEE_VAULT_ADDRESS, MAX_BUYBACK_INTERVAL_SECS,
+    MAX_FEE_PER_TRIAL, MAX_TIME_LOCK_SECS, MAX_USAGE_PERIOD_SECS, MIN_BUYBACK_INTERVAL_SECS,
+    MIN_DEADLINE_CEILING_SECS, MIN_DEADLINE_FLOOR_SECS, MIN_TIME_LOCK_SECS, MIN_USAGE_PERIOD_SECS,
 };
 use crate::error::SkillTrialError;
 
@@ -213,6 +213,13 @@ impl Config {
         require!(
             !self.has_runner() || self.runner_payout != self.runner,
             SkillTrialError::PayoutIsSigner
+        );
+        // Usage paid into one of the program's own accounts would be stranded there (the fee
+        // vault, the config, the log) or mix with a run's escrow; `run_settle` also refuses any
+        // program-owned payout account, which covers runs.
+        require!(
+            ![CONFIG_ADDRESS, FEE_VAULT_ADDRESS, BUYBACK_LOG_ADDRESS].contains(&self.runner_payout),
+            SkillTrialError::PayoutIsProgramAccount
         );
         if let Some(pending) = &self.pending {
             if let Some(keys) = pending.change.runner {
