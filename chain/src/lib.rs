@@ -23,6 +23,7 @@
 extern crate skilltrial_program as skilltrial;
 
 pub mod account;
+pub mod anchor;
 pub mod cli_config;
 pub mod error;
 pub mod ix;

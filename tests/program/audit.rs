@@ -134,3 +134,43 @@ async fn a_hosted_report_agrees_with_the_run_account_it_was_settled_into() {
     .collect();
     assert_eq!(fields, ["report hash"]);
 }
+
+/// The anchor memo (issue #12's `skilltrial anchor`) as the real SPL Memo v3 program executes
+/// it: signed by the user, logged with its exact bytes, at a measured cost (printed). Its bytes
+/// parse back to the two hashes, and nothing but the fee moves.
+#[tokio::test(flavor = "current_thread")]
+async fn an_anchor_memo_runs_in_the_real_memo_program_and_parses_back() {
+    use skilltrial_chain::anchor::AnchorMemo;
+    let mut env = start().await;
+    let user = env.user.insecure_clone();
+    let memo = AnchorMemo {
+        manifest_hash: [0x11; 32],
+        report_hash: [0xee; 32],
+    };
+    let text = memo.text();
+    let (result, logs) = env
+        .send_logged(
+            "anchor memo",
+            vec![memo.instruction(&user.pubkey())],
+            &[&user],
+            vec![],
+        )
+        .await;
+    let cu = result.unwrap();
+    println!(
+        "\nanchor memo ({} bytes, 1 signer): {cu} CU in SPL Memo v3",
+        text.len()
+    );
+    // The memo program logs its signer and the text (Rust-escaped, here plain base58 and ':').
+    assert!(
+        logs.iter()
+            .any(|l| l == &format!("Program log: Signed by {}", user.pubkey())),
+        "{logs:?}"
+    );
+    assert!(
+        logs.iter()
+            .any(|l| l == &format!("Program log: Memo (len {}): {:?}", text.len(), text)),
+        "{logs:?}"
+    );
+    assert_eq!(AnchorMemo::parse(text.as_bytes()), Ok(memo));
+}
