@@ -373,9 +373,43 @@ macro_rules! at {
     };
 }
 
+impl JournalError {
+    /// Whether SQLite said the file is busy or locked by another connection.
+    fn is_busy(&self) -> bool {
+        matches!(
+            self,
+            JournalError::Sql {
+                source: rusqlite::Error::SqliteFailure(e, _),
+                ..
+            } if matches!(
+                e.code,
+                rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+            )
+        )
+    }
+}
+
 impl Journal {
-    /// Opens (creating and migrating) the journal at `path`.
+    /// Opens (creating and migrating) the journal at `path`. Processes racing to create, switch
+    /// to WAL and migrate a fresh journal wait for each other: the busy timeout covers ordinary
+    /// lock waits, but SQLite returns "database is locked" at once where waiting could deadlock
+    /// (a lock upgrade, a journal-mode switch while another connection reads), so a busy open is
+    /// retried from the start, with a growing pause, until `BUSY_TIMEOUT` has passed.
     pub fn open(path: &Path) -> Result<Self, JournalError> {
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        let mut pause = std::time::Duration::from_millis(5);
+        loop {
+            match Self::open_once(path) {
+                Err(e) if e.is_busy() && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(200));
+                }
+                opened => return opened,
+            }
+        }
+    }
+
+    fn open_once(path: &Path) -> Result<Self, JournalError> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| {
                 JournalError::State(format!("cannot create {}: {e}", dir.display()))
@@ -1762,6 +1796,32 @@ impl Journal {
 mod tests {
     use super::{Journal, JournalError, NotRunReason, SCHEMA_VERSION};
     use skilltrial_core::outcome::Outcome;
+
+    /// Many connections racing to create, switch to WAL and migrate one fresh journal all open
+    /// it: none is told "database is locked" (SQLite answers that at once, without waiting,
+    /// where waiting could deadlock; `open` retries it).
+    #[test]
+    fn connections_racing_on_a_fresh_journal_all_open_it() {
+        for round in 0..30 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("journal.sqlite3");
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+            let handles: Vec<_> = (0..8)
+                .map(|_| {
+                    let (path, barrier) = (path.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        Journal::open(&path).map(|_| ())
+                    })
+                })
+                .collect();
+            for h in handles {
+                if let Err(e) = h.join().unwrap() {
+                    panic!("round {round}: {e}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn a_payload_is_held_by_the_journal_until_it_is_purged() {
