@@ -74,31 +74,6 @@ async fn forged_copy(env: &mut Env, from: &Pubkey) -> Pubkey {
     at
 }
 
-/// A settle instruction with explicit arguments (the harness derives the evidence hash).
-fn settle_ix_with(
-    env: &Env,
-    runner: &Keypair,
-    run: &Pubkey,
-    run_id: u64,
-    evidence: [u8; 32],
-    charges: &[(u16, u64)],
-) -> Instruction {
-    let trials = charges
-        .iter()
-        .map(|&(index, usage)| TrialCharge { index, usage })
-        .collect();
-    ix::run_settle(
-        &runner.pubkey(),
-        run,
-        &env.payout.pubkey(),
-        RunSettleArgs {
-            expected_run_id: run_id,
-            evidence_hash: evidence,
-            trials,
-        },
-    )
-}
-
 /// Asserts the events decoded from a transaction's logs are `want`. Only the sBPF layer logs
 /// events (off-chain, anchor-lang's `sol_log_data` does nothing): on the native layer none must
 /// be seen, and their fields are checked against the `.so` only, as compute units are.
@@ -197,7 +172,7 @@ async fn the_ledger_fails_a_refund_paid_to_the_wrong_account() {
         .await
         .unwrap();
     let id = env.run_id(&run).await;
-    let ix = settle_ix_with(&env, &runner, &run, id, [1; 32], &[(0, CAP + 1)]);
+    let ix = env.settle_ix_with(&runner, &run, id, [1; 32], &[(0, CAP + 1)]);
     let keys: Vec<Pubkey> = ix.accounts.iter().map(|m| m.pubkey).collect();
     let mut before = Vec::new();
     for k in &keys {
@@ -458,7 +433,7 @@ async fn a_re_opened_run_is_a_new_run_and_refuses_the_old_ones_instructions() {
         vec![(run, 1)],
     );
     // Pre-signed for the first lifetime, sent later.
-    let stale_settle = settle_ix_with(&env, &runner, &run, 1, [9; 32], &[(0, 7)]);
+    let stale_settle = env.settle_ix_with(&runner, &run, 1, [9; 32], &[(0, 7)]);
     let stale_finalize = env.finalize_ix(&runner, &run, 1);
     let charges = [(0u16, 500u64), (3, 600)];
     env.settle(&runner, &run, &charges).await.unwrap();
@@ -522,7 +497,7 @@ async fn a_re_opened_run_is_a_new_run_and_refuses_the_old_ones_instructions() {
         E::WrongRun,
     );
     // Trial 0, settled in the first lifetime, settles again in the second.
-    let ix = settle_ix_with(&env, &runner, &run, 2, [9; 32], &[(0, 7)]);
+    let ix = env.settle_ix_with(&runner, &run, 2, [9; 32], &[(0, 7)]);
     let (result, logs) = settle_logged(&mut env, &runner, &run, &[(0, 7)], ix).await;
     result.unwrap();
     let settled = events::<TrialsSettled>(&logs);
@@ -915,7 +890,7 @@ async fn every_run_event_carries_what_the_test_computed() {
     let mut digest = INITIAL_DIGEST;
     for (n, charges) in batches.iter().enumerate() {
         let evidence = evidence_hash(charges);
-        let ix = settle_ix_with(&env, &runner, &run, 1, evidence, charges);
+        let ix = env.settle_ix_with(&runner, &run, 1, evidence, charges);
         let (result, logs) = settle_logged(&mut env, &runner, &run, charges, ix).await;
         result.unwrap();
         digest = fold_digest(&digest, &evidence, charges);
@@ -1086,7 +1061,7 @@ async fn the_accounts_digest_is_the_one_core_recomputes_from_the_report() {
             .iter()
             .map(|r| (r.trial(), r.usage_lamports()))
             .collect();
-        let ix = settle_ix_with(&env, &runner, &run, run_id, evidence, &charges);
+        let ix = env.settle_ix_with(&runner, &run, run_id, evidence, &charges);
         env.send_settle(&runner, &run, &charges, vec![ix])
             .await
             .unwrap();

@@ -6,7 +6,7 @@
 
 use base64::Engine as _;
 use skilltrial_chain::account::{compare, run_from_cli_json};
-use skilltrial_chain::ix::{self, RunFinalizeArgs, RunSettleArgs, TrialCharge};
+use skilltrial_chain::ix::{self, RunFinalizeArgs};
 use skilltrial_chain::{PROGRAM_ID, anchor_key, pda};
 use skilltrial_core::settlement::{EvidenceRecord, SettledBatch, Settlement, batch_evidence_hash};
 use solana_signer::Signer;
@@ -46,15 +46,13 @@ async fn a_hosted_report_agrees_with_the_run_account_it_was_settled_into() {
             .iter()
             .map(|r| (r.trial(), r.usage_lamports()))
             .collect();
-        let args = RunSettleArgs {
-            expected_run_id: run_id,
-            evidence_hash: batch_evidence_hash(records),
-            trials: charges
-                .iter()
-                .map(|&(index, usage)| TrialCharge { index, usage })
-                .collect(),
-        };
-        let i = ix::run_settle(&runner.pubkey(), &run, &env.payout.pubkey(), args);
+        let i = env.settle_ix_with(
+            &runner,
+            &run,
+            run_id,
+            batch_evidence_hash(records),
+            &charges,
+        );
         env.send_settle(&runner, &run, &charges, vec![i])
             .await
             .unwrap();

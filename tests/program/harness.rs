@@ -424,13 +424,26 @@ impl Env {
         run_id: u64,
         charges: &[(u16, u64)],
     ) -> Instruction {
+        self.settle_ix_with(signer, run, run_id, evidence_hash(charges), charges)
+    }
+
+    /// The settle instruction for `charges` with an explicit evidence hash, paying the config's
+    /// payout address.
+    pub(crate) fn settle_ix_with(
+        &self,
+        signer: &Keypair,
+        run: &Pubkey,
+        run_id: u64,
+        evidence: [u8; 32],
+        charges: &[(u16, u64)],
+    ) -> Instruction {
         let trials = charges
             .iter()
             .map(|&(index, usage)| TrialCharge { index, usage })
             .collect();
         let args = RunSettleArgs {
             expected_run_id: run_id,
-            evidence_hash: evidence_hash(charges),
+            evidence_hash: evidence,
             trials,
         };
         ix::run_settle(&signer.pubkey(), run, &self.payout.pubkey(), args)
