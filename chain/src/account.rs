@@ -142,63 +142,62 @@ pub fn compare(
 ) -> Vec<Disagreement> {
     let run = &account.run;
     let hex = |b: &[u8; 32]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
-    let mut out = Vec::new();
-    let mut differ = |field: &'static str, report: String, account: String| {
-        if report != account {
-            out.push(Disagreement {
-                field,
-                report,
-                account,
-            });
-        }
-    };
-    differ(
-        "run address",
-        settlement.run_address.clone(),
-        account.address.to_string(),
-    );
-    differ(
-        "program",
-        settlement.program_id.clone(),
-        PROGRAM_ID.to_string(),
-    );
-    differ(
-        "run id",
-        settlement.run_id.to_string(),
-        run.run_id.to_string(),
-    );
-    differ("manifest hash", hex(manifest_hash), hex(&run.manifest_hash));
-    differ(
-        "settlement digest",
-        hex(&check.digest.0),
-        hex(&run.settle_digest),
-    );
-    differ(
-        "settle batches",
-        check.batches.to_string(),
-        run.settle_batches.to_string(),
-    );
-    differ(
-        "trials settled",
-        check.records.to_string(),
-        run.settled_trials.to_string(),
-    );
-    differ(
-        "usage settled, lamports",
-        check.usage_lamports.to_string(),
-        run.settled_usage.to_string(),
-    );
-    match run.status {
-        RunStatus::Finalized { .. } => {
-            differ("report hash", hex(report_hash), hex(&run.report_hash));
-        }
-        RunStatus::Open | RunStatus::Cancelled { .. } => differ(
+    let status = match run.status {
+        RunStatus::Finalized { .. } => ("report hash", hex(report_hash), hex(&run.report_hash)),
+        RunStatus::Open | RunStatus::Cancelled { .. } => (
             "status",
             "finalized".to_owned(),
             "not finalized (no report hash anchored yet)".to_owned(),
         ),
-    }
-    out
+    };
+    let fields = [
+        (
+            "run address",
+            settlement.run_address.clone(),
+            account.address.to_string(),
+        ),
+        (
+            "program",
+            settlement.program_id.clone(),
+            PROGRAM_ID.to_string(),
+        ),
+        (
+            "run id",
+            settlement.run_id.to_string(),
+            run.run_id.to_string(),
+        ),
+        ("manifest hash", hex(manifest_hash), hex(&run.manifest_hash)),
+        (
+            "settlement digest",
+            hex(&check.digest.0),
+            hex(&run.settle_digest),
+        ),
+        (
+            "settle batches",
+            check.batches.to_string(),
+            run.settle_batches.to_string(),
+        ),
+        (
+            "trials settled",
+            check.records.to_string(),
+            run.settled_trials.to_string(),
+        ),
+        (
+            "usage settled, lamports",
+            check.usage_lamports.to_string(),
+            run.settled_usage.to_string(),
+        ),
+        status,
+    ];
+    fields
+        .into_iter()
+        .filter(|(_, report, account)| report != account)
+        .map(|(field, report, account)| Disagreement {
+            field,
+            report,
+            account,
+        })
+        .collect()
 }
 
 #[cfg(test)]

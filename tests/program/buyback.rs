@@ -11,8 +11,7 @@
 
 use skilltrial_chain::error::{AnchorError, SkillTrialError as E};
 use skilltrial_chain::ix::{
-    self, BuybackExecuteArgs, BuybackRate, ConfigChange, ConfigInitArgs, ConfigUpdateArgs,
-    RunnerKeys,
+    self, BuybackExecuteArgs, BuybackRate, ConfigInitArgs, ConfigUpdateArgs,
 };
 use skilltrial_chain::{SYSTEM_PROGRAM_ID, anchor_key, pda};
 use skilltrial_program::events::BuybackExecuted;
@@ -670,13 +669,7 @@ async fn only_the_configs_runner_buys_back() {
         AnchorError::ConstraintHasOne,
     );
 
-    let appoint = ConfigChange {
-        runner: Some(RunnerKeys {
-            signer: anchor_key(&next.pubkey()),
-            payout: anchor_key(&env.payout.pubkey()),
-        }),
-        ..ConfigChange::default()
-    };
+    let appoint = crate::config::appointment(&env, &next);
     env.config_propose(&admin, appoint).await.unwrap();
     let at = env.now().await + TIME_LOCK;
     env.set_time(at).await;

@@ -48,6 +48,17 @@ impl Env {
     }
 }
 
+/// A time-locked appointment of `signer` as the runner, paid at the test's payout address.
+pub(crate) fn appointment(env: &Env, signer: &Keypair) -> ConfigChange {
+    ConfigChange {
+        runner: Some(RunnerKeys {
+            signer: anchor_key(&signer.pubkey()),
+            payout: anchor_key(&env.payout.pubkey()),
+        }),
+        ..ConfigChange::default()
+    }
+}
+
 pub(crate) fn fee_only(fee: u64) -> ConfigUpdateArgs {
     ConfigUpdateArgs {
         fee_per_trial: Some(fee),
@@ -133,13 +144,7 @@ async fn a_rotation_stops_the_old_key_and_the_new_one_may_only_finalize_its_runs
 
     let next = Keypair::new();
     fund(&env.ctx, &next.pubkey(), 1_000_000_000).await;
-    let appoint = ConfigChange {
-        runner: Some(RunnerKeys {
-            signer: anchor_key(&next.pubkey()),
-            payout: anchor_key(&env.payout.pubkey()),
-        }),
-        ..ConfigChange::default()
-    };
+    let appoint = appointment(&env, &next);
     env.config_propose(&admin, appoint).await.unwrap();
     custom(env.config_apply(&admin).await, E::TimeLockActive);
     // Until the lock is over the old runner still settles its run.
