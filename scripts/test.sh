@@ -79,7 +79,7 @@ fi
 # output says so loudly. Exit 3 from the build means "toolchain unavailable"; any other failure
 # is a broken build and fails the suite.
 step "program: build the sBPF .so"
-FEATURES=(--features skilltrial-e2e/idl --features skilltrial-e2e/chain)
+FEATURES=(--features skilltrial-e2e/idl --features skilltrial-e2e/chain --features skilltrial-e2e/validator --features skilltrial-cli/localnet)
 sbf_status=0
 bash scripts/build-sbf.sh || sbf_status=$?
 # Exits here (set -e) with program_layer's status when there is no layer to test.

@@ -5,10 +5,13 @@
 //! Solana CLI and run `skilltrial verify --run-account`.
 
 use anchor_lang::AccountDeserialize;
+use anchor_lang::Discriminator as _;
 use base64::Engine as _;
 use serde_json::Value;
 pub use skilltrial::constants::SETTLED_BITMAP_BYTES;
-pub use skilltrial::state::{Run, RunStatus};
+pub use skilltrial::state::{
+    BuybackEntry, BuybackLog, Config, FeeVault, PendingChange, Run, RunStatus,
+};
 use skilltrial_core::settlement::{Settlement, SettlementCheck};
 
 use crate::{PROGRAM_ID, Pubkey};
@@ -26,6 +29,8 @@ pub enum AccountError {
     WrongOwner { owner: String, program: String },
     #[error("its data is not a SkillTrial Run account: {0}")]
     NotARun(String),
+    #[error("its data is not the program's {0} account")]
+    WrongType(&'static str),
     #[error(
         "its address {address} is not the run address of its own user and manifest ({expected}): not a Run the program created"
     )]
@@ -74,6 +79,22 @@ pub fn run_from_cli_json(text: &str) -> Result<RunAccount, AccountError> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(data)
         .map_err(|e| AccountError::Base64(e.to_string()))?;
+    run_from_bytes(&address, &PROGRAM_ID, &bytes)
+}
+
+/// A Run account from its address, owner and raw data (as RPC returns them): refuses another
+/// owner, another size or type, and an address that is not the Run's own PDA.
+pub fn run_from_bytes(
+    address: &Pubkey,
+    owner: &Pubkey,
+    bytes: &[u8],
+) -> Result<RunAccount, AccountError> {
+    if *owner != PROGRAM_ID {
+        return Err(AccountError::WrongOwner {
+            owner: owner.to_string(),
+            program: PROGRAM_ID.to_string(),
+        });
+    }
     // A Run account is exactly its discriminator plus its space: trailing bytes are not the
     // program's.
     let size = 8 + <Run as anchor_lang::Space>::INIT_SPACE;
@@ -83,19 +104,48 @@ pub fn run_from_cli_json(text: &str) -> Result<RunAccount, AccountError> {
             bytes.len()
         )));
     }
-    let run = Run::try_deserialize(&mut bytes.as_slice()).map_err(|_| {
+    let run = Run::try_deserialize(&mut &bytes[..]).map_err(|_| {
         AccountError::NotARun("its discriminator or layout is not a Run's".to_owned())
     })?;
     // The program creates a Run only at the PDA of (user, manifest hash): an account elsewhere
     // (a copy, or a pubkey edited in the file) is not one the program could have written.
     let expected = crate::pda::run(&run.user, &run.manifest_hash);
-    if address != expected {
+    if *address != expected {
         return Err(AccountError::NotItsAddress {
             address: address.to_string(),
             expected: expected.to_string(),
         });
     }
-    Ok(RunAccount { address, run })
+    Ok(RunAccount {
+        address: *address,
+        run,
+    })
+}
+
+/// The log's entries, newest first (the ring keeps the newest `BUYBACK_LOG_LEN`).
+pub fn buyback_entries(log: &BuybackLog) -> Vec<BuybackEntry> {
+    let len = log.entries.len();
+    let kept = usize::try_from(log.count).unwrap_or(usize::MAX).min(len);
+    let next = usize::try_from(log.next).unwrap_or(0) % len.max(1);
+    (1..=kept)
+        .filter_map(|back| log.entries.get((next + len - back) % len).copied())
+        .collect()
+}
+
+/// The buyback log from its owner and raw data: a zero-copy account, read in place after its
+/// discriminator (copied out, so an unaligned buffer is fine).
+pub fn buyback_log_from_bytes(owner: &Pubkey, bytes: &[u8]) -> Result<BuybackLog, AccountError> {
+    if *owner != PROGRAM_ID {
+        return Err(AccountError::WrongOwner {
+            owner: owner.to_string(),
+            program: PROGRAM_ID.to_string(),
+        });
+    }
+    let size = 8 + BuybackLog::SPACE;
+    if bytes.len() != size || bytes[..8] != *BuybackLog::DISCRIMINATOR {
+        return Err(AccountError::WrongType("BuybackLog"));
+    }
+    Ok(bytemuck::pod_read_unaligned(&bytes[8..]))
 }
 
 /// `run` at `address` as `solana account <ADDRESS> --output json` prints it (its data written by

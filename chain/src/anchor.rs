@@ -88,6 +88,64 @@ impl AnchorMemo {
     }
 }
 
+/// SPL Memo v4 (`Memo4…`, the Pinocchio rewrite; ../shared/data/solana/FACTS.md §3): `verify`
+/// accepts an anchor sent through it, though `anchor` sends v3.
+pub const MEMO_V4_PROGRAM_ID: Pubkey =
+    Pubkey::from_str_const("Memo4c2pN8afCj432Lb7RMVKi9PbQnnW7ewFFaV3oAH");
+
+/// What a memo transaction must show to anchor `memo` for `signer`, checked against its
+/// `getTransaction` answer (base64 encoding), decoded with the project's own decoder. Returns
+/// every way it falls short (nothing when it anchors).
+pub fn check_transaction(
+    result: &serde_json::Value,
+    memo: &AnchorMemo,
+    signer: &Pubkey,
+) -> Vec<String> {
+    let decoded = match skilltrial_core::solana::transaction::decode_response(result) {
+        Ok(decoded) => decoded,
+        Err(e) => return vec![format!("the transaction cannot be decoded: {e}")],
+    };
+    let mut problems = Vec::new();
+    if !decoded.success {
+        problems.push("the transaction failed on-chain (meta.err is set)".to_owned());
+    }
+    let expected = memo.text();
+    let memo_ids = [MEMO_PROGRAM_ID.to_bytes(), MEMO_V4_PROGRAM_ID.to_bytes()];
+    let key = |index: u8| decoded.account_keys.get(usize::from(index)).map(|a| a.0);
+    // Top-level instructions only: the wire message's own, never an inner (CPI) one.
+    let memos: Vec<&[u8]> = decoded
+        .wire
+        .instructions
+        .iter()
+        .filter(|ix| key(ix.program_index).is_some_and(|id| memo_ids.contains(&id)))
+        .map(|ix| ix.data.as_slice())
+        .collect();
+    let signers: Vec<String> = decoded.signers().iter().map(ToString::to_string).collect();
+    match memos.iter().find(|data| **data == expected.as_bytes()) {
+        Some(_) => {}
+        None if memos.is_empty() => {
+            problems.push("it carries no top-level Memo instruction".to_owned());
+        }
+        None => {
+            let said: Vec<String> = memos
+                .iter()
+                .map(|d| format!("{:?}", String::from_utf8_lossy(d)))
+                .collect();
+            problems.push(format!(
+                "its memo says {}, the report's anchor is {expected:?}",
+                said.join(", ")
+            ));
+        }
+    }
+    if !signers.contains(&signer.to_string()) {
+        problems.push(format!(
+            "it is signed by {}, not by {signer}",
+            signers.join(", ")
+        ));
+    }
+    problems
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

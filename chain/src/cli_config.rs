@@ -79,13 +79,25 @@ pub fn normalize_url(input: &str) -> Result<String, ConventionError> {
 }
 
 /// How settled a read or a confirmation must be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Ordered: a status at a higher level satisfies every lower one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum Commitment {
     Processed,
     /// The Solana CLI's default.
     #[default]
     Confirmed,
     Finalized,
+}
+
+impl Commitment {
+    /// The name JSON-RPC and the Solana CLI use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Processed => "processed",
+            Self::Confirmed => "confirmed",
+            Self::Finalized => "finalized",
+        }
+    }
 }
 
 impl std::str::FromStr for Commitment {

@@ -27,7 +27,13 @@ pub mod anchor;
 pub mod cli_config;
 pub mod error;
 pub mod ix;
+pub mod outbox;
 pub mod pda;
+pub mod rpc;
+pub mod send;
+
+/// The program's constants (limits, windows), from the program crate itself.
+pub use skilltrial::constants;
 
 use anchor_lang::prelude::{AccountMeta as AnchorAccountMeta, Pubkey as AnchorPubkey};
 pub use solana_instruction::{AccountMeta, Instruction};

@@ -60,8 +60,10 @@ pub enum Command {
     Run(RunArgs),
     /// Show a run's counts, money and unknown attempts (the latest run by default).
     Status(RunRef),
-    /// Stop a run's new dispatches (from any terminal); the request in flight finishes.
-    Cancel(RunRef),
+    /// Stop a run's new dispatches (from any terminal); the request in flight finishes. With
+    /// `--chain <RUN_ADDRESS>`, cancel a hosted run on-chain instead (the runner may still settle
+    /// what it already executed, for a short window).
+    Cancel(CancelArgs),
     /// Decide an `unknown` attempt: retry it (new attempt, with a reason) or release it as spent.
     Resolve(ResolveArgs),
     /// Re-score a run's stored answers with this binary's checker. No model calls.
@@ -76,8 +78,28 @@ pub enum Command {
     /// Compare two runs side by side; refuses runs that differ in model, pack, checker,
     /// sampling, output limit or prompt template (`--json` lists what was compared).
     Compare(CompareArgs),
-    /// Recompute a report file's report hash and manifest hash from the file alone.
+    /// Recompute a report file's report hash and manifest hash from the file alone; with
+    /// `--signature` and/or `--run`, also check its anchor memo and its Run account on-chain.
     Verify(VerifyArgs),
+    /// Hosted: escrow a planned run's upper cost in a Run account on-chain (one transaction).
+    Open(OpenArgs),
+    /// Hosted: a Run account decoded: escrow, settled, refundable, digest, deadline.
+    ChainStatus(ChainRunArgs),
+    /// Hosted: after the deadline, take back everything a Run still holds, without the runner.
+    Refund(ChainRunArgs),
+    /// Hosted: close a finalized Run and take back what it holds (the rent included).
+    Close(ChainRunArgs),
+    /// Anchor a report on-chain: a top-level SPL Memo `st1:<manifest hash>:<report hash>`
+    /// signed by your wallet. Prints the signature `verify --signature` checks.
+    Anchor(AnchorArgs),
+    /// Operators: the program's config (init, update, time-locked propose/apply, accept, show).
+    #[command(subcommand)]
+    Admin(AdminCommand),
+    /// The program's buyback log: every buyback-and-burn, newest first, and the fee vault's books.
+    BuybackLog(ChainOnlyArgs),
+    /// A real local validator (Agave 4.2.2) with the program, SPL Token, Token-2022 and Memo
+    /// loaded and the config initialized; funds your keypair and prints the RPC URL. Ctrl-C stops it.
+    Localnet(LocalnetArgs),
     /// The whole local job on embedded defaults: validate the example bundles, plan and run a
     /// 54-trial paired run, write the reports. Uses the scripted model unless a key is set.
     Demo(DemoArgs),
@@ -110,8 +132,234 @@ pub struct VerifyArgs {
     /// A hosted run's Run account as `solana account <RUN> --output json` prints it: the
     /// report's settlement digest, run id, batches, trials, usage and report hash must be the
     /// account's.
-    #[arg(long, value_name = "ACCOUNT_JSON")]
+    #[arg(long, value_name = "ACCOUNT_JSON", conflicts_with = "run")]
     pub run_account: Option<std::path::PathBuf>,
+    /// The anchor transaction (`skilltrial anchor` printed it): fetched finalized over RPC, it
+    /// must have succeeded and carry this report's anchor memo, top-level, signed by the signer.
+    #[arg(long, value_name = "SIGNATURE")]
+    pub signature: Option<String>,
+    /// The hosted run's Run account address: fetched over RPC and compared with the report
+    /// (manifest hash, report hash, settlement digest and counts).
+    #[arg(long, value_name = "ADDRESS")]
+    pub run: Option<String>,
+    /// Whose anchor it must be (a wallet address). Default with --run: the Run's user.
+    #[arg(long, value_name = "ADDRESS")]
+    pub signer: Option<String>,
+    /// How long to wait for the anchor to be finalized (seconds).
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub wait_secs: u64,
+    #[command(flatten)]
+    pub solana: SolanaArgs,
+}
+
+/// The Solana CLI's connection flags, with its defaults (`~/.config/solana/cli/config.yml`).
+#[derive(Debug, Clone, Args)]
+pub struct SolanaArgs {
+    /// JSON-RPC URL or moniker: m[ainnet-beta], d[evnet], t[estnet], l[ocalhost]. Default: the
+    /// Solana CLI config's json_rpc_url, else mainnet-beta.
+    #[arg(long, short = 'u', value_name = "URL_OR_MONIKER")]
+    pub url: Option<String>,
+    /// Your wallet: a solana-keygen keypair file. Default: the Solana CLI config's keypair_path,
+    /// else ~/.config/solana/id.json.
+    #[arg(long, short = 'k', value_name = "KEYPAIR")]
+    pub keypair: Option<PathBuf>,
+    /// processed, confirmed or finalized. Default: the Solana CLI config's, else confirmed.
+    #[arg(long, value_name = "LEVEL")]
+    pub commitment: Option<String>,
+    /// The Solana CLI config file. Default: ~/.config/solana/cli/config.yml.
+    #[arg(long = "config", value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
+    /// The priority fee, micro-lamports per compute unit, instead of the recent market price.
+    #[arg(long, value_name = "MICROLAMPORTS")]
+    pub with_compute_unit_price: Option<u64>,
+    /// The most a market-derived priority fee may be, micro-lamports per compute unit.
+    #[arg(long, value_name = "MICROLAMPORTS", default_value_t = skilltrial_chain::send::DEFAULT_PRICE_CEILING)]
+    pub max_compute_unit_price: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct CancelArgs {
+    /// The run id (or a unique prefix of at least 8 characters); the latest run when omitted.
+    #[arg(value_name = "RUN", conflicts_with = "chain")]
+    pub run: Option<String>,
+    /// Cancel the hosted run at this Run account address on-chain (signed by your wallet).
+    #[arg(long, value_name = "RUN_ADDRESS")]
+    pub chain: Option<String>,
+    #[command(flatten)]
+    pub solana: SolanaArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct OpenArgs {
+    /// The manifest hash printed by `plan` (or a unique prefix); planned with --sol-usd.
+    #[arg(long, value_name = "HASH")]
+    pub manifest: String,
+    /// The runner you agree to (the program's config must name the same key).
+    #[arg(long, value_name = "PUBKEY")]
+    pub runner: String,
+    /// When the runner's time is up and you may refund alone: 90s, 30m, 24h, 7d (at most 7d).
+    #[arg(long, value_name = "DURATION", default_value = "24h")]
+    pub deadline: String,
+    /// Escrow without asking.
+    #[arg(long)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub solana: SolanaArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ChainRunArgs {
+    /// The Run account address (`open` printed it).
+    #[arg(value_name = "RUN_ADDRESS")]
+    pub run: String,
+    #[command(flatten)]
+    pub solana: SolanaArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ChainOnlyArgs {
+    #[command(flatten)]
+    pub solana: SolanaArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct AnchorArgs {
+    /// A report.json written by `skilltrial report`.
+    #[arg(value_name = "REPORT_JSON")]
+    pub report: std::path::PathBuf,
+    #[command(flatten)]
+    pub solana: SolanaArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Create the config (once; signed by the program's upgrade authority, who becomes admin).
+    Init(AdminInitArgs),
+    /// Change what takes effect at once: the fee, the minimum deadline; revoke the runner;
+    /// propose a new admin.
+    Update(AdminUpdateArgs),
+    /// Propose a time-locked change (runner, mint, buyback, usage limit, time lock); it can be
+    /// applied once the time lock has passed.
+    Propose(AdminProposeArgs),
+    /// Apply the pending time-locked change (after its time).
+    Apply(ChainOnlyArgs),
+    /// Accept the admin role proposed to your wallet.
+    Accept(ChainOnlyArgs),
+    /// The config decoded, with any pending change and when it may apply.
+    Show(ChainOnlyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AdminInitArgs {
+    /// The runner's signing key.
+    #[arg(long, value_name = "PUBKEY")]
+    pub runner: String,
+    /// Where the runner's share of usage is paid (not the runner's signing key).
+    #[arg(long, value_name = "PUBKEY")]
+    pub runner_payout: String,
+    /// The runner fee per executed trial, lamports (at most 10,000,000).
+    #[arg(long, value_name = "LAMPORTS", default_value_t = 200_000)]
+    pub fee_lamports: u64,
+    /// The nearest deadline a run may set, seconds (10 to 86,400).
+    #[arg(long, value_name = "SECS", default_value_t = 3_600)]
+    pub min_deadline_secs: i64,
+    /// The delay before a proposed change may apply, seconds (3,600 to 2,592,000).
+    #[arg(long, value_name = "SECS", default_value_t = 86_400)]
+    pub time_lock_secs: i64,
+    /// The most usage the runner may settle per period, lamports.
+    #[arg(long, value_name = "LAMPORTS", default_value_t = 100_000_000_000)]
+    pub usage_limit_lamports: u64,
+    /// The usage limit's period, seconds (60 to 2,592,000).
+    #[arg(long, value_name = "SECS", default_value_t = 86_400)]
+    pub usage_period_secs: i64,
+    /// The $SKTRIAL mint buybacks burn.
+    #[arg(long, value_name = "PUBKEY")]
+    pub mint: String,
+    /// The least time between buybacks, seconds (60 to 2,592,000).
+    #[arg(long, value_name = "SECS", default_value_t = 21_600)]
+    pub buyback_interval_secs: i64,
+    /// The most lamports one buyback may release.
+    #[arg(long, value_name = "LAMPORTS", default_value_t = 10_000_000_000)]
+    pub max_buyback_lamports: u64,
+    /// The least tokens burned per lamport released, as TOKENS:LAMPORTS (base units).
+    #[arg(long, value_name = "TOKENS:LAMPORTS")]
+    pub buyback_rate: String,
+    /// Initialize without asking.
+    #[arg(long)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub solana: SolanaArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct AdminUpdateArgs {
+    /// The new runner fee per executed trial, lamports (runs already open keep theirs).
+    #[arg(long, value_name = "LAMPORTS")]
+    pub fee_lamports: Option<u64>,
+    /// The new minimum deadline, seconds.
+    #[arg(long, value_name = "SECS")]
+    pub min_deadline_secs: Option<i64>,
+    /// Revoke the runner at once (no settling, finalizing or buying back; no new runs).
+    #[arg(long)]
+    pub revoke_runner: bool,
+    /// Propose a new admin, who must `admin accept`.
+    #[arg(long, value_name = "PUBKEY")]
+    pub propose_admin: Option<String>,
+    #[command(flatten)]
+    pub solana: SolanaArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct AdminProposeArgs {
+    /// A new runner signing key (with --runner-payout).
+    #[arg(long, value_name = "PUBKEY", requires = "runner_payout")]
+    pub runner: Option<String>,
+    /// The new runner's payout address (with --runner).
+    #[arg(long, value_name = "PUBKEY", requires = "runner")]
+    pub runner_payout: Option<String>,
+    /// A new $SKTRIAL mint.
+    #[arg(long, value_name = "PUBKEY")]
+    pub mint: Option<String>,
+    #[arg(long, value_name = "SECS")]
+    pub buyback_interval_secs: Option<i64>,
+    #[arg(long, value_name = "LAMPORTS")]
+    pub max_buyback_lamports: Option<u64>,
+    /// TOKENS:LAMPORTS.
+    #[arg(long, value_name = "TOKENS:LAMPORTS")]
+    pub buyback_rate: Option<String>,
+    /// A new usage limit as LAMPORTS/SECS (amount per period).
+    #[arg(long, value_name = "LAMPORTS/SECS")]
+    pub usage_limit: Option<String>,
+    #[arg(long, value_name = "SECS")]
+    pub time_lock_secs: Option<i64>,
+    #[command(flatten)]
+    pub solana: SolanaArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LocalnetArgs {
+    /// The ledger folder (kept between starts unless --reset).
+    #[arg(long, value_name = "DIR", default_value = "test-ledger")]
+    pub ledger: PathBuf,
+    /// Start from a fresh ledger (deletes DIR's ledger first).
+    #[arg(long)]
+    pub reset: bool,
+    /// The JSON-RPC port (the websocket is the next one).
+    #[arg(long, value_name = "PORT", default_value_t = 8899)]
+    pub rpc_port: u16,
+    /// The keypair to fund and make the config's admin (created, 0600, when the file does not
+    /// exist). Default: the Solana CLI's (config.yml, else ~/.config/solana/id.json).
+    #[arg(long, short = 'k', value_name = "KEYPAIR")]
+    pub keypair: Option<PathBuf>,
+    /// The program .so. Default: target/deploy/skilltrial.so beside this binary's build.
+    #[arg(long, value_name = "FILE")]
+    pub program: Option<PathBuf>,
+    /// SOL to fund the keypair with.
+    #[arg(long, value_name = "SOL", default_value_t = 100)]
+    pub fund_sol: u64,
+    /// The config's minimum run deadline, seconds (short, so refunds can be tried at once).
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub min_deadline_secs: i64,
 }
 
 #[derive(Debug, Args)]
@@ -229,6 +477,13 @@ pub struct PlanArgs {
     /// as openai-compatible-local.
     #[arg(long, value_name = "NAME", env = "SKILLTRIAL_MODEL_NAME")]
     pub model_name: Option<String>,
+    /// For a hosted run: pin this SOL/USD rate in the manifest (e.g. 151.25). `skilltrial open`
+    /// escrows the run's upper cost converted at it.
+    #[arg(long, value_name = "USD", allow_negative_numbers = true, value_parser = MicroUsd::parse_usd)]
+    pub sol_usd: Option<MicroUsd>,
+    /// Where the --sol-usd rate comes from (recorded with it and shown before the escrow).
+    #[arg(long, value_name = "TEXT", requires = "sol_usd", value_parser = non_blank)]
+    pub sol_usd_source: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -31,6 +31,7 @@ pub mod settlement;
 pub mod solana;
 pub mod state;
 pub mod stats;
+pub mod time;
 
 /// The application version recorded in manifests and printed by `--version`.
 pub const APP_VERSION: &str = env!("CARGO_PKG_VERSION");

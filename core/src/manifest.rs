@@ -171,6 +171,43 @@ pub struct Manifest {
     pub order: Order,
     pub budget: Budget,
     pub limits: Limits,
+    /// The SOL/USD rate a hosted run is charged at (SPEC §9), pinned at plan time with
+    /// `--sol-usd`. Absent from a local run's manifest, whose hash it then leaves unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sol_usd: Option<SolUsd>,
+}
+
+/// A pinned SOL/USD rate: what a hosted run's upper cost in lamports is computed at, and where
+/// the rate came from, so the person approving the escrow sees both.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SolUsd {
+    /// µUSD per SOL: 151.25 USD/SOL is 151_250_000.
+    pub usd_micros_per_sol: u64,
+    /// Where the rate came from, as the planner stated it.
+    pub source: String,
+    /// When it was pinned, RFC 3339 UTC.
+    pub at: String,
+}
+
+impl SolUsd {
+    /// `cost` in lamports at this rate, rounded up to the next lamport: an escrow computed
+    /// with it never falls short of the USD amount.
+    pub fn lamports(&self, cost: MicroUsd) -> Result<crate::money::Lamports, PlanError> {
+        if self.usd_micros_per_sol == 0 {
+            return Err(PlanError::Invalid(
+                "the pinned SOL/USD rate is 0: no amount of SOL pays for anything".to_owned(),
+            ));
+        }
+        let lamports = u128::from(cost.0)
+            .checked_mul(u128::from(crate::money::LAMPORTS_PER_SOL))
+            .map(|n| n.div_ceil(u128::from(self.usd_micros_per_sol)))
+            .and_then(|n| u64::try_from(n).ok())
+            .ok_or_else(|| {
+                PlanError::Invalid(format!("{cost} at the pinned rate overflows u64 lamports"))
+            })?;
+        Ok(crate::money::Lamports(lamports))
+    }
 }
 
 impl Manifest {
@@ -454,6 +491,7 @@ pub fn build(
             run_timeout_ms: DEFAULT_RUN_TIMEOUT_MS,
             checker_timeout_ms: u64::try_from(checker::CHECK_LIMIT.as_millis()).unwrap_or(5_000),
         },
+        sol_usd: None,
     })
 }
 
@@ -551,6 +589,33 @@ pub fn trials(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn usd_converts_to_lamports_rounding_up() {
+        let rate = SolUsd {
+            usd_micros_per_sol: 150_000_000,
+            source: "test".to_owned(),
+            at: "2026-11-30T00:00:00Z".to_owned(),
+        };
+        // $1.50 at $150/SOL is exactly 0.01 SOL.
+        assert_eq!(rate.lamports(MicroUsd(1_500_000)).unwrap().0, 10_000_000);
+        // 1 µUSD is 6.67 lamports: 7.
+        assert_eq!(rate.lamports(MicroUsd(1)).unwrap().0, 7);
+        assert_eq!(rate.lamports(MicroUsd(0)).unwrap().0, 0);
+        let zero = SolUsd {
+            usd_micros_per_sol: 0,
+            ..rate.clone()
+        };
+        assert!(zero.lamports(MicroUsd(1)).is_err());
+        let tiny = SolUsd {
+            usd_micros_per_sol: 1,
+            ..rate
+        };
+        assert!(
+            tiny.lamports(MicroUsd(u64::MAX)).is_err(),
+            "overflow is refused"
+        );
+    }
 
     #[test]
     fn splitmix64_matches_the_reference_sequence() {

@@ -39,3 +39,30 @@ pub fn file_or_folder(path: &Path, wanted: &str) -> Result<(), CliError> {
         _ => Ok(()),
     }
 }
+
+/// Asks `question` on the terminal (stderr), followed by `prompt`; anything but `yes` is
+/// refused with `declined`. Without a terminal to ask on, refuses with `question` and
+/// `no_terminal` (which names the flag that approves in scripts).
+pub fn ask_yes(
+    question: &str,
+    prompt: &str,
+    no_terminal: &str,
+    declined: &str,
+) -> Result<(), CliError> {
+    use std::io::{IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        return Err(CliError::Environment(anyhow::anyhow!(
+            "{question} {no_terminal}"
+        )));
+    }
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "{question}{prompt}");
+    let _ = err.flush();
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    if answer.trim() == "yes" {
+        Ok(())
+    } else {
+        Err(CliError::Environment(anyhow::anyhow!("{declined}")))
+    }
+}

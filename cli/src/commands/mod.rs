@@ -1,12 +1,20 @@
 //! One module per subcommand; `dispatch` routes a parsed command line to it.
 
+mod admin;
+mod anchor;
 mod cancel;
+mod chain;
 mod check;
 mod compare;
 mod demo;
+mod escrow;
 mod info;
 mod input;
 mod key;
+mod localnet;
+#[cfg(feature = "localnet")]
+mod localnet_impl;
+mod open;
 mod pack;
 mod plan;
 mod progress;
@@ -33,7 +41,15 @@ pub fn dispatch(cli: Cli) -> Result<Status, CliError> {
         Command::Plan(args) => plan::run(&args, &cli.global),
         Command::Run(args) => run::run(&args, &cli.global),
         Command::Status(args) => status::run(&args, &cli.global),
-        Command::Cancel(args) => cancel::run(&args, &cli.global),
+        Command::Cancel(args) => match &args.chain {
+            Some(run) => escrow::cancel(run, &args.solana, &cli.global),
+            None => cancel::run(
+                &crate::cli::RunRef {
+                    run: args.run.clone(),
+                },
+                &cli.global,
+            ),
+        },
         Command::Resolve(args) => resolve::run(&args, &cli.global),
         Command::Recheck(args) => recheck::run(&args, &cli.global),
         Command::Purge(args) => purge::run(&args, &cli.global),
@@ -42,5 +58,13 @@ pub fn dispatch(cli: Cli) -> Result<Status, CliError> {
         Command::Compare(args) => compare::run(&args, &cli.global),
         Command::Verify(args) => verify::run(&args, &cli.global),
         Command::Demo(args) => demo::run(&args, &cli.global),
+        Command::Open(args) => open::run(&args, &cli.global),
+        Command::ChainStatus(args) => escrow::status(&args, &cli.global),
+        Command::Refund(args) => escrow::refund(&args, &cli.global),
+        Command::Close(args) => escrow::close(&args, &cli.global),
+        Command::Anchor(args) => anchor::run(&args, &cli.global),
+        Command::Admin(command) => admin::run(command, &cli.global),
+        Command::BuybackLog(args) => admin::buyback_log(&args, &cli.global),
+        Command::Localnet(args) => localnet::run(&args, &cli.global),
     }
 }

@@ -90,7 +90,10 @@ pub fn run(args: &PlanArgs, global: &Global) -> Result<Status, CliError> {
         endpoint,
         scripted: false,
     };
-    let manifest = manifest::build(&pack, a.as_ref(), b.as_ref(), &profile, &options)?;
+    let mut manifest = manifest::build(&pack, a.as_ref(), b.as_ref(), &profile, &options)?;
+    if let Some(rate) = args.sol_usd {
+        manifest.sol_usd = Some(sol_usd(rate, args.sol_usd_source.as_deref(), &manifest)?);
+    }
     let (trials, totals) = manifest::trials(&manifest, &pack, a.as_ref(), b.as_ref())?;
     // A trial reserves its prompt's input bound plus its output limit against the token cap
     // before it is sent (engine), so a cap below the smallest such bound leaves every trial
@@ -143,6 +146,36 @@ pub fn run(args: &PlanArgs, global: &Global) -> Result<Status, CliError> {
         output::text(&render(&report))?;
     }
     Ok(Status::Ok)
+}
+
+/// The SOL/USD pin of a hosted run's manifest: a positive rate, on a priced profile (an
+/// unpriced one has no upper cost to convert).
+fn sol_usd(
+    rate: skilltrial_core::money::MicroUsd,
+    source: Option<&str>,
+    manifest: &manifest::Manifest,
+) -> Result<manifest::SolUsd, CliError> {
+    if rate.0 == 0 {
+        return Err(CliError::from(manifest::PlanError::Invalid(
+            "--sol-usd 0: a SOL/USD rate must be positive".to_owned(),
+        )));
+    }
+    if manifest.budget.price.is_none() {
+        return Err(CliError::from(manifest::PlanError::Invalid(format!(
+            "--sol-usd: profile {} has no verifiable price, so a hosted run has no upper cost to escrow; choose a priced profile",
+            manifest.model.profile
+        ))));
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    Ok(manifest::SolUsd {
+        usd_micros_per_sol: rate.0,
+        source: source
+            .unwrap_or("stated on the command line (skilltrial plan --sol-usd)")
+            .to_owned(),
+        at: skilltrial_core::time::rfc3339(now),
+    })
 }
 
 fn random_seed() -> u64 {
@@ -249,6 +282,16 @@ fn render(r: &PlanReport<'_>) -> String {
                 m.budget.max_tokens.unwrap_or(0)
             );
         }
+    }
+    if let Some(rate) = &m.sol_usd {
+        let _ = writeln!(
+            out,
+            "SOL/USD   {} per SOL, pinned {} ({}); hosted: skilltrial open --manifest {} --runner <RUNNER>",
+            MicroUsd(rate.usd_micros_per_sol),
+            rate.at,
+            rate.source,
+            r.run
+        );
     }
     let _ = writeln!(out, "next      skilltrial run --manifest {}", r.run);
     out

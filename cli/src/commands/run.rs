@@ -6,7 +6,7 @@
 //! after a kill.
 
 use std::fmt::Write as _;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -229,23 +229,12 @@ fn confirm(m: &manifest::Manifest) -> Result<(), CliError> {
         m.budget.max_requests,
         m.budget.max_tokens.unwrap_or(0)
     );
-    if !std::io::stdin().is_terminal() {
-        return Err(CliError::Environment(anyhow::anyhow!(
-            "{question} Confirm with --yes (no terminal to ask on)."
-        )));
-    }
-    let mut err = std::io::stderr().lock();
-    let _ = write!(err, "{question}\nType yes to run: ");
-    let _ = err.flush();
-    let mut answer = String::new();
-    std::io::stdin().read_line(&mut answer)?;
-    if answer.trim() == "yes" {
-        Ok(())
-    } else {
-        Err(CliError::Environment(anyhow::anyhow!(
-            "not confirmed; nothing was sent"
-        )))
-    }
+    crate::commands::input::ask_yes(
+        &question,
+        "\nType yes to run: ",
+        "Confirm with --yes (no terminal to ask on).",
+        "not confirmed; nothing was sent",
+    )
 }
 
 fn render(s: &RunSummary) -> String {

@@ -18,11 +18,13 @@ use std::io::Read as _;
 use anyhow::Context;
 use serde_json::{Value, json};
 use skilltrial_chain::account::{self, Disagreement};
+use skilltrial_chain::anchor::{AnchorMemo, check_transaction};
+use skilltrial_chain::cli_config::Commitment;
 use skilltrial_core::report::{self, Report};
 use skilltrial_core::settlement::{SettlementCheck, SettlementError};
 
 use crate::cli::{Global, VerifyArgs};
-use crate::commands::input;
+use crate::commands::{chain, input};
 use crate::exit::{CliError, Status};
 use crate::output;
 
@@ -37,13 +39,15 @@ fn check(stated: Option<&str>, recomputed: Option<String>) -> Value {
 /// manifest and the verdicts. 256 MiB is above that and far below what would exhaust memory.
 const MAX_REPORT_BYTES: u64 = 256 * 1024 * 1024;
 
-pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
+/// Reads and types a report file: refused (naming the file) unless it is a report of this
+/// format that writes back exactly as read.
+pub fn read_report(path: &std::path::Path) -> Result<Report, CliError> {
     // A FIFO or device is refused before it is opened: reading one would block or never end.
-    let meta = input::regular_file(&args.report, "a report.json file")?;
+    let meta = input::regular_file(path, "a report.json file")?;
     let too_large = || {
         CliError::Rejected(anyhow::anyhow!(
             "{} is larger than {} MiB, more than any report holds: not a report",
-            args.report.display(),
+            path.display(),
             MAX_REPORT_BYTES / (1024 * 1024)
         ))
     };
@@ -52,35 +56,36 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
     }
     // Read through `take` too: the file may grow between the check and the read.
     let mut bytes = Vec::new();
-    std::fs::File::open(&args.report)
+    std::fs::File::open(path)
         .and_then(|f| f.take(MAX_REPORT_BYTES + 1).read_to_end(&mut bytes))
-        .with_context(|| format!("cannot read {}", args.report.display()))?;
+        .with_context(|| format!("cannot read {}", path.display()))?;
     if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_REPORT_BYTES {
         return Err(too_large());
     }
     let text = String::from_utf8(bytes).map_err(|e| {
         CliError::Rejected(anyhow::anyhow!(
             "{} is not JSON: not UTF-8 at byte {}",
-            args.report.display(),
+            path.display(),
             e.utf8_error().valid_up_to()
         ))
     })?;
-    let doc: Value = serde_json::from_str(&text).map_err(|e| {
-        CliError::Rejected(anyhow::anyhow!(
-            "{} is not JSON: {e}",
-            args.report.display()
-        ))
-    })?;
+    let doc: Value = serde_json::from_str(&text)
+        .map_err(|e| CliError::Rejected(anyhow::anyhow!("{} is not JSON: {e}", path.display())))?;
     if !doc.is_object() {
         return Err(CliError::Rejected(anyhow::anyhow!(
             "{} is not a report: not a JSON object",
-            args.report.display()
+            path.display()
         )));
     }
     // Typed, and only if the type writes back exactly this document: the hashes of the typed
     // report are then the hashes of the file's content.
     let report = Report::from_value(&doc)
-        .map_err(|e| CliError::Rejected(anyhow::anyhow!("{}: {e}", args.report.display())))?;
+        .map_err(|e| CliError::Rejected(anyhow::anyhow!("{}: {e}", path.display())))?;
+    Ok(report)
+}
+
+pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
+    let report = read_report(&args.report)?;
     let rejected = |e: report::ReportError| {
         CliError::Rejected(anyhow::anyhow!(
             "{}: cannot hash it: {e}",
@@ -97,12 +102,47 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
     );
     let settlement = report.verify_settlement();
     let settled_ok = settlement.as_ref().is_none_or(Result::is_ok);
-    let on_chain = match &args.run_account {
-        Some(path) => Some(run_account(path, &report, settlement.as_ref())?),
-        None => None,
+    let session = if args.signature.is_some() || args.run.is_some() {
+        Some(chain::connect(&args.solana, global)?)
+    } else {
+        None
+    };
+    let (on_chain, run_user) = match (&args.run_account, &args.run, &session) {
+        (Some(path), _, _) => (Some(run_account(path, &report, settlement.as_ref())?), None),
+        (None, Some(address), Some(session)) => {
+            let (checked, user) = live_run_account(session, address, &report, settlement.as_ref())?;
+            (Some(checked), Some(user))
+        }
+        _ => (None, None),
+    };
+    let anchor = match (&args.signature, &session) {
+        (Some(signature), Some(session)) => {
+            let signer = match (&args.signer, run_user) {
+                (Some(given), _) => chain::address("--signer", given)?,
+                (None, Some(user)) => user,
+                (None, None) => {
+                    return Err(CliError::Rejected(anyhow::anyhow!(
+                        "--signature: say whose anchor it must be with --signer <ADDRESS> (or give --run, whose user it then must be)"
+                    )));
+                }
+            };
+            Some(anchor_check(
+                session,
+                signature,
+                signer,
+                &report,
+                args.wait_secs,
+            )?)
+        }
+        _ => None,
     };
     let on_chain_ok = on_chain.as_ref().is_none_or(OnChain::agrees);
-    let ok = report_hash["ok"] == true && manifest_hash["ok"] == true && settled_ok && on_chain_ok;
+    let anchor_ok = anchor.as_ref().is_none_or(|a| a.problems.is_empty());
+    let ok = report_hash["ok"] == true
+        && manifest_hash["ok"] == true
+        && settled_ok
+        && on_chain_ok
+        && anchor_ok;
     if global.json {
         let mut doc =
             json!({ "ok": ok, "report_hash": report_hash, "manifest_hash": manifest_hash });
@@ -112,6 +152,9 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
         }
         if let Some(chain) = &on_chain {
             doc["run_account"] = chain.json();
+        }
+        if let Some(anchor) = &anchor {
+            doc["anchor"] = anchor.json();
         }
         output::json(&doc)?;
     } else if ok {
@@ -135,6 +178,13 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
                 out,
                 "run account: {} agrees (run id, digest, batches, trials, usage and the anchored report hash)",
                 chain.address
+            );
+        }
+        if let Some(anchor) = &anchor {
+            let _ = writeln!(
+                out,
+                "anchor: transaction {} is finalized and carries {} in a top-level memo signed by {}",
+                anchor.signature, anchor.memo, anchor.signer
             );
         }
         output::text(&out)?;
@@ -167,6 +217,11 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
                 "run account {}: not compared: the report's settlement does not recompute",
                 chain.address
             );
+        }
+        if let Some(anchor) = &anchor {
+            for problem in &anchor.problems {
+                let _ = writeln!(out, "MISMATCH: anchor {}: {problem}", anchor.signature);
+            }
         }
         if let Some(chain) = &on_chain {
             for d in &chain.disagreements {
@@ -247,6 +302,49 @@ fn run_account(
         .with_context(|| format!("cannot read {}", path.display()))?;
     let text = String::from_utf8(bytes).map_err(|_| rejected("not UTF-8 text".to_owned()))?;
     let account = account::run_from_cli_json(&text).map_err(|e| rejected(e.to_string()))?;
+    compare_run(&account, report, result, section, &rejected)
+}
+
+/// Fetches the Run at `address` over RPC and compares it with the report; also returns the
+/// Run's user (whose anchor the memo must be, unless --signer says otherwise).
+fn live_run_account(
+    session: &chain::Session,
+    address: &str,
+    report: &Report,
+    settlement: Option<&Result<SettlementCheck, SettlementError>>,
+) -> Result<(OnChain, skilltrial_chain::Pubkey), CliError> {
+    let (Some(section), Some(result)) = (&report.settlement, settlement) else {
+        return Err(CliError::Rejected(anyhow::anyhow!(
+            "--run {address}: the report is not a hosted run's (it has no settlement to compare)"
+        )));
+    };
+    let key = chain::address("--run", address)?;
+    let live = session
+        .chain
+        .run(&key)
+        .map_err(chain::rpc_error)?
+        .ok_or_else(|| {
+            CliError::Rejected(anyhow::anyhow!(
+                "--run {address}: {} has no Run account there (closed, or never opened on this cluster)",
+                session.chain.url()
+            ))
+        })?;
+    let rejected = |why: String| CliError::Rejected(anyhow::anyhow!("--run {address}: {why}"));
+    let user = live.account.run.user;
+    Ok((
+        compare_run(&live.account, report, result, section, &rejected)?,
+        user,
+    ))
+}
+
+/// The report against a Run account already read and checked as the program's.
+fn compare_run(
+    account: &account::RunAccount,
+    report: &Report,
+    result: &Result<SettlementCheck, SettlementError>,
+    section: &skilltrial_core::settlement::Settlement,
+    rejected: &dyn Fn(String) -> CliError,
+) -> Result<OnChain, CliError> {
     let address = account.address.to_string();
     let Ok(check) = result else {
         // The settlement itself is already reported as a mismatch: nothing sound to compare.
@@ -264,7 +362,89 @@ fn run_account(
     Ok(OnChain {
         address,
         compared: true,
-        disagreements: account::compare(section, check, &manifest_hash.0, &report_hash.0, &account),
+        disagreements: account::compare(section, check, &manifest_hash.0, &report_hash.0, account),
+    })
+}
+
+/// The anchor memo transaction checked against the report.
+struct AnchorCheck {
+    signature: String,
+    signer: skilltrial_chain::Pubkey,
+    memo: String,
+    /// Every way it falls short; empty when it anchors this report.
+    problems: Vec<String>,
+}
+
+impl AnchorCheck {
+    fn json(&self) -> Value {
+        json!({
+            "ok": self.problems.is_empty(),
+            "signature": self.signature,
+            "signer": self.signer.to_string(),
+            "memo": self.memo,
+            "problems": self.problems,
+        })
+    }
+}
+
+/// Fetches transaction `signature` finalized (waiting up to `wait_secs` for finality) and checks
+/// that it anchors this report's recomputed hashes for `signer`.
+fn anchor_check(
+    session: &chain::Session,
+    signature: &str,
+    signer: skilltrial_chain::Pubkey,
+    report: &Report,
+    wait_secs: u64,
+) -> Result<AnchorCheck, CliError> {
+    let parsed: solana_signature::Signature = signature.trim().parse().map_err(|_| {
+        CliError::Rejected(anyhow::anyhow!(
+            "--signature {signature:?}: not a transaction signature (64 bytes in base58)"
+        ))
+    })?;
+    let hashes = report
+        .manifest_digest()
+        .and_then(|m| report.hash().map(|r| (m, r)))
+        .map_err(|e| CliError::Rejected(anyhow::anyhow!("cannot hash the report: {e}")))?;
+    let memo = AnchorMemo {
+        manifest_hash: hashes.0.0,
+        report_hash: hashes.1.0,
+    };
+    let started = std::time::Instant::now();
+    let mut told = false;
+    let problems = loop {
+        if let Some(tx) = session
+            .chain
+            .transaction(&parsed, Commitment::Finalized)
+            .map_err(chain::rpc_error)?
+        {
+            break check_transaction(&tx, &memo, &signer);
+        }
+        let status = session
+            .chain
+            .signature_status(&parsed)
+            .map_err(chain::rpc_error)?;
+        if started.elapsed().as_secs() >= wait_secs {
+            break vec![match status {
+                None => format!("{} has no such transaction", session.chain.url()),
+                Some(s) => format!(
+                    "not finalized after {wait_secs} s (it is {}); try again shortly",
+                    s.level.as_str()
+                ),
+            }];
+        }
+        if !told {
+            crate::commands::progress::notice(&format!(
+                "waiting for transaction {parsed} to be finalized (up to {wait_secs} s)…"
+            ));
+            told = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    Ok(AnchorCheck {
+        signature: parsed.to_string(),
+        signer,
+        memo: memo.text(),
+        problems,
     })
 }
 

@@ -121,25 +121,10 @@ fn usd(micros: Option<u64>) -> String {
     or_dash(micros.map(MicroUsd))
 }
 
-/// A UTC date and time from Unix milliseconds ("2026-11-30 15:02 UTC"), without a date crate:
-/// the days-to-civil conversion of Howard Hinnant's `chrono`-compatible algorithms.
+/// A UTC date and time from Unix milliseconds ("2026-11-30 15:02 UTC").
 pub fn utc(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60
-    )
+    let (year, month, day, hour, minute, _) = crate::time::civil(ms.div_euclid(1000));
+    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02} UTC")
 }
 
 /// An arm as people read it: A and B uppercase, as in the summary and the CLI; baseline keeps its

@@ -1,0 +1,381 @@
+//! Reading the chain over JSON-RPC: the program's accounts decoded with its own types, balances,
+//! signature statuses and transactions. This module and `send` are the only code that speaks
+//! Solana RPC (the Agave 4.2.2 client of the pinned cohort).
+//!
+//! Errors name the endpoint and what was asked, and never carry a secret: a URL's credentials
+//! (`https://user:key@host`, `?api-key=`) are cut from every message (`redact_url`).
+
+use std::time::Duration;
+
+use anchor_lang::AccountDeserialize;
+use serde_json::{Value, json};
+use skilltrial::state::{BuybackLog, Config, FeeVault};
+use solana_commitment_config::CommitmentConfig;
+use solana_rpc_client::rpc_client::RpcClient;
+use solana_rpc_client_api::client_error::{Error as ClientError, ErrorKind as ClientErrorKind};
+use solana_rpc_client_api::request::{RpcError, RpcRequest};
+use solana_signature::Signature;
+
+use crate::account::{self, AccountError, RunAccount};
+use crate::cli_config::Commitment;
+use crate::{PROGRAM_ID, Pubkey, pda};
+
+/// How long one RPC request may take before it is reported as unanswered.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why a read or a send over RPC did not give an answer.
+#[derive(Debug, thiserror::Error)]
+pub enum RpcFailure {
+    /// The endpoint did not answer, or answered something that is not JSON-RPC.
+    #[error("{url}: {what}: {reason}")]
+    Transport {
+        url: String,
+        what: String,
+        reason: String,
+    },
+    /// The endpoint answered with a JSON-RPC error.
+    #[error("{url}: {what}: the node answered {code}: {message}")]
+    Node {
+        url: String,
+        what: String,
+        code: i64,
+        message: String,
+    },
+    /// An account exists but is not what the program writes there.
+    #[error("{address}: {reason}")]
+    NotTheProgramsAccount { address: String, reason: String },
+}
+
+/// A URL with its credentials cut: userinfo and the query string, which RPC providers use for
+/// keys (`?api-key=…`). What is left names the host and the path.
+pub fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            if parsed.query().is_some() {
+                parsed.set_query(Some("…"));
+            }
+            parsed.to_string()
+        }
+        Err(_) => "<the RPC URL>".to_owned(),
+    }
+}
+
+/// One endpoint at one commitment.
+pub struct Chain {
+    client: RpcClient,
+    shown_url: String,
+    commitment: Commitment,
+}
+
+impl std::fmt::Debug for Chain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chain")
+            .field("url", &self.shown_url)
+            .field("commitment", &self.commitment)
+            .finish()
+    }
+}
+
+pub(crate) fn commitment_config(commitment: Commitment) -> CommitmentConfig {
+    match commitment {
+        Commitment::Processed => CommitmentConfig::processed(),
+        Commitment::Confirmed => CommitmentConfig::confirmed(),
+        Commitment::Finalized => CommitmentConfig::finalized(),
+    }
+}
+
+/// A Run account read from the chain, with its lamports (escrow plus rent).
+#[derive(Debug)]
+pub struct LiveRun {
+    pub account: RunAccount,
+    pub lamports: u64,
+}
+
+impl Chain {
+    pub fn new(url: &str, commitment: Commitment) -> Self {
+        Self {
+            client: RpcClient::new_with_timeout_and_commitment(
+                url.to_owned(),
+                REQUEST_TIMEOUT,
+                commitment_config(commitment),
+            ),
+            shown_url: redact_url(url),
+            commitment,
+        }
+    }
+
+    /// The endpoint as messages show it (credentials cut).
+    pub fn url(&self) -> &str {
+        &self.shown_url
+    }
+
+    pub fn commitment(&self) -> Commitment {
+        self.commitment
+    }
+
+    pub(crate) fn client(&self) -> &RpcClient {
+        &self.client
+    }
+
+    /// Maps a client error to a failure that says what was asked.
+    pub(crate) fn failure(&self, what: &str, error: &ClientError) -> RpcFailure {
+        match error.kind() {
+            ClientErrorKind::RpcError(RpcError::RpcResponseError { code, message, .. }) => {
+                RpcFailure::Node {
+                    url: self.shown_url.clone(),
+                    what: what.to_owned(),
+                    code: *code,
+                    message: message.clone(),
+                }
+            }
+            other => RpcFailure::Transport {
+                url: self.shown_url.clone(),
+                what: what.to_owned(),
+                // The client's own text for a transport error can repeat the URL it was given,
+                // with its key: replace it by the redacted one.
+                reason: scrub(
+                    &other.to_string(),
+                    self.client.url().as_str(),
+                    &self.shown_url,
+                ),
+            },
+        }
+    }
+
+    /// A raw JSON-RPC call, for the requests whose answer we decode ourselves.
+    pub(crate) fn call(
+        &self,
+        what: &str,
+        request: RpcRequest,
+        params: Value,
+    ) -> Result<Value, RpcFailure> {
+        self.client
+            .send::<Value>(request, params)
+            .map_err(|e| self.failure(what, &e))
+    }
+
+    /// The cluster's genesis hash: the name under which the outbox keeps this cluster's
+    /// transactions apart from another's.
+    pub fn genesis_hash(&self) -> Result<String, RpcFailure> {
+        self.client
+            .get_genesis_hash()
+            .map(|h| h.to_string())
+            .map_err(|e| self.failure("getGenesisHash", &e))
+    }
+
+    /// An account's lamports and data, or `None` where there is no account.
+    pub fn account(&self, address: &Pubkey) -> Result<Option<(Pubkey, u64, Vec<u8>)>, RpcFailure> {
+        let answer = self
+            .client
+            .get_account_with_commitment(address, commitment_config(self.commitment))
+            .map_err(|e| self.failure(&format!("getAccountInfo {address}"), &e))?;
+        Ok(answer.value.map(|a| (a.owner, a.lamports, a.data)))
+    }
+
+    /// The balance of `address` in lamports (0 where there is no account).
+    pub fn balance(&self, address: &Pubkey) -> Result<u64, RpcFailure> {
+        self.client
+            .get_balance_with_commitment(address, commitment_config(self.commitment))
+            .map(|r| r.value)
+            .map_err(|e| self.failure(&format!("getBalance {address}"), &e))
+    }
+
+    /// The lamports an account of `len` bytes must hold to be rent-exempt.
+    pub fn rent_exempt_minimum(&self, len: usize) -> Result<u64, RpcFailure> {
+        self.client
+            .get_minimum_balance_for_rent_exemption(len)
+            .map_err(|e| self.failure("getMinimumBalanceForRentExemption", &e))
+    }
+
+    /// The Run at `address`, decoded and checked (owner, size, its own PDA), or `None` where
+    /// there is no account.
+    pub fn run(&self, address: &Pubkey) -> Result<Option<LiveRun>, RpcFailure> {
+        let Some((owner, lamports, data)) = self.account(address)? else {
+            return Ok(None);
+        };
+        let account = account::run_from_bytes(address, &owner, &data).map_err(|e| {
+            RpcFailure::NotTheProgramsAccount {
+                address: address.to_string(),
+                reason: e.to_string(),
+            }
+        })?;
+        Ok(Some(LiveRun { account, lamports }))
+    }
+
+    /// One of the program's singleton accounts, decoded with its own type.
+    fn singleton<T: AccountDeserialize>(
+        &self,
+        address: &Pubkey,
+        name: &str,
+    ) -> Result<Option<(T, u64)>, RpcFailure> {
+        let Some((owner, lamports, data)) = self.account(address)? else {
+            return Ok(None);
+        };
+        let refused = |reason: String| RpcFailure::NotTheProgramsAccount {
+            address: address.to_string(),
+            reason,
+        };
+        if owner != PROGRAM_ID {
+            return Err(refused(
+                AccountError::WrongOwner {
+                    owner: owner.to_string(),
+                    program: PROGRAM_ID.to_string(),
+                }
+                .to_string(),
+            ));
+        }
+        let value = T::try_deserialize(&mut data.as_slice())
+            .map_err(|_| refused(format!("its data is not the program's {name} account")))?;
+        Ok(Some((value, lamports)))
+    }
+
+    /// The program's config, or `None` before `admin init`.
+    pub fn config(&self) -> Result<Option<Config>, RpcFailure> {
+        Ok(self
+            .singleton::<Config>(&pda::config(), "Config")?
+            .map(|(c, _)| c))
+    }
+
+    /// The fee vault's books and its lamports.
+    pub fn fee_vault(&self) -> Result<Option<(FeeVault, u64)>, RpcFailure> {
+        self.singleton::<FeeVault>(&pda::fee_vault(), "FeeVault")
+    }
+
+    /// The buyback log (zero-copy: read in place, as the program does).
+    pub fn buyback_log(&self) -> Result<Option<BuybackLog>, RpcFailure> {
+        let address = pda::buyback_log();
+        let Some((owner, _, data)) = self.account(&address)? else {
+            return Ok(None);
+        };
+        account::buyback_log_from_bytes(&owner, &data)
+            .map(Some)
+            .map_err(|e| RpcFailure::NotTheProgramsAccount {
+                address: address.to_string(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// The newest blockhash (confirmed) and the last block height a transaction using it can
+    /// land at.
+    pub fn latest_blockhash(&self) -> Result<(String, u64), RpcFailure> {
+        self.client
+            .get_latest_blockhash_with_commitment(CommitmentConfig::confirmed())
+            .map(|(hash, height)| (hash.to_string(), height))
+            .map_err(|e| self.failure("getLatestBlockhash", &e))
+    }
+
+    /// The current slot at the chain's commitment.
+    pub fn slot(&self) -> Result<u64, RpcFailure> {
+        self.client
+            .get_slot_with_commitment(commitment_config(self.commitment))
+            .map_err(|e| self.failure("getSlot", &e))
+    }
+
+    /// The current unix time on the cluster (the Clock sysvar), which deadlines are judged by.
+    pub fn cluster_time(&self) -> Result<i64, RpcFailure> {
+        let slot = self
+            .client
+            .get_slot_with_commitment(commitment_config(self.commitment))
+            .map_err(|e| self.failure("getSlot", &e))?;
+        self.client
+            .get_block_time(slot)
+            .or_else(|_| {
+                // A just-produced slot may have no block time yet: the one before does.
+                self.client.get_block_time(slot.saturating_sub(1))
+            })
+            .map_err(|e| self.failure("getBlockTime", &e))
+    }
+
+    /// `getTransaction` with base64 encoding at `commitment`, or `None` when the node does not
+    /// have it (yet) at that commitment.
+    pub fn transaction(
+        &self,
+        signature: &Signature,
+        commitment: Commitment,
+    ) -> Result<Option<Value>, RpcFailure> {
+        let value = self.call(
+            &format!("getTransaction {signature}"),
+            RpcRequest::GetTransaction,
+            json!([signature.to_string(), {
+                "encoding": "base64",
+                "commitment": commitment.as_str(),
+                "maxSupportedTransactionVersion": 0,
+            }]),
+        )?;
+        Ok((!value.is_null()).then_some(value))
+    }
+
+    /// The status of `signature`, searching the whole history: `None` when the cluster has
+    /// never seen it.
+    pub fn signature_status(&self, signature: &Signature) -> Result<Option<TxStatus>, RpcFailure> {
+        let value = self.call(
+            &format!("getSignatureStatuses {signature}"),
+            RpcRequest::GetSignatureStatuses,
+            json!([[signature.to_string()], { "searchTransactionHistory": true }]),
+        )?;
+        let status = &value["value"][0];
+        if status.is_null() {
+            return Ok(None);
+        }
+        let level = match status["confirmationStatus"].as_str() {
+            Some("finalized") => Commitment::Finalized,
+            Some("confirmed") => Commitment::Confirmed,
+            _ => Commitment::Processed,
+        };
+        let error = (!status["err"].is_null()).then(|| status["err"].clone());
+        Ok(Some(TxStatus {
+            slot: status["slot"].as_u64().unwrap_or(0),
+            level,
+            error,
+        }))
+    }
+}
+
+/// Where a transaction stands on the cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TxStatus {
+    pub slot: u64,
+    /// The highest commitment it has reached.
+    pub level: Commitment,
+    /// The transaction error, when it was processed and failed.
+    pub error: Option<Value>,
+}
+
+/// `text` with every occurrence of the secret-bearing `url` replaced by `shown`.
+fn scrub(text: &str, url: &str, shown: &str) -> String {
+    let mut out = text.to_owned();
+    for candidate in [url, url.trim_end_matches('/')] {
+        if !candidate.is_empty() {
+            out = out.replace(candidate, shown);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_lose_their_credentials_in_messages() {
+        assert_eq!(
+            redact_url("https://user:secret@rpc.example.com/path?api-key=abc"),
+            "https://rpc.example.com/path?%E2%80%A6"
+        );
+        assert_eq!(
+            redact_url("http://127.0.0.1:8899"),
+            "http://127.0.0.1:8899/"
+        );
+        assert_eq!(redact_url("not a url"), "<the RPC URL>");
+        assert_eq!(
+            scrub(
+                "error sending request for url (https://h/?api-key=abc)",
+                "https://h/?api-key=abc",
+                "https://h/"
+            ),
+            "error sending request for url (https://h/)"
+        );
+    }
+}

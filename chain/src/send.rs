@@ -1,0 +1,561 @@
+//! Sending a transaction so that it lands once or not at all, and saying which.
+//!
+//! 1. Simulate (signatures unchecked, blockhash replaced): a refusal is reported with the
+//!    program's own error name before anything is signed; the units consumed size the
+//!    compute-unit limit (`units × 1.2 + 1,000`).
+//! 2. Price: `--with-compute-unit-price`, else the 75th percentile of the non-zero
+//!    `getRecentPrioritizationFees` over the transaction's writable accounts, clamped to a
+//!    ceiling.
+//! 3. Claim the intent in the outbox: if a transaction for it is pending, resume that one and
+//!    sign nothing; else fetch a blockhash, sign, and **record signature, blockhash, last valid
+//!    block height and wire bytes before sending**.
+//! 4. Send once with preflight, then rebroadcast the same bytes every two seconds while polling
+//!    the signature's status, until it reaches the commitment (done), fails (reported), or the
+//!    block height passes its last valid height.
+//! 5. Only when it expired **and** a history search still does not find it is a new transaction
+//!    signed (back to 1, at most `MAX_SIGNINGS` times). A transaction that may still land is
+//!    never signed twice; a command killed anywhere is resumed by running it again.
+
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+use solana_compute_budget_interface::ComputeBudgetInstruction;
+use solana_keypair::Keypair;
+use solana_message::{Hash, Message};
+use solana_rpc_client_api::request::RpcRequest;
+use solana_signature::Signature;
+use solana_signer::Signer;
+
+use crate::cli_config::Commitment;
+use crate::outbox::{Claim, Entry, EntryState, Outbox, OutboxError, Signed};
+use crate::rpc::{Chain, RpcFailure, commitment_config};
+use crate::{Instruction, Pubkey};
+
+/// The largest transaction the cluster accepts, in bytes.
+pub const MAX_TRANSACTION_BYTES: usize = 1232;
+/// The most compute units one transaction may request.
+pub const MAX_COMPUTE_UNITS: u32 = 1_400_000;
+/// How many transactions one intent may sign in one call, each only after the previous one
+/// expired unseen.
+const MAX_SIGNINGS: usize = 3;
+/// How often the same bytes are rebroadcast while waiting.
+const REBROADCAST_EVERY: Duration = Duration::from_secs(2);
+/// How often the status is polled.
+const POLL_EVERY: Duration = Duration::from_millis(400);
+/// The default ceiling on the compute-unit price taken from the market, in micro-lamports per
+/// compute unit: 100,000 µlamports × a 40,000-unit settlement = 4,000 lamports, below the
+/// 5,000-lamport signature fee.
+pub const DEFAULT_PRICE_CEILING: u64 = 100_000;
+
+/// How the compute-unit price is chosen.
+#[derive(Debug, Clone, Copy)]
+pub struct Fees {
+    /// `--with-compute-unit-price`: this price, whatever the market says.
+    pub price: Option<u64>,
+    /// The most a market-derived price may be.
+    pub ceiling: u64,
+}
+
+impl Default for Fees {
+    fn default() -> Self {
+        Self {
+            price: None,
+            ceiling: DEFAULT_PRICE_CEILING,
+        }
+    }
+}
+
+/// A transaction that landed.
+#[derive(Debug, Clone)]
+pub struct Sent {
+    pub signature: Signature,
+    pub slot: u64,
+    /// The compute-unit limit and price it carried (0 when resumed from the outbox: unknown).
+    pub compute_unit_limit: u32,
+    pub compute_unit_price: u64,
+    /// It was signed by an earlier command and found or resumed here.
+    pub resumed: bool,
+}
+
+/// Why a transaction did not land.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    #[error(transparent)]
+    Rpc(#[from] RpcFailure),
+    #[error(transparent)]
+    Outbox(#[from] OutboxError),
+    /// Simulation or preflight refused it: nothing landed, and nothing will.
+    #[error("refused before sending: {0}")]
+    Refused(String),
+    /// It was processed and failed: the fee was charged, nothing else changed.
+    #[error("transaction {signature} failed on-chain: {reason}")]
+    FailedOnChain { signature: String, reason: String },
+    /// Every signing expired unseen (a congested or unreachable cluster).
+    #[error(
+        "{0} transactions expired without landing; nothing was changed on-chain. Try again later or with a higher --with-compute-unit-price"
+    )]
+    Expired(usize),
+    #[error("cannot build the transaction: {0}")]
+    Build(String),
+}
+
+impl SendError {
+    /// Whether the outbox still holds a transaction that may land.
+    pub fn may_still_land(&self) -> bool {
+        matches!(self, SendError::Rpc(_))
+    }
+}
+
+/// A pending transaction resumed by `resume_all`, and how it ended: landed (`Some`), expired
+/// unseen (`None`), or the error that stopped it.
+pub type Resumed = (Entry, Result<Option<Sent>, SendError>);
+
+/// Sends transactions for one cluster through one outbox.
+pub struct Sender<'a> {
+    chain: &'a Chain,
+    outbox: &'a mut Outbox,
+    cluster: String,
+    progress: &'a dyn Fn(&str),
+}
+
+impl std::fmt::Debug for Sender<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sender")
+            .field("chain", self.chain)
+            .field("cluster", &self.cluster)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Sender<'a> {
+    /// A sender for `chain`'s cluster (named by its genesis hash in the outbox). `progress`
+    /// receives one line per step worth telling a person (stderr in the CLI).
+    pub fn new(
+        chain: &'a Chain,
+        outbox: &'a mut Outbox,
+        progress: &'a dyn Fn(&str),
+    ) -> Result<Self, SendError> {
+        let cluster = chain.genesis_hash()?;
+        Ok(Self {
+            chain,
+            outbox,
+            cluster,
+            progress,
+        })
+    }
+
+    /// Lands `instructions` once, paid by `payer` and signed by it and `signers`, for `intent`
+    /// (a name for what the transaction is for: `run_open:<run address>`). A pending
+    /// transaction for the same intent, left by a killed command, is resumed instead.
+    pub fn send(
+        &mut self,
+        intent: &str,
+        payer: &Keypair,
+        signers: &[&Keypair],
+        instructions: &[Instruction],
+        fees: Fees,
+    ) -> Result<Sent, SendError> {
+        for _ in 0..MAX_SIGNINGS {
+            // A transaction left pending by an earlier command is driven to its end first.
+            if let Some(entry) = self.outbox.pending(&self.cluster, intent)? {
+                (self.progress)(&format!(
+                    "resuming transaction {} (signed earlier, not yet known to have landed)",
+                    entry.signature
+                ));
+                match self.drive(&entry, false)? {
+                    Some(sent) => return Ok(sent),
+                    None => continue,
+                }
+            }
+            let units = self.simulate(payer, instructions)?;
+            let limit = units
+                .saturating_mul(6)
+                .div_ceil(5)
+                .saturating_add(1_000)
+                .min(MAX_COMPUTE_UNITS);
+            let price = match fees.price {
+                Some(price) => price,
+                None => self.market_price(instructions)?.min(fees.ceiling),
+            };
+            let all = with_budget(instructions, limit, price);
+            let chain = self.chain;
+            let claim = self
+                .outbox
+                .claim(&self.cluster, intent, || sign(chain, payer, signers, &all))??;
+            let (entry, fresh) = match claim {
+                Claim::Existing(entry) => (entry, false),
+                Claim::New(entry) => (entry, true),
+            };
+            if fresh {
+                (self.progress)(&format!("sending transaction {}", entry.signature));
+            }
+            match self.drive(&entry, fresh)? {
+                Some(mut sent) => {
+                    if fresh {
+                        sent.compute_unit_limit = limit;
+                        sent.compute_unit_price = price;
+                        sent.resumed = false;
+                    }
+                    return Ok(sent);
+                }
+                None => (self.progress)(&format!(
+                    "transaction {} expired without landing; signing a new one",
+                    entry.signature
+                )),
+            }
+        }
+        Err(SendError::Expired(MAX_SIGNINGS))
+    }
+
+    /// Resumes every transaction on this cluster that an earlier command left pending, whatever
+    /// its intent: each ends landed, failed or expired. Returns how many were resumed.
+    pub fn resume_all(&mut self) -> Result<Vec<Resumed>, SendError> {
+        let pending = self.outbox.all_pending(&self.cluster)?;
+        let mut out = Vec::with_capacity(pending.len());
+        for entry in pending {
+            let result = self.drive(&entry, false);
+            out.push((entry, result));
+        }
+        Ok(out)
+    }
+
+    /// Simulates `instructions` with the largest limit; the units they consumed, or the
+    /// refusal with the program's own words.
+    fn simulate(&self, payer: &Keypair, instructions: &[Instruction]) -> Result<u32, SendError> {
+        let all = with_budget(instructions, MAX_COMPUTE_UNITS, 0);
+        let message = Message::new_with_blockhash(&all, Some(&payer.pubkey()), &Hash::default());
+        let wire = wire_bytes(
+            &message,
+            &vec![Signature::default(); signer_count(&message)],
+        );
+        let answer = self.chain.call(
+            "simulateTransaction",
+            RpcRequest::SimulateTransaction,
+            json!([base64::engine::general_purpose::STANDARD.encode(&wire), {
+                "encoding": "base64",
+                "sigVerify": false,
+                "replaceRecentBlockhash": true,
+                "commitment": self.chain.commitment().as_str(),
+            }]),
+        )?;
+        let value = &answer["value"];
+        if !value["err"].is_null() {
+            return Err(SendError::Refused(describe_failure(
+                &value["err"],
+                value["logs"].as_array().map(Vec::as_slice).unwrap_or(&[]),
+            )));
+        }
+        let units = value["unitsConsumed"]
+            .as_u64()
+            .unwrap_or(u64::from(MAX_COMPUTE_UNITS));
+        Ok(u32::try_from(units).unwrap_or(MAX_COMPUTE_UNITS))
+    }
+
+    /// The market's compute-unit price for the writable accounts of `instructions`: the 75th
+    /// percentile of the recent non-zero prices (0 on a quiet cluster).
+    fn market_price(&self, instructions: &[Instruction]) -> Result<u64, SendError> {
+        let mut writable: Vec<Pubkey> = instructions
+            .iter()
+            .flat_map(|ix| ix.accounts.iter())
+            .filter(|m| m.is_writable)
+            .map(|m| m.pubkey)
+            .collect();
+        writable.sort_unstable();
+        writable.dedup();
+        // The node accepts at most 128 addresses.
+        writable.truncate(128);
+        let fees = self
+            .chain
+            .client()
+            .get_recent_prioritization_fees(&writable)
+            .map_err(|e| self.chain.failure("getRecentPrioritizationFees", &e))?;
+        Ok(percentile_75(fees.iter().map(|f| f.prioritization_fee)))
+    }
+
+    fn broadcast(&self, entry: &Entry, preflight: bool) -> Result<(), RpcFailure> {
+        self.chain
+            .call(
+                "sendTransaction",
+                RpcRequest::SendTransaction,
+                json!([entry.wire_base64, {
+                    "encoding": "base64",
+                    "skipPreflight": !preflight,
+                    "preflightCommitment": "confirmed",
+                    "maxRetries": 0,
+                }]),
+            )
+            .map(|_| ())
+    }
+
+    /// Drives `entry` to its end: `Some` when it landed, `None` when it expired unseen (the
+    /// outbox says so), an error when it failed — or when the cluster stopped answering, in
+    /// which case it stays pending for the next command.
+    fn drive(&mut self, entry: &Entry, first_send: bool) -> Result<Option<Sent>, SendError> {
+        let signature: Signature = entry.signature.parse().map_err(|_| {
+            SendError::Build(format!(
+                "the outbox holds a malformed signature {}",
+                entry.signature
+            ))
+        })?;
+        if first_send && let Err(e) = self.broadcast(entry, true) {
+            if let RpcFailure::Node { message, .. } = &e {
+                // Preflight refused it: the node did not forward it, so it cannot land.
+                self.outbox
+                    .conclude(entry.id, EntryState::Failed, Some(message))?;
+                return Err(SendError::Refused(message.clone()));
+            }
+            // Unanswered: it may or may not have left; keep waiting and rebroadcasting.
+            (self.progress)(&format!("the node did not answer the send ({e}); retrying"));
+        }
+        let wanted = self.chain.commitment();
+        // A resumed transaction goes out again at once: it may never have left.
+        let mut last_broadcast = first_send.then(Instant::now);
+        loop {
+            if let Some(status) = self.chain.signature_status(&signature)? {
+                if let Some(error) = &status.error {
+                    let reason = describe_failure(error, &[]);
+                    self.outbox
+                        .conclude(entry.id, EntryState::Failed, Some(&reason))?;
+                    return Err(SendError::FailedOnChain {
+                        signature: entry.signature.clone(),
+                        reason,
+                    });
+                }
+                if status.level >= wanted {
+                    self.outbox.conclude(entry.id, EntryState::Landed, None)?;
+                    return Ok(Some(Sent {
+                        signature,
+                        slot: status.slot,
+                        compute_unit_limit: 0,
+                        compute_unit_price: 0,
+                        resumed: true,
+                    }));
+                }
+            }
+            let height = self
+                .chain
+                .client()
+                .get_block_height_with_commitment(commitment_config(Commitment::Confirmed))
+                .map_err(|e| self.chain.failure("getBlockHeight", &e))?;
+            if height > entry.last_valid_block_height {
+                // Its blockhash expired: it can land no more. One last look through the whole
+                // history decides between "landed meanwhile" and "never seen".
+                match self.chain.signature_status(&signature)? {
+                    None => {
+                        self.outbox.conclude(
+                            entry.id,
+                            EntryState::Expired,
+                            Some("blockhash expired; the cluster never saw it"),
+                        )?;
+                        return Ok(None);
+                    }
+                    Some(_) => {
+                        // Seen: wait for it to reach the commitment (or fail) above.
+                        std::thread::sleep(POLL_EVERY);
+                        continue;
+                    }
+                }
+            }
+            if last_broadcast.is_none_or(|at| at.elapsed() >= REBROADCAST_EVERY) {
+                // Best effort: the same bytes are the same transaction.
+                let _ = self.broadcast(entry, false);
+                last_broadcast = Some(Instant::now());
+            }
+            std::thread::sleep(POLL_EVERY);
+        }
+    }
+}
+
+/// Signs `instructions` against a fresh blockhash.
+fn sign(
+    chain: &Chain,
+    payer: &Keypair,
+    signers: &[&Keypair],
+    instructions: &[Instruction],
+) -> Result<Signed, SendError> {
+    let (blockhash, last_valid_block_height) = chain.latest_blockhash()?;
+    sign_with_blockhash(
+        payer,
+        signers,
+        instructions,
+        &blockhash,
+        last_valid_block_height,
+    )
+}
+
+/// Signs `instructions` (paid by `payer`) against `blockhash`, valid up to
+/// `last_valid_block_height`: the wire bytes and signature the outbox records. Every signer the
+/// message needs must be `payer` or among `signers`.
+pub fn sign_with_blockhash(
+    payer: &Keypair,
+    signers: &[&Keypair],
+    instructions: &[Instruction],
+    blockhash: &str,
+    last_valid_block_height: u64,
+) -> Result<Signed, SendError> {
+    let hash: Hash = blockhash
+        .parse()
+        .map_err(|_| SendError::Build(format!("{blockhash:?} is not a blockhash")))?;
+    let message = Message::new_with_blockhash(instructions, Some(&payer.pubkey()), &hash);
+    let data = message.serialize();
+    let required = signer_count(&message);
+    let mut signatures = Vec::with_capacity(required);
+    for key in message.account_keys.iter().take(required) {
+        let keypair = std::iter::once(payer)
+            .chain(signers.iter().copied())
+            .find(|k| k.pubkey() == *key)
+            .ok_or_else(|| SendError::Build(format!("no keypair for the signer {key}")))?;
+        signatures.push(keypair.sign_message(&data));
+    }
+    let wire = wire_bytes(&message, &signatures);
+    if wire.len() > MAX_TRANSACTION_BYTES {
+        return Err(SendError::Build(format!(
+            "the transaction is {} bytes, over the {MAX_TRANSACTION_BYTES}-byte limit",
+            wire.len()
+        )));
+    }
+    Ok(Signed {
+        signature: signatures
+            .first()
+            .map(ToString::to_string)
+            .ok_or_else(|| SendError::Build("no signer".to_owned()))?,
+        blockhash: blockhash.to_owned(),
+        last_valid_block_height,
+        wire_base64: base64::engine::general_purpose::STANDARD.encode(&wire),
+    })
+}
+
+/// The compute-budget instructions first, then `instructions`. A zero price adds no price
+/// instruction.
+fn with_budget(instructions: &[Instruction], limit: u32, price: u64) -> Vec<Instruction> {
+    let mut all = Vec::with_capacity(instructions.len() + 2);
+    all.push(ComputeBudgetInstruction::set_compute_unit_limit(limit));
+    if price > 0 {
+        all.push(ComputeBudgetInstruction::set_compute_unit_price(price));
+    }
+    all.extend_from_slice(instructions);
+    all
+}
+
+fn signer_count(message: &Message) -> usize {
+    usize::from(message.header.num_required_signatures)
+}
+
+/// A transaction's wire bytes: the compact-u16 signature count, the signatures, the message.
+fn wire_bytes(message: &Message, signatures: &[Signature]) -> Vec<u8> {
+    let data = message.serialize();
+    let mut out = Vec::with_capacity(3 + 64 * signatures.len() + data.len());
+    let mut count = u16::try_from(signatures.len()).unwrap_or(u16::MAX);
+    loop {
+        let mut byte = (count & 0x7f) as u8;
+        count >>= 7;
+        if count != 0 {
+            byte |= 0x80;
+        }
+        out.push(byte);
+        if count == 0 {
+            break;
+        }
+    }
+    for signature in signatures {
+        out.extend_from_slice(signature.as_ref());
+    }
+    out.extend_from_slice(&data);
+    out
+}
+
+/// The 75th percentile of the non-zero values (0 when there are none).
+fn percentile_75(values: impl Iterator<Item = u64>) -> u64 {
+    let mut nonzero: Vec<u64> = values.filter(|v| *v > 0).collect();
+    if nonzero.is_empty() {
+        return 0;
+    }
+    nonzero.sort_unstable();
+    let index = (nonzero.len() * 3).div_ceil(4).saturating_sub(1);
+    nonzero[index.min(nonzero.len() - 1)]
+}
+
+/// A transaction error in words: the program's own error when its logs name one (Anchor logs
+/// `Error Code: <Name>. Error Number: <n>. Error Message: <text>.`), else the runtime's error
+/// with the log lines that explain it.
+pub fn describe_failure(error: &Value, logs: &[Value]) -> String {
+    let lines: Vec<&str> = logs.iter().filter_map(Value::as_str).collect();
+    if let Some(line) = lines.iter().find(|l| l.contains("Error Code: ")) {
+        let tail = &line[line.find("Error Code: ").unwrap_or(0)..];
+        return format!("the program refused it: {}", tail.trim_end_matches('.'));
+    }
+    let mut out = format!("{error}");
+    if error.is_string() {
+        out = error.as_str().unwrap_or_default().to_owned();
+    }
+    let telling: Vec<&str> = lines
+        .iter()
+        .filter(|l| {
+            l.contains("insufficient")
+                || l.contains("already in use")
+                || l.contains("failed:")
+                || l.contains("Error")
+        })
+        .copied()
+        .collect();
+    if !telling.is_empty() {
+        out.push_str(" (");
+        out.push_str(&telling.join("; "));
+        out.push(')');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wire_format_is_the_one_our_decoder_reads() {
+        let payer = Keypair::new();
+        let ix = Instruction {
+            program_id: Pubkey::new_unique(),
+            accounts: vec![crate::AccountMeta::new(payer.pubkey(), true)],
+            data: vec![1, 2, 3],
+        };
+        let all = with_budget(&[ix], 12_345, 7);
+        let message = Message::new_with_blockhash(&all, Some(&payer.pubkey()), &Hash::new_unique());
+        let signature = payer.sign_message(&message.serialize());
+        let wire = wire_bytes(&message, &[signature]);
+        let decoded = skilltrial_core::solana::transaction::decode_wire(&wire).unwrap();
+        assert_eq!(decoded.signatures.len(), 1);
+        assert_eq!(decoded.signatures[0].as_slice(), signature.as_ref());
+        assert_eq!(decoded.instructions.len(), 3);
+        assert_eq!(decoded.instructions[2].data, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn the_market_price_is_the_75th_percentile_of_nonzero_fees() {
+        assert_eq!(percentile_75([0, 0, 0].into_iter()), 0);
+        assert_eq!(percentile_75([0, 10].into_iter()), 10);
+        assert_eq!(percentile_75([1, 2, 3, 4].into_iter()), 3);
+        assert_eq!(percentile_75([5, 1, 4, 2, 3, 0, 0, 100].into_iter()), 5);
+    }
+
+    #[test]
+    fn a_refusal_is_told_in_the_programs_words() {
+        let logs = vec![
+            json!("Program SkiLL invoke [1]"),
+            json!(
+                "Program log: AnchorError occurred. Error Code: DeadlineTooSoon. Error Number: 6005. Error Message: the deadline is too soon."
+            ),
+        ];
+        assert_eq!(
+            describe_failure(&json!({"InstructionError": [1, {"Custom": 6005}]}), &logs),
+            "the program refused it: Error Code: DeadlineTooSoon. Error Number: 6005. Error Message: the deadline is too soon"
+        );
+        let logs = vec![json!(
+            "Allocate: account Address { address: X, base: None } already in use"
+        )];
+        assert!(
+            describe_failure(&json!({"InstructionError": [1, {"Custom": 0}]}), &logs)
+                .contains("already in use")
+        );
+    }
+}

@@ -1,0 +1,460 @@
+//! Operators: `skilltrial admin init|update|propose|apply|accept|show` and `skilltrial
+//! buyback-log`. Every bound the program enforces (fee, deadline, time lock, periods) is the
+//! program's own; the commands check what they can before signing so a refusal costs nothing,
+//! and the program checks it all again.
+
+use serde_json::{Value, json};
+use skilltrial_chain::ix::{
+    self, BuybackRate, ConfigChange, ConfigInitArgs, ConfigUpdateArgs, RunnerKeys, SpendingLimit,
+};
+use skilltrial_chain::rpc::Chain;
+use skilltrial_chain::{anchor_key, pda};
+use solana_signer::Signer;
+
+use crate::cli::{
+    AdminCommand, AdminInitArgs, AdminProposeArgs, AdminUpdateArgs, ChainOnlyArgs, Global,
+};
+use crate::commands::chain::{self, Session, sol, when};
+use crate::exit::{CliError, Status};
+use crate::output;
+
+pub fn run(command: AdminCommand, global: &Global) -> Result<Status, CliError> {
+    match command {
+        AdminCommand::Init(args) => init(&args, global),
+        AdminCommand::Update(args) => update(&args, global),
+        AdminCommand::Propose(args) => propose(&args, global),
+        AdminCommand::Apply(args) => apply(&args, global),
+        AdminCommand::Accept(args) => accept(&args, global),
+        AdminCommand::Show(args) => show(&args, global),
+    }
+}
+
+fn rejected(message: String) -> CliError {
+    CliError::Rejected(anyhow::anyhow!(message))
+}
+
+/// `TOKENS:LAMPORTS`, both positive.
+fn parse_rate(flag: &str, text: &str) -> Result<BuybackRate, CliError> {
+    let refused = || {
+        rejected(format!(
+            "{flag} {text:?}: not TOKENS:LAMPORTS (two positive integers, e.g. 1000:1)"
+        ))
+    };
+    let (tokens, lamports) = text.split_once(':').ok_or_else(refused)?;
+    let tokens: u64 = tokens.trim().parse().map_err(|_| refused())?;
+    let lamports: u64 = lamports.trim().parse().map_err(|_| refused())?;
+    if tokens == 0 || lamports == 0 {
+        return Err(refused());
+    }
+    Ok(BuybackRate { tokens, lamports })
+}
+
+/// `LAMPORTS/SECS`.
+fn parse_limit(flag: &str, text: &str) -> Result<SpendingLimit, CliError> {
+    let refused = || {
+        rejected(format!(
+            "{flag} {text:?}: not LAMPORTS/SECS (e.g. 100000000000/86400)"
+        ))
+    };
+    let (amount, period) = text.split_once('/').ok_or_else(refused)?;
+    Ok(SpendingLimit {
+        amount: amount.trim().parse().map_err(|_| refused())?,
+        period_secs: period.trim().parse().map_err(|_| refused())?,
+    })
+}
+
+/// The config, or a clear "not initialized".
+fn config(chain: &Chain) -> Result<skilltrial_chain::account::Config, CliError> {
+    chain.config().map_err(chain::rpc_error)?.ok_or_else(|| {
+        CliError::Environment(anyhow::anyhow!(
+            "{}: the SkillTrial program has no config on this cluster yet (`skilltrial admin init`)",
+            chain.url()
+        ))
+    })
+}
+
+/// The wallet, refused unless it is the config's admin.
+fn admin_wallet(
+    session: &Session,
+    config: &skilltrial_chain::account::Config,
+) -> Result<solana_keypair::Keypair, CliError> {
+    let wallet = session.wallet()?;
+    if anchor_key(&wallet.pubkey()) != config.admin {
+        return Err(rejected(format!(
+            "your wallet {} is not the program's admin ({}); --keypair names the wallet",
+            wallet.pubkey(),
+            config.admin
+        )));
+    }
+    Ok(wallet)
+}
+
+fn sent_json(signature: &impl ToString, extra: Value) -> Value {
+    let mut doc = json!({ "signature": signature.to_string() });
+    if let (Some(doc), Value::Object(extra)) = (doc.as_object_mut(), extra) {
+        doc.extend(extra);
+    }
+    doc
+}
+
+fn init(args: &AdminInitArgs, global: &Global) -> Result<Status, CliError> {
+    let runner = chain::address("--runner", &args.runner)?;
+    let payout = chain::address("--runner-payout", &args.runner_payout)?;
+    let mint = chain::address("--mint", &args.mint)?;
+    let rate = parse_rate("--buyback-rate", &args.buyback_rate)?;
+    let session = chain::connect(&args.solana, global)?;
+    if session.chain.config().map_err(chain::rpc_error)?.is_some() {
+        return Err(rejected(format!(
+            "{}: the config already exists (`skilltrial admin show`); change it with `admin update` or `admin propose`",
+            session.chain.url()
+        )));
+    }
+    let wallet = session.wallet()?;
+    let init_args = ConfigInitArgs {
+        runner: anchor_key(&runner),
+        runner_payout: anchor_key(&payout),
+        fee_per_trial: args.fee_lamports,
+        min_deadline_secs: args.min_deadline_secs,
+        time_lock_secs: args.time_lock_secs,
+        usage_limit: SpendingLimit {
+            amount: args.usage_limit_lamports,
+            period_secs: args.usage_period_secs,
+        },
+        sktrial_mint: anchor_key(&mint),
+        buyback_interval_secs: args.buyback_interval_secs,
+        max_buyback_lamports: args.max_buyback_lamports,
+        buyback_rate: rate,
+    };
+    crate::commands::progress::notice(&format!(
+        "initializing the config on {} with admin {} (the program's upgrade authority must sign)",
+        session.chain.url(),
+        wallet.pubkey()
+    ));
+    if !args.yes {
+        crate::commands::open::approve("Initialize the config?")?;
+    }
+    let sent = session.send(
+        "config_init",
+        &wallet,
+        &[ix::config_init(&wallet.pubkey(), init_args)],
+    )?;
+    if global.json {
+        output::json(&sent_json(
+            &sent.signature,
+            json!({ "config": pda::config().to_string(), "admin": wallet.pubkey().to_string() }),
+        ))?;
+    } else {
+        output::text(&format!(
+            "initialized the config {} (transaction {}); admin {}\n",
+            pda::config(),
+            sent.signature,
+            wallet.pubkey()
+        ))?;
+    }
+    Ok(Status::Ok)
+}
+
+fn update(args: &AdminUpdateArgs, global: &Global) -> Result<Status, CliError> {
+    let propose_admin = args
+        .propose_admin
+        .as_deref()
+        .map(|a| chain::address("--propose-admin", a))
+        .transpose()?;
+    if args.fee_lamports.is_none()
+        && args.min_deadline_secs.is_none()
+        && !args.revoke_runner
+        && propose_admin.is_none()
+    {
+        return Err(rejected(
+            "admin update: nothing to change (--fee-lamports, --min-deadline-secs, --revoke-runner, --propose-admin)".to_owned(),
+        ));
+    }
+    let session = chain::connect(&args.solana, global)?;
+    let current = config(&session.chain)?;
+    let wallet = admin_wallet(&session, &current)?;
+    let update = ConfigUpdateArgs {
+        fee_per_trial: args.fee_lamports,
+        min_deadline_secs: args.min_deadline_secs,
+        revoke_runner: args.revoke_runner,
+        propose_admin: propose_admin.as_ref().map(anchor_key),
+    };
+    let sent = session.send(
+        &format!("config_update:{}", now_nanos()),
+        &wallet,
+        &[ix::config_update(&wallet.pubkey(), update)],
+    )?;
+    report_sent(global, &sent.signature, "updated the config")
+}
+
+fn propose(args: &AdminProposeArgs, global: &Global) -> Result<Status, CliError> {
+    let runner = match (&args.runner, &args.runner_payout) {
+        (Some(signer), Some(payout)) => Some(RunnerKeys {
+            signer: anchor_key(&chain::address("--runner", signer)?),
+            payout: anchor_key(&chain::address("--runner-payout", payout)?),
+        }),
+        _ => None,
+    };
+    let change = ConfigChange {
+        runner,
+        sktrial_mint: args
+            .mint
+            .as_deref()
+            .map(|m| chain::address("--mint", m).map(|k| anchor_key(&k)))
+            .transpose()?,
+        buyback_interval_secs: args.buyback_interval_secs,
+        max_buyback_lamports: args.max_buyback_lamports,
+        buyback_rate: args
+            .buyback_rate
+            .as_deref()
+            .map(|r| parse_rate("--buyback-rate", r))
+            .transpose()?,
+        usage_limit: args
+            .usage_limit
+            .as_deref()
+            .map(|l| parse_limit("--usage-limit", l))
+            .transpose()?,
+        time_lock_secs: args.time_lock_secs,
+    };
+    if change.is_empty() {
+        return Err(rejected(
+            "admin propose: nothing to propose (--runner/--runner-payout, --mint, --buyback-*, --usage-limit, --time-lock-secs)".to_owned(),
+        ));
+    }
+    let session = chain::connect(&args.solana, global)?;
+    let current = config(&session.chain)?;
+    let wallet = admin_wallet(&session, &current)?;
+    let sent = session.send(
+        &format!("config_propose:{}", now_nanos()),
+        &wallet,
+        &[ix::config_propose(&wallet.pubkey(), change)],
+    )?;
+    let after = config(&session.chain)?;
+    let effective = after.pending.as_ref().map(|p| when(p.effective_at));
+    if global.json {
+        output::json(&sent_json(
+            &sent.signature,
+            json!({ "effective_at": effective }),
+        ))?;
+    } else {
+        output::text(&format!(
+            "proposed (transaction {}); `skilltrial admin apply` from {}\n",
+            sent.signature,
+            effective.unwrap_or_default()
+        ))?;
+    }
+    Ok(Status::Ok)
+}
+
+fn apply(args: &ChainOnlyArgs, global: &Global) -> Result<Status, CliError> {
+    let session = chain::connect(&args.solana, global)?;
+    let current = config(&session.chain)?;
+    let wallet = admin_wallet(&session, &current)?;
+    let Some(pending) = &current.pending else {
+        return Err(rejected("admin apply: no change is pending".to_owned()));
+    };
+    let now = session.chain.cluster_time().map_err(chain::rpc_error)?;
+    if now < pending.effective_at {
+        return Err(rejected(format!(
+            "admin apply: the pending change takes effect at {} (cluster time {}): the time lock has not passed",
+            when(pending.effective_at),
+            when(now)
+        )));
+    }
+    let sent = session.send(
+        &format!("config_apply:{}", pending.effective_at),
+        &wallet,
+        &[ix::config_apply(&wallet.pubkey())],
+    )?;
+    report_sent(global, &sent.signature, "applied the pending change")
+}
+
+fn accept(args: &ChainOnlyArgs, global: &Global) -> Result<Status, CliError> {
+    let session = chain::connect(&args.solana, global)?;
+    let current = config(&session.chain)?;
+    let wallet = session.wallet()?;
+    if current.pending_admin != Some(anchor_key(&wallet.pubkey())) {
+        return Err(rejected(format!(
+            "admin accept: your wallet {} is not the proposed admin ({})",
+            wallet.pubkey(),
+            current
+                .pending_admin
+                .map_or_else(|| "none is proposed".to_owned(), |k| k.to_string())
+        )));
+    }
+    let sent = session.send(
+        &format!("config_accept_admin:{}", wallet.pubkey()),
+        &wallet,
+        &[ix::config_accept_admin(&wallet.pubkey())],
+    )?;
+    report_sent(global, &sent.signature, "you are now the admin")
+}
+
+fn report_sent(global: &Global, signature: &impl ToString, what: &str) -> Result<Status, CliError> {
+    if global.json {
+        output::json(&sent_json(signature, json!({})))?;
+    } else {
+        output::text(&format!("{what} (transaction {})\n", signature.to_string()))?;
+    }
+    Ok(Status::Ok)
+}
+
+/// A fresh intent name for changes that may rightly be sent again with the same content.
+fn now_nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+fn change_json(change: &ConfigChange) -> Value {
+    json!({
+        "runner": change.runner.map(|r| json!({"signer": r.signer.to_string(), "payout": r.payout.to_string()})),
+        "sktrial_mint": change.sktrial_mint.map(|k| k.to_string()),
+        "buyback_interval_secs": change.buyback_interval_secs,
+        "max_buyback_lamports": change.max_buyback_lamports,
+        "buyback_rate": change.buyback_rate.map(|r| format!("{}:{}", r.tokens, r.lamports)),
+        "usage_limit": change.usage_limit.map(|l| format!("{}/{}", l.amount, l.period_secs)),
+        "time_lock_secs": change.time_lock_secs,
+    })
+}
+
+fn show(args: &ChainOnlyArgs, global: &Global) -> Result<Status, CliError> {
+    let session = chain::connect(&args.solana, global)?;
+    let c = config(&session.chain)?;
+    let vault = session.chain.fee_vault().map_err(chain::rpc_error)?;
+    let doc = json!({
+        "config": pda::config().to_string(),
+        "version": c.version,
+        "admin": c.admin.to_string(),
+        "pending_admin": c.pending_admin.map(|k| k.to_string()),
+        "runner": c.has_runner().then(|| c.runner.to_string()),
+        "runner_payout": c.runner_payout.to_string(),
+        "fee_per_trial_lamports": c.fee_per_trial,
+        "min_deadline_secs": c.min_deadline_secs,
+        "time_lock_secs": c.time_lock_secs,
+        "usage_limit": format!("{}/{}", c.usage_limit.amount, c.usage_limit.period_secs),
+        "sktrial_mint": c.sktrial_mint.to_string(),
+        "buyback_interval_secs": c.buyback_interval_secs,
+        "max_buyback_lamports": c.max_buyback_lamports,
+        "buyback_rate": format!("{}:{}", c.buyback_rate.tokens, c.buyback_rate.lamports),
+        "pending": c.pending.as_ref().map(|p| json!({
+            "change": change_json(&p.change),
+            "effective_at": when(p.effective_at),
+        })),
+        "fee_vault": vault.as_ref().map(|(v, lamports)| json!({
+            "address": pda::fee_vault().to_string(),
+            "lamports": lamports,
+            "next_run_id": v.next_run_id,
+            "total_trials_settled": v.total_trials_settled,
+            "total_usage_lamports": v.total_usage,
+            "total_fees_lamports": v.total_fees,
+            "total_bought_back_lamports": v.total_bought_back,
+            "total_burned": v.total_burned,
+        })),
+    });
+    if global.json {
+        output::json(&doc)?;
+        return Ok(Status::Ok);
+    }
+    let mut out = format!(
+        "config        {}\nadmin         {}{}\nrunner        {} (payout {})\nfee           {} per executed trial\ndeadlines     at least {} s\ntime lock     {} s\nusage limit   {} per {} s\nmint          {}\nbuybacks      every {} s or more, at most {}, at least {} tokens per {} lamports\n",
+        pda::config(),
+        c.admin,
+        c.pending_admin
+            .map(|k| format!(" (proposed: {k})"))
+            .unwrap_or_default(),
+        if c.has_runner() {
+            c.runner.to_string()
+        } else {
+            "revoked".to_owned()
+        },
+        c.runner_payout,
+        sol(c.fee_per_trial),
+        c.min_deadline_secs,
+        c.time_lock_secs,
+        sol(c.usage_limit.amount),
+        c.usage_limit.period_secs,
+        c.sktrial_mint,
+        c.buyback_interval_secs,
+        sol(c.max_buyback_lamports),
+        c.buyback_rate.tokens,
+        c.buyback_rate.lamports,
+    );
+    if let Some(p) = &c.pending {
+        out.push_str(&format!(
+            "pending       {} from {}\n",
+            change_json(&p.change),
+            when(p.effective_at)
+        ));
+    }
+    if let Some((v, lamports)) = &vault {
+        out.push_str(&format!(
+            "fee vault     {} holds {}; {} trials settled, usage {}, fees {}, bought back {}\n",
+            pda::fee_vault(),
+            sol(*lamports),
+            v.total_trials_settled,
+            sol(v.total_usage),
+            sol(v.total_fees),
+            sol(v.total_bought_back),
+        ));
+    }
+    output::text(&out)?;
+    Ok(Status::Ok)
+}
+
+/// `skilltrial buyback-log`.
+pub fn buyback_log(args: &ChainOnlyArgs, global: &Global) -> Result<Status, CliError> {
+    let session = chain::connect(&args.solana, global)?;
+    let log = session
+        .chain
+        .buyback_log()
+        .map_err(chain::rpc_error)?
+        .ok_or_else(|| {
+            CliError::Environment(anyhow::anyhow!(
+                "{}: the SkillTrial program has no buyback log on this cluster yet (`skilltrial admin init`)",
+                session.chain.url()
+            ))
+        })?;
+    let vault = session.chain.fee_vault().map_err(chain::rpc_error)?;
+    let entries = skilltrial_chain::account::buyback_entries(&log);
+    let items: Vec<Value> = entries
+        .iter()
+        .map(|e| {
+            json!({
+                "at": when(e.at),
+                "lamports_in": e.lamports_in,
+                "tokens_burned": e.tokens_burned,
+                "burn_index": e.burn_index,
+                "token_account": e.token_account.to_string(),
+            })
+        })
+        .collect();
+    if global.json {
+        output::json(&json!({
+            "count": log.count,
+            "entries": items,
+            "total_bought_back_lamports": vault.as_ref().map(|(v, _)| v.total_bought_back),
+            "total_burned": vault.as_ref().map(|(v, _)| v.total_burned),
+        }))?;
+        return Ok(Status::Ok);
+    }
+    let mut out = format!("{} buybacks in all", log.count);
+    if let Some((v, _)) = &vault {
+        out.push_str(&format!(
+            ": {} released, {} tokens burned",
+            sol(v.total_bought_back),
+            v.total_burned
+        ));
+    }
+    out.push('\n');
+    for e in &entries {
+        out.push_str(&format!(
+            "{}  {}  burned {} from {}\n",
+            when(e.at),
+            sol(e.lamports_in),
+            e.tokens_burned,
+            e.token_account
+        ));
+    }
+    output::text(&out)?;
+    Ok(Status::Ok)
+}

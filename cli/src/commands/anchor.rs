@@ -1,0 +1,67 @@
+//! `skilltrial anchor <report.json>`: anchor a report on-chain. The report's two hashes are
+//! recomputed from the file first (a report whose stated hashes do not recompute is refused:
+//! anchoring it would vouch for something else), then one top-level SPL Memo v3 instruction
+//! carrying `st1:<manifest hash>:<report hash>` (docs/program.md, "The anchor memo") is signed by
+//! the wallet and sent through the outbox. `skilltrial verify <report.json> --signature <sig>
+//! --signer <wallet>` checks it from the file alone and the cluster.
+
+use serde_json::json;
+use skilltrial_chain::anchor::AnchorMemo;
+use solana_signer::Signer;
+
+use crate::cli::{AnchorArgs, Global};
+use crate::commands::chain;
+use crate::commands::verify::read_report;
+use crate::exit::{CliError, Status};
+use crate::output;
+
+pub fn run(args: &AnchorArgs, global: &Global) -> Result<Status, CliError> {
+    let report = read_report(&args.report)?;
+    let shown = args.report.display();
+    let hashes = report
+        .manifest_digest()
+        .and_then(|m| report.hash().map(|r| (m, r)))
+        .map_err(|e| CliError::Rejected(anyhow::anyhow!("{shown}: cannot hash it: {e}")))?;
+    let (manifest, recomputed) = hashes;
+    if report.report_hash.as_deref() != Some(recomputed.to_string().as_str()) {
+        return Err(CliError::Rejected(anyhow::anyhow!(
+            "{shown}: its stated report hash does not recompute from its content ({}): not anchored; `skilltrial verify {shown}` shows the mismatch",
+            recomputed
+        )));
+    }
+    if report.manifest_hash != manifest.to_string() {
+        return Err(CliError::Rejected(anyhow::anyhow!(
+            "{shown}: its stated manifest hash does not recompute from its manifest ({manifest}): not anchored"
+        )));
+    }
+    let memo = AnchorMemo {
+        manifest_hash: manifest.0,
+        report_hash: recomputed.0,
+    };
+    let session = chain::connect(&args.solana, global)?;
+    let wallet = session.wallet()?;
+    let signer = wallet.pubkey();
+    let sent = session.send(
+        &format!("anchor:{}", memo.text()),
+        &wallet,
+        &[memo.instruction(&signer)],
+    )?;
+    if global.json {
+        output::json(&json!({
+            "signature": sent.signature.to_string(),
+            "memo": memo.text(),
+            "signer": signer.to_string(),
+            "manifest_hash": manifest.to_string(),
+            "report_hash": recomputed.to_string(),
+            "slot": sent.slot,
+        }))?;
+    } else {
+        output::text(&format!(
+            "anchored {shown}\n  transaction {}\n  memo        {}\n  signer      {signer}\n  check it:   skilltrial verify {shown} --signature {} --signer {signer}\n",
+            sent.signature,
+            memo.text(),
+            sent.signature,
+        ))?;
+    }
+    Ok(Status::Ok)
+}

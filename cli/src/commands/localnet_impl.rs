@@ -1,0 +1,359 @@
+//! `skilltrial localnet`: a real local validator — Agave 4.2.2's `solana-test-validator` as a
+//! library — with the SkillTrial program (upgradeable, your keypair its upgrade authority), SPL
+//! Token, Token-2022, Memo and Associated Token Account loaded, transaction history on (so
+//! `verify --signature` can fetch anchors), and the program's config initialized:
+//!
+//! - admin: your keypair (funded with `--fund-sol`; created, mode 0600, if the file is missing);
+//! - runner: `<ledger>/skilltrial-runner.json` (funded with 10 SOL, for the settle and finalize
+//!   fees it pays), payout `<ledger>/skilltrial-runner-payout.json` (funded with 1 SOL: an
+//!   account receiving usage in small credits must already be rent-exempt);
+//! - a short minimum deadline (`--min-deadline-secs`, 10 s by default) so refunds can be tried
+//!   at once; the shortest time lock the program allows (1 h).
+//!
+//! It prints the RPC URL and the keys (`--json`: one line of JSON) and runs until Ctrl-C or
+//! SIGTERM, then stops the validator and exits 0. The ledger persists in `--ledger` (the config,
+//! runs and history with it) unless `--reset`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::json;
+use skilltrial_chain::cli_config::{self, Commitment, SolanaConfig};
+use skilltrial_chain::ix::{self, BuybackRate, ConfigInitArgs, SpendingLimit};
+use skilltrial_chain::outbox::Outbox;
+use skilltrial_chain::rpc::Chain;
+use skilltrial_chain::send::{Fees, Sender};
+use skilltrial_chain::{PROGRAM_ID, Pubkey, SYSTEM_PROGRAM_ID, UPGRADEABLE_LOADER_ID, anchor_key};
+use solana_account::AccountSharedData;
+use solana_keypair::Keypair;
+use solana_signer::Signer;
+use solana_test_validator::{TestValidatorGenesis, UpgradeableProgramInfo};
+
+use crate::cli::{Global, LocalnetArgs};
+use crate::commands::chain::{OUTBOX_FILE, send_error, sol};
+use crate::exit::{CliError, Status};
+use crate::state;
+
+const LAMPORTS_PER_SOL: u64 = 1_000_000_000;
+const RUNNER_FILE: &str = "skilltrial-runner.json";
+const PAYOUT_FILE: &str = "skilltrial-runner-payout.json";
+/// The runner's starting balance: it pays the settle and finalize fees.
+const RUNNER_SOL: u64 = 10;
+
+fn env_error(message: String) -> CliError {
+    CliError::Environment(anyhow::anyhow!(message))
+}
+
+/// The keypair at `path`, created (mode 0600) when the file does not exist.
+fn keypair_at(path: &Path) -> Result<(Keypair, bool), CliError> {
+    if path.exists() {
+        return cli_config::read_keypair_file(path)
+            .map(|k| (k, false))
+            .map_err(|e| env_error(e.to_string()));
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| env_error(format!("cannot create {}: {e}", parent.display())))?;
+    }
+    let keypair = Keypair::new();
+    solana_keypair::write_keypair_file(&keypair, path)
+        .map_err(|e| env_error(format!("cannot write the keypair {}: {e}", path.display())))?;
+    Ok((keypair, true))
+}
+
+/// The program `.so`: `--program`, else `target/deploy/skilltrial.so` of the build this binary
+/// belongs to (`target/<profile>/skilltrial` → `target/deploy/`), else under the current folder.
+fn program_path(given: Option<&PathBuf>) -> Result<PathBuf, CliError> {
+    if let Some(path) = given {
+        return if path.is_file() {
+            Ok(path.clone())
+        } else {
+            Err(env_error(format!(
+                "--program {}: no such file",
+                path.display()
+            )))
+        };
+    }
+    let mut candidates = Vec::new();
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(target) = exe.parent().and_then(Path::parent)
+    {
+        candidates.push(target.join("deploy/skilltrial.so"));
+    }
+    candidates.push(PathBuf::from("target/deploy/skilltrial.so"));
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .ok_or_else(|| {
+            env_error(format!(
+                "the program .so is not built (looked for {}): run `bash scripts/build-sbf.sh`, or pass --program FILE",
+                candidates
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })
+}
+
+pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
+    let program = program_path(args.program.as_ref())?;
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let keypair_path = match &args.keypair {
+        Some(path) => path.clone(),
+        None => {
+            let config = match &home {
+                Some(home) => SolanaConfig::read(&home.join(cli_config::CONFIG_FILE))
+                    .map_err(|e| env_error(e.to_string()))?,
+                None => SolanaConfig::default(),
+            };
+            cli_config::resolve(None, None, None, &config, home.as_deref())
+                .map_err(|e| env_error(e.to_string()))?
+                .keypair_path
+        }
+    };
+    let ledger = &args.ledger;
+    if ledger.exists() {
+        if args.reset {
+            // Only a ledger is deleted: a folder that is not one is refused, never emptied.
+            if !TestValidatorGenesis::ledger_exists(ledger) && !is_empty_dir(ledger) {
+                return Err(env_error(format!(
+                    "--reset: {} is not a validator ledger; not deleting it",
+                    ledger.display()
+                )));
+            }
+            std::fs::remove_dir_all(ledger)
+                .map_err(|e| env_error(format!("cannot reset {}: {e}", ledger.display())))?;
+        } else if !ledger.is_dir() {
+            return Err(env_error(format!(
+                "--ledger {}: not a folder",
+                ledger.display()
+            )));
+        }
+    }
+    std::fs::create_dir_all(ledger)
+        .map_err(|e| env_error(format!("cannot create {}: {e}", ledger.display())))?;
+    let (wallet, created) = keypair_at(&keypair_path)?;
+    if created {
+        crate::commands::progress::notice(&format!(
+            "created a new keypair at {}",
+            keypair_path.display()
+        ));
+    }
+    let (runner, _) = keypair_at(&ledger.join(RUNNER_FILE))?;
+    let (payout, _) = keypair_at(&ledger.join(PAYOUT_FILE))?;
+    let fund = args
+        .fund_sol
+        .checked_mul(LAMPORTS_PER_SOL)
+        .ok_or_else(|| env_error(format!("--fund-sol {}: too much SOL", args.fund_sol)))?;
+
+    let mut genesis = TestValidatorGenesis::default();
+    genesis
+        .ledger_path(ledger)
+        .rpc_port(args.rpc_port)
+        .rpc_config(solana_rpc::rpc::JsonRpcConfig {
+            enable_rpc_transaction_history: true,
+            ..solana_rpc::rpc::JsonRpcConfig::default_for_test()
+        })
+        .add_account(
+            wallet.pubkey(),
+            AccountSharedData::new(fund, 0, &SYSTEM_PROGRAM_ID),
+        )
+        .add_account(
+            runner.pubkey(),
+            AccountSharedData::new(RUNNER_SOL * LAMPORTS_PER_SOL, 0, &SYSTEM_PROGRAM_ID),
+        )
+        // The payout receives usage in small credits: it must exist (rent-exempt) first.
+        .add_account(
+            payout.pubkey(),
+            AccountSharedData::new(LAMPORTS_PER_SOL, 0, &SYSTEM_PROGRAM_ID),
+        )
+        .add_upgradeable_programs_with_path(&[UpgradeableProgramInfo {
+            program_id: PROGRAM_ID,
+            loader: UPGRADEABLE_LOADER_ID,
+            upgrade_authority: wallet.pubkey(),
+            program_path: program.clone(),
+        }]);
+    crate::commands::progress::notice(&format!(
+        "starting a local validator (ledger {}, program {})…",
+        ledger.display(),
+        program.display()
+    ));
+    // The genesis faucet: a throwaway key (the wallet and runner are funded explicitly). The
+    // library prints its start-up progress on stdout: moved to stderr meanwhile.
+    let validator = {
+        let _stdout_on_stderr = StdoutToStderr::new();
+        genesis.start_with_mint_address(
+            Keypair::new().pubkey(),
+            solana_net_utils::SocketAddrSpace::new(true),
+        )
+    }
+    .map_err(|e| env_error(format!("the local validator did not start: {e}")))?;
+    let url = validator.rpc_url();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .map_err(|e| env_error(format!("cannot install the Ctrl-C handler: {e}")))?;
+    }
+
+    let chain = Chain::new(&url, Commitment::Confirmed);
+    wait_for_slot(&chain, 4, &stop)?;
+    let initialized = init_config(
+        &chain,
+        global,
+        &wallet,
+        &runner.pubkey(),
+        &payout.pubkey(),
+        args.min_deadline_secs,
+    )?;
+    let balance = chain
+        .balance(&wallet.pubkey())
+        .map_err(|e| env_error(e.to_string()))?;
+    let info = json!({
+        "rpc_url": url,
+        "websocket_url": validator.rpc_pubsub_url(),
+        "program_id": PROGRAM_ID.to_string(),
+        "wallet": wallet.pubkey().to_string(),
+        "wallet_keypair": keypair_path.display().to_string(),
+        "wallet_lamports": balance,
+        "runner": runner.pubkey().to_string(),
+        "runner_keypair": ledger.join(RUNNER_FILE).display().to_string(),
+        "runner_payout": payout.pubkey().to_string(),
+        "ledger": ledger.display().to_string(),
+        "config_initialized_now": initialized,
+        "min_deadline_secs": args.min_deadline_secs,
+    });
+    if global.json {
+        // One line, so a script can read it before the validator stops.
+        crate::output::text(&format!("{info}\n"))?;
+    } else {
+        crate::output::text(&format!(
+            "local validator ready\n  RPC URL   {url}   (use --url {url}, or -u l on the default port)\n  program   {}\n  wallet    {} ({}), {}\n  runner    {} ({})\n  payout    {}\n  ledger    {}\nCtrl-C stops it.\n",
+            PROGRAM_ID,
+            wallet.pubkey(),
+            keypair_path.display(),
+            sol(balance),
+            runner.pubkey(),
+            ledger.join(RUNNER_FILE).display(),
+            payout.pubkey(),
+            ledger.display(),
+        ))?;
+    }
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    crate::commands::progress::notice("stopping the local validator…");
+    drop(validator);
+    crate::commands::progress::notice("stopped");
+    Ok(Status::Ok)
+}
+
+/// While alive, file descriptor 1 (stdout) writes to stderr; dropped, stdout is restored. A
+/// failure to redirect leaves stdout as it was.
+struct StdoutToStderr {
+    saved: Option<std::os::fd::OwnedFd>,
+}
+
+impl StdoutToStderr {
+    fn new() -> Self {
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        let saved = rustix::io::dup(std::io::stdout())
+            .ok()
+            .filter(|_| rustix::stdio::dup2_stdout(std::io::stderr()).is_ok());
+        Self { saved }
+    }
+}
+
+impl Drop for StdoutToStderr {
+    fn drop(&mut self) {
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        if let Some(saved) = self.saved.take() {
+            let _ = rustix::stdio::dup2_stdout(&saved);
+        }
+    }
+}
+
+fn is_empty_dir(path: &Path) -> bool {
+    std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())
+}
+
+/// Waits until the cluster has produced `slot` (transactions sent before that may be dropped).
+fn wait_for_slot(chain: &Chain, slot: u64, stop: &AtomicBool) -> Result<(), CliError> {
+    let started = std::time::Instant::now();
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return Err(env_error(
+                "stopped before the validator was ready".to_owned(),
+            ));
+        }
+        if chain.slot().is_ok_and(|s| s >= slot) {
+            return Ok(());
+        }
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            return Err(env_error(format!(
+                "the local validator did not reach slot {slot} within 60 s"
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// Initializes the config unless it exists (a restarted ledger keeps it). Returns whether it
+/// was initialized now.
+fn init_config(
+    chain: &Chain,
+    global: &Global,
+    admin: &Keypair,
+    runner: &Pubkey,
+    payout: &Pubkey,
+    min_deadline_secs: i64,
+) -> Result<bool, CliError> {
+    if chain
+        .config()
+        .map_err(|e| env_error(e.to_string()))?
+        .is_some()
+    {
+        return Ok(false);
+    }
+    let layout = state::layout(global)?;
+    let mut outbox =
+        Outbox::open(&layout.root.join(OUTBOX_FILE)).map_err(|e| env_error(e.to_string()))?;
+    let progress = |line: &str| crate::commands::progress::notice(line);
+    let mut sender = Sender::new(chain, &mut outbox, &progress).map_err(send_error)?;
+    let args = ConfigInitArgs {
+        runner: anchor_key(runner),
+        runner_payout: anchor_key(payout),
+        fee_per_trial: 200_000,
+        min_deadline_secs,
+        time_lock_secs: skilltrial_chain::constants::MIN_TIME_LOCK_SECS,
+        usage_limit: SpendingLimit {
+            amount: 1_000 * LAMPORTS_PER_SOL,
+            period_secs: 86_400,
+        },
+        // A placeholder mint: buybacks on a local cluster need a real one (`admin propose --mint`).
+        sktrial_mint: anchor_key(&Keypair::new().pubkey()),
+        buyback_interval_secs: skilltrial_chain::constants::MIN_BUYBACK_INTERVAL_SECS,
+        max_buyback_lamports: 10 * LAMPORTS_PER_SOL,
+        buyback_rate: BuybackRate {
+            tokens: 1,
+            lamports: 1,
+        },
+    };
+    sender
+        .send(
+            "config_init",
+            admin,
+            &[],
+            &[ix::config_init(&admin.pubkey(), args)],
+            Fees::default(),
+        )
+        .map_err(send_error)?;
+    Ok(true)
+}

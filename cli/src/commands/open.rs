@@ -1,0 +1,214 @@
+//! `skilltrial open --manifest <hash> --runner <pubkey>`: escrow a planned run's upper cost on-chain.
+//!
+//! Everything the program will check is checked here first, so that a refusal costs nothing:
+//! the manifest pins a SOL/USD rate (`plan --sol-usd`), the config exists and names the runner
+//! the user agreed to, the deadline is within the config's bounds. The escrow is
+//! `planned trials × (per-request cap + fee)`, the cap being the largest trial's upper cost at the
+//! pinned rate, rounded up to the lamport. Nothing is signed before the person (or `--yes`)
+//! approves the amounts shown.
+
+use serde_json::json;
+use skilltrial_chain::ix::{self, RunOpenArgs};
+use skilltrial_chain::{anchor_key, pda};
+use skilltrial_core::manifest;
+use skilltrial_core::money::MicroUsd;
+use skilltrial_engine::engine;
+use solana_signer::Signer;
+
+use crate::cli::{Global, OpenArgs};
+use crate::commands::chain::{self, sol, when};
+use crate::exit::{CliError, Status};
+use crate::output;
+use crate::state;
+
+/// The program's ceiling on a run's trials (`MAX_TRIALS`).
+const MAX_TRIALS: u16 = skilltrial_chain::constants::MAX_TRIALS;
+/// The program's ceiling on a deadline's distance (`MAX_DEADLINE_SECS`).
+const MAX_DEADLINE_SECS: i64 = skilltrial_chain::constants::MAX_DEADLINE_SECS;
+
+fn refused(message: String) -> CliError {
+    CliError::Rejected(anyhow::anyhow!(message))
+}
+
+pub fn run(args: &OpenArgs, global: &Global) -> Result<Status, CliError> {
+    // Every local check first: a bad flag or an unfit manifest costs no RPC call.
+    let runner = chain::address("--runner", &args.runner)?;
+    let deadline_in = chain::parse_duration("--deadline", &args.deadline)?;
+    if deadline_in <= 0 || deadline_in > MAX_DEADLINE_SECS {
+        return Err(refused(format!(
+            "--deadline {}: must be more than 0 and at most 7d (the program's limit)",
+            args.deadline
+        )));
+    }
+    let layout = state::layout(global)?;
+    let store = state::store(&layout)?;
+    let manifest_ref = state::run_id(&layout, &args.manifest)?;
+    let inputs = engine::load_inputs(&store, &manifest_ref)?;
+    let m = &inputs.manifest;
+    let Some(rate) = &m.sol_usd else {
+        return Err(refused(format!(
+            "manifest {}: no SOL/USD rate is pinned in it, so its cost cannot be escrowed in lamports; plan it with --sol-usd <USD per SOL>",
+            inputs.hash.hex()
+        )));
+    };
+    let (trials, totals) = manifest::trials(m, &inputs.pack, inputs.a.as_ref(), inputs.b.as_ref())
+        .map_err(|e| CliError::Rejected(e.into()))?;
+    let planned = u16::try_from(trials.len())
+        .ok()
+        .filter(|n| (1..=MAX_TRIALS).contains(n))
+        .ok_or_else(|| {
+            refused(format!(
+                "manifest {}: {} trials; a hosted run holds 1 to {MAX_TRIALS}",
+                inputs.hash.hex(),
+                trials.len()
+            ))
+        })?;
+    let largest = trials
+        .iter()
+        .map(|t| t.reserve)
+        .max_by_key(|r| r.0)
+        .unwrap_or(MicroUsd::ZERO);
+    let per_request_cap = rate
+        .lamports(largest)
+        .map_err(|e| CliError::Rejected(e.into()))?
+        .0;
+    if per_request_cap == 0 {
+        return Err(refused(format!(
+            "manifest {}: its requests have no upper cost, so there is nothing to escrow",
+            inputs.hash.hex()
+        )));
+    }
+
+    let session = chain::connect(&args.solana, global)?;
+    let wallet = session.wallet()?;
+    let user = wallet.pubkey();
+    let url = session.chain.url().to_owned();
+    let config = session
+        .chain
+        .config()
+        .map_err(chain::rpc_error)?
+        .ok_or_else(|| {
+            CliError::Environment(anyhow::anyhow!(
+                "{url}: the SkillTrial program has no config on this cluster (an operator runs `skilltrial admin init`; `skilltrial localnet` starts a cluster with one)"
+            ))
+        })?;
+    if config.runner != anchor_key(&runner) {
+        return Err(refused(format!(
+            "--runner {runner}: the program's config names runner {}; open only with the runner it names",
+            config.runner
+        )));
+    }
+    let fee = config.fee_per_trial;
+    let escrow = per_request_cap
+        .checked_add(fee)
+        .and_then(|each| each.checked_mul(u64::from(planned)))
+        .ok_or_else(|| refused("the escrow overflows u64 lamports".to_owned()))?;
+    if deadline_in < config.min_deadline_secs {
+        return Err(refused(format!(
+            "--deadline {}: the program's config requires at least {} seconds",
+            args.deadline, config.min_deadline_secs
+        )));
+    }
+    let now = session.chain.cluster_time().map_err(chain::rpc_error)?;
+    let deadline = now
+        .checked_add(deadline_in)
+        .ok_or_else(|| refused("--deadline overflows".to_owned()))?;
+    let manifest_hash = inputs.hash.0;
+    let run_address = pda::run(&user, &manifest_hash);
+
+    // One Run per wallet and manifest: a second `open` shows the first, whichever process sent it.
+    if let Some(existing) = session.chain.run(&run_address).map_err(chain::rpc_error)? {
+        let r = &existing.account.run;
+        if global.json {
+            output::json(&json!({
+                "run": run_address.to_string(),
+                "already_open": true,
+                "signature": null,
+                "escrow_lamports": r.escrowed,
+                "deadline": when(r.deadline),
+            }))?;
+        } else {
+            output::text(&format!(
+                "already open: run {run_address} escrows {} for this manifest and wallet (see `skilltrial chain-status {run_address}`)\n",
+                sol(r.escrowed)
+            ))?;
+        }
+        return Ok(Status::Ok);
+    }
+
+    let balance = session.chain.balance(&user).map_err(chain::rpc_error)?;
+    let summary = format!(
+        "manifest   {}\n\
+         trials     {planned}, each capped at {} (its upper cost {largest} at {} per SOL, pinned {} from {})\n\
+         fee        {} per executed trial (the program's config)\n\
+         escrow     {} now; what is not used comes back (finalize, or refund after the deadline)\n\
+         upper cost {} if every request used its whole bound\n\
+         runner     {runner}\n\
+         deadline   {} (in {})\n\
+         wallet     {user} on {url}, balance {}\n",
+        inputs.hash.hex(),
+        sol(per_request_cap),
+        MicroUsd(rate.usd_micros_per_sol),
+        rate.at,
+        rate.source,
+        sol(fee),
+        sol(escrow),
+        totals
+            .upper_cost
+            .map_or_else(|| "unknown".to_owned(), |c| c.to_string()),
+        when(deadline),
+        args.deadline,
+        sol(balance),
+    );
+    crate::commands::progress::notice(summary.trim_end());
+    if !args.yes {
+        approve(&format!("Escrow {}?", sol(escrow)))?;
+    }
+    let instruction = ix::run_open(
+        &user,
+        RunOpenArgs {
+            manifest_hash,
+            planned_trials: planned,
+            per_request_cap,
+            escrow,
+            deadline,
+            expected_fee_per_trial: fee,
+            expected_runner: anchor_key(&runner),
+        },
+    );
+    let sent = session.send(&format!("run_open:{run_address}"), &wallet, &[instruction])?;
+    if global.json {
+        output::json(&json!({
+            "run": run_address.to_string(),
+            "already_open": false,
+            "signature": sent.signature.to_string(),
+            "manifest_hash": inputs.hash.hex(),
+            "planned_trials": planned,
+            "per_request_cap_lamports": per_request_cap,
+            "fee_per_trial_lamports": fee,
+            "escrow_lamports": escrow,
+            "deadline": when(deadline),
+            "deadline_unix": deadline,
+            "runner": runner.to_string(),
+            "sol_usd": rate,
+        }))?;
+    } else {
+        output::text(&format!(
+            "opened run {run_address}\n  escrowed {} (transaction {})\n  next: the runner executes it; watch with `skilltrial chain-status {run_address}`\n",
+            sol(escrow),
+            sent.signature
+        ))?;
+    }
+    Ok(Status::Ok)
+}
+
+/// Asks on the terminal before anything is signed; refuses without one (`--yes` approves in
+/// scripts).
+pub fn approve(question: &str) -> Result<(), CliError> {
+    crate::commands::input::ask_yes(
+        question,
+        " Type yes to sign: ",
+        "Approve with --yes (there is no terminal to ask on); nothing was signed",
+        "not approved; nothing was signed",
+    )
+}

@@ -1,0 +1,26 @@
+//! Hosted runs end to end on a real local validator over JSON-RPC.
+//!
+//! One validator — the real `skilltrial localnet` (Agave 4.2.2's test validator, the sBPF
+//! `.so`, the config initialized) — serves every scenario in turn. The user is the real
+//! `skilltrial` binary, driven as a person would (`open`, `chain-status`, `cancel --chain`,
+//! `refund`, `close`, `anchor`, `verify`); the runner, until the daemon exists (#13), is this
+//! test, through the same chain client (`skilltrial_chain`): its outbox, its sender, the
+//! program's own instruction builders. Balances are compared to the lamport, fees read from the
+//! transactions themselves.
+//!
+//! Needs `--features validator` (scripts/test.sh builds the CLI with `skilltrial-cli/localnet`
+//! in the same invocation) and target/deploy/skilltrial.so (scripts/build-sbf.sh).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod harness;
+mod scenarios;
+
+#[test]
+fn hosted_runs_end_to_end_on_a_local_validator() {
+    let net = harness::Localnet::start();
+    scenarios::escrow_settle_cancel_finalize_close_then_anchor_and_verify(&net);
+    scenarios::refund_after_a_short_deadline(&net);
+    scenarios::a_second_wallet_is_refused(&net);
+    scenarios::the_outbox_resumes_and_never_signs_twice(&net);
+    net.stop();
+}

@@ -1,0 +1,607 @@
+//! The scenarios, in the order one validator serves them.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use skilltrial_chain::Pubkey;
+use skilltrial_chain::anchor::AnchorMemo;
+use skilltrial_chain::ix::{self, RunFinalizeArgs, RunSettleArgs, TrialCharge};
+use skilltrial_chain::outbox::{Claim, EntryState, Outbox, Signed};
+use skilltrial_chain::send::{Fees, Sender};
+use skilltrial_core::report::Report;
+use skilltrial_core::settlement::{EvidenceRecord, SettledBatch, Settlement, batch_evidence_hash};
+use solana_signer::Signer;
+
+use crate::harness::{Localnet, said};
+
+/// The SOL/USD rate every plan pins: $150 per SOL.
+const SOL_USD: &str = "150";
+const USD_MICROS_PER_SOL: u128 = 150_000_000;
+
+/// A planned, locally executed run: its id (manifest hash, hex), its report, and the largest
+/// per-trial reserve in µUSD.
+struct Planned {
+    run: String,
+    report: Report,
+    largest_reserve: u64,
+}
+
+fn plan_and_run(net: &Localnet, seed: &str) -> Planned {
+    let profiles = net.dir.path().join("profiles.toml");
+    let out = net.local(&[
+        "plan",
+        "--model",
+        "loopback",
+        "--profiles",
+        profiles.to_str().unwrap(),
+        "--a",
+        "fixtures/bundles/solana-reader-1.4.2",
+        "--b",
+        "fixtures/bundles/solana-reader-1.5.0",
+        "--reps",
+        "1",
+        "--cap-usd",
+        "4",
+        "--seed",
+        seed,
+        "--sol-usd",
+        SOL_USD,
+        "--sol-usd-source",
+        "the test's own rate",
+        "--json",
+    ]);
+    assert!(out.status.success(), "plan: {}", said(&out));
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = plan["run"].as_str().unwrap().to_owned();
+    assert_eq!(
+        plan["manifest"]["sol_usd"]["usd_micros_per_sol"],
+        150_000_000
+    );
+    let dry = net.local(&["run", "--manifest", &run, "--dry-run", "--json"]);
+    assert!(dry.status.success(), "{}", said(&dry));
+    let dry: Value = serde_json::from_slice(&dry.stdout).unwrap();
+    let largest_reserve = dry["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["reserve"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    let asked = net.server.requests().len();
+    let ran = net.local(&["run", "--manifest", &run, "--json"]);
+    assert!(ran.status.success(), "run: {}", said(&ran));
+    assert_eq!(
+        net.server.requests().len() - asked,
+        18,
+        "every trial was a real request to the loopback model server"
+    );
+    let out_dir = net.dir.path().join(format!("report-{seed}"));
+    let reported = net.local(&["report", &run, "--out", out_dir.to_str().unwrap()]);
+    assert!(reported.status.success(), "report: {}", said(&reported));
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("report.json")).unwrap()).unwrap();
+    Planned {
+        run,
+        report: Report::from_value(&doc).unwrap(),
+        largest_reserve,
+    }
+}
+
+/// Evidence for trials `range` of `report`, trial `i` charged `5_000 + i` lamports.
+fn evidence(report: &Report, range: std::ops::Range<usize>) -> Vec<EvidenceRecord> {
+    report.trials[range]
+        .iter()
+        .map(|t| {
+            let a = t.attempts.last().unwrap();
+            EvidenceRecord::new(
+                u16::try_from(t.index).unwrap(),
+                a.id.clone(),
+                a.provider_request_id.clone(),
+                5_000 + u64::from(t.index),
+                a.answer_sha256.clone().unwrap(),
+            )
+            .unwrap()
+        })
+        .collect()
+}
+
+/// The runner settles one batch; returns its signature.
+fn settle(net: &Localnet, run: &Pubkey, run_id: u64, records: &[EvidenceRecord]) -> String {
+    let args = RunSettleArgs {
+        expected_run_id: run_id,
+        evidence_hash: batch_evidence_hash(records),
+        trials: records
+            .iter()
+            .map(|r| TrialCharge {
+                index: r.trial(),
+                usage: r.usage_lamports(),
+            })
+            .collect(),
+    };
+    let sent = net
+        .send_as(
+            &net.runner,
+            &format!("settle:{run}:{}", records[0].trial()),
+            &[ix::run_settle(&net.runner.pubkey(), run, &net.payout, args)],
+        )
+        .unwrap();
+    sent.signature.to_string()
+}
+
+fn write_report(net: &Localnet, name: &str, report: &Report) -> PathBuf {
+    let path = net.dir.path().join(name);
+    std::fs::write(
+        &path,
+        serde_json::to_string_pretty(&report.to_value().unwrap()).unwrap(),
+    )
+    .unwrap();
+    path
+}
+
+fn verify(net: &Localnet, report: &Path, extra: &[&str]) -> (Option<i32>, Value, String) {
+    let mut args = vec!["verify", report.to_str().unwrap(), "--json"];
+    args.extend_from_slice(extra);
+    let out = net.cli(&net.user_keypair, &args);
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code(), doc, said(&out))
+}
+
+/// `verify --signature <signature> --signer <signer>`, waiting for finality.
+fn verify_anchor(
+    net: &Localnet,
+    report: &Path,
+    signature: &str,
+    signer: &str,
+) -> (Option<i32>, Value, String) {
+    verify(
+        net,
+        report,
+        &[
+            "--signature",
+            signature,
+            "--signer",
+            signer,
+            "--wait-secs",
+            "90",
+        ],
+    )
+}
+
+fn open(net: &Localnet, run: &str, deadline: &str) -> Value {
+    net.cli_json(
+        &net.user_keypair,
+        &[
+            "open",
+            "--manifest",
+            run,
+            "--runner",
+            &net.runner.pubkey().to_string(),
+            "--deadline",
+            deadline,
+            "--yes",
+        ],
+    )
+}
+
+/// The full cycle with exact balances: open (escrow), the runner settles 10 trials, the user
+/// cancels, the runner settles the 8 it already ran within the cancel window and finalizes with
+/// the report hash, the user closes; then anchor and verify, passing and failing.
+pub fn escrow_settle_cancel_finalize_close_then_anchor_and_verify(net: &Localnet) {
+    let planned = plan_and_run(net, "1");
+    let user = net.user();
+    let fee_vault = skilltrial_chain::pda::fee_vault();
+    let (user_0, payout_0, vault_0) = (
+        net.balance(&user.pubkey()),
+        net.balance(&net.payout),
+        net.balance(&fee_vault),
+    );
+
+    // --- open: the escrow is planned × (cap + fee), the cap the largest reserve at $150/SOL.
+    let opened = open(net, &planned.run, "10m");
+    let address: Pubkey = opened["run"].as_str().unwrap().parse().unwrap();
+    let cap = (u128::from(planned.largest_reserve) * 1_000_000_000).div_ceil(USD_MICROS_PER_SOL);
+    assert_eq!(
+        opened["per_request_cap_lamports"],
+        u64::try_from(cap).unwrap()
+    );
+    assert_eq!(opened["planned_trials"], 18);
+    let fee = opened["fee_per_trial_lamports"].as_u64().unwrap();
+    assert_eq!(fee, 200_000);
+    let escrow = opened["escrow_lamports"].as_u64().unwrap();
+    assert_eq!(u128::from(escrow), 18 * (cap + u128::from(fee)));
+    let open_fee = net.fee_of(opened["signature"].as_str().unwrap());
+    let run_lamports = net.balance(&address);
+    let rent = run_lamports - escrow;
+    assert_eq!(
+        user_0 - net.balance(&user.pubkey()),
+        escrow + rent + open_fee,
+        "the user paid exactly the escrow, the Run's rent and the transaction fee"
+    );
+    // A second `open` of the same manifest signs nothing: it shows the Run.
+    let again = open(net, &planned.run, "10m");
+    assert_eq!(again["already_open"], true);
+    assert_eq!(again["run"], opened["run"]);
+
+    // --- chain-status decodes it.
+    let status = net.cli_json(&net.user_keypair, &["chain-status", &address.to_string()]);
+    assert_eq!(status["status"], "open");
+    assert_eq!(status["escrowed_lamports"], escrow);
+    assert_eq!(status["manifest_hash"], planned.run.as_str());
+    assert_eq!(status["planned_trials"], 18);
+    let run_id = status["run_id"].as_u64().unwrap();
+
+    // --- the runner settles trials 0..10; the user cancels; the runner settles 10..18.
+    let first = evidence(&planned.report, 0..10);
+    let second = evidence(&planned.report, 10..18);
+    let s1 = settle(net, &address, run_id, &first);
+    let cancelled = net.cli_json(
+        &net.user_keypair,
+        &["cancel", "--chain", &address.to_string()],
+    );
+    assert_eq!(cancelled["cancelled"], true);
+    let cancel_fee = net.fee_of(cancelled["signature"].as_str().unwrap());
+    let s2 = settle(net, &address, run_id, &second);
+    let status = net.cli_json(&net.user_keypair, &["chain-status", &address.to_string()]);
+    assert_eq!(status["status"], "cancelled");
+    assert_eq!(status["settled_trials"], 18);
+    assert_eq!(status["settle_batches"], 2);
+    let usage: u64 = (0..18).map(|i| 5_000 + i).sum();
+    assert_eq!(status["settled_usage_lamports"], usage);
+    assert_eq!(status["settled_fees_lamports"], 18 * fee);
+
+    // --- the report carries the settlement and is sealed; the runner finalizes with its hash.
+    let mut report = planned.report.clone();
+    report.settlement = Some(Settlement::new(
+        skilltrial_chain::PROGRAM_ID.to_string(),
+        address.to_string(),
+        run_id,
+        vec![
+            SettledBatch::new(first, Some(s1)),
+            SettledBatch::new(second, Some(s2)),
+        ],
+    ));
+    let report_hash = report.seal().unwrap();
+    net.send_as(
+        &net.runner,
+        &format!("finalize:{address}"),
+        &[ix::run_finalize(
+            &net.runner.pubkey(),
+            &address,
+            RunFinalizeArgs {
+                expected_run_id: run_id,
+                report_hash: report_hash.0,
+            },
+        )],
+    )
+    .unwrap();
+    let report_path = write_report(net, "hosted-report.json", &report);
+    let (code, doc, text) = verify(net, &report_path, &["--run", &address.to_string()]);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(doc["run_account"]["ok"], true, "{doc}");
+
+    // --- close: everything the Run holds comes back, to the lamport.
+    let user_before_close = net.balance(&user.pubkey());
+    let held = net.balance(&address);
+    assert_eq!(held, escrow - usage - 18 * fee + rent);
+    let closed = net.cli_json(&net.user_keypair, &["close", &address.to_string()]);
+    let close_fee = net.fee_of(closed["signature"].as_str().unwrap());
+    assert_eq!(closed["returned_lamports"], held);
+    assert_eq!(net.balance(&address), 0, "the Run account is gone");
+    assert_eq!(
+        net.balance(&user.pubkey()),
+        user_before_close + held - close_fee
+    );
+    // Conservation: the user's loss is exactly usage, fees and their own transaction fees.
+    assert_eq!(
+        user_0 - net.balance(&user.pubkey()),
+        usage + 18 * fee + open_fee + cancel_fee + close_fee
+    );
+    assert_eq!(
+        net.balance(&net.payout) - payout_0,
+        usage,
+        "the payout got the usage"
+    );
+    assert_eq!(
+        net.balance(&fee_vault) - vault_0,
+        18 * fee,
+        "the vault got the fees"
+    );
+
+    anchor_and_verify(net, &report, &report_path);
+}
+
+fn anchor_and_verify(net: &Localnet, report: &Report, report_path: &Path) {
+    let user = net.user().pubkey().to_string();
+    let other = net.other().pubkey().to_string();
+    // --- anchor, then verify from the file and the cluster.
+    let anchored = net.cli_json(
+        &net.user_keypair,
+        &["anchor", report_path.to_str().unwrap()],
+    );
+    let signature = anchored["signature"].as_str().unwrap().to_owned();
+    assert!(anchored["memo"].as_str().unwrap().starts_with("st1:"));
+    let (code, doc, text) = verify_anchor(net, report_path, &signature, &user);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(doc["anchor"]["ok"], true, "{doc}");
+    assert_eq!(doc["anchor"]["memo"], anchored["memo"]);
+
+    // A memo from another wallet: the expected signer is not among its signers.
+    let (code, doc, text) = verify_anchor(net, report_path, &signature, &other);
+    assert_eq!(code, Some(1), "{text}");
+    let problems = doc["anchor"]["problems"].to_string();
+    assert!(problems.contains(&format!("not by {other}")), "{problems}");
+    // The same report anchored by the other wallet does not anchor it for the user.
+    let theirs = net.cli_json(
+        &net.other_keypair,
+        &["anchor", report_path.to_str().unwrap()],
+    );
+    let (code, doc, text) = verify_anchor(
+        net,
+        report_path,
+        theirs["signature"].as_str().unwrap(),
+        &user,
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        doc["anchor"]["problems"].to_string().contains("not by"),
+        "{doc}"
+    );
+
+    // A memo with other bytes, signed by the user: named with both texts.
+    let mut wrong = AnchorMemo::parse(anchored["memo"].as_str().unwrap().as_bytes()).unwrap();
+    wrong.report_hash[0] ^= 1;
+    let sent = net
+        .send_as(
+            &net.user(),
+            "other bytes",
+            &[wrong.instruction(&net.user().pubkey())],
+        )
+        .unwrap();
+    let (code, doc, text) = verify_anchor(net, report_path, &sent.signature.to_string(), &user);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        doc["anchor"]["problems"]
+            .to_string()
+            .contains("its memo says"),
+        "{doc}"
+    );
+
+    // A tampered report, even re-sealed so its own hash recomputes, no longer matches the memo.
+    let mut tampered = report.clone();
+    tampered.trials[0]
+        .attempts
+        .last_mut()
+        .unwrap()
+        .answer_sha256 = Some("0".repeat(64));
+    tampered.seal().unwrap();
+    let tampered_path = write_report(net, "tampered.json", &tampered);
+    let (code, doc, text) = verify_anchor(net, &tampered_path, &signature, &user);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        doc["anchor"]["problems"]
+            .to_string()
+            .contains("its memo says"),
+        "{doc}"
+    );
+    // And edited without re-sealing, its own report hash fails first.
+    let mut doc_edit = report.to_value().unwrap();
+    doc_edit["trials"][0]["task"] = Value::from("edited");
+    let edited = net.dir.path().join("edited.json");
+    std::fs::write(&edited, doc_edit.to_string()).unwrap();
+    let out = net.cli(&net.user_keypair, &["verify", edited.to_str().unwrap()]);
+    assert_ne!(out.status.code(), Some(0), "{}", said(&out));
+    // `anchor` refuses a report whose hash does not recompute: it would vouch for another.
+    let out = net.cli(&net.user_keypair, &["anchor", edited.to_str().unwrap()]);
+    assert_ne!(out.status.code(), Some(0));
+}
+
+/// A run opened with a 12-second deadline: refund is refused before it, and after it returns
+/// everything the Run held (escrow and rent), to the lamport. Then a Run with another digest
+/// fails `verify --run` against the first report.
+pub fn refund_after_a_short_deadline(net: &Localnet) {
+    let planned = plan_and_run(net, "2");
+    let user = net.user();
+    let opened = open(net, &planned.run, "12s");
+    let address = opened["run"].as_str().unwrap().to_owned();
+    let out = net.cli(&net.user_keypair, &["refund", &address]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(
+        said(&out).contains("can be refunded only after"),
+        "{}",
+        said(&out)
+    );
+
+    // A Run with another manifest and digest is not this report's Run.
+    let first_report = net.dir.path().join("hosted-report.json");
+    let (code, doc, text) = verify(net, &first_report, &["--run", &address]);
+    assert_eq!(code, Some(1), "{text}");
+    let disagreements = doc["run_account"]["disagreements"].to_string();
+    assert!(disagreements.contains("manifest"), "{disagreements}");
+
+    let started = Instant::now();
+    loop {
+        let status = net.cli_json(&net.user_keypair, &["chain-status", &address]);
+        if status["refundable_now"] == true {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(90), "{status}");
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let key: Pubkey = address.parse().unwrap();
+    let held = net.balance(&key);
+    let before = net.balance(&user.pubkey());
+    let refunded = net.cli_json(&net.user_keypair, &["refund", &address]);
+    let fee = net.fee_of(refunded["signature"].as_str().unwrap());
+    assert_eq!(refunded["returned_lamports"], held);
+    assert_eq!(net.balance(&user.pubkey()), before + held - fee);
+    assert_eq!(net.balance(&key), 0);
+    let out = net.cli(&net.user_keypair, &["chain-status", &address]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+}
+
+/// Another wallet cannot cancel, refund or close the user's run — refused by the CLI before
+/// signing, and by the program when sent anyway — and `open` with a runner the config does not
+/// name signs nothing.
+pub fn a_second_wallet_is_refused(net: &Localnet) {
+    let planned = plan_and_run(net, "3");
+    let opened = open(net, &planned.run, "10m");
+    let address = opened["run"].as_str().unwrap().to_owned();
+    for args in [
+        vec!["cancel", "--chain", address.as_str()],
+        vec!["refund", address.as_str()],
+        vec!["close", address.as_str()],
+    ] {
+        let out = net.cli(&net.other_keypair, &args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", said(&out));
+        assert!(
+            said(&out).contains("belongs to"),
+            "{args:?}: {}",
+            said(&out)
+        );
+    }
+    // Sent anyway, the program refuses it.
+    let other = net.other();
+    let key: Pubkey = address.parse().unwrap();
+    let refused = net
+        .send_as(
+            &other,
+            "stranger cancel",
+            &[ix::run_cancel(&other.pubkey(), &key)],
+        )
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("refused"),
+        "the program refused the stranger: {refused}"
+    );
+    let status = net.cli_json(&net.user_keypair, &["chain-status", &address]);
+    assert_eq!(status["status"], "open", "nothing changed");
+    // A stranger runner is refused before anything is signed.
+    let planned = plan_and_run(net, "4");
+    let out = net.cli(
+        &net.user_keypair,
+        &[
+            "open",
+            "--manifest",
+            &planned.run,
+            "--runner",
+            &other.pubkey().to_string(),
+            "--yes",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("names runner"), "{}", said(&out));
+}
+
+/// The outbox against the real cluster: a transaction recorded but never sent (a command killed
+/// right after journaling it) is resumed — the same signature lands, nothing is signed again —
+/// and one whose blockhash already expired unseen is marked expired and replaced by a new one.
+pub fn the_outbox_resumes_and_never_signs_twice(net: &Localnet) {
+    let path = net.dir.path().join("resume-outbox.sqlite");
+    let user = net.user();
+    let cluster = net.chain.genesis_hash().unwrap();
+    let to = Pubkey::new_unique();
+    let transfer = crate::harness::system_transfer(&user.pubkey(), &to, 1_000_000);
+
+    // Signed and recorded by "an earlier command", never sent.
+    let (blockhash, height) = latest_blockhash(net);
+    let signed = sign_legacy(&user, std::slice::from_ref(&transfer), blockhash, height);
+    let recorded = signed.signature.clone();
+    let mut outbox = Outbox::open(&path).unwrap();
+    let claim = outbox
+        .claim::<()>(&cluster, "pay:resume", || Ok(signed))
+        .unwrap()
+        .unwrap();
+    assert!(matches!(claim, Claim::New(_)));
+    let progress = |_: &str| {};
+    let mut sender = Sender::new(&net.chain, &mut outbox, &progress).unwrap();
+    let sent = sender
+        .send(
+            "pay:resume",
+            &user,
+            &[],
+            std::slice::from_ref(&transfer),
+            Fees::default(),
+        )
+        .unwrap();
+    assert_eq!(
+        sent.signature.to_string(),
+        recorded,
+        "the recorded bytes landed"
+    );
+    assert!(sent.resumed);
+    assert_eq!(net.balance(&to), 1_000_000, "paid once");
+    drop(sender);
+    assert_eq!(
+        outbox
+            .latest(&cluster, "pay:resume")
+            .unwrap()
+            .unwrap()
+            .state,
+        EntryState::Landed
+    );
+
+    // Recorded with a blockhash that can no longer land (its last valid height passed) and
+    // never seen: expired, then a new transaction is signed and lands once.
+    let to2 = Pubkey::new_unique();
+    let transfer2 = crate::harness::system_transfer(&user.pubkey(), &to2, 2_000_000);
+    let (blockhash, height) = latest_blockhash(net);
+    let stale = sign_legacy(
+        &user,
+        std::slice::from_ref(&transfer2),
+        blockhash,
+        height.saturating_sub(1_000),
+    );
+    let stale_signature = stale.signature.clone();
+    outbox
+        .claim::<()>(&cluster, "pay:expired", || Ok(stale))
+        .unwrap()
+        .unwrap();
+    let mut sender = Sender::new(&net.chain, &mut outbox, &progress).unwrap();
+    let sent = sender
+        .send("pay:expired", &user, &[], &[transfer2], Fees::default())
+        .unwrap();
+    assert_ne!(sent.signature.to_string(), stale_signature);
+    assert_eq!(
+        net.balance(&to2),
+        2_000_000,
+        "paid once, by the new transaction"
+    );
+    drop(sender);
+    let conn = rusqlite_states(&path);
+    assert!(
+        conn.contains(&(stale_signature, "expired".to_owned())),
+        "{conn:?}"
+    );
+}
+
+fn latest_blockhash(net: &Localnet) -> (String, u64) {
+    net.chain.latest_blockhash().unwrap()
+}
+
+fn sign_legacy(
+    payer: &solana_keypair::Keypair,
+    instructions: &[skilltrial_chain::Instruction],
+    blockhash: String,
+    last_valid_block_height: u64,
+) -> Signed {
+    skilltrial_chain::send::sign_with_blockhash(
+        payer,
+        &[],
+        instructions,
+        &blockhash,
+        last_valid_block_height,
+    )
+    .unwrap()
+}
+
+/// (signature, state) of every outbox row.
+fn rusqlite_states(path: &Path) -> Vec<(String, String)> {
+    skilltrial_chain::outbox::Outbox::open(path)
+        .unwrap()
+        .rows()
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.signature, format!("{:?}", e.state).to_lowercase()))
+        .collect()
+}
