@@ -38,7 +38,8 @@ native_banner() {
         echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
         echo "!!! PROGRAM TESTS LAYER: NATIVE. The sBPF toolchain is unavailable on this machine,"
         echo "!!! so the program ran as a native builtin: the .so was NOT built or tested and"
-        echo "!!! compute units were NOT measured. SKILLTRIAL_REQUIRE_SBF=1 makes this an error."
+        echo "!!! compute units were NOT measured, and the hosted end-to-end tests (which load the"
+        echo "!!! .so into a local validator) did NOT run. SKILLTRIAL_REQUIRE_SBF=1 makes this an error."
         echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
     } >&2
 }
@@ -46,13 +47,18 @@ native_banner() {
 step "toolchain: $(rustc --version)"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
-# The HTML report is tested in a real browser: Debian's Chromium.
-if ! command -v chromium >/dev/null 2>&1; then
-    step "installing chromium (browser test of the HTML report)"
+# Debian packages the suite needs: Chromium (the HTML report is tested in a real browser) and
+# libclang (bindgen, for rocksdb under the local validator that `skilltrial localnet` and the
+# hosted end-to-end tests run).
+packages=()
+command -v chromium >/dev/null 2>&1 || packages+=(chromium)
+dpkg -s libclang-dev >/dev/null 2>&1 || packages+=(libclang-dev)
+if [ "${#packages[@]}" -gt 0 ]; then
+    step "installing ${packages[*]}"
     SUDO=""
     if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${packages[@]}" >/dev/null
 fi
 
 step "format"

@@ -16,6 +16,9 @@ use skilltrial_core::settlement::{Settlement, SettlementCheck};
 
 use crate::{PROGRAM_ID, Pubkey};
 
+/// A Run account's space after its 8-byte discriminator.
+pub const RUN_SPACE: usize = <Run as anchor_lang::Space>::INIT_SPACE;
+
 /// Why an account file is not a SkillTrial Run account.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum AccountError {

@@ -143,7 +143,7 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "ADDRESS")]
     pub run: Option<String>,
     /// Whose anchor it must be (a wallet address). Default with --run: the Run's user.
-    #[arg(long, value_name = "ADDRESS")]
+    #[arg(long, value_name = "ADDRESS", requires = "signature")]
     pub signer: Option<String>,
     /// How long to wait for the anchor to be finalized (seconds).
     #[arg(long, value_name = "SECS", default_value_t = 60)]

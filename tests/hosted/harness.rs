@@ -29,6 +29,8 @@ pub struct Localnet {
     pub chain: Chain,
     /// A loopback model server (Anthropic wire format) the local runs are executed against.
     pub server: ScriptedServer,
+    /// What each command's transaction cost: (command, fee lamports, compute units).
+    costs: std::cell::RefCell<Vec<(String, u64, u64)>>,
 }
 
 /// Two free loopback ports in a row (RPC and its websocket).
@@ -103,6 +105,7 @@ impl Localnet {
             runner,
             payout,
             server,
+            costs: std::cell::RefCell::new(Vec::new()),
         };
         // The other wallet gets 5 SOL from the user, by a plain system transfer.
         let user = net.user();
@@ -201,8 +204,8 @@ impl Localnet {
         self.chain.balance(key).unwrap()
     }
 
-    /// The fee a landed transaction paid (its own `meta.fee`).
-    pub fn fee_of(&self, signature: &str) -> u64 {
+    /// A landed transaction as `getTransaction` answers it (confirmed).
+    pub fn transaction(&self, signature: &str) -> Value {
         let signature: Signature = signature.parse().unwrap();
         let started = Instant::now();
         loop {
@@ -211,13 +214,34 @@ impl Localnet {
                 .transaction(&signature, Commitment::Confirmed)
                 .unwrap()
             {
-                return tx["meta"]["fee"].as_u64().unwrap();
+                return tx;
             }
             assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "{signature} not found"
+                started.elapsed() < Duration::from_secs(120),
+                "getTransaction {signature}: still null after 120 s; its status: {:?}",
+                self.chain.signature_status(&signature)
             );
             std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
+    /// Records what `command`'s transaction cost (fee and compute units), for the cost table
+    /// the test prints; returns the fee.
+    pub fn cost(&self, command: &str, signature: &str) -> u64 {
+        let tx = self.transaction(signature);
+        let fee = tx["meta"]["fee"].as_u64().unwrap();
+        let units = tx["meta"]["computeUnitsConsumed"].as_u64().unwrap_or(0);
+        self.costs
+            .borrow_mut()
+            .push((command.to_owned(), fee, units));
+        fee
+    }
+
+    /// The cost table (with `--nocapture`).
+    #[allow(clippy::print_stdout)]
+    pub fn print_costs(&self) {
+        for (command, fee, units) in self.costs.borrow().iter() {
+            println!("hosted cost: {command:<40} fee {fee:>6} lamports  {units:>7} CU");
         }
     }
 

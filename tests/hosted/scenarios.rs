@@ -210,7 +210,7 @@ pub fn escrow_settle_cancel_finalize_close_then_anchor_and_verify(net: &Localnet
     assert_eq!(fee, 200_000);
     let escrow = opened["escrow_lamports"].as_u64().unwrap();
     assert_eq!(u128::from(escrow), 18 * (cap + u128::from(fee)));
-    let open_fee = net.fee_of(opened["signature"].as_str().unwrap());
+    let open_fee = net.cost("open", opened["signature"].as_str().unwrap());
     let run_lamports = net.balance(&address);
     let rent = run_lamports - escrow;
     assert_eq!(
@@ -235,13 +235,15 @@ pub fn escrow_settle_cancel_finalize_close_then_anchor_and_verify(net: &Localnet
     let first = evidence(&planned.report, 0..10);
     let second = evidence(&planned.report, 10..18);
     let s1 = settle(net, &address, run_id, &first);
+    net.cost("(runner) settle 10 trials", &s1);
     let cancelled = net.cli_json(
         &net.user_keypair,
         &["cancel", "--chain", &address.to_string()],
     );
     assert_eq!(cancelled["cancelled"], true);
-    let cancel_fee = net.fee_of(cancelled["signature"].as_str().unwrap());
+    let cancel_fee = net.cost("cancel --chain", cancelled["signature"].as_str().unwrap());
     let s2 = settle(net, &address, run_id, &second);
+    net.cost("(runner) settle 8 trials", &s2);
     let status = net.cli_json(&net.user_keypair, &["chain-status", &address.to_string()]);
     assert_eq!(status["status"], "cancelled");
     assert_eq!(status["settled_trials"], 18);
@@ -262,19 +264,21 @@ pub fn escrow_settle_cancel_finalize_close_then_anchor_and_verify(net: &Localnet
         ],
     ));
     let report_hash = report.seal().unwrap();
-    net.send_as(
-        &net.runner,
-        &format!("finalize:{address}"),
-        &[ix::run_finalize(
-            &net.runner.pubkey(),
-            &address,
-            RunFinalizeArgs {
-                expected_run_id: run_id,
-                report_hash: report_hash.0,
-            },
-        )],
-    )
-    .unwrap();
+    let finalized = net
+        .send_as(
+            &net.runner,
+            &format!("finalize:{address}"),
+            &[ix::run_finalize(
+                &net.runner.pubkey(),
+                &address,
+                RunFinalizeArgs {
+                    expected_run_id: run_id,
+                    report_hash: report_hash.0,
+                },
+            )],
+        )
+        .unwrap();
+    net.cost("(runner) finalize", &finalized.signature.to_string());
     let report_path = write_report(net, "hosted-report.json", &report);
     let (code, doc, text) = verify(net, &report_path, &["--run", &address.to_string()]);
     assert_eq!(code, Some(0), "{text}");
@@ -285,7 +289,7 @@ pub fn escrow_settle_cancel_finalize_close_then_anchor_and_verify(net: &Localnet
     let held = net.balance(&address);
     assert_eq!(held, escrow - usage - 18 * fee + rent);
     let closed = net.cli_json(&net.user_keypair, &["close", &address.to_string()]);
-    let close_fee = net.fee_of(closed["signature"].as_str().unwrap());
+    let close_fee = net.cost("close", closed["signature"].as_str().unwrap());
     assert_eq!(closed["returned_lamports"], held);
     assert_eq!(net.balance(&address), 0, "the Run account is gone");
     assert_eq!(
@@ -320,6 +324,37 @@ fn anchor_and_verify(net: &Localnet, report: &Report, report_path: &Path) {
         &["anchor", report_path.to_str().unwrap()],
     );
     let signature = anchored["signature"].as_str().unwrap().to_owned();
+    assert_eq!(
+        net.cost("anchor", &signature),
+        5_000,
+        "one signature, no priority fee"
+    );
+    // With --with-compute-unit-price the transaction carries that price: the fee is the
+    // signature's plus ceil(limit × price / 10^6), the limit sized by simulation.
+    let priced = net.cli_json(
+        &net.user_keypair,
+        &[
+            "anchor",
+            report_path.to_str().unwrap(),
+            "--with-compute-unit-price",
+            "1000",
+        ],
+    );
+    let priced_signature = priced["signature"].as_str().unwrap();
+    let (limit, price) = compute_budget(&net.transaction(priced_signature));
+    assert_eq!(price, Some(1_000));
+    let units = net.transaction(priced_signature)["meta"]["computeUnitsConsumed"]
+        .as_u64()
+        .unwrap();
+    let limit = u64::from(limit.unwrap());
+    assert!(
+        limit >= units && limit <= units * 6 / 5 + 1_000 + 300,
+        "{limit} for {units} CU"
+    );
+    assert_eq!(
+        net.cost("anchor --with-compute-unit-price 1000", priced_signature),
+        5_000 + (limit * 1_000).div_ceil(1_000_000)
+    );
     assert!(anchored["memo"].as_str().unwrap().starts_with("st1:"));
     let (code, doc, text) = verify_anchor(net, report_path, &signature, &user);
     assert_eq!(code, Some(0), "{text}");
@@ -396,6 +431,99 @@ fn anchor_and_verify(net: &Localnet, report: &Report, report_path: &Path) {
     assert_ne!(out.status.code(), Some(0));
 }
 
+/// The compute-unit limit and price a transaction's Compute Budget instructions set.
+fn compute_budget(tx: &Value) -> (Option<u32>, Option<u64>) {
+    let decoded = skilltrial_core::solana::transaction::decode_response(tx).unwrap();
+    let budget: Pubkey = "ComputeBudget111111111111111111111111111111"
+        .parse()
+        .unwrap();
+    let (mut limit, mut price) = (None, None);
+    for ix in &decoded.wire.instructions {
+        if decoded.account_keys[usize::from(ix.program_index)].0 != budget.to_bytes() {
+            continue;
+        }
+        match ix.data.split_first() {
+            Some((2, rest)) => limit = Some(u32::from_le_bytes(rest.try_into().unwrap())),
+            Some((3, rest)) => price = Some(u64::from_le_bytes(rest.try_into().unwrap())),
+            _ => {}
+        }
+    }
+    (limit, price)
+}
+
+/// The operator's commands: `admin show`, `update`, `propose` (time-locked: `apply` refused
+/// before its time), a stranger refused, and `buyback-log`. The localnet wallet is the admin.
+pub fn operator_commands(net: &Localnet) {
+    let user = &net.user_keypair;
+    let shown = net.cli_json(user, &["admin", "show"]);
+    assert_eq!(shown["admin"], net.user().pubkey().to_string());
+    assert_eq!(shown["runner"], net.runner.pubkey().to_string());
+    assert_eq!(shown["fee_per_trial_lamports"], 200_000);
+    assert_eq!(shown["min_deadline_secs"], 10);
+    assert!(shown["pending"].is_null());
+
+    let updated = net.cli_json(user, &["admin", "update", "--fee-lamports", "250000"]);
+    net.cost("admin update", updated["signature"].as_str().unwrap());
+    let shown = net.cli_json(user, &["admin", "show"]);
+    assert_eq!(shown["fee_per_trial_lamports"], 250_000);
+    // The program's own bound: a fee above 0.01 SOL is refused, by name.
+    let out = net.cli(user, &["admin", "update", "--fee-lamports", "10000001"]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("refused"), "{}", said(&out));
+
+    let proposed = net.cli_json(
+        user,
+        &["admin", "propose", "--max-buyback-lamports", "5000000000"],
+    );
+    assert!(proposed["effective_at"].is_string(), "{proposed}");
+    let shown = net.cli_json(user, &["admin", "show"]);
+    assert_eq!(
+        shown["pending"]["change"]["max_buyback_lamports"],
+        5_000_000_000u64
+    );
+    let out = net.cli(user, &["admin", "apply"]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(
+        said(&out).contains("time lock has not passed"),
+        "{}",
+        said(&out)
+    );
+
+    let out = net.cli(
+        &net.other_keypair,
+        &["admin", "update", "--fee-lamports", "1"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(
+        said(&out).contains("not the program's admin"),
+        "{}",
+        said(&out)
+    );
+    // Sent anyway, the program refuses the stranger.
+    let other = net.other();
+    let refused = net
+        .send_as(
+            &other,
+            "stranger update",
+            &[ix::config_update(
+                &other.pubkey(),
+                ix::ConfigUpdateArgs {
+                    fee_per_trial: Some(1),
+                    min_deadline_secs: None,
+                    revoke_runner: false,
+                    propose_admin: None,
+                },
+            )],
+        )
+        .unwrap_err();
+    assert!(refused.to_string().contains("refused"), "{refused}");
+
+    let log = net.cli_json(user, &["buyback-log"]);
+    assert_eq!(log["count"], 0);
+    assert_eq!(log["entries"], serde_json::json!([]));
+    net.print_costs();
+}
+
 /// A run opened with a 12-second deadline: refund is refused before it, and after it returns
 /// everything the Run held (escrow and rent), to the lamport. Then a Run with another digest
 /// fails `verify --run` against the first report.
@@ -432,7 +560,7 @@ pub fn refund_after_a_short_deadline(net: &Localnet) {
     let held = net.balance(&key);
     let before = net.balance(&user.pubkey());
     let refunded = net.cli_json(&net.user_keypair, &["refund", &address]);
-    let fee = net.fee_of(refunded["signature"].as_str().unwrap());
+    let fee = net.cost("refund", refunded["signature"].as_str().unwrap());
     assert_eq!(refunded["returned_lamports"], held);
     assert_eq!(net.balance(&user.pubkey()), before + held - fee);
     assert_eq!(net.balance(&key), 0);

@@ -183,6 +183,12 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
         ledger.display(),
         program.display()
     ));
+    // Installed before the start, so a Ctrl-C while it starts stops it cleanly afterwards.
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .map_err(|e| env_error(format!("cannot install the Ctrl-C handler: {e}")))?;
+    }
     // The genesis faucet: a throwaway key (the wallet and runner are funded explicitly). The
     // library prints its start-up progress on stdout: moved to stderr meanwhile.
     let validator = {
@@ -194,12 +200,6 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
     }
     .map_err(|e| env_error(format!("the local validator did not start: {e}")))?;
     let url = validator.rpc_url();
-
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))
-            .map_err(|e| env_error(format!("cannot install the Ctrl-C handler: {e}")))?;
-    }
 
     let chain = Chain::new(&url, Commitment::Confirmed);
     wait_for_slot(&chain, 4, &stop)?;

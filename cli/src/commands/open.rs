@@ -23,6 +23,10 @@ use crate::state;
 
 /// The program's ceiling on a run's trials (`MAX_TRIALS`).
 const MAX_TRIALS: u16 = skilltrial_chain::constants::MAX_TRIALS;
+/// A Run account's size: its discriminator and its space.
+const RUN_ACCOUNT_BYTES: usize = 8 + skilltrial_chain::account::RUN_SPACE;
+/// The base fee of a transaction with one signature.
+const SIGNATURE_FEE: u64 = 5_000;
 /// The program's ceiling on a deadline's distance (`MAX_DEADLINE_SECS`).
 const MAX_DEADLINE_SECS: i64 = skilltrial_chain::constants::MAX_DEADLINE_SECS;
 
@@ -137,6 +141,24 @@ pub fn run(args: &OpenArgs, global: &Global) -> Result<Status, CliError> {
     }
 
     let balance = session.chain.balance(&user).map_err(chain::rpc_error)?;
+    let rent = session
+        .chain
+        .rent_exempt_minimum(RUN_ACCOUNT_BYTES)
+        .map_err(chain::rpc_error)?;
+    // The escrow, the Run account's rent (returned at refund or close) and one signature.
+    let needed = escrow
+        .checked_add(rent)
+        .and_then(|n| n.checked_add(SIGNATURE_FEE))
+        .ok_or_else(|| refused("the escrow overflows u64 lamports".to_owned()))?;
+    if balance < needed {
+        return Err(refused(format!(
+            "your wallet {user} holds {}; opening this run needs {} (escrow {}, the Run account's rent {}, and the fee)",
+            sol(balance),
+            sol(needed),
+            sol(escrow),
+            sol(rent)
+        )));
+    }
     let summary = format!(
         "manifest   {}\n\
          trials     {planned}, each capped at {} (its upper cost {largest} at {} per SOL, pinned {} from {})\n\
