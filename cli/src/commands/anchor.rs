@@ -57,10 +57,11 @@ pub fn run(args: &AnchorArgs, global: &Global) -> Result<Status, CliError> {
         }))?;
     } else {
         output::text(&format!(
-            "anchored {shown}\n  transaction {}\n  memo        {}\n  signer      {signer}\n  check it:   skilltrial verify {shown} --signature {} --signer {signer}\n",
+            "anchored {shown}\n  transaction {}\n  memo        {}\n  signer      {signer}\n  check it:   skilltrial verify {shown} --signature {} --signer {signer} --url {}\n",
             sent.signature,
             memo.text(),
             sent.signature,
+            session.chain.url(),
         ))?;
     }
     Ok(Status::Ok)

@@ -151,10 +151,26 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
         .checked_mul(LAMPORTS_PER_SOL)
         .ok_or_else(|| env_error(format!("--fund-sol {}: too much SOL", args.fund_sol)))?;
 
+    // Ports in use are refused up front, in words (the library would panic on them).
+    let pubsub_port = args.rpc_port.checked_add(1).ok_or_else(|| {
+        env_error(format!(
+            "--rpc-port {}: the websocket needs the next port",
+            args.rpc_port
+        ))
+    })?;
+    for port in [args.rpc_port, pubsub_port] {
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_err() {
+            return Err(env_error(format!(
+                "port {port} on 127.0.0.1 is in use (another local validator?): stop it, or pass another --rpc-port"
+            )));
+        }
+    }
+    let gossip_port = free_gossip_port()?;
     let mut genesis = TestValidatorGenesis::default();
     genesis
         .ledger_path(ledger)
         .rpc_port(args.rpc_port)
+        .gossip_port(gossip_port)
         .rpc_config(solana_rpc::rpc::JsonRpcConfig {
             enable_rpc_transaction_history: true,
             ..solana_rpc::rpc::JsonRpcConfig::default_for_test()
@@ -193,10 +209,12 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
     // library prints its start-up progress on stdout: moved to stderr meanwhile.
     let validator = {
         let _stdout_on_stderr = StdoutToStderr::new();
-        genesis.start_with_mint_address(
-            Keypair::new().pubkey(),
-            solana_net_utils::SocketAddrSpace::new(true),
-        )
+        start_without_panicking(|| {
+            genesis.start_with_mint_address(
+                Keypair::new().pubkey(),
+                solana_net_utils::SocketAddrSpace::new(true),
+            )
+        })?
     }
     .map_err(|e| env_error(format!("the local validator did not start: {e}")))?;
     let url = validator.rpc_url();
@@ -214,6 +232,11 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
     let balance = chain
         .balance(&wallet.pubkey())
         .map_err(|e| env_error(e.to_string()))?;
+    // What the config says (a restarted ledger keeps the deadline it was created with).
+    let min_deadline_secs = chain
+        .config()
+        .map_err(|e| env_error(e.to_string()))?
+        .map_or(args.min_deadline_secs, |c| c.min_deadline_secs);
     let info = json!({
         "rpc_url": url,
         "websocket_url": validator.rpc_pubsub_url(),
@@ -226,7 +249,7 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
         "runner_payout": payout.pubkey().to_string(),
         "ledger": ledger.display().to_string(),
         "config_initialized_now": initialized,
-        "min_deadline_secs": args.min_deadline_secs,
+        "min_deadline_secs": min_deadline_secs,
     });
     if global.json {
         // One line, so a script can read it before the validator stops.
@@ -278,6 +301,48 @@ impl Drop for StdoutToStderr {
             let _ = rustix::stdio::dup2_stdout(&saved);
         }
     }
+}
+
+/// A loopback port free for both UDP and TCP, for gossip (the library's default is a fixed
+/// port, which a second validator on the machine would collide with).
+fn free_gossip_port() -> Result<u16, CliError> {
+    for _ in 0..50 {
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0")
+            .map_err(|e| env_error(format!("cannot bind a loopback UDP port: {e}")))?;
+        let port = udp
+            .local_addr()
+            .map_err(|e| env_error(format!("cannot read a bound port: {e}")))?
+            .port();
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Err(env_error(
+        "no loopback port is free for both UDP and TCP (gossip)".to_owned(),
+    ))
+}
+
+/// Runs the library's start, turning a panic inside it (a port taken between our check and its
+/// bind, a ledger it cannot open) into an error that says what it said.
+fn start_without_panicking<T>(start: impl FnOnce() -> T) -> Result<T, CliError> {
+    let said = Arc::new(std::sync::Mutex::new(None::<String>));
+    let hook_said = Arc::clone(&said);
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if let Ok(mut slot) = hook_said.lock() {
+            slot.get_or_insert_with(|| info.to_string());
+        }
+    }));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(start));
+    std::panic::set_hook(previous);
+    result.map_err(|_| {
+        let message = said
+            .lock()
+            .ok()
+            .and_then(|s| s.clone())
+            .unwrap_or_else(|| "it panicked".to_owned());
+        env_error(format!("the local validator did not start: {message}"))
+    })
 }
 
 fn is_empty_dir(path: &Path) -> bool {

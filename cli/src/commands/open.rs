@@ -161,7 +161,7 @@ pub fn run(args: &OpenArgs, global: &Global) -> Result<Status, CliError> {
     }
     let summary = format!(
         "manifest   {}\n\
-         trials     {planned}, each capped at {} (its upper cost {largest} at {} per SOL, pinned {} from {})\n\
+         trials     {planned}, each capped at {} (its upper cost {largest} at {} per SOL, pinned {}, source: {})\n\
          fee        {} per executed trial (the program's config)\n\
          escrow     {} now; what is not used comes back (finalize, or refund after the deadline)\n\
          upper cost {} if every request used its whole bound\n\

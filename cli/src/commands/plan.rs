@@ -171,9 +171,7 @@ fn sol_usd(
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
     Ok(manifest::SolUsd {
         usd_micros_per_sol: rate.0,
-        source: source
-            .unwrap_or("stated on the command line (skilltrial plan --sol-usd)")
-            .to_owned(),
+        source: source.unwrap_or("given with --sol-usd").to_owned(),
         at: skilltrial_core::time::rfc3339(now),
     })
 }
@@ -286,7 +284,7 @@ fn render(r: &PlanReport<'_>) -> String {
     if let Some(rate) = &m.sol_usd {
         let _ = writeln!(
             out,
-            "SOL/USD   {} per SOL, pinned {} ({}); hosted: skilltrial open --manifest {} --runner <RUNNER>",
+            "SOL/USD   {} per SOL, pinned {} (source: {}); hosted: skilltrial open --manifest {} --runner <RUNNER>",
             MicroUsd(rate.usd_micros_per_sol),
             rate.at,
             rate.source,
