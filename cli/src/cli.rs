@@ -360,6 +360,10 @@ pub struct LocalnetArgs {
     /// The config's minimum run deadline, seconds (short, so refunds can be tried at once).
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     pub min_deadline_secs: i64,
+    /// Leave the program without a config, for trying `skilltrial admin init` yourself (your
+    /// keypair is the program's upgrade authority, so it may).
+    #[arg(long)]
+    pub no_init: bool,
 }
 
 #[derive(Debug, Args)]

@@ -46,7 +46,13 @@ fn free_port_pair() -> u16 {
 }
 
 impl Localnet {
+    /// A validator with the program's config initialized by `localnet`.
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// A validator started with `extra` flags (`--no-init`: no config).
+    pub fn start_with(extra: &[&str]) -> Self {
         let bin = skilltrial_e2e::skilltrial_bin().unwrap();
         let dir = tempfile::tempdir().unwrap();
         let user_keypair = dir.path().join("user.json");
@@ -60,6 +66,7 @@ impl Localnet {
             .args(["--rpc-port", &port.to_string(), "--keypair"])
             .arg(&user_keypair)
             .args(["--min-deadline-secs", "10"])
+            .args(extra)
             .current_dir(skilltrial_e2e::workspace_root())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -74,7 +81,11 @@ impl Localnet {
             let _ = child.kill();
             panic!("`skilltrial localnet --json` printed {line:?}: {e}")
         });
-        assert_eq!(info["config_initialized_now"], true, "{info}");
+        assert_eq!(
+            info["config_initialized_now"],
+            !extra.contains(&"--no-init"),
+            "{info}"
+        );
         let url = info["rpc_url"].as_str().unwrap().to_owned();
         let runner =
             cli_config::read_keypair_file(Path::new(info["runner_keypair"].as_str().unwrap()))
@@ -107,7 +118,8 @@ impl Localnet {
             server,
             costs: std::cell::RefCell::new(Vec::new()),
         };
-        // The other wallet gets 5 SOL from the user, by a plain system transfer.
+        // The other wallet gets 5 SOL from the user, by a plain system transfer (the send
+        // path of the chain client, on a cluster with or without the program's config).
         let user = net.user();
         net.send_as(
             &user,

@@ -36,3 +36,13 @@ fn hosted_runs_end_to_end_on_a_local_validator() {
     scenarios::operator_commands(&net);
     net.stop();
 }
+
+#[test]
+fn an_operator_initializes_the_config_and_hands_over_the_admin_role() {
+    if std::env::var("SKILLTRIAL_PROGRAM_LAYER").as_deref() == Ok("native") {
+        return;
+    }
+    let net = harness::Localnet::start_with(&["--no-init"]);
+    scenarios::admin_init_and_handover(&net);
+    net.stop();
+}

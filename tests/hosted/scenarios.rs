@@ -733,3 +733,68 @@ fn rusqlite_states(path: &Path) -> Vec<(String, String)> {
         .map(|e| (e.signature, format!("{:?}", e.state).to_lowercase()))
         .collect()
 }
+
+/// On a cluster without a config: `open` says so; `admin init` (by the upgrade authority) creates
+/// it as asked; a second `init` is refused; the admin role moves in two steps (`update
+/// --propose-admin`, then `accept` by the proposed wallet, and only by it).
+pub fn admin_init_and_handover(net: &Localnet) {
+    let user = &net.user_keypair;
+    let out = net.cli(user, &["admin", "show"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("no config"), "{}", said(&out));
+    let runner = net.runner.pubkey().to_string();
+    let payout = net.payout.to_string();
+    let mint = Pubkey::new_unique().to_string();
+    let init = [
+        "admin",
+        "init",
+        "--runner",
+        runner.as_str(),
+        "--runner-payout",
+        payout.as_str(),
+        "--mint",
+        mint.as_str(),
+        "--buyback-rate",
+        "1000:1",
+        "--fee-lamports",
+        "150000",
+        "--min-deadline-secs",
+        "60",
+        "--yes",
+    ];
+    // The other wallet is not the upgrade authority: the program refuses it.
+    let out = net.cli(&net.other_keypair, &init);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("refused"), "{}", said(&out));
+    let done = net.cli_json(user, &init);
+    net.cost("admin init", done["signature"].as_str().unwrap());
+    let shown = net.cli_json(user, &["admin", "show"]);
+    assert_eq!(shown["admin"], net.user().pubkey().to_string());
+    assert_eq!(shown["runner"], runner);
+    assert_eq!(shown["runner_payout"], payout);
+    assert_eq!(shown["sktrial_mint"], mint);
+    assert_eq!(shown["fee_per_trial_lamports"], 150_000);
+    assert_eq!(shown["min_deadline_secs"], 60);
+    assert_eq!(shown["buyback_rate"], "1000:1");
+    let out = net.cli(user, &init);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("already exists"), "{}", said(&out));
+
+    let other = net.other().pubkey().to_string();
+    net.cli_json(user, &["admin", "update", "--propose-admin", &other]);
+    // Only the proposed wallet accepts.
+    let out = net.cli(user, &["admin", "accept"]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    net.cli_json(&net.other_keypair, &["admin", "accept"]);
+    let shown = net.cli_json(user, &["admin", "show"]);
+    assert_eq!(shown["admin"], other);
+    assert!(shown["pending_admin"].is_null());
+    let out = net.cli(user, &["admin", "update", "--fee-lamports", "1"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the old admin is no longer one: {}",
+        said(&out)
+    );
+    net.print_costs();
+}

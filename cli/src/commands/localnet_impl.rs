@@ -221,14 +221,15 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
 
     let chain = Chain::new(&url, Commitment::Confirmed);
     wait_for_slot(&chain, 4, &stop)?;
-    let initialized = init_config(
-        &chain,
-        global,
-        &wallet,
-        &runner.pubkey(),
-        &payout.pubkey(),
-        args.min_deadline_secs,
-    )?;
+    let initialized = !args.no_init
+        && init_config(
+            &chain,
+            global,
+            &wallet,
+            &runner.pubkey(),
+            &payout.pubkey(),
+            args.min_deadline_secs,
+        )?;
     let balance = chain
         .balance(&wallet.pubkey())
         .map_err(|e| env_error(e.to_string()))?;
