@@ -161,7 +161,11 @@ impl SolanaConfig {
             }
         };
         let commitment = text_of("commitment")?
-            .map(|c| c.parse::<Commitment>().map_err(|e| e.to_string()))
+            .map(|c| {
+                c.parse::<Commitment>().map_err(|_| {
+                    format!("commitment {c:?}: expected processed, confirmed or finalized")
+                })
+            })
             .transpose()?;
         Ok(Self {
             json_rpc_url: text_of("json_rpc_url")?,

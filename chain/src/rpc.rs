@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use anchor_lang::AccountDeserialize;
+use base64::Engine as _;
 use serde_json::{Value, json};
 use skilltrial::state::{BuybackLog, Config, FeeVault};
 use solana_commitment_config::CommitmentConfig;
@@ -62,10 +63,48 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
+/// The parts of `url` that may be credentials: its user name and password, its query string
+/// and each query value. Messages have every occurrence cut, wherever the text repeats the URL
+/// (an HTTP client's error repeats it in its own spelling).
+fn secrets_of(url: &str) -> Vec<String> {
+    let Ok(parsed) = url::Url::parse(url) else {
+        return vec![url.to_owned()];
+    };
+    let mut secrets = Vec::new();
+    if !parsed.username().is_empty() {
+        secrets.push(parsed.username().to_owned());
+    }
+    if let Some(password) = parsed.password() {
+        secrets.push(password.to_owned());
+    }
+    if let Some(query) = parsed.query() {
+        secrets.push(query.to_owned());
+        secrets.extend(query.split('&').filter_map(|pair| {
+            pair.split_once('=')
+                .map(|(_, value)| value.to_owned())
+                .filter(|v| !v.is_empty())
+        }));
+    }
+    // A part of 3 characters or fewer is no credential worth the name, and cutting it would
+    // mangle the rest of the message (a `?x=1` would cut every digit 1).
+    secrets.retain(|s| s.len() > 3);
+    // Longest first, so a query is cut whole before its values.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets
+}
+
+/// `text` with every secret cut.
+fn scrub(text: &str, secrets: &[String]) -> String {
+    secrets.iter().fold(text.to_owned(), |out, secret| {
+        out.replace(secret.as_str(), "…")
+    })
+}
+
 /// One endpoint at one commitment.
 pub struct Chain {
     client: RpcClient,
     shown_url: String,
+    secrets: Vec<String>,
     commitment: Commitment,
 }
 
@@ -102,6 +141,7 @@ impl Chain {
                 commitment_config(commitment),
             ),
             shown_url: redact_url(url),
+            secrets: secrets_of(url),
             commitment,
         }
     }
@@ -127,19 +167,19 @@ impl Chain {
                     url: self.shown_url.clone(),
                     what: what.to_owned(),
                     code: *code,
-                    message: message.clone(),
+                    message: scrub(message, &self.secrets),
                 }
             }
+            ClientErrorKind::Reqwest(e) => RpcFailure::Transport {
+                url: self.shown_url.clone(),
+                what: what.to_owned(),
+                // The HTTP client's text repeats the URL, with its key: cut.
+                reason: scrub(&format!("the node did not answer: {e}"), &self.secrets),
+            },
             other => RpcFailure::Transport {
                 url: self.shown_url.clone(),
                 what: what.to_owned(),
-                // The client's own text for a transport error can repeat the URL it was given,
-                // with its key: replace it by the redacted one.
-                reason: scrub(
-                    &other.to_string(),
-                    self.client.url().as_str(),
-                    &self.shown_url,
-                ),
+                reason: scrub(&other.to_string(), &self.secrets),
             },
         }
     }
@@ -156,6 +196,16 @@ impl Chain {
             .map_err(|e| self.failure(what, &e))
     }
 
+    /// A failure for an answer that is not the JSON-RPC result asked for (not a Solana node).
+    pub(crate) fn not_json_rpc(&self, what: &str) -> RpcFailure {
+        RpcFailure::Transport {
+            url: self.shown_url.clone(),
+            what: what.to_owned(),
+            reason: "the answer is not a Solana JSON-RPC result (is this a Solana RPC endpoint?)"
+                .to_owned(),
+        }
+    }
+
     /// The cluster's genesis hash: the name under which the outbox keeps this cluster's
     /// transactions apart from another's.
     pub fn genesis_hash(&self) -> Result<String, RpcFailure> {
@@ -165,13 +215,38 @@ impl Chain {
             .map_err(|e| self.failure("getGenesisHash", &e))
     }
 
-    /// An account's lamports and data, or `None` where there is no account.
+    /// An account's owner, lamports and data, or `None` where there is no account. Read raw
+    /// (base64) and checked here, so that a node that cannot be reached is never mistaken for an
+    /// account that does not exist.
     pub fn account(&self, address: &Pubkey) -> Result<Option<(Pubkey, u64, Vec<u8>)>, RpcFailure> {
-        let answer = self
-            .client
-            .get_account_with_commitment(address, commitment_config(self.commitment))
-            .map_err(|e| self.failure(&format!("getAccountInfo {address}"), &e))?;
-        Ok(answer.value.map(|a| (a.owner, a.lamports, a.data)))
+        let what = format!("getAccountInfo {address}");
+        let answer = self.call(
+            &what,
+            RpcRequest::GetAccountInfo,
+            json!([address.to_string(), {
+                "encoding": "base64",
+                "commitment": self.commitment.as_str(),
+            }]),
+        )?;
+        let value = match answer.get("value") {
+            Some(Value::Null) => return Ok(None),
+            Some(value @ Value::Object(_)) => value,
+            _ => return Err(self.not_json_rpc(&what)),
+        };
+        let decoded = (|| {
+            let owner: Pubkey = value["owner"].as_str()?.parse().ok()?;
+            let lamports = value["lamports"].as_u64()?;
+            let data = match &value["data"] {
+                Value::Array(parts) if parts.get(1).and_then(Value::as_str) == Some("base64") => {
+                    base64::engine::general_purpose::STANDARD
+                        .decode(parts.first()?.as_str()?)
+                        .ok()?
+                }
+                _ => return None,
+            };
+            Some((owner, lamports, data))
+        })();
+        decoded.map(Some).ok_or_else(|| self.not_json_rpc(&what))
     }
 
     /// The balance of `address` in lamports (0 where there is no account).
@@ -304,7 +379,13 @@ impl Chain {
                 "maxSupportedTransactionVersion": 0,
             }]),
         )?;
-        Ok((!value.is_null()).then_some(value))
+        if value.is_null() {
+            return Ok(None);
+        }
+        if !value["meta"].is_object() || value["transaction"].is_null() {
+            return Err(self.not_json_rpc(&format!("getTransaction {signature}")));
+        }
+        Ok(Some(value))
     }
 
     /// The status of `signature`, searching the whole history: `None` when the cluster has
@@ -315,10 +396,12 @@ impl Chain {
             RpcRequest::GetSignatureStatuses,
             json!([[signature.to_string()], { "searchTransactionHistory": true }]),
         )?;
-        let status = &value["value"][0];
-        if status.is_null() {
+        let Some(statuses) = value["value"].as_array() else {
+            return Err(self.not_json_rpc("getSignatureStatuses"));
+        };
+        let Some(status) = statuses.first().filter(|s| !s.is_null()) else {
             return Ok(None);
-        }
+        };
         let level = match status["confirmationStatus"].as_str() {
             Some("finalized") => Commitment::Finalized,
             Some("confirmed") => Commitment::Confirmed,
@@ -343,17 +426,6 @@ pub struct TxStatus {
     pub error: Option<Value>,
 }
 
-/// `text` with every occurrence of the secret-bearing `url` replaced by `shown`.
-fn scrub(text: &str, url: &str, shown: &str) -> String {
-    let mut out = text.to_owned();
-    for candidate in [url, url.trim_end_matches('/')] {
-        if !candidate.is_empty() {
-            out = out.replace(candidate, shown);
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,13 +441,15 @@ mod tests {
             "http://127.0.0.1:8899/"
         );
         assert_eq!(redact_url("not a url"), "<the RPC URL>");
+        let secrets = secrets_of("http://user:SECRETPASS@127.0.0.1:9399/?api-key=SECRETKEY&x=1");
+        let said = scrub(
+            "error sending request for url (http://127.0.0.1:9399/?api-key=SECRETKEY&x=1) as user:SECRETPASS; key SECRETKEY",
+            &secrets,
+        );
+        assert!(!said.contains("SECRET"), "{said}");
         assert_eq!(
-            scrub(
-                "error sending request for url (https://h/?api-key=abc)",
-                "https://h/?api-key=abc",
-                "https://h/"
-            ),
-            "error sending request for url (https://h/)"
+            said,
+            "error sending request for url (http://127.0.0.1:9399/?…) as …:…; key …"
         );
     }
 }

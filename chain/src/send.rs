@@ -81,6 +81,10 @@ pub struct Sent {
 /// Why a transaction did not land.
 #[derive(Debug, thiserror::Error)]
 pub enum SendError {
+    /// The node failed before anything was signed: nothing was sent.
+    #[error("{0}; nothing was signed or sent")]
+    BeforeSigning(RpcFailure),
+    /// The node failed while a recorded transaction was being sent or watched: it may land.
     #[error(transparent)]
     Rpc(#[from] RpcFailure),
     #[error(transparent)]
@@ -104,6 +108,17 @@ impl SendError {
     /// Whether the outbox still holds a transaction that may land.
     pub fn may_still_land(&self) -> bool {
         matches!(self, SendError::Rpc(_))
+    }
+
+    /// A message for the person: what happened, and for a transaction that may still land,
+    /// what to do.
+    pub fn explain(&self) -> String {
+        match self {
+            SendError::Rpc(_) => format!(
+                "{self}. A transaction was sent and may still land: run the same command again to resume it (it is never signed twice while it can land)"
+            ),
+            _ => self.to_string(),
+        }
     }
 }
 
@@ -136,7 +151,7 @@ impl<'a> Sender<'a> {
         outbox: &'a mut Outbox,
         progress: &'a dyn Fn(&str),
     ) -> Result<Self, SendError> {
-        let cluster = chain.genesis_hash()?;
+        let cluster = chain.genesis_hash().map_err(SendError::BeforeSigning)?;
         Ok(Self {
             chain,
             outbox,
@@ -229,17 +244,25 @@ impl<'a> Sender<'a> {
             &message,
             &vec![Signature::default(); signer_count(&message)],
         );
-        let answer = self.chain.call(
-            "simulateTransaction",
-            RpcRequest::SimulateTransaction,
-            json!([base64::engine::general_purpose::STANDARD.encode(&wire), {
-                "encoding": "base64",
-                "sigVerify": false,
-                "replaceRecentBlockhash": true,
-                "commitment": self.chain.commitment().as_str(),
-            }]),
-        )?;
+        let answer = self
+            .chain
+            .call(
+                "simulateTransaction",
+                RpcRequest::SimulateTransaction,
+                json!([base64::engine::general_purpose::STANDARD.encode(&wire), {
+                    "encoding": "base64",
+                    "sigVerify": false,
+                    "replaceRecentBlockhash": true,
+                    "commitment": self.chain.commitment().as_str(),
+                }]),
+            )
+            .map_err(SendError::BeforeSigning)?;
         let value = &answer["value"];
+        if !value.is_object() {
+            return Err(SendError::BeforeSigning(
+                self.chain.not_json_rpc("simulateTransaction"),
+            ));
+        }
         if !value["err"].is_null() {
             return Err(SendError::Refused(describe_failure(
                 &value["err"],
@@ -269,7 +292,9 @@ impl<'a> Sender<'a> {
             .chain
             .client()
             .get_recent_prioritization_fees(&writable)
-            .map_err(|e| self.chain.failure("getRecentPrioritizationFees", &e))?;
+            .map_err(|e| {
+                SendError::BeforeSigning(self.chain.failure("getRecentPrioritizationFees", &e))
+            })?;
         Ok(percentile_75(fees.iter().map(|f| f.prioritization_fee)))
     }
 
@@ -314,7 +339,15 @@ impl<'a> Sender<'a> {
         loop {
             if let Some(status) = self.chain.signature_status(&signature)? {
                 if let Some(error) = &status.error {
-                    let reason = describe_failure(error, &[]);
+                    // The program's own words are in the transaction's logs.
+                    let logs = self
+                        .chain
+                        .transaction(&signature, Commitment::Confirmed)
+                        .ok()
+                        .flatten()
+                        .and_then(|tx| tx["meta"]["logMessages"].as_array().cloned())
+                        .unwrap_or_default();
+                    let reason = describe_failure(error, &logs);
                     self.outbox
                         .conclude(entry.id, EntryState::Failed, Some(&reason))?;
                     return Err(SendError::FailedOnChain {
@@ -374,7 +407,8 @@ fn sign(
     signers: &[&Keypair],
     instructions: &[Instruction],
 ) -> Result<Signed, SendError> {
-    let (blockhash, last_valid_block_height) = chain.latest_blockhash()?;
+    let (blockhash, last_valid_block_height) =
+        chain.latest_blockhash().map_err(SendError::BeforeSigning)?;
     sign_with_blockhash(
         payer,
         signers,

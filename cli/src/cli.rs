@@ -125,6 +125,7 @@ pub struct ReportArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("whose").args(["signer", "run"]).multiple(true)))]
 pub struct VerifyArgs {
     /// A report.json written by `skilltrial report`.
     #[arg(value_name = "REPORT_JSON")]
@@ -136,17 +137,17 @@ pub struct VerifyArgs {
     pub run_account: Option<std::path::PathBuf>,
     /// The anchor transaction (`skilltrial anchor` printed it): fetched finalized over RPC, it
     /// must have succeeded and carry this report's anchor memo, top-level, signed by the signer.
-    #[arg(long, value_name = "SIGNATURE")]
-    pub signature: Option<String>,
+    #[arg(long, value_name = "SIGNATURE", value_parser = signature, requires = "whose")]
+    pub signature: Option<solana_signature::Signature>,
     /// The hosted run's Run account address: fetched over RPC and compared with the report
     /// (manifest hash, report hash, settlement digest and counts).
-    #[arg(long, value_name = "ADDRESS")]
-    pub run: Option<String>,
+    #[arg(long, value_name = "ADDRESS", value_parser = address)]
+    pub run: Option<skilltrial_chain::Pubkey>,
     /// Whose anchor it must be (a wallet address). Default with --run: the Run's user.
-    #[arg(long, value_name = "ADDRESS", requires = "signature")]
-    pub signer: Option<String>,
-    /// How long to wait for the anchor to be finalized (seconds).
-    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    #[arg(long, value_name = "ADDRESS", requires = "signature", value_parser = address)]
+    pub signer: Option<skilltrial_chain::Pubkey>,
+    /// How long to wait for the anchor to be finalized (seconds, at most 3600).
+    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(0..=3600))]
     pub wait_secs: u64,
     #[command(flatten)]
     pub solana: SolanaArgs,
@@ -183,8 +184,8 @@ pub struct CancelArgs {
     #[arg(value_name = "RUN", conflicts_with = "chain")]
     pub run: Option<String>,
     /// Cancel the hosted run at this Run account address on-chain (signed by your wallet).
-    #[arg(long, value_name = "RUN_ADDRESS")]
-    pub chain: Option<String>,
+    #[arg(long, value_name = "RUN_ADDRESS", value_parser = address)]
+    pub chain: Option<skilltrial_chain::Pubkey>,
     #[command(flatten)]
     pub solana: SolanaArgs,
 }
@@ -195,11 +196,12 @@ pub struct OpenArgs {
     #[arg(long, value_name = "HASH")]
     pub manifest: String,
     /// The runner you agree to (the program's config must name the same key).
-    #[arg(long, value_name = "PUBKEY")]
-    pub runner: String,
-    /// When the runner's time is up and you may refund alone: 90s, 30m, 24h, 7d (at most 7d).
-    #[arg(long, value_name = "DURATION", default_value = "24h")]
-    pub deadline: String,
+    #[arg(long, value_name = "PUBKEY", value_parser = address)]
+    pub runner: skilltrial_chain::Pubkey,
+    /// When the runner's time is up and you may refund alone, from when the escrow lands:
+    /// 90s, 30m, 24h, 7d (at most 7d).
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = duration, allow_hyphen_values = true)]
+    pub deadline: i64,
     /// Escrow without asking.
     #[arg(long)]
     pub yes: bool,
@@ -210,8 +212,8 @@ pub struct OpenArgs {
 #[derive(Debug, Args)]
 pub struct ChainRunArgs {
     /// The Run account address (`open` printed it).
-    #[arg(value_name = "RUN_ADDRESS")]
-    pub run: String,
+    #[arg(value_name = "RUN_ADDRESS", value_parser = address)]
+    pub run: skilltrial_chain::Pubkey,
     #[command(flatten)]
     pub solana: SolanaArgs,
 }
@@ -227,6 +229,10 @@ pub struct AnchorArgs {
     /// A report.json written by `skilltrial report`.
     #[arg(value_name = "REPORT_JSON")]
     pub report: std::path::PathBuf,
+    /// Send a new anchor even though this wallet already anchored this report on this cluster
+    /// (by default the earlier anchor is shown and nothing is signed).
+    #[arg(long)]
+    pub again: bool,
     #[command(flatten)]
     pub solana: SolanaArgs,
 }
@@ -252,11 +258,11 @@ pub enum AdminCommand {
 #[derive(Debug, Args)]
 pub struct AdminInitArgs {
     /// The runner's signing key.
-    #[arg(long, value_name = "PUBKEY")]
-    pub runner: String,
+    #[arg(long, value_name = "PUBKEY", value_parser = address)]
+    pub runner: skilltrial_chain::Pubkey,
     /// Where the runner's share of usage is paid (not the runner's signing key).
-    #[arg(long, value_name = "PUBKEY")]
-    pub runner_payout: String,
+    #[arg(long, value_name = "PUBKEY", value_parser = address)]
+    pub runner_payout: skilltrial_chain::Pubkey,
     /// The runner fee per executed trial, lamports (at most 10,000,000).
     #[arg(long, value_name = "LAMPORTS", default_value_t = 200_000)]
     pub fee_lamports: u64,
@@ -273,8 +279,8 @@ pub struct AdminInitArgs {
     #[arg(long, value_name = "SECS", default_value_t = 86_400)]
     pub usage_period_secs: i64,
     /// The $SKTRIAL mint buybacks burn.
-    #[arg(long, value_name = "PUBKEY")]
-    pub mint: String,
+    #[arg(long, value_name = "PUBKEY", value_parser = address)]
+    pub mint: skilltrial_chain::Pubkey,
     /// The least time between buybacks, seconds (60 to 2,592,000).
     #[arg(long, value_name = "SECS", default_value_t = 21_600)]
     pub buyback_interval_secs: i64,
@@ -282,8 +288,8 @@ pub struct AdminInitArgs {
     #[arg(long, value_name = "LAMPORTS", default_value_t = 10_000_000_000)]
     pub max_buyback_lamports: u64,
     /// The least tokens burned per lamport released, as TOKENS:LAMPORTS (base units).
-    #[arg(long, value_name = "TOKENS:LAMPORTS")]
-    pub buyback_rate: String,
+    #[arg(long, value_name = "TOKENS:LAMPORTS", value_parser = buyback_rate)]
+    pub buyback_rate: skilltrial_chain::ix::BuybackRate,
     /// Initialize without asking.
     #[arg(long)]
     pub yes: bool,
@@ -303,8 +309,8 @@ pub struct AdminUpdateArgs {
     #[arg(long)]
     pub revoke_runner: bool,
     /// Propose a new admin, who must `admin accept`.
-    #[arg(long, value_name = "PUBKEY")]
-    pub propose_admin: Option<String>,
+    #[arg(long, value_name = "PUBKEY", value_parser = address)]
+    pub propose_admin: Option<skilltrial_chain::Pubkey>,
     #[command(flatten)]
     pub solana: SolanaArgs,
 }
@@ -312,24 +318,24 @@ pub struct AdminUpdateArgs {
 #[derive(Debug, Args)]
 pub struct AdminProposeArgs {
     /// A new runner signing key (with --runner-payout).
-    #[arg(long, value_name = "PUBKEY", requires = "runner_payout")]
-    pub runner: Option<String>,
+    #[arg(long, value_name = "PUBKEY", requires = "runner_payout", value_parser = address)]
+    pub runner: Option<skilltrial_chain::Pubkey>,
     /// The new runner's payout address (with --runner).
-    #[arg(long, value_name = "PUBKEY", requires = "runner")]
-    pub runner_payout: Option<String>,
+    #[arg(long, value_name = "PUBKEY", requires = "runner", value_parser = address)]
+    pub runner_payout: Option<skilltrial_chain::Pubkey>,
     /// A new $SKTRIAL mint.
-    #[arg(long, value_name = "PUBKEY")]
-    pub mint: Option<String>,
+    #[arg(long, value_name = "PUBKEY", value_parser = address)]
+    pub mint: Option<skilltrial_chain::Pubkey>,
     #[arg(long, value_name = "SECS")]
     pub buyback_interval_secs: Option<i64>,
     #[arg(long, value_name = "LAMPORTS")]
     pub max_buyback_lamports: Option<u64>,
     /// TOKENS:LAMPORTS.
-    #[arg(long, value_name = "TOKENS:LAMPORTS")]
-    pub buyback_rate: Option<String>,
+    #[arg(long, value_name = "TOKENS:LAMPORTS", value_parser = buyback_rate)]
+    pub buyback_rate: Option<skilltrial_chain::ix::BuybackRate>,
     /// A new usage limit as LAMPORTS/SECS (amount per period).
-    #[arg(long, value_name = "LAMPORTS/SECS")]
-    pub usage_limit: Option<String>,
+    #[arg(long, value_name = "LAMPORTS/SECS", value_parser = usage_limit)]
+    pub usage_limit: Option<skilltrial_chain::ix::SpendingLimit>,
     #[arg(long, value_name = "SECS")]
     pub time_lock_secs: Option<i64>,
     #[command(flatten)]
@@ -530,6 +536,67 @@ pub struct ResolveArgs {
     pub reason: Option<String>,
 }
 
+/// An address: 32 bytes in base58.
+fn address(text: &str) -> Result<skilltrial_chain::Pubkey, String> {
+    let bytes = bs58::decode(text.trim())
+        .into_vec()
+        .map_err(|_| "not a base58 address".to_owned())?;
+    let array: [u8; 32] = bytes
+        .try_into()
+        .map_err(|b: Vec<u8>| format!("decodes to {} bytes, an address has 32", b.len()))?;
+    Ok(skilltrial_chain::Pubkey::new_from_array(array))
+}
+
+/// A transaction signature: 64 bytes in base58.
+fn signature(text: &str) -> Result<solana_signature::Signature, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| "not a transaction signature (64 bytes in base58)".to_owned())
+}
+
+/// A duration: 90s, 30m, 24h, 7d, or plain seconds; positive.
+fn duration(text: &str) -> Result<i64, String> {
+    let refused = || "not a positive duration (e.g. 90s, 30m, 24h, 7d)".to_owned();
+    let trimmed = text.trim();
+    let (number, unit) = match trimmed.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => trimmed.split_at(i),
+        None => (trimmed, "s"),
+    };
+    let n: i64 = number.parse().map_err(|_| refused())?;
+    let scale = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3_600,
+        "d" => 86_400,
+        _ => return Err(refused()),
+    };
+    n.checked_mul(scale)
+        .filter(|secs| *secs > 0)
+        .ok_or_else(refused)
+}
+
+/// `TOKENS:LAMPORTS`, both positive.
+fn buyback_rate(text: &str) -> Result<skilltrial_chain::ix::BuybackRate, String> {
+    let refused = || "not TOKENS:LAMPORTS (two positive integers, e.g. 1000:1)".to_owned();
+    let (tokens, lamports) = text.split_once(':').ok_or_else(refused)?;
+    let tokens: u64 = tokens.trim().parse().map_err(|_| refused())?;
+    let lamports: u64 = lamports.trim().parse().map_err(|_| refused())?;
+    if tokens == 0 || lamports == 0 {
+        return Err(refused());
+    }
+    Ok(skilltrial_chain::ix::BuybackRate { tokens, lamports })
+}
+
+/// `LAMPORTS/SECS`.
+fn usage_limit(text: &str) -> Result<skilltrial_chain::ix::SpendingLimit, String> {
+    let refused = || "not LAMPORTS/SECS (e.g. 100000000000/86400)".to_owned();
+    let (amount, period) = text.split_once('/').ok_or_else(refused)?;
+    Ok(skilltrial_chain::ix::SpendingLimit {
+        amount: amount.trim().parse().map_err(|_| refused())?,
+        period_secs: period.trim().parse().map_err(|_| refused())?,
+    })
+}
+
 /// A text that says something: trimmed, and refused when nothing is left.
 fn non_blank(text: &str) -> Result<String, String> {
     let trimmed = text.trim();
@@ -610,4 +677,55 @@ pub fn parse(args: Vec<OsString>) -> Result<Cli, ExitCode> {
     // Only here is `--json` looked for by hand: a usage error has no parsed flags to ask.
     let json = args.iter().any(|a| a == "--json");
     Cli::try_parse_from(args).map_err(|error| exit::clap_error(&error, json))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units_and_are_positive() {
+        assert_eq!(duration("90s"), Ok(90));
+        assert_eq!(duration("24h"), Ok(86_400));
+        assert_eq!(duration("7d"), Ok(604_800));
+        assert_eq!(duration("15"), Ok(15));
+        for bad in [
+            "",
+            "h",
+            "-5m",
+            "0",
+            "0s",
+            "5w",
+            "1.5h",
+            "99999999999999999999d",
+        ] {
+            assert!(duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn addresses_rates_and_limits_are_checked() {
+        assert!(address("11111111111111111111111111111111").is_ok());
+        assert_eq!(
+            address("not-an-address!"),
+            Err("not a base58 address".to_owned())
+        );
+        assert_eq!(
+            address("abc"),
+            Err("decodes to 3 bytes, an address has 32".to_owned())
+        );
+        assert!(signature("abc").is_err());
+        assert_eq!(
+            buyback_rate("1000:1").map(|r| (r.tokens, r.lamports)),
+            Ok((1000, 1))
+        );
+        for bad in ["1000", "0:1", "1:0", "a:b", "-1:1"] {
+            assert!(buyback_rate(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            usage_limit("5/60").map(|l| (l.amount, l.period_secs)),
+            Ok((5, 60))
+        );
+        assert!(usage_limit("5:60").is_err());
+    }
 }

@@ -237,6 +237,11 @@ impl Localnet {
         }
     }
 
+    /// The fee a landed transaction paid (its own `meta.fee`).
+    pub fn fee_of(&self, signature: &str) -> u64 {
+        self.transaction(signature)["meta"]["fee"].as_u64().unwrap()
+    }
+
     /// Records what `command`'s transaction cost (fee and compute units), for the cost table
     /// the test prints; returns the fee.
     pub fn cost(&self, command: &str, signature: &str) -> u64 {

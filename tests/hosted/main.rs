@@ -33,6 +33,7 @@ fn hosted_runs_end_to_end_on_a_local_validator() {
     scenarios::refund_after_a_short_deadline(&net);
     scenarios::a_second_wallet_is_refused(&net);
     scenarios::the_outbox_resumes_and_never_signs_twice(&net);
+    scenarios::a_killed_open_is_resumed_not_repeated(&net);
     scenarios::operator_commands(&net);
     net.stop();
 }

@@ -331,11 +331,20 @@ fn anchor_and_verify(net: &Localnet, report: &Report, report_path: &Path) {
     );
     // With --with-compute-unit-price the transaction carries that price: the fee is the
     // signature's plus ceil(limit × price / 10^6), the limit sized by simulation.
+    // Anchoring the same report again shows the anchor and signs nothing ...
+    let again = net.cli_json(
+        &net.user_keypair,
+        &["anchor", report_path.to_str().unwrap()],
+    );
+    assert_eq!(again["already_anchored"], true);
+    assert_eq!(again["signature"], anchored["signature"]);
+    // ... unless asked to.
     let priced = net.cli_json(
         &net.user_keypair,
         &[
             "anchor",
             report_path.to_str().unwrap(),
+            "--again",
             "--with-compute-unit-price",
             "1000",
         ],
@@ -419,6 +428,17 @@ fn anchor_and_verify(net: &Localnet, report: &Report, report_path: &Path) {
             .contains("its memo says"),
         "{doc}"
     );
+    // Whose anchor it must be is required: a usage error.
+    let out = net.cli(
+        &net.user_keypair,
+        &[
+            "verify",
+            report_path.to_str().unwrap(),
+            "--signature",
+            &signature,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
     // And edited without re-sealing, its own report hash fails first.
     let mut doc_edit = report.to_value().unwrap();
     doc_edit["trials"][0]["task"] = Value::from("edited");
@@ -524,13 +544,14 @@ pub fn operator_commands(net: &Localnet) {
     net.print_costs();
 }
 
-/// A run opened with a 12-second deadline: refund is refused before it, and after it returns
+/// A run opened with a 30-second deadline (the localnet minimum of 10 s plus the 20 s `open`
+/// allows for landing): refund is refused before it, and after it returns
 /// everything the Run held (escrow and rent), to the lamport. Then a Run with another digest
 /// fails `verify --run` against the first report.
 pub fn refund_after_a_short_deadline(net: &Localnet) {
     let planned = plan_and_run(net, "2");
     let user = net.user();
-    let opened = open(net, &planned.run, "12s");
+    let opened = open(net, &planned.run, "30s");
     let address = opened["run"].as_str().unwrap().to_owned();
     let out = net.cli(&net.user_keypair, &["refund", &address]);
     assert_eq!(out.status.code(), Some(1), "{}", said(&out));
@@ -797,4 +818,84 @@ pub fn admin_init_and_handover(net: &Localnet) {
         said(&out)
     );
     net.print_costs();
+}
+
+/// `open` killed after it recorded its transaction (here: the transaction is recorded in the
+/// CLI's own outbox and never sent, as a SIGKILL right after the write leaves it). Running
+/// `open` again resumes that transaction — the escrow happens once — and reports the Run as the
+/// chain holds it; once that Run is refunded, a new `open` escrows afresh.
+pub fn a_killed_open_is_resumed_not_repeated(net: &Localnet) {
+    let planned = plan_and_run(net, "5");
+    let user = net.user();
+    let manifest: [u8; 32] = (0..32)
+        .map(|i| u8::from_str_radix(&planned.run[2 * i..2 * i + 2], 16).unwrap())
+        .collect::<Vec<_>>()
+        .try_into()
+        .unwrap();
+    let address = skilltrial_chain::pda::run(&user.pubkey(), &manifest);
+    let deadline = net.chain.cluster_time().unwrap() + 40;
+    let fee = 200_000;
+    let instruction = ix::run_open(
+        &user.pubkey(),
+        ix::RunOpenArgs {
+            manifest_hash: manifest,
+            planned_trials: 18,
+            per_request_cap: 1_000,
+            escrow: 18 * (1_000 + fee),
+            deadline,
+            expected_fee_per_trial: fee,
+            expected_runner: net.runner.pubkey(),
+        },
+    );
+    let (blockhash, height) = latest_blockhash(net);
+    let signed = sign_legacy(&user, &[instruction], blockhash, height);
+    let recorded = signed.signature.clone();
+    let cluster = net.chain.genesis_hash().unwrap();
+    let mut outbox = Outbox::open(&net.home().join("chain-outbox.sqlite")).unwrap();
+    outbox
+        .claim::<()>(&cluster, &format!("run_open:{address}"), || Ok(signed))
+        .unwrap()
+        .unwrap();
+    drop(outbox);
+    let before = net.balance(&user.pubkey());
+
+    let reopened = open(net, &planned.run, "10m");
+    assert_eq!(reopened["already_open"], true, "{reopened}");
+    assert_eq!(reopened["run"], address.to_string());
+    let status = net.cli_json(&net.user_keypair, &["chain-status", &address.to_string()]);
+    assert_eq!(
+        status["escrowed_lamports"],
+        18 * (1_000 + fee),
+        "the recorded escrow, once"
+    );
+    assert_eq!(status["deadline_unix"], deadline);
+    let rent = net.balance(&address) - 18 * (1_000 + fee);
+    assert_eq!(
+        before - net.balance(&user.pubkey()),
+        18 * (1_000 + fee) + rent + net.fee_of(&recorded),
+        "one escrow, one fee: the recorded transaction landed and nothing else was signed"
+    );
+    let outbox = Outbox::open(&net.home().join("chain-outbox.sqlite")).unwrap();
+    let entry = outbox
+        .latest(&cluster, &format!("run_open:{address}"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(entry.signature, recorded);
+    assert_eq!(entry.state, EntryState::Landed);
+
+    // Refunded after its deadline, the manifest can be opened again: a new escrow, not the old
+    // signature reported anew.
+    let started = Instant::now();
+    while net.cli_json(&net.user_keypair, &["chain-status", &address.to_string()])["refundable_now"]
+        != true
+    {
+        assert!(started.elapsed() < Duration::from_secs(120));
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    net.cli_json(&net.user_keypair, &["refund", &address.to_string()]);
+    let fresh = open(net, &planned.run, "10m");
+    assert_eq!(fresh["already_open"], false);
+    assert_ne!(fresh["signature"], Value::from(recorded));
+    let status = net.cli_json(&net.user_keypair, &["chain-status", &address.to_string()]);
+    assert_eq!(status["escrowed_lamports"], fresh["escrow_lamports"]);
 }

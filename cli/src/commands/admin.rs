@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 use skilltrial_chain::ix::{
-    self, BuybackRate, ConfigChange, ConfigInitArgs, ConfigUpdateArgs, RunnerKeys, SpendingLimit,
+    self, ConfigChange, ConfigInitArgs, ConfigUpdateArgs, RunnerKeys, SpendingLimit,
 };
 use skilltrial_chain::rpc::Chain;
 use skilltrial_chain::{anchor_key, pda};
@@ -33,36 +33,6 @@ fn rejected(message: String) -> CliError {
     CliError::Rejected(anyhow::anyhow!(message))
 }
 
-/// `TOKENS:LAMPORTS`, both positive.
-fn parse_rate(flag: &str, text: &str) -> Result<BuybackRate, CliError> {
-    let refused = || {
-        rejected(format!(
-            "{flag} {text:?}: not TOKENS:LAMPORTS (two positive integers, e.g. 1000:1)"
-        ))
-    };
-    let (tokens, lamports) = text.split_once(':').ok_or_else(refused)?;
-    let tokens: u64 = tokens.trim().parse().map_err(|_| refused())?;
-    let lamports: u64 = lamports.trim().parse().map_err(|_| refused())?;
-    if tokens == 0 || lamports == 0 {
-        return Err(refused());
-    }
-    Ok(BuybackRate { tokens, lamports })
-}
-
-/// `LAMPORTS/SECS`.
-fn parse_limit(flag: &str, text: &str) -> Result<SpendingLimit, CliError> {
-    let refused = || {
-        rejected(format!(
-            "{flag} {text:?}: not LAMPORTS/SECS (e.g. 100000000000/86400)"
-        ))
-    };
-    let (amount, period) = text.split_once('/').ok_or_else(refused)?;
-    Ok(SpendingLimit {
-        amount: amount.trim().parse().map_err(|_| refused())?,
-        period_secs: period.trim().parse().map_err(|_| refused())?,
-    })
-}
-
 /// The config, or a clear "not initialized".
 fn config(chain: &Chain) -> Result<skilltrial_chain::account::Config, CliError> {
     chain.config().map_err(chain::rpc_error)?.ok_or_else(|| {
@@ -78,7 +48,7 @@ fn admin_wallet(
     session: &Session,
     config: &skilltrial_chain::account::Config,
 ) -> Result<solana_keypair::Keypair, CliError> {
-    let wallet = session.wallet()?;
+    let wallet = session.signer()?;
     if anchor_key(&wallet.pubkey()) != config.admin {
         return Err(rejected(format!(
             "your wallet {} is not the program's admin ({}); --keypair names the wallet",
@@ -98,10 +68,12 @@ fn sent_json(signature: &impl ToString, extra: Value) -> Value {
 }
 
 fn init(args: &AdminInitArgs, global: &Global) -> Result<Status, CliError> {
-    let runner = chain::address("--runner", &args.runner)?;
-    let payout = chain::address("--runner-payout", &args.runner_payout)?;
-    let mint = chain::address("--mint", &args.mint)?;
-    let rate = parse_rate("--buyback-rate", &args.buyback_rate)?;
+    let (runner, payout, mint, rate) = (
+        args.runner,
+        args.runner_payout,
+        args.mint,
+        args.buyback_rate,
+    );
     let session = chain::connect(&args.solana, global)?;
     if session.chain.config().map_err(chain::rpc_error)?.is_some() {
         return Err(rejected(format!(
@@ -109,7 +81,7 @@ fn init(args: &AdminInitArgs, global: &Global) -> Result<Status, CliError> {
             session.chain.url()
         )));
     }
-    let wallet = session.wallet()?;
+    let wallet = session.signer()?;
     let init_args = ConfigInitArgs {
         runner: anchor_key(&runner),
         runner_payout: anchor_key(&payout),
@@ -155,11 +127,7 @@ fn init(args: &AdminInitArgs, global: &Global) -> Result<Status, CliError> {
 }
 
 fn update(args: &AdminUpdateArgs, global: &Global) -> Result<Status, CliError> {
-    let propose_admin = args
-        .propose_admin
-        .as_deref()
-        .map(|a| chain::address("--propose-admin", a))
-        .transpose()?;
+    let propose_admin = args.propose_admin;
     if args.fee_lamports.is_none()
         && args.min_deadline_secs.is_none()
         && !args.revoke_runner
@@ -189,30 +157,18 @@ fn update(args: &AdminUpdateArgs, global: &Global) -> Result<Status, CliError> {
 fn propose(args: &AdminProposeArgs, global: &Global) -> Result<Status, CliError> {
     let runner = match (&args.runner, &args.runner_payout) {
         (Some(signer), Some(payout)) => Some(RunnerKeys {
-            signer: anchor_key(&chain::address("--runner", signer)?),
-            payout: anchor_key(&chain::address("--runner-payout", payout)?),
+            signer: anchor_key(signer),
+            payout: anchor_key(payout),
         }),
         _ => None,
     };
     let change = ConfigChange {
         runner,
-        sktrial_mint: args
-            .mint
-            .as_deref()
-            .map(|m| chain::address("--mint", m).map(|k| anchor_key(&k)))
-            .transpose()?,
+        sktrial_mint: args.mint.as_ref().map(anchor_key),
         buyback_interval_secs: args.buyback_interval_secs,
         max_buyback_lamports: args.max_buyback_lamports,
-        buyback_rate: args
-            .buyback_rate
-            .as_deref()
-            .map(|r| parse_rate("--buyback-rate", r))
-            .transpose()?,
-        usage_limit: args
-            .usage_limit
-            .as_deref()
-            .map(|l| parse_limit("--usage-limit", l))
-            .transpose()?,
+        buyback_rate: args.buyback_rate,
+        usage_limit: args.usage_limit,
         time_lock_secs: args.time_lock_secs,
     };
     if change.is_empty() {
@@ -271,7 +227,7 @@ fn apply(args: &ChainOnlyArgs, global: &Global) -> Result<Status, CliError> {
 fn accept(args: &ChainOnlyArgs, global: &Global) -> Result<Status, CliError> {
     let session = chain::connect(&args.solana, global)?;
     let current = config(&session.chain)?;
-    let wallet = session.wallet()?;
+    let wallet = session.signer()?;
     if current.pending_admin != Some(anchor_key(&wallet.pubkey())) {
         return Err(rejected(format!(
             "admin accept: your wallet {} is not the proposed admin ({})",

@@ -39,16 +39,34 @@ pub fn run(args: &AnchorArgs, global: &Global) -> Result<Status, CliError> {
         report_hash: recomputed.0,
     };
     let session = chain::connect(&args.solana, global)?;
-    let wallet = session.wallet()?;
+    let wallet = session.signer()?;
     let signer = wallet.pubkey();
-    let sent = session.send(
-        &format!("anchor:{}", memo.text()),
-        &wallet,
-        &[memo.instruction(&signer)],
-    )?;
+    let intent = format!("anchor:{signer}:{}", memo.text());
+    if !args.again
+        && let Some(earlier) = session.landed(&intent)?
+    {
+        if global.json {
+            output::json(&json!({
+                "signature": earlier.signature,
+                "already_anchored": true,
+                "memo": memo.text(),
+                "signer": signer.to_string(),
+                "manifest_hash": manifest.to_string(),
+                "report_hash": recomputed.to_string(),
+            }))?;
+        } else {
+            output::text(&format!(
+                "already anchored by {signer} on this cluster: transaction {} (nothing was signed; --again sends a new anchor)\n",
+                earlier.signature
+            ))?;
+        }
+        return Ok(Status::Ok);
+    }
+    let sent = session.send(&intent, &wallet, &[memo.instruction(&signer)])?;
     if global.json {
         output::json(&json!({
             "signature": sent.signature.to_string(),
+            "already_anchored": false,
             "memo": memo.text(),
             "signer": signer.to_string(),
             "manifest_hash": manifest.to_string(),

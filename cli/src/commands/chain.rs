@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 
-use skilltrial_chain::Pubkey;
 use skilltrial_chain::cli_config::{self, ConventionError, SolanaConfig};
 use skilltrial_chain::outbox::Outbox;
 use skilltrial_chain::rpc::{Chain, RpcFailure};
@@ -39,11 +38,20 @@ pub fn connect(args: &SolanaArgs, global: &Global) -> Result<Session, CliError> 
     let config = match (&args.config_file, &home) {
         (Some(path), _) => {
             // A config file named on the command line must exist: a typo is not "no config".
-            if !path.is_file() {
-                return Err(CliError::Environment(anyhow::anyhow!(
-                    "--config {}: no such file",
-                    path.display()
-                )));
+            match std::fs::metadata(path) {
+                Err(_) => {
+                    return Err(CliError::Environment(anyhow::anyhow!(
+                        "--config {}: no such file",
+                        path.display()
+                    )));
+                }
+                Ok(meta) if !meta.is_file() => {
+                    return Err(CliError::Environment(anyhow::anyhow!(
+                        "--config {}: not a regular file (a folder, FIFO or device)",
+                        path.display()
+                    )));
+                }
+                Ok(_) => {}
             }
             SolanaConfig::read(path).map_err(convention)?
         }
@@ -59,7 +67,21 @@ pub fn connect(args: &SolanaArgs, global: &Global) -> Result<Session, CliError> 
         &config,
         home.as_deref(),
     )
-    .map_err(|e| CliError::Rejected(anyhow::anyhow!("{e}")))?;
+    .map_err(|e| {
+        // A value that came from the config file is named with it, not as a flag never typed.
+        let from_config = match &e {
+            ConventionError::Url(_) => args.url.is_none(),
+            _ => false,
+        };
+        if from_config {
+            CliError::Environment(anyhow::anyhow!(
+                "the Solana CLI config's json_rpc_url: {}",
+                e.to_string().trim_start_matches("--url ")
+            ))
+        } else {
+            CliError::Environment(anyhow::anyhow!("{e}"))
+        }
+    })?;
     Ok(Session {
         chain: Chain::new(&resolved.url, resolved.commitment),
         keypair_path: resolved.keypair_path,
@@ -81,6 +103,52 @@ impl Session {
         })
     }
 
+    /// The wallet, for a command that will sign: read, and every transaction an earlier command
+    /// left pending on this cluster is first driven to its end (landed, failed or expired), so
+    /// that what the command reads next is the chain after it, never a half-known state.
+    pub fn signer(&self) -> Result<Keypair, CliError> {
+        let wallet = self.wallet()?;
+        let mut outbox = self.outbox()?;
+        let progress = |line: &str| crate::commands::progress::notice(line);
+        let mut sender = Sender::new(&self.chain, &mut outbox, &progress).map_err(send_error)?;
+        for (entry, result) in sender.resume_all().map_err(send_error)? {
+            let ended = match result {
+                Ok(Some(_)) => "landed".to_owned(),
+                Ok(None) => "expired without landing".to_owned(),
+                Err(e) if e.may_still_land() => return Err(send_error(e)),
+                Err(e) => format!("ended: {e}"),
+            };
+            crate::commands::progress::notice(&format!(
+                "an earlier transaction ({}, {}) {ended}",
+                entry.intent, entry.signature
+            ));
+        }
+        Ok(wallet)
+    }
+
+    fn outbox(&self) -> Result<Outbox, CliError> {
+        let global = Global {
+            json: false,
+            home: self.global_home.clone(),
+        };
+        let layout = state::layout(&global)?;
+        Outbox::open(&layout.root.join(OUTBOX_FILE))
+            .map_err(|e| CliError::Environment(anyhow::anyhow!("{e}")))
+    }
+
+    /// The newest transaction recorded for `intent` on this cluster that landed, if any.
+    pub fn landed(
+        &self,
+        intent: &str,
+    ) -> Result<Option<skilltrial_chain::outbox::Entry>, CliError> {
+        let cluster = self.chain.genesis_hash().map_err(rpc_error)?;
+        let latest = self
+            .outbox()?
+            .latest(&cluster, intent)
+            .map_err(|e| CliError::Environment(anyhow::anyhow!("{e}")))?;
+        Ok(latest.filter(|e| e.state == skilltrial_chain::outbox::EntryState::Landed))
+    }
+
     /// Lands `instructions` for `intent`, signed by `wallet`, through the outbox.
     pub fn send(
         &self,
@@ -88,13 +156,7 @@ impl Session {
         wallet: &Keypair,
         instructions: &[skilltrial_chain::Instruction],
     ) -> Result<Sent, CliError> {
-        let global = Global {
-            json: false,
-            home: self.global_home.clone(),
-        };
-        let layout = state::layout(&global)?;
-        let mut outbox = Outbox::open(&layout.root.join(OUTBOX_FILE))
-            .map_err(|e| CliError::Environment(anyhow::anyhow!("{e}")))?;
+        let mut outbox = self.outbox()?;
         let progress = |line: &str| crate::commands::progress::notice(line);
         let mut sender = Sender::new(&self.chain, &mut outbox, &progress).map_err(send_error)?;
         sender
@@ -104,19 +166,18 @@ impl Session {
 }
 
 /// A send failure as the CLI reports it: refused or failed on-chain is an input the cluster
-/// judged (exit 1); an unreachable node or an unusable outbox is the environment (exit 2), and
-/// says that the transaction may still land and how to resume it.
+/// judged (exit 1); an unreachable node or an unusable outbox is the environment (exit 2). A
+/// failure after the transaction was recorded says that it may still land and how to resume it;
+/// one before says nothing was signed.
 pub fn send_error(e: SendError) -> CliError {
     match e {
         SendError::Refused(_) | SendError::FailedOnChain { .. } | SendError::Build(_) => {
-            CliError::Rejected(anyhow::anyhow!("{e}"))
+            CliError::Rejected(anyhow::anyhow!("{}", e.explain()))
         }
-        SendError::Rpc(_) => CliError::Environment(anyhow::anyhow!(
-            "{e}. A transaction may have been sent and may still land: run the same command again to resume it (it is never signed twice while it can land)"
-        )),
-        SendError::Outbox(_) | SendError::Expired(_) => {
-            CliError::Environment(anyhow::anyhow!("{e}"))
-        }
+        SendError::Rpc(_)
+        | SendError::BeforeSigning(_)
+        | SendError::Outbox(_)
+        | SendError::Expired(_) => CliError::Environment(anyhow::anyhow!("{}", e.explain())),
     }
 }
 
@@ -126,20 +187,6 @@ pub fn rpc_error(e: RpcFailure) -> CliError {
         RpcFailure::NotTheProgramsAccount { .. } => CliError::Rejected(anyhow::anyhow!("{e}")),
         _ => CliError::Environment(anyhow::anyhow!("{e}")),
     }
-}
-
-/// An address given as `flag`'s value.
-pub fn address(flag: &str, text: &str) -> Result<Pubkey, CliError> {
-    let bytes = bs58::decode(text.trim()).into_vec().map_err(|_| {
-        CliError::Rejected(anyhow::anyhow!("{flag} {text:?}: not a base58 address"))
-    })?;
-    let array: [u8; 32] = bytes.try_into().map_err(|bytes: Vec<u8>| {
-        CliError::Rejected(anyhow::anyhow!(
-            "{flag} {text:?}: decodes to {} bytes, an address has 32",
-            bytes.len()
-        ))
-    })?;
-    Ok(Pubkey::new_from_array(array))
 }
 
 /// Lamports as people read them: `0.0123 SOL (12,300,000 lamports)`.
@@ -165,29 +212,6 @@ pub fn when(secs: i64) -> String {
     skilltrial_core::time::rfc3339(secs)
 }
 
-/// Parses `90s`, `30m`, `24h`, `7d` (or plain seconds) into seconds.
-pub fn parse_duration(flag: &str, text: &str) -> Result<i64, CliError> {
-    let refused = || {
-        CliError::Rejected(anyhow::anyhow!(
-            "{flag} {text:?}: not a duration (e.g. 90s, 30m, 24h, 7d)"
-        ))
-    };
-    let trimmed = text.trim();
-    let (number, unit) = match trimmed.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => trimmed.split_at(i),
-        None => (trimmed, "s"),
-    };
-    let n: i64 = number.parse().map_err(|_| refused())?;
-    let scale = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3_600,
-        "d" => 86_400,
-        _ => return Err(refused()),
-    };
-    n.checked_mul(scale).ok_or_else(refused)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,27 +222,5 @@ mod tests {
         assert_eq!(sol(0), "0 SOL (0 lamports)");
         assert_eq!(grouped(1_000), "1,000");
         assert_eq!(grouped(999), "999");
-    }
-
-    #[test]
-    fn durations_parse_with_units() {
-        assert_eq!(parse_duration("--deadline", "90s").unwrap(), 90);
-        assert_eq!(parse_duration("--deadline", "24h").unwrap(), 86_400);
-        assert_eq!(parse_duration("--deadline", "7d").unwrap(), 604_800);
-        assert_eq!(parse_duration("--deadline", "15").unwrap(), 15);
-        for bad in ["", "h", "-5m", "5w", "1.5h", "99999999999999999999d"] {
-            assert!(parse_duration("--deadline", bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn addresses_are_checked() {
-        assert!(address("--runner", "11111111111111111111111111111111").is_ok());
-        let e = address("--runner", "not-an-address!")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("--runner") && e.contains("base58"), "{e}");
-        let e = address("--runner", "abc").unwrap_err().to_string();
-        assert!(e.contains("bytes"), "{e}");
     }
 }

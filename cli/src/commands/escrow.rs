@@ -82,7 +82,7 @@ fn run_json(address: &Pubkey, live: &LiveRun, now: i64) -> Value {
 
 /// `skilltrial chain-status <RUN_ADDRESS>`.
 pub fn status(args: &ChainRunArgs, global: &Global) -> Result<Status, CliError> {
-    let address = chain::address("RUN_ADDRESS", &args.run)?;
+    let address = args.run;
     let session = chain::connect(&args.solana, global)?;
     let live = live_run(&session, &address)?;
     let now = session.chain.cluster_time().map_err(chain::rpc_error)?;
@@ -139,14 +139,16 @@ pub fn status(args: &ChainRunArgs, global: &Global) -> Result<Status, CliError> 
     Ok(Status::Ok)
 }
 
-/// The wallet, refused unless it is the run's user.
-fn users_wallet(
+/// The wallet (after any pending transaction was resumed) and the Run as it then stands,
+/// refused unless the wallet is the run's user.
+fn users_run(
     session: &Session,
-    run: &Run,
     address: &Pubkey,
     action: &str,
-) -> Result<solana_keypair::Keypair, CliError> {
-    let wallet = session.wallet()?;
+) -> Result<(solana_keypair::Keypair, LiveRun), CliError> {
+    let wallet = session.signer()?;
+    let live = live_run(session, address)?;
+    let run = &live.account.run;
     if anchor_key(&wallet.pubkey()) != run.user {
         return Err(CliError::Rejected(anyhow::anyhow!(
             "run {address} belongs to {}; your wallet {} cannot {action} it (--keypair names the wallet)",
@@ -154,16 +156,14 @@ fn users_wallet(
             wallet.pubkey()
         )));
     }
-    Ok(wallet)
+    Ok((wallet, live))
 }
 
 /// `skilltrial cancel --chain <RUN_ADDRESS>`.
-pub fn cancel(run: &str, solana: &SolanaArgs, global: &Global) -> Result<Status, CliError> {
-    let address = chain::address("--chain", run)?;
+pub fn cancel(address: Pubkey, solana: &SolanaArgs, global: &Global) -> Result<Status, CliError> {
     let session = chain::connect(solana, global)?;
-    let live = live_run(&session, &address)?;
+    let (wallet, live) = users_run(&session, &address, "cancel")?;
     let r = &live.account.run;
-    let wallet = users_wallet(&session, r, &address, "cancel")?;
     if let RunStatus::Cancelled { .. } | RunStatus::Finalized { .. } = r.status {
         let (word, _) = status_word(r.status);
         return Err(CliError::Rejected(anyhow::anyhow!(
@@ -230,11 +230,10 @@ fn empty_run(
 
 /// `skilltrial refund <RUN_ADDRESS>`: after the deadline (or a cancel's settle window).
 pub fn refund(args: &ChainRunArgs, global: &Global) -> Result<Status, CliError> {
-    let address = chain::address("RUN_ADDRESS", &args.run)?;
+    let address = args.run;
     let session = chain::connect(&args.solana, global)?;
-    let live = live_run(&session, &address)?;
+    let (wallet, live) = users_run(&session, &address, "refund")?;
     let r = &live.account.run;
-    let wallet = users_wallet(&session, r, &address, "refund")?;
     if let RunStatus::Finalized { .. } = r.status {
         return Err(CliError::Rejected(anyhow::anyhow!(
             "run {address} is finalized: its remainder is already booked to you; `skilltrial close {address}` takes it back"
@@ -265,11 +264,10 @@ pub fn refund(args: &ChainRunArgs, global: &Global) -> Result<Status, CliError> 
 
 /// `skilltrial close <RUN_ADDRESS>`: a finalized run's remainder and rent.
 pub fn close(args: &ChainRunArgs, global: &Global) -> Result<Status, CliError> {
-    let address = chain::address("RUN_ADDRESS", &args.run)?;
+    let address = args.run;
     let session = chain::connect(&args.solana, global)?;
-    let live = live_run(&session, &address)?;
+    let (wallet, live) = users_run(&session, &address, "close")?;
     let r = &live.account.run;
-    let wallet = users_wallet(&session, r, &address, "close")?;
     if !matches!(r.status, RunStatus::Finalized { .. }) {
         let (word, _) = status_word(r.status);
         return Err(CliError::Rejected(anyhow::anyhow!(

@@ -117,22 +117,39 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
         }
     };
     let ledger = &args.ledger;
+    if args.rpc_port == 0 {
+        return Err(env_error(
+            "--rpc-port 0: give the port to listen on (8899 by default)".to_owned(),
+        ));
+    }
+    let bounds = skilltrial_chain::constants::MIN_DEADLINE_FLOOR_SECS
+        ..=skilltrial_chain::constants::MIN_DEADLINE_CEILING_SECS;
+    if !bounds.contains(&args.min_deadline_secs) {
+        return Err(env_error(format!(
+            "--min-deadline-secs {}: the program allows {} to {}",
+            args.min_deadline_secs,
+            bounds.start(),
+            bounds.end()
+        )));
+    }
     if ledger.exists() {
-        if args.reset {
-            // Only a ledger is deleted: a folder that is not one is refused, never emptied.
-            if !TestValidatorGenesis::ledger_exists(ledger) && !is_empty_dir(ledger) {
-                return Err(env_error(format!(
-                    "--reset: {} is not a validator ledger; not deleting it",
-                    ledger.display()
-                )));
-            }
-            std::fs::remove_dir_all(ledger)
-                .map_err(|e| env_error(format!("cannot reset {}: {e}", ledger.display())))?;
-        } else if !ledger.is_dir() {
+        if !ledger.is_dir() {
             return Err(env_error(format!(
                 "--ledger {}: not a folder",
                 ledger.display()
             )));
+        }
+        // Only a ledger (or a folder holding nothing but what `localnet` itself writes) is used
+        // or deleted: a folder of other files is refused, never written into nor emptied.
+        if !TestValidatorGenesis::ledger_exists(ledger) && !holds_only_ours(ledger) {
+            return Err(env_error(format!(
+                "--ledger {}: a folder with other files in it, not a validator ledger; give a new or empty folder",
+                ledger.display()
+            )));
+        }
+        if args.reset {
+            std::fs::remove_dir_all(ledger)
+                .map_err(|e| env_error(format!("cannot reset {}: {e}", ledger.display())))?;
         }
     }
     std::fs::create_dir_all(ledger)
@@ -220,7 +237,11 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
     let url = validator.rpc_url();
 
     let chain = Chain::new(&url, Commitment::Confirmed);
-    wait_for_slot(&chain, 4, &stop)?;
+    if !wait_for_slot(&chain, 4, &stop)? {
+        crate::commands::progress::notice("stopped before the validator was ready");
+        drop(validator);
+        return Ok(Status::Ok);
+    }
     let initialized = !args.no_init
         && init_config(
             &chain,
@@ -346,21 +367,29 @@ fn start_without_panicking<T>(start: impl FnOnce() -> T) -> Result<T, CliError> 
     })
 }
 
-fn is_empty_dir(path: &Path) -> bool {
-    std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())
+/// Whether `path` holds nothing but the keypair files `localnet` writes before the validator
+/// (a first start that failed leaves those).
+fn holds_only_ours(path: &Path) -> bool {
+    std::fs::read_dir(path).is_ok_and(|entries| {
+        entries.into_iter().all(|entry| {
+            entry.is_ok_and(|e| {
+                let name = e.file_name();
+                name == RUNNER_FILE || name == PAYOUT_FILE
+            })
+        })
+    })
 }
 
-/// Waits until the cluster has produced `slot` (transactions sent before that may be dropped).
-fn wait_for_slot(chain: &Chain, slot: u64, stop: &AtomicBool) -> Result<(), CliError> {
+/// Waits until the cluster has produced `slot` (transactions sent before that may be dropped):
+/// `true` when it has, `false` when Ctrl-C came first.
+fn wait_for_slot(chain: &Chain, slot: u64, stop: &AtomicBool) -> Result<bool, CliError> {
     let started = std::time::Instant::now();
     loop {
         if stop.load(Ordering::SeqCst) {
-            return Err(env_error(
-                "stopped before the validator was ready".to_owned(),
-            ));
+            return Ok(false);
         }
         if chain.slot().is_ok_and(|s| s >= slot) {
-            return Ok(());
+            return Ok(true);
         }
         if started.elapsed() > std::time::Duration::from_secs(60) {
             return Err(env_error(format!(

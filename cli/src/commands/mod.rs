@@ -42,7 +42,7 @@ pub fn dispatch(cli: Cli) -> Result<Status, CliError> {
         Command::Run(args) => run::run(&args, &cli.global),
         Command::Status(args) => status::run(&args, &cli.global),
         Command::Cancel(args) => match &args.chain {
-            Some(run) => escrow::cancel(run, &args.solana, &cli.global),
+            Some(run) => escrow::cancel(*run, &args.solana, &cli.global),
             None => cancel::run(
                 &crate::cli::RunRef {
                     run: args.run.clone(),

@@ -27,6 +27,8 @@ const MAX_TRIALS: u16 = skilltrial_chain::constants::MAX_TRIALS;
 const RUN_ACCOUNT_BYTES: usize = 8 + skilltrial_chain::account::RUN_SPACE;
 /// The base fee of a transaction with one signature.
 const SIGNATURE_FEE: u64 = 5_000;
+/// What a deadline allows beyond the config's minimum for the transaction to land.
+const LANDING_ALLOWANCE_SECS: i64 = 20;
 /// The program's ceiling on a deadline's distance (`MAX_DEADLINE_SECS`).
 const MAX_DEADLINE_SECS: i64 = skilltrial_chain::constants::MAX_DEADLINE_SECS;
 
@@ -36,12 +38,11 @@ fn refused(message: String) -> CliError {
 
 pub fn run(args: &OpenArgs, global: &Global) -> Result<Status, CliError> {
     // Every local check first: a bad flag or an unfit manifest costs no RPC call.
-    let runner = chain::address("--runner", &args.runner)?;
-    let deadline_in = chain::parse_duration("--deadline", &args.deadline)?;
-    if deadline_in <= 0 || deadline_in > MAX_DEADLINE_SECS {
+    let runner = args.runner;
+    let deadline_in = args.deadline;
+    if deadline_in > MAX_DEADLINE_SECS {
         return Err(refused(format!(
-            "--deadline {}: must be more than 0 and at most 7d (the program's limit)",
-            args.deadline
+            "--deadline {deadline_in}s: at most 7d (the program's limit)"
         )));
     }
     let layout = state::layout(global)?;
@@ -84,7 +85,7 @@ pub fn run(args: &OpenArgs, global: &Global) -> Result<Status, CliError> {
     }
 
     let session = chain::connect(&args.solana, global)?;
-    let wallet = session.wallet()?;
+    let wallet = session.signer()?;
     let user = wallet.pubkey();
     let url = session.chain.url().to_owned();
     let config = session
@@ -107,10 +108,15 @@ pub fn run(args: &OpenArgs, global: &Global) -> Result<Status, CliError> {
         .checked_add(fee)
         .and_then(|each| each.checked_mul(u64::from(planned)))
         .ok_or_else(|| refused("the escrow overflows u64 lamports".to_owned()))?;
-    if deadline_in < config.min_deadline_secs {
+    // The program counts the deadline from when the transaction executes, a few seconds (or,
+    // resumed after a kill, longer) after it is signed: exactly the minimum could never pass.
+    let least = config
+        .min_deadline_secs
+        .saturating_add(LANDING_ALLOWANCE_SECS);
+    if deadline_in < least {
         return Err(refused(format!(
-            "--deadline {}: the program's config requires at least {} seconds",
-            args.deadline, config.min_deadline_secs
+            "--deadline {deadline_in}s: the program's config requires at least {} s from when the escrow lands; give at least {least}s (the minimum plus {LANDING_ALLOWANCE_SECS} s for the transaction to land)",
+            config.min_deadline_secs
         )));
     }
     let now = session.chain.cluster_time().map_err(chain::rpc_error)?;
@@ -166,7 +172,7 @@ pub fn run(args: &OpenArgs, global: &Global) -> Result<Status, CliError> {
          escrow     {} now; what is not used comes back (finalize, or refund after the deadline)\n\
          upper cost {} if every request used its whole bound\n\
          runner     {runner}\n\
-         deadline   {} (in {})\n\
+         deadline   {} (in {} s)\n\
          wallet     {user} on {url}, balance {}\n",
         inputs.hash.hex(),
         sol(per_request_cap),
@@ -179,7 +185,7 @@ pub fn run(args: &OpenArgs, global: &Global) -> Result<Status, CliError> {
             .upper_cost
             .map_or_else(|| "unknown".to_owned(), |c| c.to_string()),
         when(deadline),
-        args.deadline,
+        deadline_in,
         sol(balance),
     );
     crate::commands::progress::notice(summary.trim_end());
@@ -199,6 +205,25 @@ pub fn run(args: &OpenArgs, global: &Global) -> Result<Status, CliError> {
         },
     );
     let sent = session.send(&format!("run_open:{run_address}"), &wallet, &[instruction])?;
+    // What is reported is what the chain holds (a resumed transaction carries the amounts and
+    // deadline it was signed with, not this invocation's).
+    let live = session
+        .chain
+        .run(&run_address)
+        .map_err(chain::rpc_error)?
+        .ok_or_else(|| {
+            CliError::Environment(anyhow::anyhow!(
+                "transaction {} landed but {} shows no Run at {run_address} yet; check with `skilltrial chain-status {run_address}`",
+                sent.signature,
+                session.chain.url()
+            ))
+        })?;
+    let (escrow, deadline, per_request_cap, fee) = (
+        live.account.run.escrowed,
+        live.account.run.deadline,
+        live.account.run.per_request_cap,
+        live.account.run.fee_per_trial,
+    );
     if global.json {
         output::json(&json!({
             "run": run_address.to_string(),

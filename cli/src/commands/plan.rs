@@ -148,6 +148,10 @@ pub fn run(args: &PlanArgs, global: &Global) -> Result<Status, CliError> {
     Ok(Status::Ok)
 }
 
+/// The highest SOL/USD rate `--sol-usd` takes: $1,000,000 per SOL, far above any price seen and
+/// well inside the integers a canonical JSON manifest may hold exactly.
+const MAX_SOL_USD_MICROS: u64 = 1_000_000 * 1_000_000;
+
 /// The SOL/USD pin of a hosted run's manifest: a positive rate, on a priced profile (an
 /// unpriced one has no upper cost to convert).
 fn sol_usd(
@@ -155,10 +159,11 @@ fn sol_usd(
     source: Option<&str>,
     manifest: &manifest::Manifest,
 ) -> Result<manifest::SolUsd, CliError> {
-    if rate.0 == 0 {
-        return Err(CliError::from(manifest::PlanError::Invalid(
-            "--sol-usd 0: a SOL/USD rate must be positive".to_owned(),
-        )));
+    if rate.0 == 0 || rate.0 > MAX_SOL_USD_MICROS {
+        return Err(CliError::from(manifest::PlanError::Invalid(format!(
+            "--sol-usd {rate}: a SOL/USD rate must be more than 0 and at most {}",
+            skilltrial_core::money::MicroUsd(MAX_SOL_USD_MICROS)
+        ))));
     }
     if manifest.budget.price.is_none() {
         return Err(CliError::from(manifest::PlanError::Invalid(format!(

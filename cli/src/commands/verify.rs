@@ -118,7 +118,7 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
     let anchor = match (&args.signature, &session) {
         (Some(signature), Some(session)) => {
             let signer = match (&args.signer, run_user) {
-                (Some(given), _) => chain::address("--signer", given)?,
+                (Some(given), _) => *given,
                 (None, Some(user)) => user,
                 (None, None) => {
                     return Err(CliError::Rejected(anyhow::anyhow!(
@@ -309,7 +309,7 @@ fn run_account(
 /// Run's user (whose anchor the memo must be, unless --signer says otherwise).
 fn live_run_account(
     session: &chain::Session,
-    address: &str,
+    address: &skilltrial_chain::Pubkey,
     report: &Report,
     settlement: Option<&Result<SettlementCheck, SettlementError>>,
 ) -> Result<(OnChain, skilltrial_chain::Pubkey), CliError> {
@@ -318,7 +318,7 @@ fn live_run_account(
             "--run {address}: the report is not a hosted run's (it has no settlement to compare)"
         )));
     };
-    let key = chain::address("--run", address)?;
+    let key = *address;
     let live = session
         .chain
         .run(&key)
@@ -391,16 +391,11 @@ impl AnchorCheck {
 /// that it anchors this report's recomputed hashes for `signer`.
 fn anchor_check(
     session: &chain::Session,
-    signature: &str,
+    parsed: &solana_signature::Signature,
     signer: skilltrial_chain::Pubkey,
     report: &Report,
     wait_secs: u64,
 ) -> Result<AnchorCheck, CliError> {
-    let parsed: solana_signature::Signature = signature.trim().parse().map_err(|_| {
-        CliError::Rejected(anyhow::anyhow!(
-            "--signature {signature:?}: not a transaction signature (64 bytes in base58)"
-        ))
-    })?;
     let hashes = report
         .manifest_digest()
         .and_then(|m| report.hash().map(|r| (m, r)))
@@ -414,14 +409,14 @@ fn anchor_check(
     let problems = loop {
         if let Some(tx) = session
             .chain
-            .transaction(&parsed, Commitment::Finalized)
+            .transaction(parsed, Commitment::Finalized)
             .map_err(chain::rpc_error)?
         {
             break check_transaction(&tx, &memo, &signer);
         }
         let status = session
             .chain
-            .signature_status(&parsed)
+            .signature_status(parsed)
             .map_err(chain::rpc_error)?;
         // A signature the cluster has never seen is not waited for the whole time: a sent
         // transaction is known to the node within seconds.
