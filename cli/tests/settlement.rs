@@ -21,19 +21,10 @@ fn hosted_report(env: &Env) -> Report {
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     env.json(&["run", "--manifest", &run, "--json"]);
     let mut report = Report::from_value(&env.report(&run)).unwrap();
-    let evidence: Vec<EvidenceRecord> = report
-        .trials
-        .iter()
-        .map(|t| {
-            let a = t.attempts.last().unwrap();
-            EvidenceRecord::new(
-                u16::try_from(t.index).unwrap(),
-                a.id.clone(),
-                a.provider_request_id.clone(),
-                5_000 + u64::from(t.index),
-                a.answer_sha256.clone().unwrap(),
-            )
-            .unwrap()
+    let evidence: Vec<EvidenceRecord> = (0..report.trials.len())
+        .map(|i| {
+            let index = u64::from(report.trials[i].index);
+            report.evidence_of(i, 5_000 + index).unwrap().unwrap()
         })
         .collect();
     let batches = evidence

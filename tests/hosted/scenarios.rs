@@ -90,18 +90,10 @@ fn plan_and_run(net: &Localnet, seed: &str) -> Planned {
 
 /// Evidence for trials `range` of `report`, trial `i` charged `5_000 + i` lamports.
 fn evidence(report: &Report, range: std::ops::Range<usize>) -> Vec<EvidenceRecord> {
-    report.trials[range]
-        .iter()
-        .map(|t| {
-            let a = t.attempts.last().unwrap();
-            EvidenceRecord::new(
-                u16::try_from(t.index).unwrap(),
-                a.id.clone(),
-                a.provider_request_id.clone(),
-                5_000 + u64::from(t.index),
-                a.answer_sha256.clone().unwrap(),
-            )
-            .unwrap()
+    range
+        .map(|i| {
+            let index = u64::from(report.trials[i].index);
+            report.evidence_of(i, 5_000 + index).unwrap().unwrap()
         })
         .collect()
 }

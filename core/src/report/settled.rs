@@ -7,9 +7,30 @@
 //! prices, the evidence in lamports at the runner's rate, and the report holds no rate.
 
 use super::Report;
-use crate::settlement::{EvidenceRecord, SettlementCheck, SettlementError};
+use crate::settlement::{EvidenceError, EvidenceRecord, SettlementCheck, SettlementError};
 
 impl Report {
+    /// The evidence record a runner settles for the trial at `position` in the report: its last
+    /// attempt, charged `usage_lamports`. `None` when there is no such trial, or it has no
+    /// attempt or no answer; an error when the attempt's ids or hash make no valid record.
+    pub fn evidence_of(
+        &self,
+        position: usize,
+        usage_lamports: u64,
+    ) -> Option<Result<EvidenceRecord, EvidenceError>> {
+        let trial = self.trials.get(position)?;
+        let attempt = trial.attempts.last()?;
+        let answer = attempt.answer_sha256.clone()?;
+        let index = u16::try_from(trial.index).ok()?;
+        Some(EvidenceRecord::new(
+            index,
+            attempt.id.clone(),
+            attempt.provider_request_id.clone(),
+            usage_lamports,
+            answer,
+        ))
+    }
+
     /// `None` for a report without a settlement (a local run); otherwise the recomputed
     /// settlement, or the first thing that does not hold.
     pub fn verify_settlement(&self) -> Option<Result<SettlementCheck, SettlementError>> {
