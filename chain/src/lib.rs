@@ -96,4 +96,12 @@ mod tests {
             "Sysvar1nstructions1111111111111111111111111"
         );
     }
+
+    #[test]
+    fn core_and_the_program_agree_on_the_most_trials_a_run_holds() {
+        assert_eq!(
+            skilltrial_core::hosted::MAX_TRIALS,
+            crate::constants::MAX_TRIALS
+        );
+    }
 }

@@ -59,7 +59,10 @@ pub enum Command {
     /// Run (or resume) a planned manifest: one request in flight, budget reserved before each.
     Run(RunArgs),
     /// Show a run's counts, money and unknown attempts (the latest run by default).
-    Status(RunRef),
+    ///
+    /// With `--remote --runner URL`: a hosted run on a runner daemon (signed in with your
+    /// wallet); `--follow` streams its trials as they land.
+    Status(StatusArgs),
     /// Stop a run's new dispatches (from any terminal); the request in flight finishes. With
     /// `--chain <RUN_ADDRESS>`, cancel a hosted run on-chain instead (the runner may still settle
     /// what it already executed, for a short window).
@@ -100,12 +103,91 @@ pub enum Command {
     /// A real local validator (Agave 4.2.2) with the program, SPL Token, Token-2022 and Memo
     /// loaded and the config initialized; funds your keypair and prints the RPC URL. Ctrl-C stops it.
     Localnet(LocalnetArgs),
+    /// Hosted: sign in to a runner daemon, upload a planned run's inputs, escrow its upper cost
+    /// (one wallet-signed transaction) and register it; the runner executes and settles it.
+    Submit(SubmitArgs),
+    /// Operators: the hosted runner daemon.
+    #[command(subcommand)]
+    Runner(RunnerCommand),
     /// The whole local job on embedded defaults: validate the example bundles, plan and run a
     /// 54-trial paired run, write the reports. Uses the scripted model unless a key is set.
     Demo(DemoArgs),
     /// Model keys in the OS keychain: set (key read from standard input), remove, status.
     #[command(subcommand)]
     Key(KeyCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The run id (or a unique prefix); with --remote, the Run account address (all your runs
+    /// on that runner when omitted).
+    #[arg(value_name = "RUN")]
+    pub run: Option<String>,
+    /// Ask a runner daemon about a hosted run (needs --runner).
+    #[arg(long, requires = "runner")]
+    pub remote: bool,
+    /// The runner daemon's URL (`submit` printed it).
+    #[arg(long, value_name = "URL", value_parser = runner_url)]
+    pub runner: Option<url::Url>,
+    /// With --remote: stream the run's events until it is finalized or fails.
+    #[arg(long, requires = "remote")]
+    pub follow: bool,
+    #[command(flatten)]
+    pub solana: SolanaArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    /// The manifest hash printed by `plan` (or a unique prefix), planned with --sol-usd against
+    /// a profile the runner serves.
+    #[arg(long, value_name = "HASH")]
+    pub manifest: String,
+    /// The runner daemon's URL.
+    #[arg(long, value_name = "URL", value_parser = runner_url)]
+    pub runner: url::Url,
+    /// The Run's deadline, from when the escrow lands (at least the runner's minimum for this
+    /// manifest): 30m, 24h, 7d.
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = duration, allow_hyphen_values = true)]
+    pub deadline: i64,
+    /// Escrow without asking.
+    #[arg(long)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub solana: SolanaArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RunnerCommand {
+    /// Serve hosted runs: an HTTP API on loopback by default; runs authorised by their Run
+    /// accounts execute, settle on-chain and finalize. Ctrl-C stops it after each run's request
+    /// in flight.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where people reach this daemon, scheme://host[:port] (every sign-in message names it).
+    #[arg(long, value_name = "URL", env = "SKILLTRIAL_RUNNER_ORIGIN", value_parser = runner_url)]
+    pub public_origin: url::Url,
+    /// The socket to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787")]
+    pub bind: std::net::SocketAddr,
+    /// The daemon's state directory (default: <state dir>/runner).
+    #[arg(long, value_name = "DIR")]
+    pub state: Option<PathBuf>,
+    /// The operator's model profiles file (the built-in profiles are always served).
+    #[arg(long, value_name = "FILE")]
+    pub profiles: Option<PathBuf>,
+    /// Runs executing at once.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub max_runs: u16,
+    /// Trials per settlement transaction.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=60))]
+    pub batch: u32,
+    /// The runner's keypair signs settlements and finalizations (-k/--keypair; the config names
+    /// its public key as the runner).
+    #[command(flatten)]
+    pub solana: SolanaArgs,
 }
 
 #[derive(Debug, Args)]
@@ -122,6 +204,15 @@ pub struct ReportArgs {
     /// Where to write report.html (default: <DIR>/report.html).
     #[arg(long, value_name = "PATH")]
     pub out_html: Option<std::path::PathBuf>,
+    /// Download a hosted run's report from a runner daemon (needs --runner; RUN is the Run
+    /// account address). Its hashes are checked before anything is written.
+    #[arg(long, requires = "runner")]
+    pub remote: bool,
+    /// The runner daemon's URL.
+    #[arg(long, value_name = "URL", value_parser = runner_url, requires = "remote")]
+    pub runner: Option<url::Url>,
+    #[command(flatten)]
+    pub solana: SolanaArgs,
 }
 
 #[derive(Debug, Args)]
@@ -537,6 +628,26 @@ pub struct ResolveArgs {
 }
 
 /// An address: 32 bytes in base58.
+/// A runner daemon's URL: http or https, a host, nothing after the path.
+fn runner_url(text: &str) -> Result<url::Url, String> {
+    let url: url::Url = text
+        .parse()
+        .map_err(|e| format!("`{text}` is not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(format!("`{text}`: a runner URL is http(s)://host[:port]"));
+    }
+    if url.query().is_some()
+        || url.fragment().is_some()
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
+        return Err(format!(
+            "`{text}`: a runner URL has no credentials, query or fragment"
+        ));
+    }
+    Ok(url)
+}
+
 fn address(text: &str) -> Result<skilltrial_chain::Pubkey, String> {
     let bytes = bs58::decode(text.trim())
         .into_vec()

@@ -474,21 +474,13 @@ fn retry_after_reaches_the_caller_in_seconds_or_milliseconds() {
 
 #[test]
 fn regression_a_timeout_is_unknown_and_never_retried_by_the_engine() {
-    use skilltrial_core::manifest::{self, PlanOptions};
-    use skilltrial_core::money::{MicroUsd, PerMtok};
-    use skilltrial_core::profile::{Price, Profile, ProviderKind};
-    use skilltrial_core::{bundle, pack};
     use skilltrial_engine::engine::{self, RunOptions};
     use skilltrial_engine::home::Layout;
     use skilltrial_engine::journal::Journal;
     use skilltrial_engine::store::Store;
 
     // Given a provider that never answers the first request, and a client that waits 300 ms
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let work = tempfile::tempdir().unwrap();
-    let pack = pack::open("solana-core@1.0.3").unwrap();
-    let a = bundle::import(&root.join("fixtures/bundles/solana-reader-1.4.2")).unwrap();
-    let b = bundle::import(&root.join("fixtures/bundles/solana-reader-1.5.0")).unwrap();
     let server = ScriptedServer::start(|r| {
         if r.index == 0 {
             Reply::Hang
@@ -497,33 +489,7 @@ fn regression_a_timeout_is_unknown_and_never_retried_by_the_engine() {
         }
     })
     .unwrap();
-    let profile = Profile {
-        id: "loopback".into(),
-        provider: ProviderKind::Anthropic,
-        model: "loopback-model".into(),
-        revision: None,
-        base_url: Some(server.url()),
-        context_tokens: 200_000,
-        max_output_tokens: 1024,
-        price: Some(Price {
-            input: PerMtok(3_000_000),
-            output: PerMtok(15_000_000),
-            source: "test".into(),
-            as_of: "2026-11-29".into(),
-        }),
-        origin: "test".into(),
-    };
-    let options = PlanOptions {
-        repetitions: 1,
-        seed: 1,
-        cap: Some(MicroUsd::parse_usd("10").unwrap()),
-        max_requests: None,
-        max_tokens: None,
-        max_output_tokens: Some(1024),
-        endpoint: server.url(),
-        scripted: false,
-    };
-    let m = manifest::build(&pack, Some(&a), Some(&b), &profile, &options).unwrap();
+    let (pack, a, b, m) = loopback_plan(&server.url());
     let layout = Layout::new(work.path());
     let store = Store::open(&layout.store).unwrap();
     let payloads = Store::open(&layout.payloads).unwrap();
@@ -575,4 +541,122 @@ fn regression_a_timeout_is_unknown_and_never_retried_by_the_engine() {
     );
     assert_eq!(summary.reserved.0, attempt.reserved_micros);
     assert_eq!(summary.counts.get("unknown"), Some(&1));
+}
+
+/// The hosted runner's gate is asked before every dispatch: `Cancel` records a cancel (every
+/// trial not yet sent closes `not_run`, reason `cancelled`); `Stop` pauses the run, resumable.
+#[test]
+fn a_gate_cancels_or_stops_a_run_before_its_next_request() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use skilltrial_engine::engine::{self, Gate, RunOptions};
+    use skilltrial_engine::home::Layout;
+    use skilltrial_engine::journal::Journal;
+    use skilltrial_engine::store::Store;
+
+    let server = ScriptedServer::start(|_| Reply::Answer("{}".into())).unwrap();
+    let (pack, a, b, m) = loopback_plan(&server.url());
+    let provider = Anthropic::new(&server.url(), "k".into(), Duration::from_secs(10)).unwrap();
+
+    for (verdict, status) in [(Gate::Stop, "stopped"), (Gate::Cancel, "cancelled")] {
+        let work = tempfile::tempdir().unwrap();
+        let layout = Layout::new(work.path());
+        let store = Store::open(&layout.store).unwrap();
+        let payloads = Store::open(&layout.payloads).unwrap();
+        let hash = engine::save_inputs(&store, &m, &pack, Some(&a), Some(&b)).unwrap();
+        let inputs = engine::load_inputs(&store, &hash.hex()).unwrap();
+        let mut journal = Journal::open(&layout.journal).unwrap();
+        let asked = Arc::new(AtomicU32::new(0));
+        let counter = Arc::clone(&asked);
+        let before = server.requests().len();
+        // Given a gate that lets 5 trials through, then says `verdict`
+        let gate_verdict = verdict.clone();
+        let summary = engine::run(
+            &mut journal,
+            &payloads,
+            &provider,
+            &inputs,
+            RunOptions {
+                gate: Some(Arc::new(move || {
+                    if counter.fetch_add(1, Ordering::SeqCst) < 5 {
+                        Gate::Go
+                    } else {
+                        gate_verdict.clone()
+                    }
+                })),
+                ..RunOptions::default()
+            },
+            &mut |_| {},
+        )
+        .unwrap();
+        // Then exactly 5 requests were sent, and the run ended as the gate said
+        assert_eq!(server.requests().len() - before, 5, "{verdict:?}");
+        assert_eq!(summary.status, status, "{verdict:?}");
+        let attempts = journal.attempts(&summary.run).unwrap();
+        match verdict {
+            Gate::Cancel => {
+                assert_eq!(summary.counts.get("not_run"), Some(&13), "{summary:?}");
+                let closed: Vec<_> = attempts
+                    .iter()
+                    .filter(|a| a.dispatched_at_ms.is_none())
+                    .collect();
+                assert_eq!(closed.len(), 13);
+                assert!(
+                    closed.iter().all(|a| a.reasons == ["cancelled"]),
+                    "{closed:?}"
+                );
+            }
+            _ => assert_eq!(summary.counts.get("pending"), Some(&13), "{summary:?}"),
+        }
+    }
+}
+
+/// The example bundles, the embedded pack and a one-repetition manifest planned against a
+/// priced loopback profile at `url`: what the engine-level tests below run.
+fn loopback_plan(
+    url: &str,
+) -> (
+    skilltrial_core::pack::Pack,
+    skilltrial_core::bundle::Bundle,
+    skilltrial_core::bundle::Bundle,
+    skilltrial_core::manifest::Manifest,
+) {
+    use skilltrial_core::manifest::{self, PlanOptions};
+    use skilltrial_core::money::{MicroUsd, PerMtok};
+    use skilltrial_core::profile::{Price, Profile, ProviderKind};
+    use skilltrial_core::{bundle, pack};
+
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let pack = pack::open("solana-core@1.0.3").unwrap();
+    let a = bundle::import(&root.join("fixtures/bundles/solana-reader-1.4.2")).unwrap();
+    let b = bundle::import(&root.join("fixtures/bundles/solana-reader-1.5.0")).unwrap();
+    let profile = Profile {
+        id: "loopback".into(),
+        provider: ProviderKind::Anthropic,
+        model: "loopback-model".into(),
+        revision: None,
+        base_url: Some(url.to_owned()),
+        context_tokens: 200_000,
+        max_output_tokens: 1024,
+        price: Some(Price {
+            input: PerMtok(3_000_000),
+            output: PerMtok(15_000_000),
+            source: "test".into(),
+            as_of: "2026-11-29".into(),
+        }),
+        origin: "test".into(),
+    };
+    let options = PlanOptions {
+        repetitions: 1,
+        seed: 1,
+        cap: Some(MicroUsd::parse_usd("10").unwrap()),
+        max_requests: None,
+        max_tokens: None,
+        max_output_tokens: Some(1024),
+        endpoint: url.to_owned(),
+        scripted: false,
+    };
+    let m = manifest::build(&pack, Some(&a), Some(&b), &profile, &options).unwrap();
+    (pack, a, b, m)
 }

@@ -25,6 +25,8 @@ pub struct Localnet {
     pub user_keypair: PathBuf,
     pub other_keypair: PathBuf,
     pub runner: Keypair,
+    /// The runner's keypair file (in the ledger), for the daemon.
+    pub runner_keypair: PathBuf,
     pub payout: Pubkey,
     pub chain: Chain,
     /// A loopback model server (Anthropic wire format) the local runs are executed against.
@@ -87,9 +89,8 @@ impl Localnet {
             "{info}"
         );
         let url = info["rpc_url"].as_str().unwrap().to_owned();
-        let runner =
-            cli_config::read_keypair_file(Path::new(info["runner_keypair"].as_str().unwrap()))
-                .unwrap();
+        let runner_keypair = PathBuf::from(info["runner_keypair"].as_str().unwrap());
+        let runner = cli_config::read_keypair_file(&runner_keypair).unwrap();
         let payout: Pubkey = info["runner_payout"].as_str().unwrap().parse().unwrap();
         assert!(
             user_keypair.is_file(),
@@ -114,6 +115,7 @@ impl Localnet {
             user_keypair,
             other_keypair,
             runner,
+            runner_keypair,
             payout,
             server,
             costs: std::cell::RefCell::new(Vec::new()),

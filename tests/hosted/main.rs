@@ -3,15 +3,17 @@
 //! One validator — the real `skilltrial localnet` (Agave 4.2.2's test validator, the sBPF
 //! `.so`, the config initialized) — serves every scenario in turn. The user is the real
 //! `skilltrial` binary, driven as a person would (`open`, `chain-status`, `cancel --chain`,
-//! `refund`, `close`, `anchor`, `verify`); the runner, until the daemon exists (#13), is this
-//! test, through the same chain client (`skilltrial_chain`): its outbox, its sender, the
-//! program's own instruction builders. Balances are compared to the lamport, fees read from the
+//! `refund`, `close`, `anchor`, `verify`, `submit`, `status --remote`, `report --remote`); the
+//! runner is either this test, through the same chain client (`skilltrial_chain`: its outbox,
+//! its sender, the program's own instruction builders), or the real daemon
+//! (`skilltrial runner serve`, `daemon.rs`). Balances are compared to the lamport, fees read from the
 //! transactions themselves.
 //!
 //! Needs `--features validator` (scripts/test.sh builds the CLI with `skilltrial-cli/localnet`
 //! in the same invocation) and target/deploy/skilltrial.so (scripts/build-sbf.sh).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod daemon;
 mod harness;
 mod scenarios;
 
@@ -35,6 +37,7 @@ fn hosted_runs_end_to_end_on_a_local_validator() {
     scenarios::the_outbox_resumes_and_never_signs_twice(&net);
     scenarios::a_killed_open_is_resumed_not_repeated(&net);
     scenarios::operator_commands(&net);
+    daemon::the_runner_daemon_serves_a_hosted_run(&net);
     net.stop();
 }
 

@@ -20,9 +20,11 @@ mod plan;
 mod progress;
 pub mod purge;
 mod recheck;
+mod remote;
 mod report;
 mod resolve;
 mod run;
+mod runner;
 mod status;
 mod summary;
 mod validate;
@@ -40,7 +42,13 @@ pub fn dispatch(cli: Cli) -> Result<Status, CliError> {
         Command::Check(args) => check::run(&args, &cli.global),
         Command::Plan(args) => plan::run(&args, &cli.global),
         Command::Run(args) => run::run(&args, &cli.global),
-        Command::Status(args) => status::run(&args, &cli.global),
+        Command::Status(args) => {
+            if args.remote {
+                remote::status(&args, &cli.global)
+            } else {
+                status::run(&crate::cli::RunRef { run: args.run }, &cli.global)
+            }
+        }
         Command::Cancel(args) => match &args.chain {
             Some(run) => escrow::cancel(*run, &args.solana, &cli.global),
             None => cancel::run(
@@ -54,7 +62,13 @@ pub fn dispatch(cli: Cli) -> Result<Status, CliError> {
         Command::Recheck(args) => recheck::run(&args, &cli.global),
         Command::Purge(args) => purge::run(&args, &cli.global),
         Command::Key(command) => key::run(&command, &cli.global),
-        Command::Report(args) => report::run(&args, &cli.global),
+        Command::Report(args) => {
+            if args.remote {
+                remote::report(&args, &cli.global)
+            } else {
+                report::run(&args, &cli.global)
+            }
+        }
         Command::Compare(args) => compare::run(&args, &cli.global),
         Command::Verify(args) => verify::run(&args, &cli.global),
         Command::Demo(args) => demo::run(&args, &cli.global),
@@ -66,5 +80,7 @@ pub fn dispatch(cli: Cli) -> Result<Status, CliError> {
         Command::Admin(command) => admin::run(command, &cli.global),
         Command::BuybackLog(args) => admin::buyback_log(&args, &cli.global),
         Command::Localnet(args) => localnet::run(&args, &cli.global),
+        Command::Submit(args) => remote::submit(&args, &cli.global),
+        Command::Runner(command) => runner::run(&command, &cli.global),
     }
 }

@@ -21,8 +21,6 @@ use crate::exit::{CliError, Status};
 use crate::output;
 use crate::state;
 
-/// The program's ceiling on a run's trials (`MAX_TRIALS`).
-const MAX_TRIALS: u16 = skilltrial_chain::constants::MAX_TRIALS;
 /// A Run account's size: its discriminator and its space.
 const RUN_ACCOUNT_BYTES: usize = 8 + skilltrial_chain::account::RUN_SPACE;
 /// The base fee of a transaction with one signature.
@@ -36,7 +34,25 @@ fn refused(message: String) -> CliError {
     CliError::Rejected(anyhow::anyhow!(message))
 }
 
+/// What `open` did: its JSON document and its text.
+#[derive(Debug)]
+pub struct Opened {
+    pub doc: serde_json::Value,
+    pub text: String,
+}
+
 pub fn run(args: &OpenArgs, global: &Global) -> Result<Status, CliError> {
+    let opened = escrow(args, global)?;
+    if global.json {
+        output::json(&opened.doc)?;
+    } else {
+        output::text(&opened.text)?;
+    }
+    Ok(Status::Ok)
+}
+
+/// Opens the escrow of `args.manifest` (or finds it open), asking first unless `--yes`.
+pub fn escrow(args: &OpenArgs, global: &Global) -> Result<Opened, CliError> {
     // Every local check first: a bad flag or an unfit manifest costs no RPC call.
     let runner = args.runner;
     let deadline_in = args.deadline;
@@ -58,31 +74,11 @@ pub fn run(args: &OpenArgs, global: &Global) -> Result<Status, CliError> {
     };
     let (trials, totals) = manifest::trials(m, &inputs.pack, inputs.a.as_ref(), inputs.b.as_ref())
         .map_err(|e| CliError::Rejected(e.into()))?;
-    let planned = u16::try_from(trials.len())
-        .ok()
-        .filter(|n| (1..=MAX_TRIALS).contains(n))
-        .ok_or_else(|| {
-            refused(format!(
-                "manifest {}: {} trials; a hosted run holds 1 to {MAX_TRIALS}",
-                inputs.hash.hex(),
-                trials.len()
-            ))
-        })?;
-    let largest = trials
-        .iter()
-        .map(|t| t.reserve)
-        .max_by_key(|r| r.0)
-        .unwrap_or(MicroUsd::ZERO);
-    let per_request_cap = rate
-        .lamports(largest)
-        .map_err(|e| CliError::Rejected(e.into()))?
-        .0;
-    if per_request_cap == 0 {
-        return Err(refused(format!(
-            "manifest {}: its requests have no upper cost, so there is nothing to escrow",
-            inputs.hash.hex()
-        )));
-    }
+    let terms = skilltrial_core::hosted::Terms::of(m, &trials)
+        .map_err(|e| refused(format!("manifest {}: {e}", inputs.hash.hex())))?;
+    let planned = terms.planned_trials;
+    let largest = terms.largest_reserve;
+    let per_request_cap = terms.per_request_cap.0;
 
     let session = chain::connect(&args.solana, global)?;
     let wallet = session.signer()?;
@@ -104,9 +100,8 @@ pub fn run(args: &OpenArgs, global: &Global) -> Result<Status, CliError> {
         )));
     }
     let fee = config.fee_per_trial;
-    let escrow = per_request_cap
-        .checked_add(fee)
-        .and_then(|each| each.checked_mul(u64::from(planned)))
+    let escrow = terms
+        .escrow(fee)
         .ok_or_else(|| refused("the escrow overflows u64 lamports".to_owned()))?;
     // The program counts the deadline from when the transaction executes, a few seconds (or,
     // resumed after a kill, longer) after it is signed: exactly the minimum could never pass.
@@ -129,21 +124,19 @@ pub fn run(args: &OpenArgs, global: &Global) -> Result<Status, CliError> {
     // One Run per wallet and manifest: a second `open` shows the first, whichever process sent it.
     if let Some(existing) = session.chain.run(&run_address).map_err(chain::rpc_error)? {
         let r = &existing.account.run;
-        if global.json {
-            output::json(&json!({
+        return Ok(Opened {
+            doc: json!({
                 "run": run_address.to_string(),
                 "already_open": true,
                 "signature": null,
                 "escrow_lamports": r.escrowed,
                 "deadline": when(r.deadline),
-            }))?;
-        } else {
-            output::text(&format!(
+            }),
+            text: format!(
                 "already open: run {run_address} escrows {} for this manifest and wallet (see `skilltrial chain-status {run_address}`)\n",
                 sol(r.escrowed)
-            ))?;
-        }
-        return Ok(Status::Ok);
+            ),
+        });
     }
 
     let balance = session.chain.balance(&user).map_err(chain::rpc_error)?;
@@ -224,8 +217,8 @@ pub fn run(args: &OpenArgs, global: &Global) -> Result<Status, CliError> {
         live.account.run.per_request_cap,
         live.account.run.fee_per_trial,
     );
-    if global.json {
-        output::json(&json!({
+    Ok(Opened {
+        doc: json!({
             "run": run_address.to_string(),
             "already_open": false,
             "signature": sent.signature.to_string(),
@@ -238,15 +231,13 @@ pub fn run(args: &OpenArgs, global: &Global) -> Result<Status, CliError> {
             "deadline_unix": deadline,
             "runner": runner.to_string(),
             "sol_usd": rate,
-        }))?;
-    } else {
-        output::text(&format!(
+        }),
+        text: format!(
             "opened run {run_address}\n  escrowed {} (transaction {})\n  next: the runner executes it; watch with `skilltrial chain-status {run_address}`\n",
             sol(escrow),
             sent.signature
-        ))?;
-    }
-    Ok(Status::Ok)
+        ),
+    })
 }
 
 /// Asks on the terminal before anything is signed; refuses without one (`--yes` approves in

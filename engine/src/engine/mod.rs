@@ -222,8 +222,25 @@ pub struct RunSummary {
     pub recovered_unknown: Vec<String>,
 }
 
+/// What a [`RunOptions::gate`] says before a dispatch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gate {
+    /// The trial may be sent (the admission rules still apply).
+    Go,
+    /// The run was cancelled elsewhere (a hosted run's on-chain cancel): recorded in the journal
+    /// as a cancel, so every trial not yet sent closes `not_run` with the reason `cancelled`.
+    Cancel,
+    /// Nothing more may be sent now (the check could not be made, or the time left is too
+    /// short): the run stops, resumable, as after a Ctrl-C.
+    Stop,
+}
+
+/// A check made before every dispatch, outside the journal: the hosted runner re-reads the
+/// Run account, so that an on-chain cancel stops the run before its next request.
+pub type GateFn = Arc<dyn Fn() -> Gate + Send + Sync>;
+
 /// Run-time settings that are not part of the manifest.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct RunOptions {
     /// Stop after this many dispatches in this invocation (tests and `--max-dispatch`); `None`
     /// for no extra limit.
@@ -233,6 +250,18 @@ pub struct RunOptions {
     /// resumable (unlike a cancel, which is recorded in the journal and ends the run). Checked
     /// where a cancel is, including during an automatic retry's wait.
     pub stop: Option<Arc<AtomicBool>>,
+    /// Asked before every dispatch (after the journal's own cancel): see [`Gate`].
+    pub gate: Option<GateFn>,
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("dispatch_limit", &self.dispatch_limit)
+            .field("stop", &self.stop)
+            .field("gate", &self.gate.as_ref().map(|_| "set"))
+            .finish()
+    }
 }
 
 impl RunOptions {
@@ -443,8 +472,20 @@ pub fn run(
         // Admission, before every dispatch. The clock is stored with whatever this trial commits
         // first (its reserve, or its `not_run`).
         let executed = executed_ms();
+        let mut cancel_requested = journal.cancel_requested(&run_id)?;
+        let mut gate_stop = false;
+        if !cancel_requested && let Some(gate) = &options.gate {
+            match gate() {
+                Gate::Go => {}
+                Gate::Cancel => {
+                    journal.request_cancel(&run_id)?;
+                    cancel_requested = true;
+                }
+                Gate::Stop => gate_stop = true,
+            }
+        }
         let limits = LimitsNow {
-            cancel_requested: journal.cancel_requested(&run_id)?,
+            cancel_requested,
             executed_ms: executed,
             limit_ms,
             sent: u32::try_from(
@@ -454,7 +495,8 @@ pub fn run(
                     .count(),
             )
             .unwrap_or(u32::MAX),
-            stop_requested: options.stop_requested()
+            stop_requested: gate_stop
+                || options.stop_requested()
                 || options
                     .dispatch_limit
                     .is_some_and(|limit| dispatched_now >= limit),

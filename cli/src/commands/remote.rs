@@ -1,0 +1,346 @@
+//! The client side of a runner daemon: `submit`, `status --remote [--follow]`,
+//! `report --remote`. Each signs in with the wallet (Sign-In With Solana; the message is
+//! checked to name this wallet before it is signed) and keeps no token on disk.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::{Value, json};
+use skilltrial_core::report::Report;
+use skilltrial_engine::engine;
+use skilltrial_runner::api::RunView;
+use skilltrial_runner::client::{Client, ClientError, StreamEvent};
+use solana_signer::Signer;
+
+use crate::cli::{Global, OpenArgs, ReportArgs, StatusArgs, SubmitArgs};
+use crate::commands::chain;
+use crate::exit::{CliError, Status};
+use crate::output;
+use crate::state;
+
+fn client_error(e: ClientError) -> CliError {
+    match e {
+        ClientError::Unreachable(m) => CliError::Environment(anyhow::anyhow!(
+            "{m} (is the runner daemon running at that URL?)"
+        )),
+        ClientError::Refused {
+            status,
+            code,
+            message,
+        } => {
+            let err = anyhow::anyhow!("the runner refused ({status} {code}): {message}");
+            if status >= 500 {
+                CliError::Environment(err)
+            } else {
+                CliError::Rejected(err)
+            }
+        }
+    }
+}
+
+/// A signed-in client of `url` for the wallet of `solana`.
+fn signed_in(
+    url: &url::Url,
+    solana: &crate::cli::SolanaArgs,
+    global: &Global,
+) -> Result<(Client, chain::Session), CliError> {
+    let session = chain::connect(solana, global)?;
+    let wallet = session.wallet()?;
+    let mut client = Client::new(url).map_err(client_error)?;
+    client.sign_in(&wallet).map_err(client_error)?;
+    Ok((client, session))
+}
+
+pub fn submit(args: &SubmitArgs, global: &Global) -> Result<Status, CliError> {
+    let layout = state::layout(global)?;
+    let store = state::store(&layout)?;
+    let manifest_ref = state::run_id(&layout, &args.manifest)?;
+    let inputs = engine::load_inputs(&store, &manifest_ref)?;
+    let hash = inputs.hash.hex();
+
+    let mut client = Client::new(&args.runner).map_err(client_error)?;
+    let info = client.info().map_err(client_error)?;
+    let session = chain::connect(&args.solana, global)?;
+    let genesis = session.chain.genesis_hash().map_err(chain::rpc_error)?;
+    let ours = skilltrial_runner::chain_id_of(&genesis);
+    if ours != info.chain_id {
+        return Err(CliError::Rejected(anyhow::anyhow!(
+            "the runner at {} settles on {}; your --url {} is {ours}: give the same cluster",
+            args.runner,
+            info.chain_id,
+            skilltrial_chain::rpc::redact_url(session.chain.url())
+        )));
+    }
+    let runner: skilltrial_chain::Pubkey = info.runner.parse().map_err(|_| {
+        CliError::Environment(anyhow::anyhow!(
+            "the runner at {} gave `{}` as its key, not a public key",
+            args.runner,
+            info.runner
+        ))
+    })?;
+    let wallet = session.wallet()?;
+    crate::commands::progress::notice(&format!(
+        "signing in to {} as {}",
+        args.runner,
+        wallet.pubkey()
+    ));
+    client.sign_in(&wallet).map_err(client_error)?;
+
+    // The inputs, each validated by the runner as `plan` validated them here.
+    for spec in &inputs.manifest.arms {
+        if let Some(bundle) = &spec.bundle {
+            let digest = skilltrial_engine::store::parse_hex(&bundle.digest).ok_or_else(|| {
+                CliError::Rejected(anyhow::anyhow!(
+                    "bundle digest `{}` is malformed",
+                    bundle.digest
+                ))
+            })?;
+            let files = store.get_tree(&digest)?;
+            let stored = client
+                .upload_tree("bundle", None, &files)
+                .map_err(client_error)?;
+            crate::commands::progress::notice(&format!(
+                "uploaded bundle {} ({} files)",
+                bundle.name, stored.files
+            ));
+        }
+    }
+    let pack_digest =
+        skilltrial_engine::store::parse_hex(&inputs.manifest.pack.hash).ok_or_else(|| {
+            CliError::Rejected(anyhow::anyhow!("the manifest's pack hash is malformed"))
+        })?;
+    let files = store.get_tree(&pack_digest)?;
+    client
+        .upload_tree("pack", Some(&inputs.manifest.pack.id), &files)
+        .map_err(client_error)?;
+    let text = String::from_utf8(store.get(&inputs.hash)?).map_err(|_| {
+        CliError::Rejected(anyhow::anyhow!("the stored manifest {hash} is not UTF-8"))
+    })?;
+    let terms = client.upload_manifest(&text).map_err(client_error)?;
+    if terms.manifest != hash {
+        return Err(CliError::Environment(anyhow::anyhow!(
+            "the runner stored the manifest as {}, not {hash}: not escrowed",
+            terms.manifest
+        )));
+    }
+    if args.deadline < terms.min_deadline_secs {
+        return Err(CliError::Rejected(anyhow::anyhow!(
+            "--deadline {}s: the runner needs at least {}s for this manifest (its time limit, and time to settle)",
+            args.deadline,
+            terms.min_deadline_secs
+        )));
+    }
+    let opened = crate::commands::open::escrow(
+        &OpenArgs {
+            manifest: hash.clone(),
+            runner,
+            deadline: args.deadline,
+            yes: args.yes,
+            solana: args.solana.clone(),
+        },
+        global,
+    )?;
+    let view = client.register(&hash).map_err(client_error)?;
+    if global.json {
+        output::json(&json!({
+            "run": view.run,
+            "runner_url": args.runner.as_str(),
+            "runner": info.runner,
+            "manifest": hash,
+            "escrow": opened.doc,
+            "phase": view.phase,
+        }))?;
+    } else {
+        output::text(&format!(
+            "{}registered with the runner: it is {}\n  follow it: skilltrial status --remote --runner {} {} --follow\n",
+            opened.text, view.phase, args.runner, view.run
+        ))?;
+    }
+    Ok(Status::Ok)
+}
+
+fn view_text(v: &RunView) -> String {
+    let mut out = format!("run {}  {}", v.run, v.phase);
+    if let Some(detail) = &v.detail {
+        let _ = write!(out, " ({detail})");
+    }
+    out.push('\n');
+    if let Some(p) = &v.progress {
+        let _ = writeln!(
+            out,
+            "  trials    {}/{} done, spent {} µUSD, reserved {} µUSD",
+            p["done"], p["total"], p["spent"], p["reserved"]
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  settled   {} trials in {} batches",
+        v.settled_trials, v.settle_batches
+    );
+    if let Some(hash) = &v.report_hash {
+        let _ = writeln!(out, "  report    {hash}");
+    }
+    if let Some(sig) = &v.finalize_signature {
+        let _ = writeln!(out, "  finalized {sig}");
+    }
+    out
+}
+
+fn event_text(e: &StreamEvent) -> String {
+    let d = &e.data;
+    match e.kind.as_str() {
+        "progress" => format!(
+            "progress  {}/{} done  spent {} µUSD  reserved {} µUSD",
+            d["done"], d["total"], d["spent"], d["reserved"]
+        ),
+        "settled" => format!(
+            "settled   batch {}: {} trials, {} lamports ({})",
+            d["batch"],
+            d["trials"].as_array().map_or(0, Vec::len),
+            d["usage_lamports"],
+            d["signature"].as_str().unwrap_or("")
+        ),
+        "phase" => format!(
+            "phase     {}{}",
+            d["phase"].as_str().unwrap_or("?"),
+            d["detail"]
+                .as_str()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default()
+        ),
+        _ => format!(
+            "{:<9} {}",
+            e.kind,
+            d["message"].as_str().unwrap_or(&d.to_string())
+        ),
+    }
+}
+
+pub fn status(args: &StatusArgs, global: &Global) -> Result<Status, CliError> {
+    let url = args
+        .runner
+        .as_ref()
+        .ok_or_else(|| CliError::Rejected(anyhow::anyhow!("--remote needs --runner <URL>")))?;
+    let (client, _) = signed_in(url, &args.solana, global)?;
+    let Some(run) = &args.run else {
+        let runs = client.runs().map_err(client_error)?;
+        if global.json {
+            output::json(&json!({ "runs": runs }))?;
+        } else if runs.is_empty() {
+            output::text("no runs on this runner for this wallet\n")?;
+        } else {
+            output::text(&runs.iter().map(view_text).collect::<String>())?;
+        }
+        return Ok(Status::Ok);
+    };
+    if args.follow {
+        let mut failed = None;
+        client
+            .follow(run, 0, &mut |event| {
+                if event.kind == "phase" && event.data["phase"] == "failed" {
+                    failed = event.data["detail"].as_str().map(str::to_owned);
+                }
+                let line = if global.json {
+                    json!({"id": event.id, "kind": event.kind, "data": event.data}).to_string()
+                } else {
+                    event_text(event)
+                };
+                output::text(&format!("{line}\n")).is_ok()
+            })
+            .map_err(client_error)?;
+        let view = client.run(run).map_err(client_error)?;
+        if !global.json {
+            output::text(&view_text(&view))?;
+        }
+        if let Some(why) = failed {
+            return Err(CliError::Rejected(anyhow::anyhow!(
+                "run {run} failed: {why}"
+            )));
+        }
+        return Ok(Status::Ok);
+    }
+    let view = client.run(run).map_err(client_error)?;
+    if global.json {
+        output::json(&serde_json::to_value(&view).unwrap_or(Value::Null))?;
+    } else {
+        output::text(&view_text(&view))?;
+    }
+    Ok(Status::Ok)
+}
+
+pub fn report(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
+    let url = args
+        .runner
+        .as_ref()
+        .ok_or_else(|| CliError::Rejected(anyhow::anyhow!("--remote needs --runner <URL>")))?;
+    let run = args.run.as_deref().ok_or_else(|| {
+        CliError::Rejected(anyhow::anyhow!(
+            "report --remote needs the Run account address (`submit` printed it)"
+        ))
+    })?;
+    let (client, _) = signed_in(url, &args.solana, global)?;
+    let json_bytes = client.report(run, "report.json").map_err(client_error)?;
+    let html = client.report(run, "report.html").map_err(client_error)?;
+    // Nothing is written before the file proves itself: its hashes recompute, and it is the
+    // report of this Run.
+    let text = String::from_utf8(json_bytes).map_err(|_| {
+        CliError::Rejected(anyhow::anyhow!("the runner's report.json is not UTF-8"))
+    })?;
+    let report = Report::from_json(&text)
+        .map_err(|e| CliError::Rejected(anyhow::anyhow!("the runner's report.json: {e}")))?;
+    let (report_hash, manifest_hash) = report.verify().map_err(|e| {
+        CliError::Rejected(anyhow::anyhow!(
+            "the runner's report.json does not verify: {e}"
+        ))
+    })?;
+    if report.settlement.as_ref().map(|s| s.run_address.as_str()) != Some(run) {
+        return Err(CliError::Rejected(anyhow::anyhow!(
+            "the runner's report is not the settlement of run {run}"
+        )));
+    }
+    let layout = state::layout(global)?;
+    let dir = args.out.clone().unwrap_or_else(|| {
+        layout
+            .root
+            .join("reports")
+            .join(run.get(..12).unwrap_or(run))
+    });
+    let json_path = args
+        .out_json
+        .clone()
+        .unwrap_or_else(|| dir.join("report.json"));
+    let html_path = args
+        .out_html
+        .clone()
+        .unwrap_or_else(|| dir.join("report.html"));
+    for (path, bytes) in [(&json_path, text.as_bytes()), (&html_path, html.as_slice())] {
+        write_file(path, bytes)?;
+    }
+    if global.json {
+        output::json(&json!({
+            "run": run,
+            "report_hash": report_hash.to_string(),
+            "manifest_hash": manifest_hash.to_string(),
+            "json": json_path.display().to_string(),
+            "html": html_path.display().to_string(),
+        }))?;
+    } else {
+        output::text(&format!(
+            "report of run {run} (verified: report hash {report_hash})\n  {}\n  {}\n  check it on-chain: skilltrial verify {} --run {run}\n",
+            json_path.display(),
+            html_path.display(),
+            json_path.display()
+        ))?;
+    }
+    Ok(Status::Ok)
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            CliError::Environment(anyhow::anyhow!("cannot create {}: {e}", parent.display()))
+        })?;
+    }
+    skilltrial_engine::store::write_durably(path, bytes)
+        .map_err(|e| CliError::Environment(anyhow::anyhow!("cannot write {}: {e}", path.display())))
+}

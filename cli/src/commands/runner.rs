@@ -1,0 +1,59 @@
+//! `skilltrial runner serve`: the hosted runner daemon (the `skilltrial-runner` crate).
+
+use crate::cli::{Global, RunnerCommand, ServeArgs};
+use crate::commands::chain;
+use crate::exit::{CliError, Status};
+use crate::output;
+use crate::state;
+
+pub fn run(command: &RunnerCommand, global: &Global) -> Result<Status, CliError> {
+    match command {
+        RunnerCommand::Serve(args) => serve(args, global),
+    }
+}
+
+fn serve(args: &ServeArgs, global: &Global) -> Result<Status, CliError> {
+    let session = chain::connect(&args.solana, global)?;
+    let runner = session.wallet()?;
+    let genesis = session.chain.genesis_hash().map_err(chain::rpc_error)?;
+    let chain_id = skilltrial_runner::chain_id_of(&genesis).to_owned();
+    if let Some(profiles) = &args.profiles {
+        skilltrial_core::profile::all(Some(profiles)).map_err(|e| {
+            CliError::Rejected(anyhow::anyhow!("--profiles {}: {e}", profiles.display()))
+        })?;
+    }
+    let state_dir = match &args.state {
+        Some(dir) => dir.clone(),
+        None => state::layout(global)?.root.join("runner"),
+    };
+    let config = skilltrial_runner::Config {
+        origin: args.public_origin.clone(),
+        bind: args.bind,
+        state_dir,
+        rpc_url: session.chain.url().to_owned(),
+        commitment: session.chain.commitment(),
+        chain_id,
+        profiles: args.profiles.clone(),
+        max_runs: usize::from(args.max_runs),
+        batch: args.batch,
+        fees: session.fees,
+    };
+    let app = skilltrial_runner::App::open(config, runner)
+        .map_err(|e| CliError::Environment(anyhow::anyhow!("{e}")))?;
+    let json = global.json;
+    skilltrial_runner::server::serve(app, |ready| {
+        let printed = if json {
+            output::json(ready)
+        } else {
+            output::text(&format!(
+                "runner {} serving {} (listening on {}, chain {}, state {})\n",
+                ready.runner, ready.origin, ready.listening, ready.chain_id, ready.state_dir
+            ))
+        };
+        if printed.is_err() {
+            skilltrial_runner::log("could not print the start line");
+        }
+    })
+    .map_err(|e| CliError::Environment(anyhow::anyhow!("{e}")))?;
+    Ok(Status::Ok)
+}

@@ -1,0 +1,132 @@
+//! The HTTP API's bodies, shared by the daemon ([`crate::server`]) and its client
+//! ([`crate::client`]). Amounts are integer lamports; times are Unix seconds.
+//!
+//! | method and path | who | what |
+//! | --- | --- | --- |
+//! | `GET /v1/info` | anyone | the runner key, origin, chain, profiles served |
+//! | `GET /v1/auth/challenge?address=A` | anyone | a Sign-In With Solana message to sign |
+//! | `POST /v1/auth/verify` | anyone | the signed message → a session (bearer token and cookie) |
+//! | `POST /v1/trees?kind=bundle\|pack` | session | upload a bundle's or a pack's files |
+//! | `POST /v1/manifests` | session | upload a manifest; its terms come back |
+//! | `POST /v1/runs` | session | register an escrowed run: the daemon starts it |
+//! | `GET /v1/runs` | session | your runs |
+//! | `GET /v1/runs/{run}` | its owner | where it stands |
+//! | `GET /v1/runs/{run}/events` | its owner | server-sent events: progress, settlements, phases |
+//! | `GET /v1/runs/{run}/report.json`, `report.html` | its owner | the report, once finalized |
+
+use serde::{Deserialize, Serialize};
+
+/// `GET /v1/info`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Info {
+    pub service: String,
+    pub version: String,
+    /// The runner key runs must name (base58).
+    pub runner: String,
+    pub origin: String,
+    /// `mainnet`, `devnet`, `testnet` or `localnet`.
+    pub chain_id: String,
+    pub program: String,
+    /// The model profiles this runner executes (a manifest must pin one of them exactly).
+    pub profiles: Vec<String>,
+}
+
+/// `GET /v1/auth/challenge`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Challenge {
+    /// The exact text to sign (UTF-8).
+    pub message: String,
+    pub nonce: String,
+    pub expires_at: i64,
+}
+
+/// `POST /v1/auth/verify`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SignIn {
+    /// The signed bytes as text, exactly as signed.
+    pub message: String,
+    /// Base58 Ed25519 signature.
+    pub signature: String,
+    /// Base58 public key.
+    pub address: String,
+}
+
+/// A session.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Session {
+    /// The bearer token (also set as an HttpOnly cookie for the page). Shown once.
+    pub token: String,
+    pub address: String,
+    pub expires_at: i64,
+}
+
+/// One file of an uploaded tree.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TreeFile {
+    pub path: String,
+    /// Standard base64, padded.
+    pub base64: String,
+}
+
+/// `POST /v1/trees` body.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Tree {
+    pub files: Vec<TreeFile>,
+}
+
+/// `POST /v1/trees` answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Stored {
+    pub kind: String,
+    /// The content digest (hex): what a manifest pins.
+    pub digest: String,
+    pub name: Option<String>,
+    pub version: Option<String>,
+    pub files: usize,
+}
+
+/// `POST /v1/manifests` answer: what the wallet must escrow for it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Terms {
+    pub manifest: String,
+    pub trials: u16,
+    pub per_request_cap_lamports: u64,
+    pub fee_per_trial_lamports: u64,
+    pub escrow_lamports: u64,
+    pub runner: String,
+    /// The shortest deadline (seconds from now) the runner accepts for it.
+    pub min_deadline_secs: i64,
+}
+
+/// `POST /v1/runs` body.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Register {
+    pub manifest: String,
+}
+
+/// A run as its owner sees it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunView {
+    pub run: String,
+    pub user: String,
+    pub manifest: String,
+    pub run_id: u64,
+    pub deadline: i64,
+    pub phase: String,
+    pub detail: Option<String>,
+    /// The latest progress event's data (done, total, counts, spent, reserved), if any.
+    pub progress: Option<serde_json::Value>,
+    pub settled_trials: usize,
+    pub settle_batches: usize,
+    pub report_hash: Option<String>,
+    pub finalize_signature: Option<String>,
+}
+
+/// An error answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ApiError {
+    pub error: String,
+    /// A stable name for the case: `unauthenticated`, `forbidden`, `not_found`, `invalid`,
+    /// `refused`, `unavailable`, `internal`.
+    pub code: String,
+}

@@ -1,0 +1,302 @@
+//! The hosted runner daemon (`skilltrial runner serve`) and its client.
+//!
+//! A hosted run is authorised in two parts. **Execution is authorised by the chain**: the
+//! daemon starts a run only when its Run account exists, names this runner, pins the uploaded
+//! manifest, holds the manifest's whole upper cost and fee, and leaves time to run and settle
+//! ([`worker::authorise`]); before every dispatch it reads the Run again, so an on-chain cancel
+//! stops it. **Private data** (uploads, the runs of a wallet, their events and reports) needs a
+//! Sign-In With Solana session ([`siws`]): a bearer token for the CLI, an HttpOnly
+//! SameSite=Strict cookie for the page.
+//!
+//! - [`server`]: the HTTP API (axum), bound to loopback by default; its public origin is a
+//!   required setting (every sign-in message names it).
+//! - [`worker`]: one run: the engine in chunks, settlement batches, the report, `run_finalize`.
+//! - [`state`]: the daemon's state behind one trait, SQLite by default.
+//! - [`client`]: what `skilltrial submit`, `status --remote` and `report --remote` speak.
+//!
+//! Threads: the HTTP server runs on a tokio runtime; each run executes on a thread of its own
+//! (the engine, the journal and the chain client are blocking), at most `max_runs` at once, one
+//! request in flight per run. The supervisor thread starts runs as they are registered and
+//! again after a restart.
+
+pub mod api;
+pub mod client;
+pub mod server;
+pub mod siws;
+pub mod state;
+pub mod worker;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use skilltrial_chain::cli_config::Commitment;
+use skilltrial_chain::rpc::Chain;
+use skilltrial_chain::send::Fees;
+use skilltrial_engine::store::Store;
+use solana_keypair::Keypair;
+
+use crate::state::{Batch, Event, HostedRun, Phase, RunnerState, SqliteState, StateError};
+
+/// The daemon's settings.
+#[derive(Debug)]
+pub struct Config {
+    /// Where people reach it (`https://runner.example`): every sign-in names it.
+    pub origin: url::Url,
+    /// The socket it listens on (loopback by default).
+    pub bind: SocketAddr,
+    /// Its state: `runner.sqlite`, the uploads store, `runs/<address>/`, the chain outbox.
+    pub state_dir: PathBuf,
+    pub rpc_url: String,
+    pub commitment: Commitment,
+    /// `mainnet`, `devnet`, `testnet` or `localnet`.
+    pub chain_id: String,
+    /// The operator's model profiles file (the built-in ones are always served).
+    pub profiles: Option<PathBuf>,
+    /// Runs executing at once.
+    pub max_runs: usize,
+    /// Trials per engine chunk and per settlement transaction.
+    pub batch: u32,
+    pub fees: Fees,
+}
+
+/// Everything the HTTP handlers and the run threads share.
+pub struct App {
+    pub config: Config,
+    pub runner: Keypair,
+    pub expect: siws::Expect,
+    pub store: Store,
+    state: Mutex<Box<dyn RunnerState>>,
+    events: tokio::sync::broadcast::Sender<Event>,
+    /// Set on Ctrl-C / SIGTERM: runs stop after the request in flight.
+    pub stop: Arc<AtomicBool>,
+    /// Runs executing now.
+    active: Mutex<BTreeSet<String>>,
+    /// A run whose work failed for a passing reason is tried again after this instant.
+    retry_at: Mutex<BTreeMap<String, Instant>>,
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("config", &self.config)
+            .field("runner", &solana_signer::Signer::pubkey(&self.runner))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The genesis hashes of the public clusters, for the sign-in's chain id.
+const CLUSTERS: [(&str, &str); 3] = [
+    ("5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d", "mainnet"),
+    ("EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG", "devnet"),
+    ("4uhcVJyU9pJkvQyS88uRDiswHXSCkY3zQawwpjk2NsNY", "testnet"),
+];
+
+/// The sign-in chain id of the cluster whose genesis hash is `genesis`: a public cluster by
+/// name, anything else `localnet`.
+pub fn chain_id_of(genesis: &str) -> &'static str {
+    CLUSTERS
+        .iter()
+        .find(|(hash, _)| *hash == genesis)
+        .map_or("localnet", |(_, name)| name)
+}
+
+impl App {
+    /// Opens the daemon's state under `config.state_dir`.
+    pub fn open(config: Config, runner: Keypair) -> Result<Arc<Self>, String> {
+        std::fs::create_dir_all(&config.state_dir)
+            .map_err(|e| format!("{}: {e}", config.state_dir.display()))?;
+        let state = SqliteState::open(&config.state_dir.join("runner.sqlite"))
+            .map_err(|e| e.to_string())?;
+        let store = Store::open(&config.state_dir.join("store")).map_err(|e| e.to_string())?;
+        let expect = siws::Expect::new(&config.origin, &config.chain_id)?;
+        let (events, _) = tokio::sync::broadcast::channel(1024);
+        Ok(Arc::new(Self {
+            config,
+            runner,
+            expect,
+            store,
+            state: Mutex::new(Box::new(state)),
+            events,
+            stop: Arc::new(AtomicBool::new(false)),
+            active: Mutex::new(BTreeSet::new()),
+            retry_at: Mutex::new(BTreeMap::new()),
+        }))
+    }
+
+    pub fn chain(&self) -> Chain {
+        Chain::new(&self.config.rpc_url, self.config.commitment)
+    }
+
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// The state, locked. A panic elsewhere while it was held does not lose it (every write
+    /// is one SQLite transaction).
+    pub fn state(&self) -> MutexGuard<'_, Box<dyn RunnerState>> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    /// The ids of the model profiles served.
+    pub fn profile_ids(&self) -> Vec<String> {
+        skilltrial_core::profile::all(self.config.profiles.as_deref())
+            .map(|all| all.into_iter().map(|p| p.id).collect())
+            .unwrap_or_default()
+    }
+
+    /// Records and broadcasts an event of `run` (a failure to record is only logged: the
+    /// stream is a view, the journal and the chain are the record).
+    pub fn event(&self, run: &str, kind: &str, data: &Value) {
+        match self.state().append_event(run, kind, data) {
+            Ok(event) => {
+                let _ = self.events.send(event);
+            }
+            Err(e) => log(&format!("run {run}: event not recorded: {e}")),
+        }
+    }
+
+    pub fn set_phase(
+        &self,
+        run: &str,
+        phase: Phase,
+        detail: Option<&str>,
+    ) -> Result<(), StateError> {
+        self.state().set_phase(run, phase, detail)?;
+        self.event(
+            run,
+            "phase",
+            &serde_json::json!({"phase": phase.as_str(), "detail": detail}),
+        );
+        Ok(())
+    }
+
+    pub fn batches(&self, run: &str) -> Result<Vec<Batch>, StateError> {
+        self.state().batches(run)
+    }
+
+    pub fn add_batch(
+        &self,
+        run: &str,
+        seq: u32,
+        evidence: &[skilltrial_core::settlement::EvidenceRecord],
+    ) -> Result<(), StateError> {
+        self.state().add_batch(run, seq, evidence)
+    }
+
+    pub fn batch_landed(&self, run: &str, seq: u32, signature: &str) -> Result<(), StateError> {
+        self.state().batch_landed(run, seq, signature)
+    }
+
+    pub fn set_report(&self, run: &str, hash: &str) -> Result<(), StateError> {
+        self.state().set_report(run, hash)
+    }
+
+    pub fn finalized(&self, run: &str, signature: &str) -> Result<(), StateError> {
+        self.state().set_finalized(run, signature)?;
+        self.event(
+            run,
+            "phase",
+            &serde_json::json!({"phase": "finalized", "detail": null, "signature": signature}),
+        );
+        Ok(())
+    }
+
+    /// Starts a thread for every run with work left that is not running, up to `max_runs`.
+    pub fn dispatch_runs(self: &Arc<Self>) {
+        if self.stopping() {
+            return;
+        }
+        let runs = match self.state().runs_to_work() {
+            Ok(runs) => runs,
+            Err(e) => {
+                log(&format!("cannot list runs: {e}"));
+                return;
+            }
+        };
+        let now = Instant::now();
+        for run in runs {
+            {
+                let mut active = self
+                    .active
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if active.contains(&run.address) || active.len() >= self.config.max_runs {
+                    continue;
+                }
+                let retry = self
+                    .retry_at
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if retry.get(&run.address).is_some_and(|at| *at > now) {
+                    continue;
+                }
+                active.insert(run.address.clone());
+            }
+            let app = Arc::clone(self);
+            let spawned = std::thread::Builder::new()
+                .name(format!("run-{}", &run.address[..8.min(run.address.len())]))
+                .spawn(move || app.work_on(&run));
+            if let Err(e) = spawned {
+                log(&format!("cannot start a run thread: {e}"));
+            }
+        }
+    }
+
+    fn work_on(self: &Arc<Self>, run: &HostedRun) {
+        let result =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker::work(self, run)));
+        let outcome = match result {
+            Ok(outcome) => outcome,
+            Err(_) => Err(worker::WorkError::Transient(
+                "the run's thread panicked".to_owned(),
+            )),
+        };
+        match outcome {
+            Ok(()) | Err(worker::WorkError::Stopping) => {}
+            Err(worker::WorkError::Transient(why)) => {
+                log(&format!("run {}: {why}; trying again in 5 s", run.address));
+                self.retry_at
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(run.address.clone(), Instant::now() + Duration::from_secs(5));
+                self.event(&run.address, "notice", &serde_json::json!({"message": why}));
+            }
+            Err(worker::WorkError::Fatal(why)) => {
+                log(&format!("run {}: failed: {why}", run.address));
+                if let Err(e) = self.set_phase(&run.address, Phase::Failed, Some(&why)) {
+                    log(&format!("run {}: {e}", run.address));
+                }
+            }
+        }
+        self.active
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&run.address);
+    }
+
+    /// Runs executing now.
+    pub fn active_runs(&self) -> usize {
+        self.active
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+}
+
+/// One line to the daemon's log (stderr). Never a secret: keys stay in the provider, tokens
+/// are never logged, and RPC URLs are redacted by the chain client's errors.
+#[allow(clippy::print_stderr)]
+pub fn log(line: &str) {
+    eprintln!("skilltrial-runner: {line}");
+}

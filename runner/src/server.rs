@@ -1,0 +1,861 @@
+//! The HTTP API ([`crate::api`] lists the routes). Every error is JSON `{error, code}` with a
+//! status that says whose move it is: 400/413/422 the request, 401 sign in, 403 another
+//! wallet's, 404 no such thing, 409 not yet, 503 the chain did not answer.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use base64::Engine as _;
+use futures_util::Stream;
+use serde::Deserialize;
+use sha2::{Digest as _, Sha256};
+use skilltrial_chain::Pubkey;
+use skilltrial_core::bundle;
+use skilltrial_core::manifest::Manifest;
+use solana_signer::Signer;
+
+use crate::api::{self, ApiError};
+use crate::state::{Event, HostedRun, NonceRefusal};
+use crate::{App, log, siws, worker};
+
+/// How long a session lasts.
+pub const SESSION_TTL_SECS: i64 = 12 * 60 * 60;
+/// The session cookie's name.
+pub const COOKIE: &str = "skilltrial_session";
+/// The largest upload of one tree (its files in base64 JSON).
+pub const MAX_TREE_BODY: usize = 48 * 1024 * 1024;
+/// The largest manifest.
+pub const MAX_MANIFEST_BODY: usize = 1024 * 1024;
+
+/// An error answer.
+#[derive(Debug)]
+pub struct Failure {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl Failure {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+    fn invalid(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid", message)
+    }
+    fn internal(e: impl std::fmt::Display) -> Self {
+        log(&format!("internal error: {e}"));
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the runner could not do this (its log says why); try again",
+        )
+    }
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        let body = ApiError {
+            error: self.message,
+            code: self.code.to_owned(),
+        };
+        (self.status, axum::Json(body)).into_response()
+    }
+}
+
+type Answer<T> = Result<T, Failure>;
+
+/// Runs `f` on a thread of its own (SQLite, the store and the blocking RPC client never run on
+/// the async runtime's threads).
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Answer<T> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("api-blocking".to_owned())
+        .spawn(move || {
+            let _ = tx.send(f());
+        })
+        .map_err(Failure::internal)?;
+    rx.await
+        .map_err(|_| Failure::internal("a request's thread ended without an answer"))
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+fn random(bytes: usize) -> Answer<Vec<u8>> {
+    let mut out = vec![0u8; bytes];
+    getrandom::fill(&mut out).map_err(Failure::internal)?;
+    Ok(out)
+}
+
+fn sha256_hex(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The router, with its state.
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/v1/info", get(info))
+        .route("/v1/auth/challenge", get(challenge))
+        .route(
+            "/v1/auth/verify",
+            post(verify).layer(DefaultBodyLimit::max(16 * 1024)),
+        )
+        .route(
+            "/v1/trees",
+            post(upload_tree).layer(DefaultBodyLimit::max(MAX_TREE_BODY)),
+        )
+        .route(
+            "/v1/manifests",
+            post(upload_manifest).layer(DefaultBodyLimit::max(MAX_MANIFEST_BODY)),
+        )
+        .route(
+            "/v1/runs",
+            get(my_runs)
+                .post(register)
+                .layer(DefaultBodyLimit::max(16 * 1024)),
+        )
+        .route("/v1/runs/{run}", get(run_view))
+        .route("/v1/runs/{run}/events", get(events))
+        .route("/v1/runs/{run}/report.json", get(report_json))
+        .route("/v1/runs/{run}/report.html", get(report_html))
+        .fallback(|| async {
+            Failure::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no such endpoint (see GET /v1/info)",
+            )
+        })
+        .with_state(app)
+}
+
+async fn info(State(app): State<Arc<App>>) -> Answer<axum::Json<api::Info>> {
+    let ids = {
+        let app = Arc::clone(&app);
+        blocking(move || app.profile_ids()).await?
+    };
+    Ok(axum::Json(api::Info {
+        service: "skilltrial-runner".to_owned(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        runner: app.runner.pubkey().to_string(),
+        origin: app.expect.origin.clone(),
+        chain_id: app.expect.chain_id.clone(),
+        program: skilltrial_chain::PROGRAM_ID.to_string(),
+        profiles: ids,
+    }))
+}
+
+#[derive(Debug, Deserialize)]
+struct ChallengeQuery {
+    address: Option<String>,
+}
+
+async fn challenge(
+    State(app): State<Arc<App>>,
+    Query(q): Query<ChallengeQuery>,
+) -> Answer<axum::Json<api::Challenge>> {
+    let text = q
+        .address
+        .ok_or_else(|| Failure::invalid("give ?address=<your wallet's public key>"))?;
+    let address: Pubkey = text
+        .parse()
+        .map_err(|_| Failure::invalid(format!("address `{text}` is not a Solana public key")))?;
+    let nonce = bs58::encode(random(12)?).into_string();
+    let issued = now();
+    let message = siws::message(&app.expect, &address, &nonce, issued);
+    let expires_at = issued.saturating_add(siws::CHALLENGE_TTL_SECS);
+    {
+        let (app, nonce, owner) = (Arc::clone(&app), nonce.clone(), address.to_string());
+        blocking(move || app.state().issue_nonce(&nonce, Some(&owner), expires_at))
+            .await?
+            .map_err(Failure::internal)?;
+    }
+    Ok(axum::Json(api::Challenge {
+        message,
+        nonce,
+        expires_at,
+    }))
+}
+
+async fn verify(State(app): State<Arc<App>>, body: Bytes) -> Answer<Response> {
+    let sign_in: api::SignIn = serde_json::from_slice(&body).map_err(|e| {
+        Failure::invalid(format!(
+            "the body is not a sign-in ({{message, signature, address}}): {e}"
+        ))
+    })?;
+    let unauthenticated = |e: siws::SignInError| {
+        Failure::new(StatusCode::UNAUTHORIZED, "unauthenticated", e.to_string())
+    };
+    let at = now();
+    let verified = siws::verify(
+        &app.expect,
+        sign_in.message.as_bytes(),
+        &sign_in.signature,
+        &sign_in.address,
+        at,
+    )
+    .map_err(unauthenticated)?;
+    let token = format!("st1_{}", bs58::encode(random(32)?).into_string());
+    let address = verified.address.to_string();
+    let expires_at = at.saturating_add(SESSION_TTL_SECS);
+    {
+        let (app, nonce, owner, hashed) = (
+            Arc::clone(&app),
+            verified.nonce.clone(),
+            address.clone(),
+            sha256_hex(&token),
+        );
+        let used = blocking(move || {
+            let mut state = app.state();
+            match state.consume_nonce(&nonce, &owner, at)? {
+                Ok(()) => state
+                    .create_session(&hashed, &owner, expires_at)
+                    .map(|()| Ok(())),
+                Err(refusal) => Ok(Err(refusal)),
+            }
+        })
+        .await?
+        .map_err(Failure::internal)?;
+        if let Err(refusal) = used {
+            let nonce = verified.nonce.clone();
+            return Err(unauthenticated(match refusal {
+                NonceRefusal::Unknown => siws::SignInError::UnknownNonce(nonce),
+                NonceRefusal::Used => siws::SignInError::NonceUsed(nonce),
+                NonceRefusal::ForAnother => siws::SignInError::NonceForAnother(nonce),
+            }));
+        }
+    }
+    let secure = if app.config.origin.scheme() == "https" {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cookie = format!(
+        "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={SESSION_TTL_SECS}{secure}"
+    );
+    let mut response = axum::Json(api::Session {
+        token,
+        address,
+        expires_at,
+    })
+    .into_response();
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_str(&cookie).map_err(Failure::internal)?,
+    );
+    private(&mut response);
+    Ok(response)
+}
+
+/// Private answers are never cached.
+fn private(response: &mut Response) {
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+}
+
+/// The wallet of the request's session: a bearer token, or the page's cookie (then a request
+/// that changes something must come from the daemon's own origin).
+async fn session(app: &Arc<App>, headers: &HeaderMap, method: &Method) -> Answer<String> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_owned);
+    let cookie = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| {
+            pair.trim()
+                .strip_prefix(&format!("{COOKIE}="))
+                .map(str::to_owned)
+        })
+        .next();
+    let (token, by_cookie) = match (bearer, cookie) {
+        (Some(token), _) => (token, false),
+        (None, Some(token)) => (token, true),
+        (None, None) => {
+            return Err(Failure::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthenticated",
+                "sign in first: GET /v1/auth/challenge, sign it with your wallet, POST /v1/auth/verify",
+            ));
+        }
+    };
+    if by_cookie && method != Method::GET {
+        let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
+        if origin != Some(app.expect.origin.as_str()) {
+            return Err(Failure::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                format!(
+                    "a cookie session may change things only from {} (this request's Origin is {})",
+                    app.expect.origin,
+                    origin.unwrap_or("absent")
+                ),
+            ));
+        }
+    }
+    let app2 = Arc::clone(app);
+    let hashed = sha256_hex(&token);
+    blocking(move || app2.state().session(&hashed, now()))
+        .await?
+        .map_err(Failure::internal)?
+        .ok_or_else(|| {
+            Failure::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthenticated",
+                "the session is unknown or expired: sign in again",
+            )
+        })
+}
+
+#[derive(Debug, Deserialize)]
+struct TreeQuery {
+    kind: Option<String>,
+    id: Option<String>,
+}
+
+async fn upload_tree(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Query(q): Query<TreeQuery>,
+    body: Bytes,
+) -> Answer<Response> {
+    session(&app, &headers, &Method::POST).await?;
+    let tree: api::Tree = serde_json::from_slice(&body).map_err(|e| {
+        Failure::invalid(format!(
+            "the body is not a tree ({{files: [{{path, base64}}]}}): {e}"
+        ))
+    })?;
+    let mut files = Vec::with_capacity(tree.files.len());
+    for f in tree.files {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(&f.base64)
+            .map_err(|e| Failure::invalid(format!("file `{}`: not base64: {e}", f.path)))?;
+        files.push((f.path, bytes));
+    }
+    let kind = q.kind.unwrap_or_default();
+    let id = q.id;
+    let app2 = Arc::clone(&app);
+    let stored = blocking(move || -> Answer<api::Stored> {
+        let count = files.len();
+        match kind.as_str() {
+            "bundle" => {
+                let b = bundle::from_files(
+                    files.clone(),
+                    bundle::SourceKind::Folder,
+                    &bundle::Limits::default(),
+                )
+                .map_err(|errors| {
+                    Failure::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "invalid",
+                        format!(
+                            "the bundle is rejected: {}",
+                            errors
+                                .iter()
+                                .map(ToString::to_string)
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        ),
+                    )
+                })?;
+                let digest = app2
+                    .store
+                    .put_tree(
+                        b.files
+                            .iter()
+                            .map(|f| (f.path.as_str(), f.bytes.as_slice())),
+                    )
+                    .map_err(Failure::internal)?;
+                if digest != b.digest {
+                    return Err(Failure::internal(format!(
+                        "bundle digest {} stored as {digest}",
+                        b.digest
+                    )));
+                }
+                Ok(api::Stored {
+                    kind,
+                    digest: digest.hex(),
+                    name: Some(b.name),
+                    version: b.version,
+                    files: count,
+                })
+            }
+            "pack" => {
+                let id = id.ok_or_else(|| {
+                    Failure::invalid("a pack upload names its id: ?kind=pack&id=<name@version>")
+                })?;
+                let map = files.into_iter().collect();
+                let pack = skilltrial_core::pack::from_files(&id, map).map_err(|e| {
+                    Failure::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "invalid",
+                        format!("pack {id}: {e}"),
+                    )
+                })?;
+                let digest = app2
+                    .store
+                    .put_tree(pack.files().iter().map(|(p, b)| (p.as_str(), b.as_slice())))
+                    .map_err(Failure::internal)?;
+                if digest != pack.hash {
+                    return Err(Failure::internal(format!(
+                        "pack {id} stored under another digest"
+                    )));
+                }
+                Ok(api::Stored {
+                    kind,
+                    digest: digest.hex(),
+                    name: Some(id),
+                    version: None,
+                    files: count,
+                })
+            }
+            other => Err(Failure::invalid(format!(
+                "?kind=`{other}`: upload a `bundle` or a `pack`"
+            ))),
+        }
+    })
+    .await??;
+    let mut response = axum::Json(stored).into_response();
+    private(&mut response);
+    Ok(response)
+}
+
+async fn upload_manifest(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer<Response> {
+    session(&app, &headers, &Method::POST).await?;
+    let manifest: Manifest = serde_json::from_slice(&body)
+        .map_err(|e| Failure::invalid(format!("the body is not a manifest: {e}")))?;
+    let canonical = manifest
+        .canonical()
+        .map_err(|e| Failure::invalid(format!("the manifest cannot be hashed: {e}")))?;
+    let app2 = Arc::clone(&app);
+    let terms = blocking(move || -> Answer<api::Terms> {
+        let hash = app2
+            .store
+            .put(canonical.as_bytes())
+            .map_err(Failure::internal)?;
+        let (inputs, terms) = worker::check_manifest(&app2, &hash.hex())
+            .map_err(|e| Failure::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", e))?;
+        let config = app2
+            .chain()
+            .config()
+            .map_err(|e| {
+                Failure::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    e.to_string(),
+                )
+            })?
+            .ok_or_else(|| {
+                Failure::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "the program has no config on this cluster",
+                )
+            })?;
+        let escrow = terms
+            .escrow(config.fee_per_trial)
+            .ok_or_else(|| Failure::invalid("the escrow overflows u64 lamports"))?;
+        Ok(api::Terms {
+            manifest: hash.hex(),
+            trials: terms.planned_trials,
+            per_request_cap_lamports: terms.per_request_cap.0,
+            fee_per_trial_lamports: config.fee_per_trial,
+            escrow_lamports: escrow,
+            runner: app2.runner.pubkey().to_string(),
+            min_deadline_secs: worker::min_deadline_secs(&inputs.manifest),
+        })
+    })
+    .await??;
+    let mut response = axum::Json(terms).into_response();
+    private(&mut response);
+    Ok(response)
+}
+
+fn view(app: &App, run: &HostedRun) -> Result<api::RunView, crate::state::StateError> {
+    let state = app.state();
+    let batches = state.batches(&run.address)?;
+    let progress = state
+        .events_after(&run.address, 0)?
+        .into_iter()
+        .rev()
+        .find(|e| e.kind == "progress")
+        .map(|e| e.data);
+    Ok(api::RunView {
+        run: run.address.clone(),
+        user: run.user.clone(),
+        manifest: run.manifest.clone(),
+        run_id: run.run_id,
+        deadline: run.deadline,
+        phase: run.phase.as_str().to_owned(),
+        detail: run.detail.clone(),
+        progress,
+        settled_trials: batches
+            .iter()
+            .filter(|b| b.signature.is_some())
+            .map(|b| b.evidence.len())
+            .sum(),
+        settle_batches: batches.iter().filter(|b| b.signature.is_some()).count(),
+        report_hash: run.report_hash.clone(),
+        finalize_signature: run.finalize_signature.clone(),
+    })
+}
+
+async fn register(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer<Response> {
+    let wallet = session(&app, &headers, &Method::POST).await?;
+    let ask: api::Register = serde_json::from_slice(&body)
+        .map_err(|e| Failure::invalid(format!("the body is not {{\"manifest\": <hash>}}: {e}")))?;
+    let user: Pubkey = wallet.parse().map_err(Failure::internal)?;
+    let app2 = Arc::clone(&app);
+    let answer = blocking(move || -> Answer<api::RunView> {
+        let address = skilltrial_chain::pda::run(
+            &user,
+            &skilltrial_engine::store::parse_hex(&ask.manifest)
+                .ok_or_else(|| {
+                    Failure::invalid(format!("`{}` is not a manifest hash", ask.manifest))
+                })?
+                .0,
+        );
+        if let Some(existing) = app2
+            .state()
+            .run(&address.to_string())
+            .map_err(Failure::internal)?
+        {
+            return view(&app2, &existing).map_err(Failure::internal);
+        }
+        let run = worker::authorise(&app2, &user, &ask.manifest).map_err(|e| match e {
+            worker::Unauthorised::Refused(why) => {
+                Failure::new(StatusCode::FORBIDDEN, "refused", why)
+            }
+            worker::Unauthorised::Unavailable(why) => {
+                Failure::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", why)
+            }
+        })?;
+        app2.state().register_run(&run).map_err(Failure::internal)?;
+        app2.event(
+            &run.address,
+            "phase",
+            &serde_json::json!({"phase": "executing", "detail": null}),
+        );
+        app2.dispatch_runs();
+        view(&app2, &run).map_err(Failure::internal)
+    })
+    .await??;
+    let mut response = (StatusCode::CREATED, axum::Json(answer)).into_response();
+    private(&mut response);
+    Ok(response)
+}
+
+async fn my_runs(State(app): State<Arc<App>>, headers: HeaderMap) -> Answer<Response> {
+    let wallet = session(&app, &headers, &Method::GET).await?;
+    let app2 = Arc::clone(&app);
+    let views = blocking(
+        move || -> Result<Vec<api::RunView>, crate::state::StateError> {
+            let runs = app2.state().runs_of(&wallet)?;
+            runs.iter().map(|r| view(&app2, r)).collect()
+        },
+    )
+    .await?
+    .map_err(Failure::internal)?;
+    let mut response = axum::Json(views).into_response();
+    private(&mut response);
+    Ok(response)
+}
+
+/// The run at `address`, if the session's wallet owns it.
+async fn owned(app: &Arc<App>, headers: &HeaderMap, address: &str) -> Answer<HostedRun> {
+    let wallet = session(app, headers, &Method::GET).await?;
+    let app2 = Arc::clone(app);
+    let name = address.to_owned();
+    let run = blocking(move || app2.state().run(&name))
+        .await?
+        .map_err(Failure::internal)?
+        .ok_or_else(|| {
+            Failure::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                format!("this runner serves no run {address}"),
+            )
+        })?;
+    if run.user != wallet {
+        return Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "run {address} belongs to another wallet; sign in with the wallet that opened it"
+            ),
+        ));
+    }
+    Ok(run)
+}
+
+async fn run_view(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Path(address): Path<String>,
+) -> Answer<Response> {
+    let run = owned(&app, &headers, &address).await?;
+    let app2 = Arc::clone(&app);
+    let view = blocking(move || view(&app2, &run))
+        .await?
+        .map_err(Failure::internal)?;
+    let mut response = axum::Json(view).into_response();
+    private(&mut response);
+    Ok(response)
+}
+
+async fn report_file(
+    app: &Arc<App>,
+    headers: &HeaderMap,
+    address: &str,
+    file: &'static str,
+    content_type: &'static str,
+) -> Answer<Response> {
+    let run = owned(app, headers, address).await?;
+    if !run.phase.is_final() || run.report_hash.is_none() {
+        return Err(Failure::new(
+            StatusCode::CONFLICT,
+            "not_yet",
+            format!(
+                "run {address} has no report yet (it is {}): follow it with `skilltrial status --remote --follow`",
+                run.phase.as_str()
+            ),
+        ));
+    }
+    let path = worker::run_dir(&app.config.state_dir, address).join(file);
+    let bytes = blocking(move || std::fs::read(path))
+        .await?
+        .map_err(Failure::internal)?;
+    let mut response = ([(header::CONTENT_TYPE, content_type)], bytes).into_response();
+    private(&mut response);
+    Ok(response)
+}
+
+async fn report_json(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Path(address): Path<String>,
+) -> Answer<Response> {
+    report_file(&app, &headers, &address, "report.json", "application/json").await
+}
+
+async fn report_html(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Path(address): Path<String>,
+) -> Answer<Response> {
+    report_file(
+        &app,
+        &headers,
+        &address,
+        "report.html",
+        "text/html; charset=utf-8",
+    )
+    .await
+}
+
+struct Follow {
+    app: Arc<App>,
+    run: String,
+    queue: VecDeque<Event>,
+    rx: tokio::sync::broadcast::Receiver<Event>,
+    last: u64,
+    done: bool,
+}
+
+fn sse(event: &Event) -> SseEvent {
+    SseEvent::default()
+        .id(event.seq.to_string())
+        .event(event.kind.clone())
+        .data(serde_json::json!({"at": event.at, "data": event.data}).to_string())
+}
+
+fn ends_stream(event: &Event) -> bool {
+    event.kind == "phase"
+        && matches!(
+            event.data.get("phase").and_then(|p| p.as_str()),
+            Some("finalized" | "failed")
+        )
+}
+
+async fn events(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Path(address): Path<String>,
+) -> Answer<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
+    let run = owned(&app, &headers, &address).await?;
+    let after = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0);
+    // Subscribed before the replay is read: nothing falls between the two.
+    let rx = app.subscribe();
+    let app2 = Arc::clone(&app);
+    let name = run.address.clone();
+    let replay = blocking(move || app2.state().events_after(&name, after))
+        .await?
+        .map_err(Failure::internal)?;
+    let follow = Follow {
+        app: Arc::clone(&app),
+        run: run.address.clone(),
+        queue: replay.into(),
+        rx,
+        last: after,
+        // A run already over replays its events and ends.
+        done: false,
+    };
+    let over_at_start = run.phase.is_final();
+    let stream = futures_util::stream::unfold(follow, move |mut f| async move {
+        loop {
+            if f.done {
+                return None;
+            }
+            if let Some(event) = f.queue.pop_front() {
+                if event.seq <= f.last {
+                    continue;
+                }
+                f.last = event.seq;
+                f.done = ends_stream(&event);
+                return Some((Ok(sse(&event)), f));
+            }
+            if over_at_start {
+                return None;
+            }
+            match f.rx.recv().await {
+                Ok(event) if event.run == f.run => f.queue.push_back(event),
+                Ok(_) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    // Too far behind the live channel: read the rest from the state.
+                    let (app, run, last) = (Arc::clone(&f.app), f.run.clone(), f.last);
+                    match blocking(move || app.state().events_after(&run, last)).await {
+                        Ok(Ok(events)) => f.queue.extend(events),
+                        _ => return None,
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+/// What the daemon prints when it is ready.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Ready {
+    pub origin: String,
+    pub listening: String,
+    pub runner: String,
+    pub chain_id: String,
+    pub state_dir: String,
+}
+
+/// Serves until Ctrl-C or SIGTERM: binds, calls `ready`, resumes every run with work left, and
+/// on a stop lets each run finish the request in flight (journaled) before returning.
+pub fn serve(app: Arc<App>, ready: impl FnOnce(&Ready)) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(app.config.bind)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", app.config.bind))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| format!("cannot read the listening address: {e}"))?;
+        ready(&Ready {
+            origin: app.expect.origin.clone(),
+            listening: local.to_string(),
+            runner: app.runner.pubkey().to_string(),
+            chain_id: app.expect.chain_id.clone(),
+            state_dir: app.config.state_dir.display().to_string(),
+        });
+        // The supervisor: runs with work left start (again after a restart), every second.
+        let supervisor = {
+            let app = Arc::clone(&app);
+            std::thread::Builder::new()
+                .name("supervisor".to_owned())
+                .spawn(move || {
+                    while !app.stopping() {
+                        app.dispatch_runs();
+                        std::thread::sleep(Duration::from_millis(500));
+                    }
+                })
+                .map_err(|e| format!("cannot start the supervisor: {e}"))?
+        };
+        let stop = Arc::clone(&app.stop);
+        axum::serve(listener, router(Arc::clone(&app)))
+            .with_graceful_shutdown(async move {
+                shutdown_signal().await;
+                log("stopping: each run finishes its request in flight");
+                stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            })
+            .await
+            .map_err(|e| format!("the HTTP server failed: {e}"))?;
+        let _ = supervisor.join();
+        Ok::<(), String>(())
+    })?;
+    // Runs stop after their request in flight; wait for them (bounded by the request timeout).
+    let started = std::time::Instant::now();
+    while app.active_runs() > 0 && started.elapsed() < Duration::from_secs(600) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

@@ -1,0 +1,686 @@
+//! The daemon's own state, behind one interface ([`RunnerState`]) so that the engine and the
+//! HTTP layer never see the database: SQLite ([`SqliteState`], a file beside the runs' journals)
+//! is the embedded default; a PostgreSQL backend for several daemons implements the same trait
+//! (ARCHITECTURE.md, "The runner daemon").
+//!
+//! What it holds: sign-in nonces (single use), sessions (by the SHA-256 of their token: a
+//! token is never stored), the hosted runs this daemon serves and where each stands, the
+//! settlement batches of each run (written **before** their transaction is signed, so a restart
+//! re-drives the same batch instead of composing another), and each run's event log (what the
+//! live stream replays).
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use skilltrial_core::settlement::EvidenceRecord;
+
+/// Where a hosted run stands in the daemon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Registered and authorised by its Run account; executing (or about to), settling as it goes.
+    Executing,
+    /// Every trial is done (or cancelled): the last settlements, the report and `run_finalize`.
+    Finalizing,
+    /// Finalized on-chain with the report hash; the report is kept for its owner.
+    Finalized,
+    /// Stopped for good (the Run was refunded or closed under it, the deadline passed, or the
+    /// program refused a settlement): the detail says why.
+    Failed,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Executing => "executing",
+            Self::Finalizing => "finalizing",
+            Self::Finalized => "finalized",
+            Self::Failed => "failed",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "executing" => Self::Executing,
+            "finalizing" => Self::Finalizing,
+            "finalized" => Self::Finalized,
+            "failed" => Self::Failed,
+            _ => return None,
+        })
+    }
+
+    /// The daemon has nothing more to do for it.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Finalized | Self::Failed)
+    }
+}
+
+/// A hosted run the daemon serves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostedRun {
+    /// The Run account's address (base58): the run's name here.
+    pub address: String,
+    /// The wallet that opened it (base58).
+    pub user: String,
+    /// The manifest hash (hex).
+    pub manifest: String,
+    /// The Run account's `run_id`.
+    pub run_id: u64,
+    /// Unix seconds: the Run's deadline.
+    pub deadline: i64,
+    pub phase: Phase,
+    /// Why it is where it is, in words (a failure's cause, a wait's reason).
+    pub detail: Option<String>,
+    /// The sealed report's hash, once written (hex).
+    pub report_hash: Option<String>,
+    /// The `run_finalize` transaction.
+    pub finalize_signature: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// A settlement batch: the evidence of the trials it charges, and its transaction once landed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Batch {
+    pub seq: u32,
+    pub evidence: Vec<EvidenceRecord>,
+    pub signature: Option<String>,
+}
+
+/// One event of a run's live stream.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Event {
+    pub run: String,
+    pub seq: u64,
+    pub at: i64,
+    pub kind: String,
+    pub data: Value,
+}
+
+/// A sign-in nonce could not be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NonceRefusal {
+    Unknown,
+    Used,
+    ForAnother,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("runner state {path}: {message}")]
+pub struct StateError {
+    path: String,
+    message: String,
+}
+
+/// The daemon's state. Every method is one atomic step.
+pub trait RunnerState: Send {
+    /// Records a nonce issued at `now` to `address` (or to whoever signs it), valid until
+    /// `expires_at`.
+    fn issue_nonce(
+        &mut self,
+        nonce: &str,
+        address: Option<&str>,
+        expires_at: i64,
+    ) -> Result<(), StateError>;
+    /// Uses `nonce` for `address` once: refused when unknown, expired, used, or issued to
+    /// another wallet.
+    fn consume_nonce(
+        &mut self,
+        nonce: &str,
+        address: &str,
+        now: i64,
+    ) -> Result<Result<(), NonceRefusal>, StateError>;
+    /// Records a session for `address` under the SHA-256 (hex) of its token.
+    fn create_session(
+        &mut self,
+        token_sha256: &str,
+        address: &str,
+        expires_at: i64,
+    ) -> Result<(), StateError>;
+    /// The wallet of a live session.
+    fn session(&self, token_sha256: &str, now: i64) -> Result<Option<String>, StateError>;
+
+    /// Registers a run; `false` when it was already registered (nothing changed).
+    fn register_run(&mut self, run: &HostedRun) -> Result<bool, StateError>;
+    fn run(&self, address: &str) -> Result<Option<HostedRun>, StateError>;
+    /// `user`'s runs, newest first.
+    fn runs_of(&self, user: &str) -> Result<Vec<HostedRun>, StateError>;
+    /// Runs the daemon still has work for.
+    fn runs_to_work(&self) -> Result<Vec<HostedRun>, StateError>;
+    fn set_phase(
+        &mut self,
+        address: &str,
+        phase: Phase,
+        detail: Option<&str>,
+    ) -> Result<(), StateError>;
+    fn set_report(&mut self, address: &str, report_hash: &str) -> Result<(), StateError>;
+    fn set_finalized(&mut self, address: &str, signature: &str) -> Result<(), StateError>;
+
+    /// The run's batches, in order.
+    fn batches(&self, address: &str) -> Result<Vec<Batch>, StateError>;
+    /// Records batch `seq` (the next one) before its transaction is signed.
+    fn add_batch(
+        &mut self,
+        address: &str,
+        seq: u32,
+        evidence: &[EvidenceRecord],
+    ) -> Result<(), StateError>;
+    fn batch_landed(&mut self, address: &str, seq: u32, signature: &str) -> Result<(), StateError>;
+
+    /// Appends an event; returns it with its sequence number.
+    fn append_event(
+        &mut self,
+        address: &str,
+        kind: &str,
+        data: &Value,
+    ) -> Result<Event, StateError>;
+    fn events_after(&self, address: &str, after: u64) -> Result<Vec<Event>, StateError>;
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS nonces (
+    nonce      TEXT PRIMARY KEY,
+    address    TEXT,
+    expires_at INTEGER NOT NULL,
+    used       INTEGER NOT NULL DEFAULT 0 CHECK (used IN (0, 1))
+) STRICT;
+CREATE TABLE IF NOT EXISTS sessions (
+    token_sha256 TEXT PRIMARY KEY,
+    address      TEXT NOT NULL,
+    expires_at   INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS runs (
+    address            TEXT PRIMARY KEY,
+    user               TEXT NOT NULL,
+    manifest           TEXT NOT NULL,
+    run_id             INTEGER NOT NULL,
+    deadline           INTEGER NOT NULL,
+    phase              TEXT NOT NULL CHECK (phase IN ('executing', 'finalizing', 'finalized', 'failed')),
+    detail             TEXT,
+    report_hash        TEXT,
+    finalize_signature TEXT,
+    created_at         INTEGER NOT NULL,
+    updated_at         INTEGER NOT NULL
+) STRICT;
+CREATE INDEX IF NOT EXISTS runs_by_user ON runs (user, created_at);
+CREATE TABLE IF NOT EXISTS batches (
+    run       TEXT NOT NULL REFERENCES runs (address),
+    seq       INTEGER NOT NULL CHECK (seq >= 1),
+    evidence  TEXT NOT NULL,
+    signature TEXT,
+    PRIMARY KEY (run, seq)
+) STRICT;
+CREATE TABLE IF NOT EXISTS events (
+    run  TEXT NOT NULL REFERENCES runs (address),
+    seq  INTEGER NOT NULL,
+    at   INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (run, seq)
+) STRICT;
+";
+
+/// The embedded backend: one SQLite file (WAL, `synchronous=FULL`).
+#[derive(Debug)]
+pub struct SqliteState {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl SqliteState {
+    pub fn open(path: &Path) -> Result<Self, StateError> {
+        let fail = |e: rusqlite::Error| StateError {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        };
+        let conn = Connection::open(path).map_err(fail)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(fail)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(fail)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(fail)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(fail)?;
+        conn.execute_batch(SCHEMA).map_err(fail)?;
+        Ok(Self {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn fail(&self, e: impl std::fmt::Display) -> StateError {
+        StateError {
+            path: self.path.display().to_string(),
+            message: e.to_string(),
+        }
+    }
+
+    fn run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<HostedRun> {
+        let phase: String = row.get(5)?;
+        let run_id: i64 = row.get(3)?;
+        Ok(HostedRun {
+            address: row.get(0)?,
+            user: row.get(1)?,
+            manifest: row.get(2)?,
+            run_id: u64::try_from(run_id).unwrap_or(0),
+            deadline: row.get(4)?,
+            phase: Phase::parse(&phase).unwrap_or(Phase::Failed),
+            detail: row.get(6)?,
+            report_hash: row.get(7)?,
+            finalize_signature: row.get(8)?,
+            created_at: row.get(9)?,
+            updated_at: row.get(10)?,
+        })
+    }
+
+    fn select_runs(
+        &self,
+        filter: &str,
+        args: &[&dyn rusqlite::ToSql],
+    ) -> Result<Vec<HostedRun>, StateError> {
+        let sql = format!(
+            "SELECT address, user, manifest, run_id, deadline, phase, detail, report_hash, finalize_signature, created_at, updated_at FROM runs {filter}"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.fail(e))?;
+        stmt.query_map(args, Self::run_row)
+            .map_err(|e| self.fail(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.fail(e))
+    }
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+impl RunnerState for SqliteState {
+    fn issue_nonce(
+        &mut self,
+        nonce: &str,
+        address: Option<&str>,
+        expires_at: i64,
+    ) -> Result<(), StateError> {
+        // Expired nonces and sessions are swept as new ones are issued.
+        let now = now();
+        self.conn
+            .execute(
+                "DELETE FROM nonces WHERE expires_at < ?1",
+                params![now - 3600],
+            )
+            .and_then(|_| {
+                self.conn
+                    .execute("DELETE FROM sessions WHERE expires_at < ?1", params![now])
+            })
+            .and_then(|_| {
+                self.conn.execute(
+                    "INSERT INTO nonces (nonce, address, expires_at) VALUES (?1, ?2, ?3)",
+                    params![nonce, address, expires_at],
+                )
+            })
+            .map(drop)
+            .map_err(|e| self.fail(e))
+    }
+
+    fn consume_nonce(
+        &mut self,
+        nonce: &str,
+        address: &str,
+        now: i64,
+    ) -> Result<Result<(), NonceRefusal>, StateError> {
+        let path = self.path.display().to_string();
+        let fail = |e: rusqlite::Error| StateError {
+            path: path.clone(),
+            message: e.to_string(),
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        let row: Option<(Option<String>, i64, i64)> = tx
+            .query_row(
+                "SELECT address, expires_at, used FROM nonces WHERE nonce = ?1",
+                params![nonce],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()
+            .map_err(fail)?;
+        let verdict = match row {
+            None => Err(NonceRefusal::Unknown),
+            Some((_, expires_at, _)) if expires_at <= now => Err(NonceRefusal::Unknown),
+            Some((_, _, 1)) => Err(NonceRefusal::Used),
+            Some((Some(owner), _, _)) if owner != address => Err(NonceRefusal::ForAnother),
+            Some(_) => Ok(()),
+        };
+        if verdict.is_ok() {
+            tx.execute(
+                "UPDATE nonces SET used = 1 WHERE nonce = ?1",
+                params![nonce],
+            )
+            .map_err(fail)?;
+        }
+        tx.commit().map_err(fail)?;
+        Ok(verdict)
+    }
+
+    fn create_session(
+        &mut self,
+        token_sha256: &str,
+        address: &str,
+        expires_at: i64,
+    ) -> Result<(), StateError> {
+        self.conn
+            .execute(
+                "INSERT INTO sessions (token_sha256, address, expires_at) VALUES (?1, ?2, ?3)",
+                params![token_sha256, address, expires_at],
+            )
+            .map(drop)
+            .map_err(|e| self.fail(e))
+    }
+
+    fn session(&self, token_sha256: &str, now: i64) -> Result<Option<String>, StateError> {
+        self.conn
+            .query_row(
+                "SELECT address FROM sessions WHERE token_sha256 = ?1 AND expires_at > ?2",
+                params![token_sha256, now],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.fail(e))
+    }
+
+    fn register_run(&mut self, run: &HostedRun) -> Result<bool, StateError> {
+        let run_id = i64::try_from(run.run_id).map_err(|e| self.fail(e))?;
+        let changed = self
+            .conn
+            .execute(
+                "INSERT OR IGNORE INTO runs (address, user, manifest, run_id, deadline, phase, detail, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+                params![
+                    run.address,
+                    run.user,
+                    run.manifest,
+                    run_id,
+                    run.deadline,
+                    run.phase.as_str(),
+                    run.detail,
+                    run.created_at
+                ],
+            )
+            .map_err(|e| self.fail(e))?;
+        Ok(changed == 1)
+    }
+
+    fn run(&self, address: &str) -> Result<Option<HostedRun>, StateError> {
+        Ok(self
+            .select_runs("WHERE address = ?1", &[&address])?
+            .into_iter()
+            .next())
+    }
+
+    fn runs_of(&self, user: &str) -> Result<Vec<HostedRun>, StateError> {
+        self.select_runs(
+            "WHERE user = ?1 ORDER BY created_at DESC, address",
+            &[&user],
+        )
+    }
+
+    fn runs_to_work(&self) -> Result<Vec<HostedRun>, StateError> {
+        self.select_runs(
+            "WHERE phase IN ('executing', 'finalizing') ORDER BY created_at, address",
+            &[],
+        )
+    }
+
+    fn set_phase(
+        &mut self,
+        address: &str,
+        phase: Phase,
+        detail: Option<&str>,
+    ) -> Result<(), StateError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET phase = ?2, detail = ?3, updated_at = ?4 WHERE address = ?1",
+                params![address, phase.as_str(), detail, now()],
+            )
+            .map(drop)
+            .map_err(|e| self.fail(e))
+    }
+
+    fn set_report(&mut self, address: &str, report_hash: &str) -> Result<(), StateError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET report_hash = ?2, updated_at = ?3 WHERE address = ?1",
+                params![address, report_hash, now()],
+            )
+            .map(drop)
+            .map_err(|e| self.fail(e))
+    }
+
+    fn set_finalized(&mut self, address: &str, signature: &str) -> Result<(), StateError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET phase = 'finalized', detail = NULL, finalize_signature = ?2, updated_at = ?3 WHERE address = ?1",
+                params![address, signature, now()],
+            )
+            .map(drop)
+            .map_err(|e| self.fail(e))
+    }
+
+    fn batches(&self, address: &str) -> Result<Vec<Batch>, StateError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, evidence, signature FROM batches WHERE run = ?1 ORDER BY seq",
+            )
+            .map_err(|e| self.fail(e))?;
+        let rows = stmt
+            .query_map(params![address], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                ))
+            })
+            .map_err(|e| self.fail(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.fail(e))?;
+        rows.into_iter()
+            .map(|(seq, evidence, signature)| {
+                Ok(Batch {
+                    seq: u32::try_from(seq).map_err(|e| self.fail(e))?,
+                    evidence: serde_json::from_str(&evidence).map_err(|e| self.fail(e))?,
+                    signature,
+                })
+            })
+            .collect()
+    }
+
+    fn add_batch(
+        &mut self,
+        address: &str,
+        seq: u32,
+        evidence: &[EvidenceRecord],
+    ) -> Result<(), StateError> {
+        let text = serde_json::to_string(evidence).map_err(|e| self.fail(e))?;
+        self.conn
+            .execute(
+                "INSERT INTO batches (run, seq, evidence) VALUES (?1, ?2, ?3)",
+                params![address, seq, text],
+            )
+            .map(drop)
+            .map_err(|e| self.fail(e))
+    }
+
+    fn batch_landed(&mut self, address: &str, seq: u32, signature: &str) -> Result<(), StateError> {
+        self.conn
+            .execute(
+                "UPDATE batches SET signature = ?3 WHERE run = ?1 AND seq = ?2",
+                params![address, seq, signature],
+            )
+            .map(drop)
+            .map_err(|e| self.fail(e))
+    }
+
+    fn append_event(
+        &mut self,
+        address: &str,
+        kind: &str,
+        data: &Value,
+    ) -> Result<Event, StateError> {
+        let path = self.path.display().to_string();
+        let fail = |e: rusqlite::Error| StateError {
+            path: path.clone(),
+            message: e.to_string(),
+        };
+        let at = now();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        let seq: i64 = tx
+            .query_row(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run = ?1",
+                params![address],
+                |r| r.get(0),
+            )
+            .map_err(fail)?;
+        tx.execute(
+            "INSERT INTO events (run, seq, at, kind, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![address, seq, at, kind, data.to_string()],
+        )
+        .map_err(fail)?;
+        tx.commit().map_err(fail)?;
+        Ok(Event {
+            run: address.to_owned(),
+            seq: u64::try_from(seq).unwrap_or(0),
+            at,
+            kind: kind.to_owned(),
+            data: data.clone(),
+        })
+    }
+
+    fn events_after(&self, address: &str, after: u64) -> Result<Vec<Event>, StateError> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, at, kind, data FROM events WHERE run = ?1 AND seq > ?2 ORDER BY seq",
+            )
+            .map_err(|e| self.fail(e))?;
+        let rows = stmt
+            .query_map(params![address, after], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                ))
+            })
+            .map_err(|e| self.fail(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.fail(e))?;
+        Ok(rows
+            .into_iter()
+            .map(|(seq, at, kind, data)| Event {
+                run: address.to_owned(),
+                seq: u64::try_from(seq).unwrap_or(0),
+                at,
+                kind,
+                data: serde_json::from_str(&data).unwrap_or(Value::Null),
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(address: &str, user: &str) -> HostedRun {
+        HostedRun {
+            address: address.into(),
+            user: user.into(),
+            manifest: "ab".repeat(32),
+            run_id: 7,
+            deadline: 2_000_000_000,
+            phase: Phase::Executing,
+            detail: None,
+            report_hash: None,
+            finalize_signature: None,
+            created_at: 1,
+            updated_at: 1,
+        }
+    }
+
+    #[test]
+    fn a_nonce_is_used_once_by_its_wallet_before_it_expires() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = SqliteState::open(&dir.path().join("runner.sqlite")).unwrap();
+        let far = now() + 600;
+        s.issue_nonce("n1", Some("alice"), far).unwrap();
+        s.issue_nonce("n2", None, far).unwrap();
+        s.issue_nonce("n3", None, now() - 1).unwrap();
+        assert_eq!(
+            s.consume_nonce("n1", "bob", now()).unwrap(),
+            Err(NonceRefusal::ForAnother)
+        );
+        assert_eq!(s.consume_nonce("n1", "alice", now()).unwrap(), Ok(()));
+        assert_eq!(
+            s.consume_nonce("n1", "alice", now()).unwrap(),
+            Err(NonceRefusal::Used)
+        );
+        assert_eq!(s.consume_nonce("n2", "bob", now()).unwrap(), Ok(()));
+        assert_eq!(
+            s.consume_nonce("n3", "bob", now()).unwrap(),
+            Err(NonceRefusal::Unknown)
+        );
+        assert_eq!(
+            s.consume_nonce("zz", "bob", now()).unwrap(),
+            Err(NonceRefusal::Unknown)
+        );
+    }
+
+    #[test]
+    fn sessions_expire_and_runs_batches_and_events_survive_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runner.sqlite");
+        {
+            let mut s = SqliteState::open(&path).unwrap();
+            s.create_session("t1", "alice", now() + 60).unwrap();
+            s.create_session("t2", "alice", now() - 1).unwrap();
+            assert!(s.register_run(&run("R1", "alice")).unwrap());
+            assert!(!s.register_run(&run("R1", "alice")).unwrap());
+            s.register_run(&run("R2", "bob")).unwrap();
+            let record =
+                EvidenceRecord::new(3, "att".into(), None, 5_000, "cd".repeat(32)).unwrap();
+            s.add_batch("R1", 1, std::slice::from_ref(&record)).unwrap();
+            assert!(
+                s.add_batch("R1", 1, &[record]).is_err(),
+                "a batch is written once"
+            );
+            s.batch_landed("R1", 1, "sig").unwrap();
+            s.append_event("R1", "progress", &serde_json::json!({"done": 1}))
+                .unwrap();
+            s.append_event("R1", "phase", &serde_json::json!({"phase": "finalized"}))
+                .unwrap();
+        }
+        let mut s = SqliteState::open(&path).unwrap();
+        assert_eq!(s.session("t1", now()).unwrap().as_deref(), Some("alice"));
+        assert_eq!(s.session("t2", now()).unwrap(), None);
+        assert_eq!(s.runs_of("alice").unwrap().len(), 1);
+        assert_eq!(s.runs_to_work().unwrap().len(), 2);
+        s.set_phase("R2", Phase::Failed, Some("refunded")).unwrap();
+        assert_eq!(s.runs_to_work().unwrap().len(), 1);
+        let batches = s.batches("R1").unwrap();
+        assert_eq!(batches[0].signature.as_deref(), Some("sig"));
+        assert_eq!(batches[0].evidence[0].trial(), 3);
+        let events = s.events_after("R1", 1).unwrap();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].seq, 2);
+    }
+}

@@ -1,0 +1,591 @@
+//! Executing one hosted run: authorised by its Run account, executed by the engine, settled in
+//! batches as it goes, finalized with the report hash.
+//!
+//! Restart-safe by construction, step by step:
+//! - the engine's journal (one per run, under `runs/<address>/`) holds every attempt; a request
+//!   in flight at a kill becomes `unknown` and is never re-sent (and never charged: it has no
+//!   answer to give evidence of);
+//! - a settlement batch is written to the daemon's state **before** its transaction is signed,
+//!   and its transaction goes through the chain client's outbox under the intent
+//!   `settle:<run>:<seq>`: after a kill the same batch is re-driven (the same bytes resent, or
+//!   found landed), never composed again, and the program's settled bitmap refuses a trial twice;
+//! - the report is written durably before `run_finalize` is signed, and read back on a restart,
+//!   so that the hash finalized is the hash of the file the owner downloads.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use serde_json::json;
+use skilltrial_chain::ix::{self, RunFinalizeArgs, RunSettleArgs, TrialCharge};
+use skilltrial_chain::outbox::{EntryState, Outbox};
+use skilltrial_chain::rpc::Chain;
+use skilltrial_chain::send::Sender;
+use skilltrial_chain::{Pubkey, anchor_key, pda};
+use skilltrial_core::hosted::Terms;
+use skilltrial_core::manifest;
+use skilltrial_core::money::MicroUsd;
+use skilltrial_core::report::Report;
+use skilltrial_core::settlement::{EvidenceRecord, SettledBatch, Settlement, batch_evidence_hash};
+use skilltrial_engine::engine::{self, Gate, Inputs, RunOptions};
+use skilltrial_engine::journal::Journal;
+use skilltrial_engine::store::Store;
+use solana_signer::Signer;
+
+use crate::App;
+use crate::state::{HostedRun, Phase};
+
+/// Seconds a Run's deadline must leave after a request could end, for the last settlement and
+/// the finalize to land.
+pub const SETTLE_MARGIN_SECS: i64 = 60;
+
+/// How a piece of work ended short of done.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkError {
+    /// Worth trying again later (the node did not answer, a file could not be written).
+    #[error("{0}")]
+    Transient(String),
+    /// The run can never go on: the detail is kept and shown to its owner.
+    #[error("{0}")]
+    Fatal(String),
+    /// The daemon is stopping.
+    #[error("the daemon is stopping")]
+    Stopping,
+}
+
+fn transient(e: impl std::fmt::Display) -> WorkError {
+    WorkError::Transient(e.to_string())
+}
+
+/// A run's own directory: its journal and its payloads.
+pub fn run_dir(state_dir: &Path, address: &str) -> PathBuf {
+    state_dir.join("runs").join(address)
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Whether the daemon executes `manifest`: its model must be one of the operator's profiles,
+/// exactly (provider, model, endpoint and price), so that a user can never point the operator's
+/// key at an endpoint of their own; a scripted model is the CLI's demo, not a hosted run.
+pub fn served(app: &App, m: &manifest::Manifest) -> Result<(), String> {
+    if m.model.scripted {
+        return Err(
+            "the manifest pins the scripted demo model; a runner executes real model profiles only"
+                .to_owned(),
+        );
+    }
+    let profile = skilltrial_core::profile::find(&m.model.profile, app.config.profiles.as_deref())
+        .map_err(|_| {
+            format!(
+                "model profile `{}` is not served by this runner (it serves: {})",
+                m.model.profile,
+                app.profile_ids().join(", ")
+            )
+        })?;
+    let endpoint = profile.endpoint().map_err(|e| e.to_string())?;
+    if profile.provider != m.model.provider
+        || profile.model != m.model.model
+        || endpoint != m.model.endpoint
+        || profile.price != m.budget.price
+    {
+        return Err(format!(
+            "the manifest's model `{}` ({} at {}) is not this runner's profile `{}` ({} at {}, with its price): plan against the runner's profile",
+            m.model.profile, m.model.model, m.model.endpoint, profile.id, profile.model, endpoint
+        ));
+    }
+    Ok(())
+}
+
+/// Checks what the daemon is asked to run, from the manifest alone: stored and valid (the
+/// engine's own loading: canonical, its pack and bundles present and hashing right, this
+/// binary's checker and template), served, and fit for escrow. Returns its inputs and terms.
+pub fn check_manifest(app: &App, manifest_hex: &str) -> Result<(Inputs, Terms), String> {
+    let inputs = engine::load_inputs(&app.store, manifest_hex).map_err(|e| e.to_string())?;
+    served(app, &inputs.manifest)?;
+    let (trials, _) = manifest::trials(
+        &inputs.manifest,
+        &inputs.pack,
+        inputs.a.as_ref(),
+        inputs.b.as_ref(),
+    )
+    .map_err(|e| e.to_string())?;
+    let terms = Terms::of(&inputs.manifest, &trials)
+        .map_err(|e| format!("manifest {manifest_hex}: {e}"))?;
+    Ok((inputs, terms))
+}
+
+/// The shortest deadline the daemon accepts for `m`: room for one request and twice the
+/// settlement margin. A shorter run than planned is no loss to the user: the daemon stops
+/// dispatching one request's time and the margin before the deadline, settles what ran, and
+/// what was never dispatched costs nothing.
+pub fn min_deadline_secs(m: &manifest::Manifest) -> i64 {
+    i64::try_from(m.limits.request_timeout_ms.div_ceil(1000))
+        .unwrap_or(i64::MAX)
+        .saturating_add(SETTLE_MARGIN_SECS.saturating_mul(2))
+}
+
+/// Why the chain does not authorise a run, in words for its owner.
+#[derive(Debug, thiserror::Error)]
+pub enum Unauthorised {
+    #[error("{0}")]
+    Refused(String),
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// The chain's authorisation of `user`'s run of `manifest_hex`: its Run account exists, names
+/// this runner, pins this manifest, is open, holds the manifest's whole upper cost and fee, and
+/// leaves time to run and settle. Returns the run to register.
+pub fn authorise(app: &App, user: &Pubkey, manifest_hex: &str) -> Result<HostedRun, Unauthorised> {
+    let (inputs, terms) = check_manifest(app, manifest_hex).map_err(Unauthorised::Refused)?;
+    let chain = app.chain();
+    let address = pda::run(user, &inputs.hash.0);
+    let unavailable =
+        |e: skilltrial_chain::rpc::RpcFailure| Unauthorised::Unavailable(e.to_string());
+    let config = chain.config().map_err(unavailable)?.ok_or_else(|| {
+        Unauthorised::Unavailable("the program has no config on this cluster".to_owned())
+    })?;
+    let me = app.runner.pubkey();
+    if config.runner != anchor_key(&me) {
+        return Err(Unauthorised::Refused(format!(
+            "this runner ({me}) is not the runner the program's config names ({}): it executes nothing",
+            config.runner
+        )));
+    }
+    let live = chain.run(&address).map_err(unavailable)?.ok_or_else(|| {
+        Unauthorised::Refused(format!(
+            "no Run account at {address} (wallet {user}, manifest {manifest_hex}): open the escrow first (`skilltrial open --manifest {manifest_hex} --runner {me}`)"
+        ))
+    })?;
+    let r = &live.account.run;
+    let refuse = |why: String| Err(Unauthorised::Refused(format!("Run {address}: {why}")));
+    if r.user != anchor_key(user) {
+        return refuse(format!("it is {}'s, not {user}'s", r.user));
+    }
+    if r.runner != anchor_key(&me) {
+        return refuse(format!(
+            "it names runner {}, not this runner {me}",
+            r.runner
+        ));
+    }
+    if r.manifest_hash != inputs.hash.0 {
+        return refuse("it pins another manifest".to_owned());
+    }
+    if !matches!(r.status, skilltrial_chain::account::RunStatus::Open) {
+        return refuse("it is no longer open (cancelled, finalized or refunded)".to_owned());
+    }
+    if r.planned_trials != terms.planned_trials {
+        return refuse(format!(
+            "it plans {} trials; the manifest has {}",
+            r.planned_trials, terms.planned_trials
+        ));
+    }
+    if r.per_request_cap < terms.per_request_cap.0 {
+        return refuse(format!(
+            "its per-request cap {} lamports is below the manifest's largest upper cost, {} lamports",
+            r.per_request_cap, terms.per_request_cap.0
+        ));
+    }
+    let needed = terms.escrow(r.fee_per_trial).ok_or_else(|| {
+        Unauthorised::Refused("the manifest's escrow overflows u64 lamports".to_owned())
+    })?;
+    if r.escrowed < needed {
+        return refuse(format!(
+            "it escrows {} lamports; the manifest's upper cost and fees need {needed}",
+            r.escrowed
+        ));
+    }
+    let least = now().saturating_add(min_deadline_secs(&inputs.manifest));
+    if r.deadline < least {
+        return refuse(format!(
+            "its deadline {} leaves less than one request's time and {} s to run and settle",
+            skilltrial_core::time::rfc3339(r.deadline),
+            SETTLE_MARGIN_SECS.saturating_mul(2)
+        ));
+    }
+    let at = now();
+    Ok(HostedRun {
+        address: address.to_string(),
+        user: user.to_string(),
+        manifest: inputs.hash.hex(),
+        run_id: r.run_id,
+        deadline: r.deadline,
+        phase: Phase::Executing,
+        detail: None,
+        report_hash: None,
+        finalize_signature: None,
+        created_at: at,
+        updated_at: at,
+    })
+}
+
+/// Why the gate last stopped the engine.
+const GATE_GO: u8 = 0;
+const GATE_UNREADABLE: u8 = 1;
+const GATE_DEADLINE: u8 = 2;
+const GATE_GONE: u8 = 3;
+
+/// Drives `run` as far as it can go now.
+pub fn work(app: &Arc<App>, run: &HostedRun) -> Result<(), WorkError> {
+    let address: Pubkey = run
+        .address
+        .parse()
+        .map_err(|_| WorkError::Fatal(format!("`{}` is not an address", run.address)))?;
+    let (inputs, terms) = check_manifest(app, &run.manifest).map_err(WorkError::Fatal)?;
+    let dir = run_dir(&app.config.state_dir, &run.address);
+    std::fs::create_dir_all(&dir).map_err(|e| transient(format!("{}: {e}", dir.display())))?;
+    let mut journal = Journal::open(&dir.join("journal.sqlite")).map_err(transient)?;
+    let payloads = Store::open(&dir.join("payloads")).map_err(transient)?;
+    let chain = app.chain();
+    let mut outbox =
+        Outbox::open(&app.config.state_dir.join("chain-outbox.sqlite")).map_err(transient)?;
+    let ctx = Ctx {
+        app,
+        run,
+        address,
+        inputs: &inputs,
+        terms,
+        chain: &chain,
+    };
+
+    if run.phase == Phase::Executing {
+        ctx.execute(&mut journal, &payloads, &mut outbox)?;
+        app.set_phase(&run.address, Phase::Finalizing, None)
+            .map_err(transient)?;
+    }
+    ctx.finalize(&journal, &payloads, &mut outbox)
+}
+
+struct Ctx<'a> {
+    app: &'a Arc<App>,
+    run: &'a HostedRun,
+    address: Pubkey,
+    inputs: &'a Inputs,
+    terms: Terms,
+    chain: &'a Chain,
+}
+
+impl Ctx<'_> {
+    fn execute(
+        &self,
+        journal: &mut Journal,
+        payloads: &Store,
+        outbox: &mut Outbox,
+    ) -> Result<(), WorkError> {
+        let provider = skilltrial_engine::provider::for_manifest(&self.inputs.manifest)
+            .map_err(|e| WorkError::Transient(format!("the operator's model key: {e}")))?;
+        let timeout_secs = i64::try_from(
+            self.inputs
+                .manifest
+                .limits
+                .request_timeout_ms
+                .div_ceil(1000),
+        )
+        .unwrap_or(i64::MAX);
+        loop {
+            // Whatever was executed and not yet settled (a restart's leftovers too) first.
+            self.settle(journal, payloads, outbox)?;
+            let why = Arc::new(AtomicU8::new(GATE_GO));
+            let gate = {
+                let why = Arc::clone(&why);
+                let url = self.app.config.rpc_url.clone();
+                let commitment = self.app.config.commitment;
+                let address = self.address;
+                let deadline = self.run.deadline;
+                move || {
+                    if now()
+                        .saturating_add(timeout_secs)
+                        .saturating_add(SETTLE_MARGIN_SECS)
+                        > deadline
+                    {
+                        why.store(GATE_DEADLINE, Ordering::SeqCst);
+                        return Gate::Stop;
+                    }
+                    match Chain::new(&url, commitment).run(&address) {
+                        Ok(Some(live)) => match live.account.run.status {
+                            skilltrial_chain::account::RunStatus::Open => Gate::Go,
+                            skilltrial_chain::account::RunStatus::Cancelled { .. } => Gate::Cancel,
+                            _ => {
+                                why.store(GATE_GONE, Ordering::SeqCst);
+                                Gate::Stop
+                            }
+                        },
+                        Ok(None) => {
+                            why.store(GATE_GONE, Ordering::SeqCst);
+                            Gate::Stop
+                        }
+                        Err(_) => {
+                            why.store(GATE_UNREADABLE, Ordering::SeqCst);
+                            Gate::Stop
+                        }
+                    }
+                }
+            };
+            let app = Arc::clone(self.app);
+            let name = self.run.address.clone();
+            let mut last_done = u32::MAX;
+            let summary = engine::run(
+                journal,
+                payloads,
+                provider.as_ref(),
+                self.inputs,
+                RunOptions {
+                    dispatch_limit: Some(self.app.config.batch),
+                    stop: Some(Arc::clone(&self.app.stop)),
+                    gate: Some(Arc::new(gate)),
+                },
+                &mut |p| {
+                    if p.done != last_done || p.current.is_none() {
+                        last_done = p.done;
+                        app.event(&name, "progress", &json!(p));
+                    }
+                },
+            )
+            .map_err(|e| match e {
+                engine::EngineError::Refused(r) => WorkError::Fatal(r.to_string()),
+                other => transient(other),
+            })?;
+            self.settle(journal, payloads, outbox)?;
+            match summary.status.as_str() {
+                "finished" | "cancelled" => return Ok(()),
+                _ if self.app.stopping() => return Err(WorkError::Stopping),
+                _ => match why.load(Ordering::SeqCst) {
+                    GATE_GO => {} // the dispatch limit: the next chunk
+                    GATE_DEADLINE => {
+                        self.app.event(
+                            &self.run.address,
+                            "notice",
+                            &json!({"message": "the Run's deadline is near: nothing more is sent; settling and finalizing what ran"}),
+                        );
+                        return Ok(());
+                    }
+                    GATE_GONE => {
+                        return Err(WorkError::Fatal(
+                            "the Run account was refunded or closed under the run".to_owned(),
+                        ));
+                    }
+                    _ => {
+                        return Err(WorkError::Transient(
+                            "the Run account could not be read before a dispatch".to_owned(),
+                        ));
+                    }
+                },
+            }
+        }
+    }
+
+    /// The sealed report (with what has settled), rebuilt from the journal.
+    fn report(&self, journal: &Journal, payloads: &Store) -> Result<Report, WorkError> {
+        let row = journal
+            .find_run(&self.run.manifest)
+            .map_err(transient)?
+            .ok_or_else(|| WorkError::Fatal("the run's journal has no run".to_owned()))?;
+        skilltrial_engine::report::build(journal, &self.app.store, payloads, &row)
+            .map_err(transient)
+    }
+
+    /// Settles every executed trial not yet in a batch, and re-drives batches not yet landed.
+    fn settle(
+        &self,
+        journal: &Journal,
+        payloads: &Store,
+        outbox: &mut Outbox,
+    ) -> Result<(), WorkError> {
+        let name = &self.run.address;
+        let mut batches = self.app.batches(name).map_err(transient)?;
+        let in_batches: std::collections::BTreeSet<u16> = batches
+            .iter()
+            .flat_map(|b| b.evidence.iter().map(EvidenceRecord::trial))
+            .collect();
+        if journal
+            .find_run(&self.run.manifest)
+            .map_err(transient)?
+            .is_some()
+        {
+            let report = self.report(journal, payloads)?;
+            let mut fresh = Vec::new();
+            for (position, trial) in report.trials.iter().enumerate() {
+                let Ok(index) = u16::try_from(trial.index) else {
+                    continue;
+                };
+                if in_batches.contains(&index) {
+                    continue;
+                }
+                let spent: u64 = trial
+                    .attempts
+                    .iter()
+                    .filter_map(|a| a.spent_usd_micros)
+                    .fold(0u64, u64::saturating_add);
+                let usage = self
+                    .terms
+                    .usage_lamports(&self.inputs.manifest, MicroUsd(spent))
+                    .map_err(|e| WorkError::Fatal(e.to_string()))?;
+                match report.evidence_of(position, usage) {
+                    Some(Ok(record)) => fresh.push(record),
+                    Some(Err(e)) => return Err(WorkError::Fatal(e.to_string())),
+                    None => {}
+                }
+            }
+            for chunk in fresh.chunks(usize::try_from(self.app.config.batch).unwrap_or(10).max(1)) {
+                let seq = u32::try_from(batches.len() + 1).unwrap_or(u32::MAX);
+                self.app.add_batch(name, seq, chunk).map_err(transient)?;
+                batches.push(crate::state::Batch {
+                    seq,
+                    evidence: chunk.to_vec(),
+                    signature: None,
+                });
+            }
+        }
+        let pending: Vec<_> = batches.iter().filter(|b| b.signature.is_none()).collect();
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let config = self
+            .chain
+            .config()
+            .map_err(transient)?
+            .ok_or_else(|| transient("the program has no config on this cluster"))?;
+        let payout = Pubkey::new_from_array(config.runner_payout.to_bytes());
+        let cluster = self.chain.genesis_hash().map_err(transient)?;
+        for batch in pending {
+            let intent = format!("settle:{name}:{}", batch.seq);
+            let signature = match landed(outbox, &cluster, &intent)? {
+                Some(signature) => signature,
+                None => {
+                    let args = RunSettleArgs {
+                        expected_run_id: self.run.run_id,
+                        evidence_hash: batch_evidence_hash(&batch.evidence),
+                        trials: batch
+                            .evidence
+                            .iter()
+                            .map(|r| TrialCharge {
+                                index: r.trial(),
+                                usage: r.usage_lamports(),
+                            })
+                            .collect(),
+                    };
+                    let instruction =
+                        ix::run_settle(&self.app.runner.pubkey(), &self.address, &payout, args);
+                    self.send(outbox, &intent, instruction)?
+                }
+            };
+            self.app
+                .batch_landed(name, batch.seq, &signature)
+                .map_err(transient)?;
+            self.app.event(
+                name,
+                "settled",
+                &json!({
+                    "batch": batch.seq,
+                    "trials": batch.evidence.iter().map(EvidenceRecord::trial).collect::<Vec<_>>(),
+                    "usage_lamports": batch.evidence.iter().map(EvidenceRecord::usage_lamports).sum::<u64>(),
+                    "signature": signature,
+                }),
+            );
+        }
+        Ok(())
+    }
+
+    fn send(
+        &self,
+        outbox: &mut Outbox,
+        intent: &str,
+        instruction: skilltrial_chain::Instruction,
+    ) -> Result<String, WorkError> {
+        let progress = |_: &str| {};
+        let mut sender = Sender::new(self.chain, outbox, &progress).map_err(transient)?;
+        match sender.send(
+            intent,
+            &self.app.runner,
+            &[],
+            &[instruction],
+            self.app.config.fees,
+        ) {
+            Ok(sent) => Ok(sent.signature.to_string()),
+            Err(e) if e.may_still_land() => Err(WorkError::Transient(e.explain())),
+            Err(e) => Err(WorkError::Fatal(format!("{intent}: {}", e.explain()))),
+        }
+    }
+
+    /// Seals the report with its settlement, keeps it, and finalizes the Run with its hash.
+    fn finalize(
+        &self,
+        journal: &Journal,
+        payloads: &Store,
+        outbox: &mut Outbox,
+    ) -> Result<(), WorkError> {
+        let name = &self.run.address;
+        // Everything that ran is settled first (a restart may land here with batches pending).
+        self.settle(journal, payloads, outbox)?;
+        let dir = run_dir(&self.app.config.state_dir, name);
+        let json_path = dir.join("report.json");
+        let report = if json_path.is_file() {
+            // Written before an earlier finalize was signed: its hash is the one on-chain.
+            let text = std::fs::read_to_string(&json_path).map_err(transient)?;
+            Report::from_json(&text)
+                .map_err(|e| WorkError::Fatal(format!("{}: {e}", json_path.display())))?
+        } else {
+            let mut report = self.report(journal, payloads)?;
+            let batches = self.app.batches(name).map_err(transient)?;
+            report.settlement = Some(Settlement::new(
+                skilltrial_chain::PROGRAM_ID.to_string(),
+                name.clone(),
+                self.run.run_id,
+                batches
+                    .into_iter()
+                    .map(|b| SettledBatch::new(b.evidence, b.signature))
+                    .collect(),
+            ));
+            report.seal().map_err(|e| WorkError::Fatal(e.to_string()))?;
+            let value = report
+                .to_value()
+                .map_err(|e| WorkError::Fatal(e.to_string()))?;
+            let mut text = serde_json::to_string_pretty(&value).map_err(transient)?;
+            text.push('\n');
+            let html = skilltrial_core::report::html::render(&report);
+            skilltrial_engine::store::write_durably(&dir.join("report.html"), html.as_bytes())
+                .map_err(transient)?;
+            skilltrial_engine::store::write_durably(&json_path, text.as_bytes())
+                .map_err(transient)?;
+            report
+        };
+        let hash = report
+            .report_hash
+            .clone()
+            .ok_or_else(|| WorkError::Fatal("the kept report has no hash".to_owned()))?;
+        let digest = skilltrial_engine::store::parse_hex(&hash)
+            .ok_or_else(|| WorkError::Fatal(format!("report hash `{hash}` is not hex")))?;
+        self.app.set_report(name, &hash).map_err(transient)?;
+        let cluster = self.chain.genesis_hash().map_err(transient)?;
+        let intent = format!("finalize:{name}");
+        let signature = match landed(outbox, &cluster, &intent)? {
+            Some(signature) => signature,
+            None => {
+                let instruction = ix::run_finalize(
+                    &self.app.runner.pubkey(),
+                    &self.address,
+                    RunFinalizeArgs {
+                        expected_run_id: self.run.run_id,
+                        report_hash: digest.0,
+                    },
+                );
+                self.send(outbox, &intent, instruction)?
+            }
+        };
+        self.app.finalized(name, &signature).map_err(transient)?;
+        Ok(())
+    }
+}
+
+/// The signature of `intent`'s transaction if the outbox saw it land.
+fn landed(outbox: &Outbox, cluster: &str, intent: &str) -> Result<Option<String>, WorkError> {
+    Ok(outbox
+        .latest(cluster, intent)
+        .map_err(transient)?
+        .filter(|e| e.state == EntryState::Landed)
+        .map(|e| e.signature))
+}

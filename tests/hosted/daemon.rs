@@ -1,0 +1,359 @@
+//! The runner daemon (`skilltrial runner serve`) serving a hosted run end to end: the user
+//! submits with the real binary (sign in, upload, escrow, register), the daemon executes
+//! against a loopback model server, settles in batches, is SIGKILLed mid-run and restarted,
+//! honours an on-chain cancel, finalizes with the report hash; the user downloads the report,
+//! verifies it against the Run, and closes with exact balances. A second wallet is refused at
+//! every endpoint.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use skilltrial_chain::Pubkey;
+use skilltrial_core::report::Report;
+use skilltrial_engine::scripted::{Reply, ScriptedServer};
+use skilltrial_runner::client::{Client, ClientError};
+use solana_signer::Signer;
+
+use crate::harness::{Localnet, said};
+
+/// A daemon process and where it listens.
+struct Daemon {
+    child: Child,
+    url: url::Url,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start_daemon(net: &Localnet, port: u16, state: &PathBuf, profiles: &PathBuf) -> Daemon {
+    let origin = format!("http://127.0.0.1:{port}");
+    let mut child = Command::new(skilltrial_e2e::skilltrial_bin().unwrap())
+        .args(["--json", "--home"])
+        .arg(net.home())
+        .args(["runner", "serve", "--public-origin", &origin])
+        .args(["--bind", &format!("127.0.0.1:{port}"), "--state"])
+        .arg(state)
+        .arg("--profiles")
+        .arg(profiles)
+        .args(["--batch", "8", "--url", &net.url, "--keypair"])
+        .arg(&net.runner_keypair)
+        .env("ANTHROPIC_API_KEY", "sk-ant-operator-test-key")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .env("HOME", net.dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let ready: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+        let _ = child.kill();
+        panic!("`runner serve --json` printed {line:?}: {e}")
+    });
+    assert_eq!(ready["origin"], origin.as_str());
+    assert_eq!(ready["runner"], net.runner.pubkey().to_string());
+    assert_eq!(ready["chain_id"], "localnet");
+    Daemon {
+        child,
+        url: origin.parse().unwrap(),
+    }
+}
+
+/// `status --remote --json` of `run`, as the user.
+fn remote_status(net: &Localnet, daemon: &Daemon, run: &str) -> Value {
+    net.cli_json(
+        &net.user_keypair,
+        &["status", "--remote", "--runner", daemon.url.as_str(), run],
+    )
+}
+
+/// Waits until `run`'s progress has at least `done` trials done.
+fn wait_done(net: &Localnet, daemon: &Daemon, run: &str, done: u64) -> Value {
+    let started = Instant::now();
+    loop {
+        let view = remote_status(net, daemon, run);
+        if view["progress"]["done"].as_u64().unwrap_or(0) >= done || view["phase"] != "executing" {
+            return view;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(180),
+            "run {run} did not reach {done} trials in 180 s: {view}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn refused(result: Result<impl std::fmt::Debug, ClientError>, status: u16, what: &str) {
+    match result {
+        Err(ClientError::Refused { status: got, .. }) if got == status => {}
+        other => panic!("{what}: expected HTTP {status}, got {other:?}"),
+    }
+}
+
+pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
+    // --- a model server that takes 150 ms per answer, and the operator's profile for it.
+    let server = ScriptedServer::start(|_| {
+        Reply::Slow("I do not know.".to_owned(), Duration::from_millis(150))
+    })
+    .unwrap();
+    let profiles = net.dir.path().join("daemon-profiles.toml");
+    std::fs::write(
+        &profiles,
+        format!(
+            "[[profile]]\nid = \"loopback-slow\"\nprovider = \"anthropic\"\nmodel = \"loopback-model\"\nbase_url = \"{}\"\ncontext_tokens = 200000\nmax_output_tokens = 1024\ninput_usd_per_mtok = \"3\"\noutput_usd_per_mtok = \"15\"\nprice_source = \"test\"\nprice_as_of = \"2026-11-30\"\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+
+    // --- a 54-trial plan whose request cap cuts 14 trials.
+    let out = net.local(&[
+        "plan",
+        "--model",
+        "loopback-slow",
+        "--profiles",
+        profiles.to_str().unwrap(),
+        "--a",
+        "fixtures/bundles/solana-reader-1.4.2",
+        "--b",
+        "fixtures/bundles/solana-reader-1.5.0",
+        "--reps",
+        "3",
+        "--cap-usd",
+        "20",
+        "--max-requests",
+        "40",
+        "--seed",
+        "13",
+        "--sol-usd",
+        "150",
+        "--json",
+    ]);
+    assert!(out.status.success(), "plan: {}", said(&out));
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let manifest = plan["run"].as_str().unwrap().to_owned();
+
+    let state = net.dir.path().join("daemon-state");
+    let port = free_port();
+    let mut daemon = start_daemon(net, port, &state, &profiles);
+
+    // --- the second wallet: nothing without a session, nothing of another's with one.
+    let mut stranger = Client::new(&daemon.url).unwrap();
+    refused(stranger.runs(), 401, "runs without a session");
+    stranger.sign_in(&net.other()).unwrap();
+    refused(
+        stranger.register(&manifest),
+        403,
+        "registering a manifest the stranger never escrowed",
+    );
+
+    // --- submit: sign in, upload, escrow (one transaction), register.
+    let user = net.user();
+    let user_0 = net.balance(&user.pubkey());
+    let submitted = net.cli_json(
+        &net.user_keypair,
+        &[
+            "submit",
+            "--manifest",
+            &manifest,
+            "--runner",
+            daemon.url.as_str(),
+            "--deadline",
+            "15m",
+            "--yes",
+        ],
+    );
+    let run = submitted["run"].as_str().unwrap().to_owned();
+    let address: Pubkey = run.parse().unwrap();
+    assert_eq!(submitted["escrow"]["planned_trials"], 54);
+    let escrow = submitted["escrow"]["escrow_lamports"].as_u64().unwrap();
+    let fee = submitted["escrow"]["fee_per_trial_lamports"]
+        .as_u64()
+        .unwrap();
+    let open_fee = net.cost(
+        "submit (run_open)",
+        submitted["escrow"]["signature"].as_str().unwrap(),
+    );
+
+    // The stranger cannot read, follow or download it.
+    refused(stranger.run(&run), 403, "another wallet's run");
+    refused(
+        stranger.report(&run, "report.json"),
+        403,
+        "another wallet's report",
+    );
+    refused(
+        stranger.follow(&run, 0, &mut |_| true),
+        403,
+        "another wallet's events",
+    );
+    assert!(
+        stranger.runs().unwrap().is_empty(),
+        "the stranger has no runs"
+    );
+
+    // --- SIGKILL the daemon mid-run, then start it again: it resumes.
+    wait_done(net, &daemon, &run, 10);
+    daemon.child.kill().unwrap();
+    daemon.child.wait().unwrap();
+    let sent_before_restart = server.requests().len();
+    let daemon = start_daemon(net, port, &state, &profiles);
+    wait_done(
+        net,
+        &daemon,
+        &run,
+        u64::try_from(sent_before_restart).unwrap() + 8,
+    );
+
+    // --- the user cancels on-chain midway; the daemon stops dispatching, settles, finalizes.
+    let cancelled = net.cli_json(&net.user_keypair, &["cancel", "--chain", &run]);
+    let cancel_fee = net.cost(
+        "cancel --chain (daemon run)",
+        cancelled["signature"].as_str().unwrap(),
+    );
+    let followed = net
+        .command(
+            &net.user_keypair,
+            &[
+                "status",
+                "--remote",
+                "--runner",
+                daemon.url.as_str(),
+                &run,
+                "--follow",
+                "--json",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert!(followed.status.success(), "follow: {}", said(&followed));
+    let events: Vec<Value> = String::from_utf8_lossy(&followed.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let last = events.last().unwrap();
+    assert_eq!(last["kind"], "phase", "{last}");
+    assert_eq!(last["data"]["phase"], "finalized", "{last}");
+    let view = remote_status(net, &daemon, &run);
+    assert_eq!(view["phase"], "finalized", "{view}");
+
+    // --- the report, downloaded and checked before it is written.
+    let out_dir = net.dir.path().join("daemon-report");
+    let downloaded = net.cli_json(
+        &net.user_keypair,
+        &[
+            "report",
+            &run,
+            "--remote",
+            "--runner",
+            daemon.url.as_str(),
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(downloaded["report_hash"], view["report_hash"]);
+    let text = std::fs::read_to_string(out_dir.join("report.json")).unwrap();
+    let report = Report::from_json(&text).unwrap();
+    let settlement = report.settlement.clone().unwrap();
+
+    // Every trial with an answer was settled exactly once; nothing else was.
+    let answered: Vec<u32> = report
+        .trials
+        .iter()
+        .filter(|t| t.attempts.last().is_some_and(|a| a.answer_sha256.is_some()))
+        .map(|t| t.index)
+        .collect();
+    let mut settled: Vec<u32> = settlement
+        .batches
+        .iter()
+        .flat_map(|b| b.evidence.iter().map(|r| u32::from(r.trial())))
+        .collect();
+    settled.sort_unstable();
+    let unique = settled.len();
+    settled.dedup();
+    assert_eq!(unique, settled.len(), "a trial settled twice");
+    assert_eq!(settled, answered, "settled = executed with an answer");
+    let executed = u64::try_from(settled.len()).unwrap();
+    assert!(
+        executed < 40,
+        "the cancel stopped the run before the request cap: {executed}"
+    );
+    assert!(executed >= 18, "{executed}");
+    // Cut by the request cap or by the cancel: never dispatched, never charged.
+    let not_run: BTreeMap<String, usize> =
+        report.trials.iter().fold(BTreeMap::new(), |mut m, t| {
+            *m.entry(t.outcome.as_str().to_owned()).or_default() += 1;
+            m
+        });
+    assert!(
+        not_run.get("not_run").copied().unwrap_or(0) > 0,
+        "{not_run:?}"
+    );
+    // No request was sent twice (the kill's in-flight request became unknown, not re-sent).
+    let sent = server.requests();
+    let mut attempts: Vec<_> = sent.iter().filter_map(|r| r.attempt.clone()).collect();
+    let total = attempts.len();
+    attempts.sort();
+    attempts.dedup();
+    assert_eq!(total, attempts.len(), "an attempt was sent twice");
+
+    // --- verify: the export passes against the Run; a tampered copy fails.
+    let status = net.cli_json(&net.user_keypair, &["chain-status", &run]);
+    assert_eq!(status["settled_trials"], executed);
+    let usage: u64 = settlement
+        .batches
+        .iter()
+        .flat_map(|b| b.evidence.iter().map(|r| r.usage_lamports()))
+        .sum();
+    assert_eq!(status["settled_usage_lamports"], usage);
+    assert_eq!(status["settled_fees_lamports"], executed * fee);
+    let verified = net.cli(
+        &net.user_keypair,
+        &[
+            "verify",
+            out_dir.join("report.json").to_str().unwrap(),
+            "--run",
+            &run,
+        ],
+    );
+    assert_eq!(verified.status.code(), Some(0), "{}", said(&verified));
+    let tampered = net.dir.path().join("daemon-report-tampered.json");
+    std::fs::write(&tampered, text.replacen("\"pass\"", "\"fail\"", 1)).unwrap();
+    let verified = net.cli(
+        &net.user_keypair,
+        &["verify", tampered.to_str().unwrap(), "--run", &run],
+    );
+    assert_eq!(verified.status.code(), Some(1), "{}", said(&verified));
+
+    // --- close: the user gets back escrow − usage − fee × executed, to the lamport.
+    let closed = net.cli_json(&net.user_keypair, &["close", &run]);
+    let close_fee = net.cost("close (daemon run)", closed["signature"].as_str().unwrap());
+    assert_eq!(net.balance(&address), 0);
+    assert_eq!(
+        user_0 - net.balance(&user.pubkey()),
+        usage + executed * fee + open_fee + cancel_fee + close_fee,
+        "the user paid exactly the usage, the fees of executed trials, and their transactions"
+    );
+    assert!(escrow > usage + executed * fee);
+    drop(daemon);
+    server.stop();
+}
