@@ -78,6 +78,8 @@ pub struct App {
     active: Mutex<BTreeSet<String>>,
     /// A run whose work failed for a passing reason is tried again after this instant.
     retry_at: Mutex<BTreeMap<String, Instant>>,
+    /// The state directory's lock: one daemon per state directory (it dies with the process).
+    _lock: std::fs::File,
 }
 
 impl std::fmt::Debug for App {
@@ -110,6 +112,27 @@ impl App {
     pub fn open(config: Config, runner: Keypair) -> Result<Arc<Self>, String> {
         std::fs::create_dir_all(&config.state_dir)
             .map_err(|e| format!("{}: {e}", config.state_dir.display()))?;
+        // Two daemons on one state would execute the same runs twice over: the second is
+        // refused before it reads anything.
+        let lock_path = config.state_dir.join("daemon.lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(format!(
+                    "another runner daemon serves the state directory {}: stop it first, or give this one another --state",
+                    config.state_dir.display()
+                ));
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(format!("cannot lock {}: {e}", lock_path.display()));
+            }
+        }
         let state = SqliteState::open(&config.state_dir.join("runner.sqlite"))
             .map_err(|e| e.to_string())?;
         let store = Store::open(&config.state_dir.join("store")).map_err(|e| e.to_string())?;
@@ -125,6 +148,7 @@ impl App {
             stop: Arc::new(AtomicBool::new(false)),
             active: Mutex::new(BTreeSet::new()),
             retry_at: Mutex::new(BTreeMap::new()),
+            _lock: lock,
         }))
     }
 

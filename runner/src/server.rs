@@ -598,6 +598,12 @@ async fn my_runs(State(app): State<Arc<App>>, headers: HeaderMap) -> Answer<Resp
 /// The run at `address`, if the session's wallet owns it.
 async fn owned(app: &Arc<App>, headers: &HeaderMap, address: &str) -> Answer<HostedRun> {
     let wallet = session(app, headers, &Method::GET).await?;
+    // A run is named by its Run account's address: nothing else reaches the state or a path.
+    if address.parse::<Pubkey>().is_err() {
+        return Err(Failure::invalid(format!(
+            "`{address}` is not a Run account address"
+        )));
+    }
     let app2 = Arc::clone(app);
     let name = address.to_owned();
     let run = blocking(move || app2.state().run(&name))

@@ -344,11 +344,34 @@ impl Ctx<'_> {
                         app.event(&name, "progress", &json!(p));
                     }
                 },
-            )
-            .map_err(|e| match e {
-                engine::EngineError::Refused(r) => WorkError::Fatal(r.to_string()),
-                other => transient(other),
-            })?;
+            );
+            let summary = match summary {
+                Ok(summary) => summary,
+                // Cancelled before a restart: nothing more to run; settle and finalize.
+                Err(engine::EngineError::Refused(engine::Refusal::RunCancelled(_))) => {
+                    self.settle(journal, payloads, outbox)?;
+                    return Ok(());
+                }
+                Err(engine::EngineError::Refused(r)) => {
+                    return Err(WorkError::Fatal(r.to_string()));
+                }
+                Err(other) => return Err(transient(other)),
+            };
+            // The engine closes trials it will not send without a progress line: say where
+            // the run stands after each chunk.
+            let pending = summary.counts.get("pending").copied().unwrap_or(0);
+            self.app.event(
+                &self.run.address,
+                "progress",
+                &json!({
+                    "done": summary.planned.saturating_sub(pending),
+                    "total": summary.planned,
+                    "counts": summary.counts,
+                    "spent": summary.spent,
+                    "reserved": summary.reserved,
+                    "current": null,
+                }),
+            );
             self.settle(journal, payloads, outbox)?;
             match summary.status.as_str() {
                 "finished" | "cancelled" => return Ok(()),

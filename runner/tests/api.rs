@@ -39,7 +39,17 @@ fn serve() -> Served {
         batch: 10,
         fees: skilltrial_chain::send::Fees::default(),
     };
+    let second = Config {
+        origin: config.origin.clone(),
+        state_dir: config.state_dir.clone(),
+        rpc_url: config.rpc_url.clone(),
+        chain_id: config.chain_id.clone(),
+        ..config_defaults()
+    };
     let app = App::open(config, Keypair::new()).unwrap();
+    // One daemon per state directory.
+    let refused = App::open(second, Keypair::new()).unwrap_err();
+    assert!(refused.contains("another runner daemon"), "{refused}");
     listener.set_nonblocking(true).unwrap();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -57,6 +67,21 @@ fn serve() -> Served {
     Served {
         base: origin,
         _dir: dir,
+    }
+}
+
+fn config_defaults() -> Config {
+    Config {
+        origin: "http://127.0.0.1:1".parse().unwrap(),
+        bind: "127.0.0.1:0".parse().unwrap(),
+        state_dir: std::path::PathBuf::new(),
+        rpc_url: String::new(),
+        commitment: Commitment::Confirmed,
+        chain_id: "localnet".to_owned(),
+        profiles: None,
+        max_runs: 1,
+        batch: 10,
+        fees: skilltrial_chain::send::Fees::default(),
     }
 }
 

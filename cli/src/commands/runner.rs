@@ -42,8 +42,11 @@ fn serve(args: &ServeArgs, global: &Global) -> Result<Status, CliError> {
         .map_err(|e| CliError::Environment(anyhow::anyhow!("{e}")))?;
     let json = global.json;
     skilltrial_runner::server::serve(app, |ready| {
+        // One line (a supervisor or a test reads it as the ready signal).
         let printed = if json {
-            output::json(ready)
+            serde_json::to_string(ready)
+                .map_err(anyhow::Error::from)
+                .and_then(|line| output::text(&format!("{line}\n")))
         } else {
             output::text(&format!(
                 "runner {} serving {} (listening on {}, chain {}, state {})\n",
