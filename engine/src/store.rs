@@ -58,13 +58,17 @@ pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
         .map_err(io(dir))
 }
 
-/// Writes `bytes` to `path` atomically and durably (temp file, fsync, rename, fsync dir).
+/// Writes `bytes` to `path` atomically and durably (temp file, fsync, rename, fsync dir). The
+/// temp file is this call's own (process id and a per-process sequence number), so writers of
+/// the same path in other processes or threads never share one: the last rename wins, whole.
 pub fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    static SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(io(dir))?;
     let tmp = dir.join(format!(
-        ".tmp-{}-{}",
+        ".tmp-{}-{}-{}",
         std::process::id(),
+        SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         path.file_name().and_then(|n| n.to_str()).unwrap_or("blob")
     ));
     {
@@ -199,6 +203,32 @@ pub fn parse_hex(text: &str) -> Option<Sha256Digest> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Threads of one process storing the same blob and tree at once (the runner daemon's
+    /// concurrent uploads) all succeed, and the result is whole.
+    #[test]
+    fn concurrent_writers_of_the_same_content_all_succeed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = std::sync::Arc::new(Store::open(dir.path()).unwrap());
+        let blob = vec![7u8; 64 * 1024];
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let (store, blob) = (std::sync::Arc::clone(&store), blob.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..20 {
+                        store.put(&blob).unwrap();
+                        store
+                            .put_tree([("a.md", blob.as_slice()), ("b/c.md", b"x".as_slice())])
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(store.get(&Sha256Digest::of(&blob)).unwrap(), blob);
+    }
 
     #[test]
     fn put_get_and_detect_corruption() {
