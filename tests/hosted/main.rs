@@ -37,6 +37,7 @@ fn hosted_runs_end_to_end_on_a_local_validator() {
     scenarios::the_outbox_resumes_and_never_signs_twice(&net);
     scenarios::a_killed_open_is_resumed_not_repeated(&net);
     scenarios::operator_commands(&net);
+    daemon::the_runner_daemon_serves_a_hosted_run(&net);
     net.stop();
 }
 
@@ -47,17 +48,6 @@ fn an_operator_initializes_the_config_and_hands_over_the_admin_role() {
     }
     let net = harness::Localnet::start_with(&["--no-init"]);
     scenarios::admin_init_and_handover(&net);
-    net.stop();
-}
-
-/// The runner daemon on a validator of its own (in parallel with the scenarios above).
-#[test]
-fn the_runner_daemon_serves_a_hosted_run_end_to_end() {
-    if std::env::var("SKILLTRIAL_PROGRAM_LAYER").as_deref() == Ok("native") {
-        return;
-    }
-    let net = harness::Localnet::start();
-    daemon::the_runner_daemon_serves_a_hosted_run(&net);
     net.stop();
 }
 

@@ -566,7 +566,8 @@ pub fn refund_after_a_short_deadline(net: &Localnet) {
         if status["refundable_now"] == true {
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(90), "{status}");
+        // The local validator's clock lags the wall clock under load.
+        assert!(started.elapsed() < Duration::from_secs(300), "{status}");
         std::thread::sleep(Duration::from_secs(1));
     }
     let key: Pubkey = address.parse().unwrap();
