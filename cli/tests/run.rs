@@ -861,14 +861,14 @@ fn regression_status_shows_a_planned_run_and_its_bounds_before_any_run() {
 #[test]
 fn regression_the_time_limit_bounds_executing_time_across_invocations() {
     let server =
-        ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(1000)))
+        ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(2000)))
             .unwrap();
     let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     let limited = |args: &[&str]| {
         let out = env
             .command(args)
-            .env(skilltrial_engine::engine::RUN_LIMIT_VAR, "4000")
+            .env(skilltrial_engine::engine::RUN_LIMIT_VAR, "8000")
             .output()
             .unwrap();
         assert!(
@@ -877,16 +877,16 @@ fn regression_the_time_limit_bounds_executing_time_across_invocations() {
             String::from_utf8_lossy(&out.stderr)
         );
     };
-    // Two answers of 1 s each: half of the 4 s is used. (The other half is margin for a loaded
+    // Two answers of 2 s each: half of the 8 s is used. (The other half is margin for a loaded
     // machine: this invocation must stop at --max-dispatch, not at the limit.)
     limited(&["run", "--manifest", &run, "--max-dispatch", "2", "--json"]);
     assert_eq!(server.requests().len(), 2);
     let first = env.json(&["status", &run, "--json"]);
     assert_eq!(first["status"], "stopped");
-    assert!(first["executed_ms"].as_u64().unwrap() >= 2000, "{first}");
+    assert!(first["executed_ms"].as_u64().unwrap() >= 4000, "{first}");
     std::thread::sleep(Duration::from_millis(300)); // a pause between invocations is not counted
-    // The second invocation has only the remainder (at most 2 s): two more requests at most,
-    // where a fresh 4 s window would send four.
+    // The second invocation has only the remainder (at most 4 s): two more requests at most,
+    // where a fresh 8 s window would send four.
     limited(&["run", "--manifest", &run, "--json"]);
     let sent = server.requests().len();
     assert!(sent <= 4, "{sent} sent: the limit restarted");
@@ -899,7 +899,7 @@ fn regression_the_time_limit_bounds_executing_time_across_invocations() {
     let second = env.json(&["status", &run, "--json"]);
     assert!(second["executed_ms"].as_u64() >= first["executed_ms"].as_u64());
     assert!(
-        second["executed_ms"].as_u64().unwrap() < first["executed_ms"].as_u64().unwrap() + 4000,
+        second["executed_ms"].as_u64().unwrap() < first["executed_ms"].as_u64().unwrap() + 6000,
         "{second}"
     );
 }
