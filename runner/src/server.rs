@@ -549,11 +549,13 @@ async fn register(
                 })?
                 .0,
         );
-        if let Some(existing) = app2
+        // Read, and the state's lock released, before `view` takes it again: a second
+        // registration of the same run (a re-run `submit`) must answer, not deadlock.
+        let existing = app2
             .state()
             .run(&address.to_string())
-            .map_err(Failure::internal)?
-        {
+            .map_err(Failure::internal)?;
+        if let Some(existing) = existing {
             return view(&app2, &existing).map_err(Failure::internal);
         }
         let run = worker::authorise(&app2, &user, &ask.manifest).map_err(|e| match e {
