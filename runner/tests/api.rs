@@ -12,6 +12,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 use skilltrial_chain::cli_config::Commitment;
 use skilltrial_runner::client::{Client, ClientError};
+use skilltrial_runner::state::{HostedRun, Phase, RunnerState, SqliteState};
 use skilltrial_runner::{App, Config, server};
 use solana_keypair::Keypair;
 use solana_signer::Signer;
@@ -22,14 +23,23 @@ struct Served {
 }
 
 fn serve() -> Served {
+    serve_with(|_| {})
+}
+
+/// A daemon whose state directory `prepare` fills first (runs already registered, as a
+/// restarted daemon finds them).
+fn serve_with(prepare: impl FnOnce(&Path)) -> Served {
     let dir = tempfile::tempdir().unwrap();
+    let state_dir = dir.path().join("state");
+    std::fs::create_dir_all(&state_dir).unwrap();
+    prepare(&state_dir);
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let origin: url::Url = format!("http://127.0.0.1:{port}").parse().unwrap();
     let config = Config {
         origin: origin.clone(),
         bind: listener.local_addr().unwrap(),
-        state_dir: dir.path().join("state"),
+        state_dir,
         // Nothing listens there: the chain is unreachable in these tests.
         rpc_url: "http://127.0.0.1:9".to_owned(),
         commitment: Commitment::Confirmed,
@@ -310,4 +320,86 @@ fn sign_in_sessions_and_uploads_over_http() {
     // Unknown endpoints say so.
     let none = http().get(base.join("v2/nothing").unwrap()).send().unwrap();
     assert_eq!(none.status().as_u16(), 404);
+}
+
+/// A run of `wallet` for manifest `manifest_hex`, registered in the state under `state_dir` as
+/// the daemon registers it once the chain has authorised it.
+fn register_in_state(
+    state_dir: &Path,
+    wallet: &Keypair,
+    manifest_hex: &str,
+    phase: Phase,
+) -> String {
+    let hash = skilltrial_engine::store::parse_hex(manifest_hex).unwrap();
+    let address = skilltrial_chain::pda::run(&wallet.pubkey(), &hash.0).to_string();
+    let mut state = SqliteState::open(&state_dir.join("runner.sqlite")).unwrap();
+    let run = HostedRun {
+        address: address.clone(),
+        user: wallet.pubkey().to_string(),
+        manifest: manifest_hex.to_owned(),
+        run_id: 1,
+        deadline: i64::MAX,
+        phase,
+        detail: None,
+        report_hash: None,
+        finalize_signature: None,
+        created_at: 1,
+        updated_at: 1,
+    };
+    assert!(state.register_run(&run).unwrap());
+    address
+}
+
+/// Runs `f` on a thread and waits at most `secs` for its answer: a daemon that stops answering
+/// fails the test instead of hanging it.
+fn within<T: Send + 'static>(secs: u64, what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs))
+        .unwrap_or_else(|_| panic!("{what}: no answer in {secs} s (the daemon is stuck)"))
+}
+
+/// Regression (acceptance C1): a second `POST /v1/runs` for a run already registered (a re-run
+/// `submit`) held the state's lock while it built the answer, deadlocking every request that
+/// touches the state. It must answer the existing run's view, and the daemon must keep
+/// answering.
+#[test]
+fn registering_a_registered_run_again_answers_its_view_and_the_daemon_stays_responsive() {
+    // Given a daemon with a run of this wallet already registered.
+    let wallet = Keypair::new();
+    let manifest = "cd".repeat(32);
+    let mut address = String::new();
+    let served = serve_with(|state| {
+        address = register_in_state(state, &wallet, &manifest, Phase::Executing);
+    });
+    let mut client = Client::new(&served.base).unwrap();
+    client.sign_in(&wallet).unwrap();
+    let client = Arc::new(client);
+
+    // When the wallet registers the same manifest again.
+    let again = {
+        let (client, manifest) = (Arc::clone(&client), manifest.clone());
+        within(20, "POST /v1/runs again", move || {
+            client.register(&manifest)
+        })
+    };
+
+    // Then it gets the existing run's view, and the daemon still answers everything else.
+    let view = again.unwrap();
+    assert_eq!(view.run, address);
+    assert_eq!(view.phase, "executing");
+    assert_eq!(view.manifest, manifest);
+    let runs = {
+        let client = Arc::clone(&client);
+        within(20, "GET /v1/runs after", move || client.runs())
+    };
+    assert_eq!(runs.unwrap().len(), 1);
+    let base = served.base.clone();
+    let other = Keypair::new();
+    within(20, "a sign-in after", move || {
+        Client::new(&base).unwrap().sign_in(&other).map(drop)
+    })
+    .unwrap();
 }
