@@ -362,12 +362,6 @@ pub fn build(
     profile: &Profile,
     options: &PlanOptions,
 ) -> Result<Manifest, PlanError> {
-    if options.repetitions == 0 || options.repetitions > 100 {
-        return Err(PlanError::Invalid(format!(
-            "--reps must be between 1 and 100, not {}",
-            options.repetitions
-        )));
-    }
     if b.is_some() && a.is_none() {
         return Err(PlanError::Invalid(
             "--b needs --a: B is compared with A".to_owned(),
@@ -403,39 +397,23 @@ pub fn build(
     let max_output_tokens = options
         .max_output_tokens
         .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS.min(profile.max_output_tokens));
-    if max_output_tokens == 0 || max_output_tokens > profile.max_output_tokens {
-        return Err(PlanError::Invalid(format!(
-            "--max-output-tokens must be between 1 and the profile's {}",
-            profile.max_output_tokens
-        )));
-    }
     let priced = profile.price.is_some();
-    if !priced && (options.max_requests.is_none() || options.max_tokens.is_none()) {
-        return Err(PlanError::Invalid(format!(
-            "profile `{}` has no verifiable price, so no monetary cap is possible: give --max-requests and --max-tokens",
-            profile.id
-        )));
-    }
-    if priced && options.cap.is_none() {
-        return Err(PlanError::Invalid(
-            "give a budget cap with --cap-usd".to_owned(),
-        ));
-    }
-    if priced && options.cap == Some(MicroUsd::ZERO) {
-        // Every trial reserves its upper cost before it is sent, and no reserve fits a zero cap:
-        // the run could send nothing at all.
-        return Err(PlanError::Invalid(
-            "--cap-usd must be more than 0: with a cap of $0 no trial can be sent".to_owned(),
-        ));
-    }
     let cap = if priced {
         options.cap.map(|c| c.0)
     } else {
         None
     };
-    if cap.is_some_and(|c| c > canonical::MAX_SAFE_INTEGER) {
-        return Err(PlanError::Invalid("the cap is too large".to_owned()));
-    }
+    check_bounds(
+        &Bounds {
+            repetitions: options.repetitions,
+            max_output_tokens,
+            cap: options.cap.map(|c| c.0),
+            max_requests: options.max_requests,
+            max_tokens: options.max_tokens,
+        },
+        profile,
+        &FLAGS,
+    )?;
     Ok(Manifest {
         format: FORMAT.to_owned(),
         app: AppInfo {
@@ -471,7 +449,7 @@ pub fn build(
             scripted: options.scripted,
         },
         sampling: Sampling {
-            temperature: "0".to_owned(),
+            temperature: TEMPERATURE.to_owned(),
             max_output_tokens,
         },
         repetitions: options.repetitions,
@@ -486,13 +464,238 @@ pub fn build(
             max_tokens: options.max_tokens,
             requires_confirmation: !priced,
         },
-        limits: Limits {
-            request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
-            run_timeout_ms: DEFAULT_RUN_TIMEOUT_MS,
-            checker_timeout_ms: u64::try_from(checker::CHECK_LIMIT.as_millis()).unwrap_or(5_000),
-        },
+        limits: plan_limits(),
         sol_usd: None,
     })
+}
+
+/// The sampling temperature every plan pins.
+pub const TEMPERATURE: &str = "0";
+
+/// The limits every plan pins (docs/runs.md).
+pub fn plan_limits() -> Limits {
+    Limits {
+        request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
+        run_timeout_ms: DEFAULT_RUN_TIMEOUT_MS,
+        checker_timeout_ms: u64::try_from(checker::CHECK_LIMIT.as_millis()).unwrap_or(5_000),
+    }
+}
+
+/// The values a plan's bounds apply to.
+struct Bounds {
+    repetitions: u32,
+    max_output_tokens: u64,
+    cap: Option<u64>,
+    max_requests: Option<u32>,
+    max_tokens: Option<u64>,
+}
+
+/// What a bound's message calls each value: `plan`'s flags, or a manifest's fields.
+struct Names {
+    repetitions: &'static str,
+    max_output_tokens: &'static str,
+    cap: &'static str,
+    max_requests: &'static str,
+    max_tokens: &'static str,
+}
+
+const FLAGS: Names = Names {
+    repetitions: "--reps",
+    max_output_tokens: "--max-output-tokens",
+    cap: "--cap-usd",
+    max_requests: "--max-requests",
+    max_tokens: "--max-tokens",
+};
+
+const FIELDS: Names = Names {
+    repetitions: "repetitions",
+    max_output_tokens: "sampling.max_output_tokens",
+    cap: "budget.cap_usd_micros",
+    max_requests: "budget.max_requests",
+    max_tokens: "budget.max_tokens",
+};
+
+/// The bounds of a plan on `profile`: `build` holds its options to them, and
+/// [`check_planned`] a manifest someone else wrote (the runner daemon), so the two cannot
+/// drift apart.
+fn check_bounds(v: &Bounds, profile: &Profile, names: &Names) -> Result<(), PlanError> {
+    let invalid = |message: String| Err(PlanError::Invalid(message));
+    if v.repetitions == 0 || v.repetitions > 100 {
+        return invalid(format!(
+            "{} must be between 1 and 100, not {}",
+            names.repetitions, v.repetitions
+        ));
+    }
+    if v.max_output_tokens == 0 || v.max_output_tokens > profile.max_output_tokens {
+        return invalid(format!(
+            "{} must be between 1 and the profile's {}",
+            names.max_output_tokens, profile.max_output_tokens
+        ));
+    }
+    if v.max_requests == Some(0) {
+        return invalid(format!(
+            "{} must be at least 1: with a cap of 0 requests no trial can be sent",
+            names.max_requests
+        ));
+    }
+    let priced = profile.price.is_some();
+    if !priced && (v.max_requests.is_none() || v.max_tokens.is_none()) {
+        return invalid(format!(
+            "profile `{}` has no verifiable price, so no monetary cap is possible: give {} and {}",
+            profile.id, names.max_requests, names.max_tokens
+        ));
+    }
+    if priced {
+        match v.cap {
+            None => return invalid(format!("give a budget cap with {}", names.cap)),
+            // Every trial reserves its upper cost before it is sent, and no reserve fits a zero
+            // cap: the run could send nothing at all.
+            Some(0) => {
+                return invalid(format!(
+                    "{} must be more than 0: with a cap of $0 no trial can be sent",
+                    names.cap
+                ));
+            }
+            Some(cap) if cap > canonical::MAX_SAFE_INTEGER => {
+                return invalid("the cap is too large".to_owned());
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// How a message names the values a bound applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Naming {
+    /// By `plan`'s flags (`--max-tokens`).
+    Flags,
+    /// By the manifest's fields (`budget.max_tokens`).
+    Fields,
+}
+
+impl Naming {
+    fn names(self) -> &'static Names {
+        match self {
+            Self::Flags => &FLAGS,
+            Self::Fields => &FIELDS,
+        }
+    }
+}
+
+/// Refuses a token cap (`budget.max_tokens`) below the smallest
+/// request of the plan: a trial reserves its prompt's input bound plus its output limit against
+/// the cap before it is sent (engine), so such a cap leaves every trial unsendable. A cap that
+/// fits some trials and not others is a choice the plan's totals show, and stays allowed.
+pub fn check_token_cap(
+    m: &Manifest,
+    trials: &[PlannedTrial],
+    naming: Naming,
+) -> Result<(), PlanError> {
+    let names = naming.names();
+    let per_request = trials
+        .iter()
+        .map(|t| t.input_token_bound.saturating_add(t.max_output_tokens))
+        .min()
+        .unwrap_or(0);
+    match m.budget.max_tokens {
+        Some(cap) if cap < per_request => Err(PlanError::Invalid(format!(
+            "{} {cap} is below the {per_request} tokens the smallest request of this plan may use (its prompt's input bound plus {}): no trial could ever be sent; give at least that",
+            names.max_tokens, names.max_output_tokens
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a manifest `plan` would never have written for `profile`: every bound `build`
+/// applies to its options, and every value `build` copies from the profile or pins itself
+/// (temperature, revision, price, limits). The runner daemon calls this on a manifest it is
+/// given, so that a hand-edited one cannot ask for more than a plan could.
+pub fn check_planned(m: &Manifest, profile: &Profile) -> Result<(), PlanError> {
+    let priced = profile.price.is_some();
+    check_bounds(
+        &Bounds {
+            repetitions: m.repetitions,
+            max_output_tokens: m.sampling.max_output_tokens,
+            cap: m.budget.cap_usd_micros,
+            max_requests: Some(m.budget.max_requests),
+            max_tokens: m.budget.max_tokens,
+        },
+        profile,
+        &FIELDS,
+    )?;
+    let differs = |field: &str, found: String, planned: String| {
+        Err(PlanError::Invalid(format!(
+            "{field} is {found}; a plan on profile `{}` pins {planned}",
+            profile.id
+        )))
+    };
+    let shown = |v: &Option<String>| v.as_deref().map_or("none".to_owned(), |t| format!("`{t}`"));
+    if m.sampling.temperature != TEMPERATURE {
+        return differs(
+            "sampling.temperature",
+            format!("`{}`", m.sampling.temperature),
+            format!("`{TEMPERATURE}`"),
+        );
+    }
+    if m.model.revision != profile.revision {
+        return differs(
+            "model.revision",
+            shown(&m.model.revision),
+            shown(&profile.revision),
+        );
+    }
+    if m.budget.price != profile.price {
+        return differs(
+            "budget.price",
+            "another price".to_owned(),
+            "the profile's price".to_owned(),
+        );
+    }
+    if !priced && m.budget.cap_usd_micros.is_some() {
+        return differs(
+            "budget.cap_usd_micros",
+            "set".to_owned(),
+            "none (the profile has no price)".to_owned(),
+        );
+    }
+    if m.budget.requires_confirmation == priced {
+        return differs(
+            "budget.requires_confirmation",
+            m.budget.requires_confirmation.to_string(),
+            (!priced).to_string(),
+        );
+    }
+    let limits = plan_limits();
+    for (field, found, planned) in [
+        (
+            "limits.request_timeout_ms",
+            m.limits.request_timeout_ms,
+            limits.request_timeout_ms,
+        ),
+        (
+            "limits.run_timeout_ms",
+            m.limits.run_timeout_ms,
+            limits.run_timeout_ms,
+        ),
+        (
+            "limits.checker_timeout_ms",
+            m.limits.checker_timeout_ms,
+            limits.checker_timeout_ms,
+        ),
+    ] {
+        if found != planned {
+            return differs(field, found.to_string(), planned.to_string());
+        }
+    }
+    if m.order.algorithm != ORDER_ALGORITHM {
+        return differs(
+            "order.algorithm",
+            format!("`{}`", m.order.algorithm),
+            format!("`{ORDER_ALGORITHM}`"),
+        );
+    }
+    Ok(())
 }
 
 /// The bundle an arm uses, by arm.

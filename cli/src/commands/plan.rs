@@ -95,22 +95,7 @@ pub fn run(args: &PlanArgs, global: &Global) -> Result<Status, CliError> {
         manifest.sol_usd = Some(sol_usd(rate, args.sol_usd_source.as_deref(), &manifest)?);
     }
     let (trials, totals) = manifest::trials(&manifest, &pack, a.as_ref(), b.as_ref())?;
-    // A trial reserves its prompt's input bound plus its output limit against the token cap
-    // before it is sent (engine), so a cap below the smallest such bound leaves every trial
-    // unsendable: refused here rather than planned into all not_run_budget. A cap that fits some
-    // trials and not others is a choice the plan's totals show, and stays allowed.
-    let per_request = trials
-        .iter()
-        .map(|t| t.input_token_bound.saturating_add(t.max_output_tokens))
-        .min()
-        .unwrap_or(0);
-    if let Some(cap) = manifest.budget.max_tokens
-        && cap < per_request
-    {
-        return Err(CliError::from(manifest::PlanError::Invalid(format!(
-            "--max-tokens {cap} is below the {per_request} tokens the smallest request of this plan may use (its prompt's input bound plus --max-output-tokens): no trial could ever be sent; give at least that"
-        ))));
-    }
+    manifest::check_token_cap(&manifest, &trials, manifest::Naming::Flags)?;
 
     let layout = state::layout(global)?;
     let store = state::store(&layout)?;
