@@ -184,8 +184,20 @@ pub struct ServeArgs {
     /// Trials per settlement transaction.
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=60))]
     pub batch: u32,
-    /// The runner's keypair signs settlements and finalizations (-k/--keypair; the config names
-    /// its public key as the runner).
+    /// The SOL/USD rate you are repaid at, USD per SOL (e.g. 151.25). Usage is charged in
+    /// lamports at the rate a manifest pins, so only manifests pinned near this rate are run;
+    /// published in GET /v1/info for users to plan with.
+    #[arg(long, value_name = "USD", env = "SKILLTRIAL_RUNNER_SOL_USD", value_parser = MicroUsd::parse_usd)]
+    pub sol_usd: MicroUsd,
+    /// How far a manifest's pinned SOL/USD rate may be from --sol-usd, in basis points of it
+    /// (200 = 2 %).
+    #[arg(long, value_name = "BPS", default_value_t = 200, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    pub sol_usd_tolerance_bps: u32,
+    /// How old a manifest's SOL/USD pin may be when it is uploaded (e.g. 30m, 1h).
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = duration)]
+    pub max_rate_age: i64,
+    /// The runner keypair (-k/--keypair): it signs settlements and finalizations, and must be
+    /// the runner the program's config names.
     #[command(flatten)]
     pub solana: SolanaArgs,
 }

@@ -29,6 +29,20 @@ pub struct Info {
     pub program: String,
     /// The model profiles this runner executes (a manifest must pin one of them exactly).
     pub profiles: Vec<String>,
+    /// The SOL/USD rate this runner is repaid at: a manifest must pin one within its tolerance,
+    /// pinned recently (`plan --sol-usd`).
+    pub sol_usd: Rate,
+}
+
+/// The operator's SOL/USD terms, in `GET /v1/info`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Rate {
+    /// µUSD per SOL (151.25 USD/SOL is 151_250_000).
+    pub usd_micros_per_sol: u64,
+    /// How far a manifest's pinned rate may be from it, in basis points of it.
+    pub tolerance_bps: u32,
+    /// How old a manifest's pin may be, in seconds.
+    pub max_age_secs: i64,
 }
 
 /// `GET /v1/auth/challenge`.

@@ -21,6 +21,7 @@
 
 pub mod api;
 pub mod client;
+pub mod rate;
 pub mod server;
 pub mod siws;
 pub mod state;
@@ -62,6 +63,8 @@ pub struct Config {
     /// Trials per engine chunk and per settlement transaction.
     pub batch: u32,
     pub fees: Fees,
+    /// The SOL/USD rate the operator is repaid at, and what it accepts around it.
+    pub rate: rate::OperatorRate,
 }
 
 /// Everything the HTTP handlers and the run threads share.

@@ -160,6 +160,7 @@ async fn info(State(app): State<Arc<App>>) -> Answer<axum::Json<api::Info>> {
         chain_id: app.expect.chain_id.clone(),
         program: skilltrial_chain::PROGRAM_ID.to_string(),
         profiles: ids,
+        sol_usd: app.config.rate.info(),
     }))
 }
 
@@ -463,7 +464,7 @@ async fn upload_manifest(
             .store
             .put(canonical.as_bytes())
             .map_err(Failure::internal)?;
-        let (inputs, terms) = worker::check_manifest(&app2, &hash.hex())
+        let (inputs, terms) = worker::admit_manifest(&app2, &hash.hex(), worker::Admission::Before)
             .map_err(|e| Failure::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", e))?;
         let config = app2
             .chain()

@@ -32,8 +32,8 @@ use skilltrial_engine::journal::Journal;
 use skilltrial_engine::store::Store;
 use solana_signer::Signer;
 
-use crate::App;
 use crate::state::{HostedRun, Phase};
+use crate::{App, rate};
 
 /// Seconds a Run's deadline must leave after a request could end, for the last settlement and
 /// the finalize to land.
@@ -71,7 +71,10 @@ fn now() -> i64 {
 /// Whether the daemon executes `manifest`: its model must be one of the operator's profiles,
 /// exactly (provider, model, endpoint and price), so that a user can never point the operator's
 /// key at an endpoint of their own; a scripted model is the CLI's demo, not a hosted run.
-pub fn served(app: &App, m: &manifest::Manifest) -> Result<(), String> {
+pub fn served(
+    app: &App,
+    m: &manifest::Manifest,
+) -> Result<skilltrial_core::profile::Profile, String> {
     if m.model.scripted {
         return Err(
             "the manifest pins the scripted demo model; a runner executes real model profiles only"
@@ -97,24 +100,65 @@ pub fn served(app: &App, m: &manifest::Manifest) -> Result<(), String> {
             m.model.profile, m.model.model, m.model.endpoint, profile.id, profile.model, endpoint
         ));
     }
-    Ok(())
+    Ok(profile)
 }
 
 /// Checks what the daemon is asked to run, from the manifest alone: stored and valid (the
 /// engine's own loading: canonical, its pack and bundles present and hashing right, this
 /// binary's checker and template), served, and fit for escrow. Returns its inputs and terms.
+/// A run already registered is checked with this alone: what it was admitted under stays.
 pub fn check_manifest(app: &App, manifest_hex: &str) -> Result<(Inputs, Terms), String> {
+    examine(app, manifest_hex, None)
+}
+
+/// When a manifest is admitted, for the age of its SOL/USD pin.
+#[derive(Debug, Clone, Copy)]
+pub enum Admission {
+    /// Uploaded, or checked before the escrow: the pin's age limit as it is.
+    Before,
+    /// Registered after the escrow: the limit and [`rate::REGISTER_GRACE_SECS`].
+    Register,
+}
+
+/// [`check_manifest`], and what the daemon admits only new: the bounds `plan` holds a manifest
+/// to on the runner's profile (core's own check), and a SOL/USD pin the operator accepts.
+pub fn admit_manifest(
+    app: &App,
+    manifest_hex: &str,
+    admission: Admission,
+) -> Result<(Inputs, Terms), String> {
+    examine(app, manifest_hex, Some(admission))
+}
+
+fn examine(
+    app: &App,
+    manifest_hex: &str,
+    admission: Option<Admission>,
+) -> Result<(Inputs, Terms), String> {
     let inputs = engine::load_inputs(&app.store, manifest_hex).map_err(|e| e.to_string())?;
-    served(app, &inputs.manifest)?;
-    let (trials, _) = manifest::trials(
-        &inputs.manifest,
-        &inputs.pack,
-        inputs.a.as_ref(),
-        inputs.b.as_ref(),
-    )
-    .map_err(|e| e.to_string())?;
-    let terms = Terms::of(&inputs.manifest, &trials)
-        .map_err(|e| format!("manifest {manifest_hex}: {e}"))?;
+    let m = &inputs.manifest;
+    let profile = served(app, m)?;
+    let bounds = |e: manifest::PlanError| format!("manifest {manifest_hex}: {e}");
+    if admission.is_some() {
+        // Before the plan is computed from it: a bound names its field, not a symptom.
+        manifest::check_planned(m, &profile).map_err(bounds)?;
+    }
+    let (trials, _) = manifest::trials(m, &inputs.pack, inputs.a.as_ref(), inputs.b.as_ref())
+        .map_err(|e| e.to_string())?;
+    if let Some(admission) = admission {
+        manifest::check_token_cap(m, &trials, manifest::Naming::Fields).map_err(bounds)?;
+        if let Some(pinned) = &m.sol_usd {
+            let grace = match admission {
+                Admission::Before => 0,
+                Admission::Register => rate::REGISTER_GRACE_SECS,
+            };
+            app.config
+                .rate
+                .check(pinned, now(), grace)
+                .map_err(|e| format!("manifest {manifest_hex}: {e}"))?;
+        }
+    }
+    let terms = Terms::of(m, &trials).map_err(|e| format!("manifest {manifest_hex}: {e}"))?;
     Ok((inputs, terms))
 }
 
@@ -141,7 +185,8 @@ pub enum Unauthorised {
 /// this runner, pins this manifest, is open, holds the manifest's whole upper cost and fee, and
 /// leaves time to run and settle. Returns the run to register.
 pub fn authorise(app: &App, user: &Pubkey, manifest_hex: &str) -> Result<HostedRun, Unauthorised> {
-    let (inputs, terms) = check_manifest(app, manifest_hex).map_err(Unauthorised::Refused)?;
+    let (inputs, terms) =
+        admit_manifest(app, manifest_hex, Admission::Register).map_err(Unauthorised::Refused)?;
     let chain = app.chain();
     let address = pda::run(user, &inputs.hash.0);
     let unavailable =

@@ -11,7 +11,10 @@ use std::sync::Arc;
 use base64::Engine as _;
 use serde_json::{Value, json};
 use skilltrial_chain::cli_config::Commitment;
+use skilltrial_core::manifest::{self, Manifest, PlanOptions, SolUsd};
+use skilltrial_core::money::MicroUsd;
 use skilltrial_runner::client::{Client, ClientError};
+use skilltrial_runner::rate::OperatorRate;
 use skilltrial_runner::state::{HostedRun, Phase, RunnerState, SqliteState};
 use skilltrial_runner::{App, Config, server};
 use solana_keypair::Keypair;
@@ -33,6 +36,8 @@ fn serve_with(prepare: impl FnOnce(&Path)) -> Served {
     let state_dir = dir.path().join("state");
     std::fs::create_dir_all(&state_dir).unwrap();
     prepare(&state_dir);
+    let profiles = dir.path().join("profiles.toml");
+    std::fs::write(&profiles, PROFILES).unwrap();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let origin: url::Url = format!("http://127.0.0.1:{port}").parse().unwrap();
@@ -44,10 +49,11 @@ fn serve_with(prepare: impl FnOnce(&Path)) -> Served {
         rpc_url: "http://127.0.0.1:9".to_owned(),
         commitment: Commitment::Confirmed,
         chain_id: "localnet".to_owned(),
-        profiles: None,
+        profiles: Some(profiles),
         max_runs: 1,
         batch: 10,
         fees: skilltrial_chain::send::Fees::default(),
+        rate: operator_rate(),
     };
     let second = Config {
         origin: config.origin.clone(),
@@ -92,7 +98,16 @@ fn config_defaults() -> Config {
         max_runs: 1,
         batch: 10,
         fees: skilltrial_chain::send::Fees::default(),
+        rate: operator_rate(),
     }
+}
+
+/// The operator's profile: priced, at a loopback address nothing listens on.
+const PROFILES: &str = "[[profile]]\nid = \"loopback\"\nprovider = \"anthropic\"\nmodel = \"loopback-model\"\nbase_url = \"http://127.0.0.1:9\"\ncontext_tokens = 200000\nmax_output_tokens = 1024\ninput_usd_per_mtok = \"3\"\noutput_usd_per_mtok = \"15\"\nprice_source = \"test\"\nprice_as_of = \"2026-11-30\"\n";
+
+/// $150 per SOL, ± 2 %, pinned within the hour.
+fn operator_rate() -> OperatorRate {
+    OperatorRate::new(150_000_000, 200, 3600).unwrap()
 }
 
 fn http() -> reqwest::blocking::Client {
@@ -402,4 +417,156 @@ fn registering_a_registered_run_again_answers_its_view_and_the_daemon_stays_resp
         Client::new(&base).unwrap().sign_in(&other).map(drop)
     })
     .unwrap();
+}
+
+fn unix_now() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+    )
+    .unwrap()
+}
+
+/// What `plan --model loopback --a solana-reader-1.5.0 --reps 1 --cap-usd 1 --sol-usd 150`
+/// writes, with its inputs uploaded by `client`.
+fn planned_and_uploaded(client: &Client, profiles: &Path) -> Manifest {
+    let profile = skilltrial_core::profile::find("loopback", Some(profiles)).unwrap();
+    let pack = skilltrial_core::pack::open("solana-core@1.0.3").unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let a = skilltrial_core::bundle::import(&root.join("fixtures/bundles/solana-reader-1.5.0"))
+        .unwrap();
+    let options = PlanOptions {
+        repetitions: 1,
+        seed: 7,
+        cap: Some(MicroUsd(1_000_000)),
+        max_requests: None,
+        max_tokens: None,
+        max_output_tokens: None,
+        endpoint: profile.endpoint().unwrap(),
+        scripted: false,
+    };
+    let mut m = manifest::build(&pack, Some(&a), None, &profile, &options).unwrap();
+    m.sol_usd = Some(SolUsd {
+        usd_micros_per_sol: 150_000_000,
+        source: "test".to_owned(),
+        at: skilltrial_core::time::rfc3339(unix_now()),
+    });
+    let files: Vec<(String, Vec<u8>)> = a
+        .files
+        .iter()
+        .map(|f| (f.path.clone(), f.bytes.clone()))
+        .collect();
+    client.upload_tree("bundle", None, &files).unwrap();
+    let files: Vec<(String, Vec<u8>)> = pack
+        .files()
+        .iter()
+        .map(|(p, b)| (p.clone(), b.clone()))
+        .collect();
+    client
+        .upload_tree("pack", Some(&pack.id()), &files)
+        .unwrap();
+    m
+}
+
+/// The daemon's answer to uploading `m`: its status and message.
+fn upload(client: &Client, m: &Manifest) -> (u16, String) {
+    match client.upload_manifest(&m.canonical().unwrap()) {
+        Err(ClientError::Refused {
+            status, message, ..
+        }) => (status, message),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// Regression (acceptance C2 and M5): the daemon took any pinned SOL/USD rate (the user chose
+/// what the operator is repaid) and any bounds (`max_output_tokens` 1e9, a 0 cap, a 1e12 ms
+/// request timeout, …) in a manifest `plan` would never write.
+#[test]
+fn a_manifest_is_admitted_only_at_the_operators_rate_and_within_plans_bounds() {
+    // Given a daemon repaid at $150/SOL ± 2 %, and a wallet that uploaded a plan's inputs.
+    let mut served_dir = std::path::PathBuf::new();
+    let served = serve_with(|state| served_dir = state.parent().unwrap().to_path_buf());
+    let mut client = Client::new(&served.base).unwrap();
+    client.sign_in(&Keypair::new()).unwrap();
+    let info = client.info().unwrap();
+    assert_eq!(info.sol_usd.usd_micros_per_sol, 150_000_000);
+    assert_eq!(info.sol_usd.tolerance_bps, 200);
+    assert_eq!(info.sol_usd.max_age_secs, 3600);
+    let good = planned_and_uploaded(&client, &served_dir.join("profiles.toml"));
+
+    // When the plan itself is uploaded, it passes every check of the manifest: what stops it
+    // is the chain (unreachable here), asked for the config's fee.
+    let (status, message) = upload(&client, &good);
+    assert_eq!(status, 503, "{message}");
+
+    // Then a rate the operator did not agree to, or a stale pin, is refused naming both rates
+    // and the fix.
+    let mut dear = good.clone();
+    dear.sol_usd.as_mut().unwrap().usd_micros_per_sol = 1_000_000_000_000_000;
+    let (status, message) = upload(&client, &dear);
+    assert_eq!(status, 422, "{message}");
+    assert!(
+        message.contains("pins SOL/USD at $1000000000.00 per SOL"),
+        "{message}"
+    );
+    assert!(message.contains("repaid at $150.00 per SOL"), "{message}");
+    assert!(
+        message.contains("re-plan with --sol-usd 150.00"),
+        "{message}"
+    );
+    let mut cheap = good.clone();
+    cheap.sol_usd.as_mut().unwrap().usd_micros_per_sol = 146_000_000;
+    assert_eq!(upload(&client, &cheap).0, 422);
+    let mut stale = good.clone();
+    stale.sol_usd.as_mut().unwrap().at = skilltrial_core::time::rfc3339(unix_now() - 7200);
+    let (status, message) = upload(&client, &stale);
+    assert_eq!(status, 422, "{message}");
+    assert!(message.contains("at most 3600 s old"), "{message}");
+
+    // And every bound `plan` applies is applied, naming the field.
+    type Edit = Box<dyn Fn(&mut Manifest)>;
+    let cases: Vec<(&str, Edit)> = vec![
+        (
+            "sampling.max_output_tokens",
+            Box::new(|m| m.sampling.max_output_tokens = 1_000_000_000),
+        ),
+        (
+            "sampling.temperature",
+            Box::new(|m| m.sampling.temperature = "2".to_owned()),
+        ),
+        (
+            "model.revision",
+            Box::new(|m| m.model.revision = Some("x".to_owned())),
+        ),
+        (
+            "budget.cap_usd_micros",
+            Box::new(|m| m.budget.cap_usd_micros = Some(0)),
+        ),
+        (
+            "budget.max_requests",
+            Box::new(|m| m.budget.max_requests = 0),
+        ),
+        (
+            "budget.max_tokens",
+            Box::new(|m| m.budget.max_tokens = Some(1)),
+        ),
+        (
+            "limits.request_timeout_ms",
+            Box::new(|m| m.limits.request_timeout_ms = 1_000_000_000_000),
+        ),
+        (
+            "limits.request_timeout_ms",
+            Box::new(|m| m.limits.request_timeout_ms = 1),
+        ),
+        ("repetitions", Box::new(|m| m.repetitions = 0)),
+    ];
+    for (field, edit) in cases {
+        let mut bad = good.clone();
+        edit(&mut bad);
+        let (status, message) = upload(&client, &bad);
+        assert_eq!(status, 422, "{field}: {message}");
+        assert!(message.contains(field), "{field}: {message}");
+    }
 }

@@ -106,7 +106,14 @@ fn start_daemon_with(
     let mut child = Command::new(skilltrial_e2e::skilltrial_bin().unwrap())
         .args(["--json", "--home"])
         .arg(net.home())
-        .args(["runner", "serve", "--public-origin", &origin])
+        .args([
+            "runner",
+            "serve",
+            "--public-origin",
+            &origin,
+            "--sol-usd",
+            "150",
+        ])
         .args(["--bind", &format!("127.0.0.1:{port}"), "--state"])
         .arg(state)
         .arg("--profiles")

@@ -26,6 +26,12 @@ fn serve(args: &ServeArgs, global: &Global) -> Result<Status, CliError> {
         Some(dir) => dir.clone(),
         None => state::layout(global)?.root.join("runner"),
     };
+    let rate = skilltrial_runner::rate::OperatorRate::new(
+        args.sol_usd.0,
+        args.sol_usd_tolerance_bps,
+        args.max_rate_age,
+    )
+    .map_err(|e| CliError::Rejected(anyhow::anyhow!("{e}")))?;
     let config = skilltrial_runner::Config {
         origin: args.public_origin.clone(),
         bind: args.bind,
@@ -37,6 +43,7 @@ fn serve(args: &ServeArgs, global: &Global) -> Result<Status, CliError> {
         max_runs: usize::from(args.max_runs),
         batch: args.batch,
         fees: session.fees,
+        rate,
     };
     let app = skilltrial_runner::App::open(config, runner)
         .map_err(|e| CliError::Environment(anyhow::anyhow!("{e}")))?;
