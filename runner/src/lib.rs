@@ -25,6 +25,7 @@ pub mod rate;
 pub mod server;
 pub mod siws;
 pub mod state;
+pub mod tree;
 pub mod worker;
 
 use std::collections::{BTreeMap, BTreeSet};

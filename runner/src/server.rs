@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use base64::Engine as _;
 use futures_util::Stream;
 use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
@@ -25,14 +25,15 @@ use solana_signer::Signer;
 
 use crate::api::{self, ApiError};
 use crate::state::{Event, HostedRun, NonceRefusal};
+use crate::tree::{self, TreeLimits, TreeRefusal};
 use crate::{App, log, siws, worker};
 
 /// How long a session lasts.
 pub const SESSION_TTL_SECS: i64 = 12 * 60 * 60;
 /// The session cookie's name.
 pub const COOKIE: &str = "skilltrial_session";
-/// The largest upload of one tree (its files in base64 JSON).
-pub const MAX_TREE_BODY: usize = 48 * 1024 * 1024;
+/// The largest body of a sign-in or a registration.
+pub const MAX_SMALL_BODY: usize = 16 * 1024;
 /// The largest manifest.
 pub const MAX_MANIFEST_BODY: usize = 1024 * 1024;
 
@@ -117,11 +118,11 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/auth/challenge", get(challenge))
         .route(
             "/v1/auth/verify",
-            post(verify).layer(DefaultBodyLimit::max(16 * 1024)),
+            post(verify).layer(DefaultBodyLimit::max(MAX_SMALL_BODY)),
         )
         .route(
             "/v1/trees",
-            post(upload_tree).layer(DefaultBodyLimit::max(MAX_TREE_BODY)),
+            post(upload_tree).layer(DefaultBodyLimit::max(max_tree_body())),
         )
         .route(
             "/v1/manifests",
@@ -131,7 +132,7 @@ pub fn router(app: Arc<App>) -> Router {
             "/v1/runs",
             get(my_runs)
                 .post(register)
-                .layer(DefaultBodyLimit::max(16 * 1024)),
+                .layer(DefaultBodyLimit::max(MAX_SMALL_BODY)),
         )
         .route("/v1/runs/{run}", get(run_view))
         .route("/v1/runs/{run}/events", get(events))
@@ -144,7 +145,45 @@ pub fn router(app: Arc<App>) -> Router {
                 "no such endpoint (see GET /v1/info)",
             )
         })
+        .method_not_allowed_fallback(|method: Method| async move {
+            Failure::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "invalid",
+                format!("this endpoint does not take {method} (docs/runner.md lists the API)"),
+            )
+        })
         .with_state(app)
+}
+
+/// The largest upload of one tree: a pack's or a bundle's, whichever limits allow more.
+pub fn max_tree_body() -> usize {
+    TreeLimits::pack()
+        .max_body()
+        .max(TreeLimits::bundle().max_body())
+}
+
+fn too_large(message: String) -> Failure {
+    Failure::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", message)
+}
+
+/// The body, or the error JSON for one the route's limit refused (axum's own answer is text).
+fn within_limit(body: Result<Bytes, BytesRejection>) -> Answer<Bytes> {
+    body.map_err(|rejection| {
+        let status = rejection.status();
+        if status == StatusCode::PAYLOAD_TOO_LARGE {
+            too_large(format!(
+                "the body is over this endpoint's limit ({} bytes for a sign-in or a registration, {MAX_MANIFEST_BODY} for a manifest, {} for a tree)",
+                MAX_SMALL_BODY,
+                max_tree_body()
+            ))
+        } else {
+            Failure::new(
+                status,
+                "invalid",
+                format!("the body could not be read: {}", rejection.body_text()),
+            )
+        }
+    })
 }
 
 async fn info(State(app): State<Arc<App>>) -> Answer<axum::Json<api::Info>> {
@@ -196,7 +235,11 @@ async fn challenge(
     }))
 }
 
-async fn verify(State(app): State<Arc<App>>, body: Bytes) -> Answer<Response> {
+async fn verify(
+    State(app): State<Arc<App>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Answer<Response> {
+    let body = within_limit(body)?;
     let sign_in: api::SignIn = serde_json::from_slice(&body).map_err(|e| {
         Failure::invalid(format!(
             "the body is not a sign-in ({{message, signature, address}}): {e}"
@@ -344,23 +387,38 @@ async fn upload_tree(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
     Query(q): Query<TreeQuery>,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Answer<Response> {
+    let body = within_limit(body)?;
     session(&app, &headers, &Method::POST).await?;
-    let tree: api::Tree = serde_json::from_slice(&body).map_err(|e| {
-        Failure::invalid(format!(
-            "the body is not a tree ({{files: [{{path, base64}}]}}): {e}"
-        ))
-    })?;
-    let mut files = Vec::with_capacity(tree.files.len());
-    for f in tree.files {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(&f.base64)
-            .map_err(|e| Failure::invalid(format!("file `{}`: not base64: {e}", f.path)))?;
-        files.push((f.path, bytes));
-    }
     let kind = q.kind.unwrap_or_default();
     let id = q.id;
+    let limits = match kind.as_str() {
+        "bundle" => TreeLimits::bundle(),
+        "pack" => TreeLimits::pack(),
+        other => {
+            return Err(Failure::invalid(format!(
+                "?kind=`{other}`: upload a `bundle` or a `pack`"
+            )));
+        }
+    };
+    if body.len() > limits.max_body() {
+        return Err(too_large(format!(
+            "the body is {} bytes; a {} within `skilltrial validate`'s limits ({} files, {} bytes) takes at most {}",
+            body.len(),
+            limits.kind,
+            limits.max_files,
+            limits.max_total_bytes,
+            limits.max_body()
+        )));
+    }
+    // Read and decoded off the async threads, refused at the first entry over a limit.
+    let files = blocking(move || tree::parse(&body, &limits))
+        .await?
+        .map_err(|refusal| match refusal {
+            TreeRefusal::TooLarge(why) => too_large(why),
+            TreeRefusal::Invalid(why) => Failure::invalid(why),
+        })?;
     let app2 = Arc::clone(&app);
     let stored = blocking(move || -> Answer<api::Stored> {
         let count = files.len();
@@ -450,8 +508,9 @@ async fn upload_tree(
 async fn upload_manifest(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Answer<Response> {
+    let body = within_limit(body)?;
     session(&app, &headers, &Method::POST).await?;
     let manifest: Manifest = serde_json::from_slice(&body)
         .map_err(|e| Failure::invalid(format!("the body is not a manifest: {e}")))?;
@@ -534,8 +593,9 @@ fn view(app: &App, run: &HostedRun) -> Result<api::RunView, crate::state::StateE
 async fn register(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Answer<Response> {
+    let body = within_limit(body)?;
     let wallet = session(&app, &headers, &Method::POST).await?;
     let ask: api::Register = serde_json::from_slice(&body)
         .map_err(|e| Failure::invalid(format!("the body is not {{\"manifest\": <hash>}}: {e}")))?;

@@ -327,6 +327,8 @@ fn sign_in_sessions_and_uploads_over_http() {
         .send()
         .unwrap();
     assert_eq!(too_big.status().as_u16(), 413);
+    let doc: Value = too_big.json().unwrap();
+    assert_eq!(doc["code"], "too_large", "{doc}");
     // A manifest that is not one, and a run whose manifest was never uploaded.
     assert_eq!(status_of(client.upload_manifest("{\"format\": 1}")), 400);
     assert_eq!(status_of(client.register(&"ab".repeat(32))), 403);
@@ -569,4 +571,82 @@ fn a_manifest_is_admitted_only_at_the_operators_rate_and_within_plans_bounds() {
         assert_eq!(status, 422, "{field}: {message}");
         assert!(message.contains(field), "{field}: {message}");
     }
+}
+
+/// Regression (acceptance H2, L2): bundles of 101 to 40 000 files and of 30 MB were stored
+/// (a 2 000 000-entry body pinned a CPU for minutes), and a body over a route's limit got a
+/// plain-text 413. Trees are held to `validate`'s limits before they are decoded or stored,
+/// and every refusal is the API's JSON.
+#[test]
+fn tree_uploads_are_held_to_validates_limits_and_refusals_are_json() {
+    // Given a signed-in wallet.
+    let served = serve();
+    let mut client = Client::new(&served.base).unwrap();
+    let session = client.sign_in(&Keypair::new()).unwrap();
+    let post = |query: &str, body: String| {
+        let response = http()
+            .post(served.base.join(&format!("v1/trees?{query}")).unwrap())
+            .bearer_auth(&session.token)
+            .body(body)
+            .send()
+            .unwrap();
+        let status = response.status().as_u16();
+        let doc: Value = response.json().expect("a JSON error body");
+        (status, doc)
+    };
+    let tree = |files: usize, bytes_each: usize| {
+        let one = base64::engine::general_purpose::STANDARD.encode(vec![b'x'; bytes_each]);
+        let entries: Vec<String> = (0..files)
+            .map(|i| format!("{{\"path\": \"f{i}.md\", \"base64\": \"{one}\"}}"))
+            .collect();
+        format!("{{\"files\": [{}]}}", entries.join(","))
+    };
+
+    // When a bundle has one file more than `validate` accepts, then 413 naming the limit.
+    let (status, doc) = post("kind=bundle", tree(101, 0));
+    assert_eq!(status, 413, "{doc}");
+    assert_eq!(doc["code"], "too_large");
+    assert!(
+        doc["error"]
+            .as_str()
+            .unwrap()
+            .contains("more than 100 files"),
+        "{doc}"
+    );
+    // A 6 MB file, and 40 000 empty files: refused at once, by size or by count.
+    let (status, doc) = post("kind=bundle", tree(1, 6_000_000));
+    assert_eq!(status, 413, "{doc}");
+    let started = std::time::Instant::now();
+    let (status, doc) = post("kind=bundle", tree(40_000, 0));
+    assert_eq!(status, 413, "{doc}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // A pack has its own, larger, limits.
+    let (status, doc) = post("kind=pack&id=p@1", tree(1001, 0));
+    assert_eq!(status, 413, "{doc}");
+    assert!(
+        doc["error"].as_str().unwrap().contains("1000 files"),
+        "{doc}"
+    );
+
+    // A body over the route's limit is the API's JSON too, and so is a wrong method.
+    let response = http()
+        .post(served.base.join("v1/runs").unwrap())
+        .bearer_auth(&session.token)
+        .body(vec![b' '; 64 * 1024])
+        .send()
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 413);
+    let doc: Value = response.json().unwrap();
+    assert_eq!(doc["code"], "too_large", "{doc}");
+    let response = http()
+        .delete(served.base.join("v1/runs").unwrap())
+        .send()
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 405);
+    let doc: Value = response.json().unwrap();
+    assert_eq!(doc["code"], "invalid", "{doc}");
+
+    // A bundle within the limits still gets `validate`'s verdict on its content.
+    let (status, doc) = post("kind=bundle", tree(100, 10));
+    assert_eq!(status, 422, "{doc}");
 }
