@@ -8,6 +8,7 @@
 //! | `POST /v1/auth/verify` | anyone | the signed message → a session (bearer token and cookie) |
 //! | `POST /v1/trees?kind=bundle\|pack` | session | upload a bundle's or a pack's files |
 //! | `POST /v1/manifests` | session | upload a manifest; its terms come back |
+//! | `POST /v1/runs/check` | session | before the escrow: would the daemon register this run? |
 //! | `POST /v1/runs` | session | register an escrowed run: the daemon starts it |
 //! | `GET /v1/runs` | session | your runs |
 //! | `GET /v1/runs/{run}` | its owner | where it stands |
@@ -143,4 +144,26 @@ pub struct ApiError {
     /// A stable name for the case: `unauthenticated`, `forbidden`, `not_found`, `invalid`,
     /// `refused`, `unavailable`, `internal`.
     pub code: String,
+}
+
+/// `POST /v1/runs/check` body: the run `submit` is about to escrow.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Check {
+    /// The manifest hash (hex).
+    pub manifest: String,
+    /// The deadline the escrow will be opened with, in seconds from now.
+    pub deadline_secs: i64,
+}
+
+/// `POST /v1/runs/check` answer: every check registration makes, but the Run account's, passed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Checked {
+    /// The Run account's address the escrow will open.
+    pub run: String,
+    pub manifest: String,
+    /// The run, when this wallet's run of this manifest is already registered and executing:
+    /// nothing to escrow again.
+    pub registered: Option<RunView>,
+    /// The shortest deadline the daemon takes for this manifest, in seconds.
+    pub min_deadline_secs: i64,
 }

@@ -167,6 +167,19 @@ impl Client {
         )
     }
 
+    /// Asks, before the escrow, whether the daemon would register this run.
+    pub fn check(&self, manifest: &str, deadline_secs: i64) -> Result<api::Checked, ClientError> {
+        self.send(
+            "POST /v1/runs/check",
+            self.http
+                .post(self.url("v1/runs/check")?)
+                .json(&api::Check {
+                    manifest: manifest.to_owned(),
+                    deadline_secs,
+                }),
+        )
+    }
+
     pub fn register(&self, manifest: &str) -> Result<api::RunView, ClientError> {
         self.send(
             "POST /v1/runs",

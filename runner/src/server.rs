@@ -1,6 +1,7 @@
 //! The HTTP API ([`crate::api`] lists the routes). Every error is JSON `{error, code}` with a
 //! status that says whose move it is: 400/413/422 the request, 401 sign in, 403 another
-//! wallet's, 404 no such thing, 409 not yet, 503 the chain did not answer.
+//! wallet's, 404 no such thing, 409 not yet (or, for a check, already done), 503 the chain did
+//! not answer.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -133,6 +134,10 @@ pub fn router(app: Arc<App>) -> Router {
             get(my_runs)
                 .post(register)
                 .layer(DefaultBodyLimit::max(MAX_SMALL_BODY)),
+        )
+        .route(
+            "/v1/runs/check",
+            post(check).layer(DefaultBodyLimit::max(MAX_SMALL_BODY)),
         )
         .route("/v1/runs/{run}", get(run_view))
         .route("/v1/runs/{run}/events", get(events))
@@ -590,43 +595,34 @@ fn view(app: &App, run: &HostedRun) -> Result<api::RunView, crate::state::StateE
     })
 }
 
+/// A session's JSON request about a run: its wallet and the body, read as `shape` says.
+async fn posted<T: serde::de::DeserializeOwned>(
+    app: &Arc<App>,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    shape: &str,
+) -> Answer<(Pubkey, T)> {
+    let body = within_limit(body)?;
+    let wallet = session(app, headers, &Method::POST).await?;
+    let ask = serde_json::from_slice(&body)
+        .map_err(|e| Failure::invalid(format!("the body is not {shape}: {e}")))?;
+    let user: Pubkey = wallet.parse().map_err(Failure::internal)?;
+    Ok((user, ask))
+}
+
 async fn register(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Answer<Response> {
-    let body = within_limit(body)?;
-    let wallet = session(&app, &headers, &Method::POST).await?;
-    let ask: api::Register = serde_json::from_slice(&body)
-        .map_err(|e| Failure::invalid(format!("the body is not {{\"manifest\": <hash>}}: {e}")))?;
-    let user: Pubkey = wallet.parse().map_err(Failure::internal)?;
+    let (user, ask): (_, api::Register) =
+        posted(&app, &headers, body, "{\"manifest\": <hash>}").await?;
     let app2 = Arc::clone(&app);
     let answer = blocking(move || -> Answer<api::RunView> {
-        let address = skilltrial_chain::pda::run(
-            &user,
-            &skilltrial_engine::store::parse_hex(&ask.manifest)
-                .ok_or_else(|| {
-                    Failure::invalid(format!("`{}` is not a manifest hash", ask.manifest))
-                })?
-                .0,
-        );
-        // Read, and the state's lock released, before `view` takes it again: a second
-        // registration of the same run (a re-run `submit`) must answer, not deadlock.
-        let existing = app2
-            .state()
-            .run(&address.to_string())
-            .map_err(Failure::internal)?;
-        if let Some(existing) = existing {
+        if let (_, Some(existing)) = registered(&app2, &user, &ask.manifest)? {
             return view(&app2, &existing).map_err(Failure::internal);
         }
-        let run = worker::authorise(&app2, &user, &ask.manifest).map_err(|e| match e {
-            worker::Unauthorised::Refused(why) => {
-                Failure::new(StatusCode::FORBIDDEN, "refused", why)
-            }
-            worker::Unauthorised::Unavailable(why) => {
-                Failure::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", why)
-            }
-        })?;
+        let run = worker::authorise(&app2, &user, &ask.manifest).map_err(unauthorised)?;
         app2.state().register_run(&run).map_err(Failure::internal)?;
         app2.event(
             &run.address,
@@ -638,6 +634,89 @@ async fn register(
     })
     .await??;
     let mut response = (StatusCode::CREATED, axum::Json(answer)).into_response();
+    private(&mut response);
+    Ok(response)
+}
+
+fn unauthorised(e: worker::Unauthorised) -> Failure {
+    match e {
+        worker::Unauthorised::Inadmissible(why) => {
+            Failure::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", why)
+        }
+        worker::Unauthorised::Refused(why) => Failure::new(StatusCode::FORBIDDEN, "refused", why),
+        worker::Unauthorised::Unavailable(why) => {
+            Failure::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", why)
+        }
+    }
+}
+
+/// The Run account address of `user`'s run of the manifest `hex`, and the run if it is
+/// registered. Read, and the state's lock released, before `view` takes it again: a second
+/// registration of the same run (a re-run `submit`) must answer, not deadlock.
+fn registered(app: &App, user: &Pubkey, hex: &str) -> Answer<(Pubkey, Option<HostedRun>)> {
+    let hash = skilltrial_engine::store::parse_hex(hex)
+        .ok_or_else(|| Failure::invalid(format!("`{hex}` is not a manifest hash")))?;
+    let address = skilltrial_chain::pda::run(user, &hash.0);
+    let existing = app
+        .state()
+        .run(&address.to_string())
+        .map_err(Failure::internal)?;
+    Ok((address, existing))
+}
+
+/// Before `submit` escrows: would the daemon register this run? Every check registration makes
+/// but the Run account's (which does not exist yet), so that a refusal costs the user nothing.
+async fn check(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Answer<Response> {
+    let (user, ask): (_, api::Check) = posted(
+        &app,
+        &headers,
+        body,
+        "{\"manifest\": <hash>, \"deadline_secs\": <seconds>}",
+    )
+    .await?;
+    let app2 = Arc::clone(&app);
+    let answer = blocking(move || -> Answer<api::Checked> {
+        let (address, existing) = registered(&app2, &user, &ask.manifest)?;
+        if let Some(existing) = existing {
+            if existing.phase.is_final() {
+                return Err(Failure::new(
+                    StatusCode::CONFLICT,
+                    "conflict",
+                    format!(
+                        "this wallet's run {address} of manifest {} is already {} on this runner, which runs a manifest once per wallet: do not escrow it again; its report: `skilltrial report {address} --remote`; to run again, plan again (another --seed is another manifest)",
+                        ask.manifest,
+                        existing.phase.as_str()
+                    ),
+                ));
+            }
+            return Ok(api::Checked {
+                run: address.to_string(),
+                manifest: ask.manifest,
+                registered: Some(view(&app2, &existing).map_err(Failure::internal)?),
+                min_deadline_secs: 0,
+            });
+        }
+        let (inputs, _) = worker::preflight(
+            &app2,
+            &ask.manifest,
+            worker::Admission::Before,
+            Some(ask.deadline_secs),
+        )
+        .map_err(unauthorised)?;
+        Ok(api::Checked {
+            run: address.to_string(),
+            manifest: ask.manifest,
+            registered: None,
+            min_deadline_secs: worker::min_deadline_secs(&inputs.manifest)
+                .saturating_add(worker::CHECK_LANDING_SECS),
+        })
+    })
+    .await??;
+    let mut response = axum::Json(answer).into_response();
     private(&mut response);
     Ok(response)
 }

@@ -175,25 +175,47 @@ pub fn min_deadline_secs(m: &manifest::Manifest) -> i64 {
 /// Why the chain does not authorise a run, in words for its owner.
 #[derive(Debug, thiserror::Error)]
 pub enum Unauthorised {
+    /// The manifest is not one the daemon admits (`422`).
+    #[error("{0}")]
+    Inadmissible(String),
     #[error("{0}")]
     Refused(String),
     #[error("{0}")]
     Unavailable(String),
 }
 
-/// The chain's authorisation of `user`'s run of `manifest_hex`: its Run account exists, names
-/// this runner, pins this manifest, is open, holds the manifest's whole upper cost and fee, and
-/// leaves time to run and settle. Returns the run to register.
-pub fn authorise(app: &App, user: &Pubkey, manifest_hex: &str) -> Result<HostedRun, Unauthorised> {
+/// Seconds a deadline asked about before the escrow must leave beyond [`min_deadline_secs`]:
+/// the escrow lands and the run registers a little after the check.
+pub const CHECK_LANDING_SECS: i64 = 60;
+
+/// Every check of a registration but the Run account's: the manifest is admitted (stored,
+/// valid, served, plan's bounds, the operator's rate, `admission` saying how old its pin may
+/// be), and this daemon's key is the runner the program's config names. `deadline_secs`, the
+/// deadline the escrow will be opened with (seconds from now), is checked when given.
+pub fn preflight(
+    app: &App,
+    manifest_hex: &str,
+    admission: Admission,
+    deadline_secs: Option<i64>,
+) -> Result<(Inputs, Terms), Unauthorised> {
     let (inputs, terms) =
-        admit_manifest(app, manifest_hex, Admission::Register).map_err(Unauthorised::Refused)?;
-    let chain = app.chain();
-    let address = pda::run(user, &inputs.hash.0);
-    let unavailable =
-        |e: skilltrial_chain::rpc::RpcFailure| Unauthorised::Unavailable(e.to_string());
-    let config = chain.config().map_err(unavailable)?.ok_or_else(|| {
-        Unauthorised::Unavailable("the program has no config on this cluster".to_owned())
-    })?;
+        admit_manifest(app, manifest_hex, admission).map_err(Unauthorised::Inadmissible)?;
+    if let Some(secs) = deadline_secs {
+        let least = min_deadline_secs(&inputs.manifest).saturating_add(CHECK_LANDING_SECS);
+        if secs < least {
+            return Err(Unauthorised::Inadmissible(format!(
+                "--deadline {secs}s: this runner needs at least {least}s for manifest {manifest_hex} (one request's time, {} s to settle and finalize, and {CHECK_LANDING_SECS} s for the escrow to land)",
+                SETTLE_MARGIN_SECS.saturating_mul(2)
+            )));
+        }
+    }
+    let config = app
+        .chain()
+        .config()
+        .map_err(|e| Unauthorised::Unavailable(e.to_string()))?
+        .ok_or_else(|| {
+            Unauthorised::Unavailable("the program has no config on this cluster".to_owned())
+        })?;
     let me = app.runner.pubkey();
     if config.runner != anchor_key(&me) {
         return Err(Unauthorised::Refused(format!(
@@ -201,6 +223,19 @@ pub fn authorise(app: &App, user: &Pubkey, manifest_hex: &str) -> Result<HostedR
             config.runner
         )));
     }
+    Ok((inputs, terms))
+}
+
+/// The chain's authorisation of `user`'s run of `manifest_hex`: [`preflight`], and its Run
+/// account exists, names this runner, pins this manifest, is open, holds the manifest's whole
+/// upper cost and fee, and leaves time to run and settle. Returns the run to register.
+pub fn authorise(app: &App, user: &Pubkey, manifest_hex: &str) -> Result<HostedRun, Unauthorised> {
+    let (inputs, terms) = preflight(app, manifest_hex, Admission::Register, None)?;
+    let chain = app.chain();
+    let address = pda::run(user, &inputs.hash.0);
+    let unavailable =
+        |e: skilltrial_chain::rpc::RpcFailure| Unauthorised::Unavailable(e.to_string());
+    let me = app.runner.pubkey();
     let live = chain.run(&address).map_err(unavailable)?.ok_or_else(|| {
         Unauthorised::Refused(format!(
             "no Run account at {address} (wallet {user}, manifest {manifest_hex}): open the escrow first (`skilltrial open --manifest {manifest_hex} --runner {me}`)"
@@ -244,12 +279,16 @@ pub fn authorise(app: &App, user: &Pubkey, manifest_hex: &str) -> Result<HostedR
             r.escrowed
         ));
     }
-    let least = now().saturating_add(min_deadline_secs(&inputs.manifest));
+    // The deadline is the cluster's (the program judges it by the Clock sysvar), so it is
+    // compared with the cluster's time, not this machine's.
+    let cluster_now = chain.cluster_time().map_err(unavailable)?;
+    let least = cluster_now.saturating_add(min_deadline_secs(&inputs.manifest));
     if r.deadline < least {
         return refuse(format!(
-            "its deadline {} leaves less than one request's time and {} s to run and settle",
+            "its deadline {} leaves less than one request's time and {} s to run and settle (the cluster's time is {})",
             skilltrial_core::time::rfc3339(r.deadline),
-            SETTLE_MARGIN_SECS.saturating_mul(2)
+            SETTLE_MARGIN_SECS.saturating_mul(2),
+            skilltrial_core::time::rfc3339(cluster_now)
         ));
     }
     let at = now();

@@ -331,7 +331,7 @@ fn sign_in_sessions_and_uploads_over_http() {
     assert_eq!(doc["code"], "too_large", "{doc}");
     // A manifest that is not one, and a run whose manifest was never uploaded.
     assert_eq!(status_of(client.upload_manifest("{\"format\": 1}")), 400);
-    assert_eq!(status_of(client.register(&"ab".repeat(32))), 403);
+    assert_eq!(status_of(client.register(&"ab".repeat(32))), 422);
     assert_eq!(status_of(client.register("not-a-hash")), 400);
 
     // Unknown endpoints say so.
@@ -649,4 +649,69 @@ fn tree_uploads_are_held_to_validates_limits_and_refusals_are_json() {
     // A bundle within the limits still gets `validate`'s verdict on its content.
     let (status, doc) = post("kind=bundle", tree(100, 10));
     assert_eq!(status, 422, "{doc}");
+}
+
+/// The answer to `POST /v1/runs/check`: its status and body.
+fn check(base: &url::Url, token: &str, manifest: &str, deadline_secs: i64) -> (u16, Value) {
+    let response = http()
+        .post(base.join("v1/runs/check").unwrap())
+        .bearer_auth(token)
+        .json(&json!({"manifest": manifest, "deadline_secs": deadline_secs}))
+        .send()
+        .unwrap();
+    (response.status().as_u16(), response.json().unwrap())
+}
+
+/// Regression (acceptance H3): `submit` escrowed before the runner agreed, so a refusal (a
+/// deadline too short, a run already finalized) left the money locked. The check it now asks
+/// first runs every check of a registration but the Run account's.
+#[test]
+fn the_check_before_the_escrow_refuses_what_registration_would() {
+    // Given a wallet with one run finalized and one executing on this runner.
+    let wallet = Keypair::new();
+    let (done, running) = ("d0".repeat(32), "e0".repeat(32));
+    let mut served_dir = std::path::PathBuf::new();
+    let served = serve_with(|state| {
+        served_dir = state.parent().unwrap().to_path_buf();
+        register_in_state(state, &wallet, &done, Phase::Finalized);
+        register_in_state(state, &wallet, &running, Phase::Executing);
+    });
+    let mut client = Client::new(&served.base).unwrap();
+    let token = client.sign_in(&wallet).unwrap().token;
+    let base = &served.base;
+
+    // When it asks about the finalized run's manifest, then 409: do not escrow again.
+    let (status, doc) = check(base, &token, &done, 3600);
+    assert_eq!(status, 409, "{doc}");
+    assert_eq!(doc["code"], "conflict");
+    assert!(
+        doc["error"].as_str().unwrap().contains("already finalized"),
+        "{doc}"
+    );
+    // About the executing one: the run it already has.
+    let checked = client.check(&running, 3600).unwrap();
+    assert_eq!(checked.registered.unwrap().phase, "executing");
+
+    // A manifest never uploaded, or uploaded with a deadline too short to run it: refused
+    // before anything is signed.
+    let (status, doc) = check(base, &token, &"ab".repeat(32), 3600);
+    assert_eq!(status, 422, "{doc}");
+    let m = planned_and_uploaded(&client, &served_dir.join("profiles.toml"));
+    let _ = client.upload_manifest(&m.canonical().unwrap());
+    let hash = m.hash().unwrap().hex();
+    let (status, doc) = check(base, &token, &hash, 120);
+    assert_eq!(status, 422, "{doc}");
+    assert!(
+        doc["error"].as_str().unwrap().contains("--deadline 120s"),
+        "{doc}"
+    );
+    // A stale rate is refused here too (the same admission as the upload's).
+    let mut stale = m.clone();
+    stale.sol_usd.as_mut().unwrap().at = skilltrial_core::time::rfc3339(unix_now() - 7200);
+    let _ = client.upload_manifest(&stale.canonical().unwrap());
+    let (status, doc) = check(base, &token, &stale.hash().unwrap().hex(), 3600);
+    assert_eq!(status, 422, "{doc}");
+    // Everything this daemon can check without a chain passes: the chain's config is next.
+    let (status, doc) = check(base, &token, &hash, 3600);
+    assert_eq!(status, 503, "{doc}");
 }

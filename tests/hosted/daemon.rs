@@ -215,26 +215,24 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
     stranger.sign_in(&net.other()).unwrap();
     refused(
         stranger.register(&manifest),
-        403,
-        "registering a manifest the stranger never escrowed",
+        422,
+        "registering a manifest never uploaded",
     );
 
     // --- submit: sign in, upload, escrow (one transaction), register.
     let user = net.user();
     let user_0 = net.balance(&user.pubkey());
-    let submitted = net.cli_json(
-        &net.user_keypair,
-        &[
-            "submit",
-            "--manifest",
-            &manifest,
-            "--runner",
-            daemon.url.as_str(),
-            "--deadline",
-            "15m",
-            "--yes",
-        ],
-    );
+    let submit = [
+        "submit",
+        "--manifest",
+        &manifest,
+        "--runner",
+        daemon.url.as_str(),
+        "--deadline",
+        "15m",
+        "--yes",
+    ];
+    let submitted = net.cli_json(&net.user_keypair, &submit);
     let run = submitted["run"].as_str().unwrap().to_owned();
     let address: Pubkey = run.parse().unwrap();
     assert_eq!(submitted["escrow"]["planned_trials"], 54);
@@ -247,6 +245,18 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
         submitted["escrow"]["signature"].as_str().unwrap(),
     );
 
+    // A second `submit` of the same manifest escrows nothing again: the runner says it has
+    // the run (acceptance C1, H3).
+    let again = net.cli_json(&net.user_keypair, &submit);
+    assert_eq!(again["already_registered"], true, "{again}");
+    assert_eq!(again["run"], run.as_str());
+
+    // Now uploaded, the manifest is still not the stranger's to register: no Run of theirs.
+    refused(
+        stranger.register(&manifest),
+        403,
+        "registering a manifest the stranger never escrowed",
+    );
     // The stranger cannot read, follow or download it.
     refused(stranger.run(&run), 403, "another wallet's run");
     refused(
@@ -382,6 +392,20 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
     attempts.sort();
     attempts.dedup();
     assert_eq!(total, attempts.len(), "an attempt was sent twice");
+
+    // --- a finalized run is not escrowed again: `submit` is refused before it signs anything.
+    let resubmit = net.command(&net.user_keypair, &submit).output().unwrap();
+    assert_eq!(resubmit.status.code(), Some(1), "{}", said(&resubmit));
+    assert!(
+        String::from_utf8_lossy(&resubmit.stderr).contains("already finalized"),
+        "{}",
+        said(&resubmit)
+    );
+    assert!(
+        !String::from_utf8_lossy(&resubmit.stderr).contains("sending transaction"),
+        "{}",
+        said(&resubmit)
+    );
 
     // --- verify: the export passes against the Run; a tampered copy fails.
     let status = net.cli_json(&net.user_keypair, &["chain-status", &run]);

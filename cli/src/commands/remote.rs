@@ -130,6 +130,12 @@ pub fn submit(args: &SubmitArgs, global: &Global) -> Result<Status, CliError> {
             terms.min_deadline_secs
         )));
     }
+    // The runner agrees before anything is signed: a refusal after the escrow would leave the
+    // money locked until the deadline.
+    let checked = client.check(&hash, args.deadline).map_err(client_error)?;
+    if let Some(view) = checked.registered {
+        return registered(args, global, &info.runner, &hash, &view, None);
+    }
     let opened = crate::commands::open::escrow(
         &OpenArgs {
             manifest: hash.clone(),
@@ -141,19 +147,40 @@ pub fn submit(args: &SubmitArgs, global: &Global) -> Result<Status, CliError> {
         global,
     )?;
     let view = client.register(&hash).map_err(client_error)?;
+    registered(args, global, &info.runner, &hash, &view, Some(&opened))
+}
+
+/// What `submit` prints once the runner has the run: the escrow it opened, or none when the
+/// runner had it already.
+fn registered(
+    args: &SubmitArgs,
+    global: &Global,
+    runner: &str,
+    hash: &str,
+    view: &RunView,
+    opened: Option<&crate::commands::open::Opened>,
+) -> Result<Status, CliError> {
     if global.json {
-        output::json(&json!({
+        let mut doc = json!({
             "run": view.run,
             "runner_url": args.runner.as_str(),
-            "runner": info.runner,
+            "runner": runner,
             "manifest": hash,
-            "escrow": opened.doc,
             "phase": view.phase,
-        }))?;
+        });
+        match opened {
+            Some(opened) => doc["escrow"] = opened.doc.clone(),
+            None => doc["already_registered"] = Value::Bool(true),
+        }
+        output::json(&doc)?;
     } else {
+        let said = opened.map_or_else(
+            || "already registered with the runner (nothing escrowed again)".to_owned(),
+            |o| format!("{}registered with the runner", o.text),
+        );
         output::text(&format!(
-            "{}registered with the runner: it is {}\n  follow it: skilltrial status --remote --runner {} {} --follow\n",
-            opened.text, view.phase, args.runner, view.run
+            "{said}: it is {}\n  follow it: skilltrial status --remote --runner {} {} --follow\n",
+            view.phase, args.runner, view.run
         ))?;
     }
     Ok(Status::Ok)
