@@ -78,6 +78,8 @@ pub struct App {
     events: tokio::sync::broadcast::Sender<Event>,
     /// Set on Ctrl-C / SIGTERM: runs stop after the request in flight.
     pub stop: Arc<AtomicBool>,
+    /// Becomes `true` with `stop`: live event streams end, so the HTTP server can stop.
+    closing: tokio::sync::watch::Sender<bool>,
     /// Runs executing now.
     active: Mutex<BTreeSet<String>>,
     /// A run whose work failed for a passing reason is tried again after this instant.
@@ -150,6 +152,7 @@ impl App {
             state: Mutex::new(Box::new(state)),
             events,
             stop: Arc::new(AtomicBool::new(false)),
+            closing: tokio::sync::watch::Sender::new(false),
             active: Mutex::new(BTreeSet::new()),
             retry_at: Mutex::new(BTreeMap::new()),
             _lock: lock,
@@ -162,6 +165,17 @@ impl App {
 
     pub fn stopping(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
+    }
+
+    /// Stops the daemon: runs after their request in flight, event streams at once.
+    pub fn begin_stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.closing.send_replace(true);
+    }
+
+    /// Becomes `true` when the daemon stops.
+    pub fn closing(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.closing.subscribe()
     }
 
     /// The state, locked. A panic elsewhere while it was held does not lose it (every write

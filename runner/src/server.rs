@@ -840,6 +840,7 @@ struct Follow {
     run: String,
     queue: VecDeque<Event>,
     rx: tokio::sync::broadcast::Receiver<Event>,
+    closing: tokio::sync::watch::Receiver<bool>,
     last: u64,
     done: bool,
 }
@@ -849,6 +850,21 @@ fn sse(event: &Event) -> SseEvent {
         .id(event.seq.to_string())
         .event(event.kind.clone())
         .data(serde_json::json!({"at": event.at, "data": event.data}).to_string())
+}
+
+/// The last event of a stream the daemon's stop ends: not recorded (the run has not changed),
+/// so it has no id, and a follower resumes after the last event it did get.
+fn stopping() -> SseEvent {
+    SseEvent::default().event("notice").data(
+        serde_json::json!({
+            "at": now(),
+            "data": {
+                "message": "the runner is stopping; follow the run again once it is back (the run resumes where it stopped)",
+                "stopping": true,
+            }
+        })
+        .to_string(),
+    )
 }
 
 fn ends_stream(event: &Event) -> bool {
@@ -872,6 +888,7 @@ async fn events(
         .unwrap_or(0);
     // Subscribed before the replay is read: nothing falls between the two.
     let rx = app.subscribe();
+    let closing = app.closing();
     let app2 = Arc::clone(&app);
     let name = run.address.clone();
     let replay = blocking(move || app2.state().events_after(&name, after))
@@ -882,6 +899,7 @@ async fn events(
         run: run.address.clone(),
         queue: replay.into(),
         rx,
+        closing,
         last: after,
         // A run already over replays its events and ends.
         done: false,
@@ -903,7 +921,17 @@ async fn events(
             if over_at_start {
                 return None;
             }
-            match f.rx.recv().await {
+            let received = tokio::select! {
+                received = f.rx.recv() => Some(received),
+                _ = f.closing.wait_for(|closing| *closing) => None,
+            };
+            let Some(received) = received else {
+                // The daemon is stopping: an open stream would hold its graceful shutdown
+                // forever (a follower could keep an operator's daemon up). Say so, and end.
+                f.done = true;
+                return Some((Ok(stopping()), f));
+            };
+            match received {
                 Ok(event) if event.run == f.run => f.queue.push_back(event),
                 Ok(_) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
@@ -934,6 +962,15 @@ pub struct Ready {
 /// Serves until Ctrl-C or SIGTERM: binds, calls `ready`, resumes every run with work left, and
 /// on a stop lets each run finish the request in flight (journaled) before returning.
 pub fn serve(app: Arc<App>, ready: impl FnOnce(&Ready)) -> Result<(), String> {
+    serve_until(app, ready, shutdown_signal())
+}
+
+/// [`serve`], stopping when `stop` completes instead of on a signal.
+pub fn serve_until(
+    app: Arc<App>,
+    ready: impl FnOnce(&Ready),
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -966,12 +1003,12 @@ pub fn serve(app: Arc<App>, ready: impl FnOnce(&Ready)) -> Result<(), String> {
                 })
                 .map_err(|e| format!("cannot start the supervisor: {e}"))?
         };
-        let stop = Arc::clone(&app.stop);
+        let stopping = Arc::clone(&app);
         axum::serve(listener, router(Arc::clone(&app)))
             .with_graceful_shutdown(async move {
-                shutdown_signal().await;
-                log("stopping: each run finishes its request in flight");
-                stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                stop.await;
+                log("stopping: each run finishes its request in flight; event streams end");
+                stopping.begin_stop();
             })
             .await
             .map_err(|e| format!("the HTTP server failed: {e}"))?;

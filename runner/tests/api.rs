@@ -715,3 +715,73 @@ fn the_check_before_the_escrow_refuses_what_registration_would() {
     let (status, doc) = check(base, &token, &hash, 3600);
     assert_eq!(status, 503, "{doc}");
 }
+
+/// Regression (acceptance M1): a `status --remote --follow` client kept the daemon from
+/// stopping on Ctrl-C or SIGTERM (graceful shutdown waited for its open event stream, kept
+/// alive every 15 s). On a stop every stream gets a last `notice` and ends.
+#[test]
+fn stopping_ends_the_event_streams_and_the_daemon_exits_with_a_follower_connected() {
+    // Given a daemon serving a run of this wallet (nothing executes: max_runs 0), followed.
+    let dir = tempfile::tempdir().unwrap();
+    let state_dir = dir.path().join("state");
+    std::fs::create_dir_all(&state_dir).unwrap();
+    let wallet = Keypair::new();
+    let address = register_in_state(&state_dir, &wallet, &"f0".repeat(32), Phase::Executing);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let origin: url::Url = format!("http://127.0.0.1:{port}").parse().unwrap();
+    let config = Config {
+        origin: origin.clone(),
+        bind: format!("127.0.0.1:{port}").parse().unwrap(),
+        state_dir,
+        rpc_url: "http://127.0.0.1:9".to_owned(),
+        max_runs: 0,
+        ..config_defaults()
+    };
+    let app = App::open(config, Keypair::new()).unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (ended_tx, ended_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let result = server::serve_until(app, |_| ready_tx.send(()).unwrap(), async move {
+            let _ = stop_rx.await;
+        });
+        let _ = ended_tx.send(result);
+    });
+    ready_rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .unwrap();
+    let mut client = Client::new(&origin).unwrap();
+    client.sign_in(&wallet).unwrap();
+    let (events_tx, events_rx) = std::sync::mpsc::channel();
+    let (followed_tx, followed_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let result = client.follow(&address, 0, &mut |event| {
+            let _ = events_tx.send((event.kind.clone(), event.data.clone()));
+            true
+        });
+        let _ = followed_tx.send(result.is_ok());
+    });
+    // The stream is open (its headers came; nothing to replay).
+    std::thread::sleep(std::time::Duration::from_millis(500));
+
+    // When the daemon is told to stop.
+    stop_tx.send(()).unwrap();
+
+    // Then it returns, and the follower got a last notice and saw its stream end.
+    let ended = ended_rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the daemon did not stop with a follower connected");
+    ended.unwrap();
+    assert!(
+        followed_rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .unwrap()
+    );
+    let (kind, data) = events_rx.try_recv().unwrap();
+    assert_eq!(kind, "notice");
+    assert_eq!(data["stopping"], true, "{data}");
+}

@@ -262,11 +262,13 @@ pub fn status(args: &StatusArgs, global: &Global) -> Result<Status, CliError> {
     };
     if args.follow {
         let mut failed = None;
+        let mut stopped = false;
         client
             .follow(run, 0, &mut |event| {
                 if event.kind == "phase" && event.data["phase"] == "failed" {
                     failed = event.data["detail"].as_str().map(str::to_owned);
                 }
+                stopped |= event.kind == "notice" && event.data["stopping"] == true;
                 let line = if global.json {
                     json!({"id": event.id, "kind": event.kind, "data": event.data}).to_string()
                 } else {
@@ -275,6 +277,11 @@ pub fn status(args: &StatusArgs, global: &Global) -> Result<Status, CliError> {
                 output::text(&format!("{line}\n")).is_ok()
             })
             .map_err(client_error)?;
+        if stopped {
+            return Err(CliError::Environment(anyhow::anyhow!(
+                "the runner stopped while you followed run {run}; it resumes the run when it is back: follow it again then (skilltrial status --remote --runner {url} {run} --follow)"
+            )));
+        }
         let view = client.run(run).map_err(client_error)?;
         if !global.json {
             output::text(&view_text(&view))?;
