@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use serde_json::json;
+use skilltrial_chain::cli_config::Commitment;
 use skilltrial_chain::ix::{self, RunFinalizeArgs, RunSettleArgs, TrialCharge};
 use skilltrial_chain::outbox::{EntryState, Outbox};
 use skilltrial_chain::rpc::Chain;
@@ -32,7 +33,7 @@ use skilltrial_engine::journal::Journal;
 use skilltrial_engine::store::Store;
 use solana_signer::Signer;
 
-use crate::state::{HostedRun, Phase};
+use crate::state::{Batch, HostedRun, Phase};
 use crate::{App, rate};
 
 /// Seconds a Run's deadline must leave after a request could end, for the last settlement and
@@ -551,32 +552,19 @@ impl Ctx<'_> {
         if pending.is_empty() {
             return Ok(());
         }
-        let config = self
-            .chain
-            .config()
-            .map_err(transient)?
-            .ok_or_else(|| transient("the program has no config on this cluster"))?;
-        let payout = Pubkey::new_from_array(config.runner_payout.to_bytes());
+        let payout = self.payout()?;
         let cluster = self.chain.genesis_hash().map_err(transient)?;
         for batch in pending {
             let intent = format!("settle:{name}:{}", batch.seq);
             let signature = match landed(outbox, &cluster, &intent)? {
                 Some(signature) => signature,
                 None => {
-                    let args = RunSettleArgs {
-                        expected_run_id: self.run.run_id,
-                        evidence_hash: batch_evidence_hash(&batch.evidence),
-                        trials: batch
-                            .evidence
-                            .iter()
-                            .map(|r| TrialCharge {
-                                index: r.trial(),
-                                usage: r.usage_lamports(),
-                            })
-                            .collect(),
-                    };
-                    let instruction =
-                        ix::run_settle(&self.app.runner.pubkey(), &self.address, &payout, args);
+                    let instruction = ix::run_settle(
+                        &self.app.runner.pubkey(),
+                        &self.address,
+                        &payout,
+                        settle_args(self.run.run_id, &batch.evidence),
+                    );
                     self.send(outbox, &intent, instruction)?
                 }
             };
@@ -628,6 +616,9 @@ impl Ctx<'_> {
         let name = &self.run.address;
         // Everything that ran is settled first (a restart may land here with batches pending).
         self.settle(journal, payloads, outbox)?;
+        // And the chain holds it, finalized: a batch the outbox saw land can still be lost
+        // with a fork the cluster abandoned, and a finalized report must not claim it.
+        self.reconcile(outbox)?;
         let dir = run_dir(&self.app.config.state_dir, name);
         let json_path = dir.join("report.json");
         let report = if json_path.is_file() {
@@ -688,6 +679,188 @@ impl Ctx<'_> {
     }
 }
 
+impl Ctx<'_> {
+    /// Compares the Run account, finalized, with the batches the daemon recorded as landed:
+    /// `Ok` when it holds exactly them. Otherwise a passing failure, so that finalization waits:
+    /// for finality when the account already holds them at the daemon's commitment; after
+    /// settling again the batches it lacks when it holds a prefix of them (the program's
+    /// per-trial bitmap refuses a trial twice, so this can never charge one twice); and with
+    /// the difference named when it holds something else.
+    fn reconcile(&self, outbox: &mut Outbox) -> Result<(), WorkError> {
+        let name = &self.run.address;
+        let batches = self.app.batches(name).map_err(transient)?;
+        let ours: Vec<&[EvidenceRecord]> = batches.iter().map(|b| b.evidence.as_slice()).collect();
+        let held = |chain: &Chain| -> Result<Reconciled, WorkError> {
+            let live = chain
+                .run(&self.address)
+                .map_err(transient)?
+                .ok_or_else(|| transient("the Run account could not be read before finalizing"))?;
+            Ok(reconcile(&ours, &Held::of(&live.account.run)))
+        };
+        let finalized = Chain::new(&self.app.config.rpc_url, Commitment::Finalized);
+        if held(&finalized)? == Reconciled::Agrees {
+            return Ok(());
+        }
+        match held(self.chain)? {
+            Reconciled::Agrees => Err(WorkError::Transient(
+                "waiting for the settlement to be finalized before finalizing the run".to_owned(),
+            )),
+            Reconciled::Missing { held } => {
+                let why = format!(
+                    "the Run account holds {held} of the {} settlement batches this runner saw land (a fork the cluster abandoned took the rest): settling them again before finalizing",
+                    batches.len()
+                );
+                crate::log(&format!("run {name}: {why}"));
+                self.app
+                    .event(name, "notice", &json!({ "message": why.clone() }));
+                for batch in batches.iter().skip(held) {
+                    self.settle_again(outbox, batch)?;
+                }
+                Err(WorkError::Transient(format!(
+                    "{why}; re-sent, finalizing once the account holds them"
+                )))
+            }
+            Reconciled::Differs(what) => Err(WorkError::Transient(format!(
+                "not finalizing: the Run account's settlement is not this runner's ({what})"
+            ))),
+        }
+    }
+
+    /// Where settlements pay the runner: the program's config says.
+    fn payout(&self) -> Result<Pubkey, WorkError> {
+        let config = self
+            .chain
+            .config()
+            .map_err(transient)?
+            .ok_or_else(|| transient("the program has no config on this cluster"))?;
+        Ok(Pubkey::new_from_array(config.runner_payout.to_bytes()))
+    }
+
+    /// Sends `batch` again under a fresh intent (its earlier transactions landed and were lost),
+    /// and records the new signature as the batch's.
+    fn settle_again(&self, outbox: &mut Outbox, batch: &Batch) -> Result<(), WorkError> {
+        let name = &self.run.address;
+        let cluster = self.chain.genesis_hash().map_err(transient)?;
+        // The first retry of this batch not already seen landing (and lost since).
+        let mut attempt = 1u32;
+        let intent = loop {
+            let intent = format!("settle:{name}:{}:again-{attempt}", batch.seq);
+            if landed(outbox, &cluster, &intent)?.is_none() {
+                break intent;
+            }
+            attempt = attempt.saturating_add(1);
+        };
+        let payout = self.payout()?;
+        let instruction = ix::run_settle(
+            &self.app.runner.pubkey(),
+            &self.address,
+            &payout,
+            settle_args(self.run.run_id, &batch.evidence),
+        );
+        // Whatever the cluster says, the next look at the account decides: never fatal here.
+        let signature = self
+            .send(outbox, &intent, instruction)
+            .map_err(|e| match e {
+                WorkError::Fatal(why) => WorkError::Transient(why),
+                other => other,
+            })?;
+        self.app
+            .batch_landed(name, batch.seq, &signature)
+            .map_err(transient)
+    }
+}
+
+/// What a Run account holds of its settlement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    pub batches: u16,
+    pub trials: u16,
+    pub usage: u64,
+    pub digest: [u8; 32],
+}
+
+impl Held {
+    fn of(run: &skilltrial_chain::account::Run) -> Self {
+        Self {
+            batches: run.settle_batches,
+            trials: run.settled_trials,
+            usage: run.settled_usage,
+            digest: run.settle_digest,
+        }
+    }
+}
+
+/// Where a Run account's settlement stands against the batches a runner recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reconciled {
+    /// It holds exactly them.
+    Agrees,
+    /// It holds the first `held` of them and nothing else: the rest are to be settled again.
+    Missing { held: usize },
+    /// It holds something else, in words (each field: ours, the account's).
+    Differs(String),
+}
+
+/// Folds `ours` as the program does and compares each prefix with `held`.
+pub fn reconcile(ours: &[&[EvidenceRecord]], held: &Held) -> Reconciled {
+    let mut digest = [0u8; 32];
+    let (mut trials, mut usage) = (0u64, 0u64);
+    let mut prefixes = vec![(digest, trials, usage)];
+    for batch in ours {
+        let entries: Vec<(u16, u64)> = batch
+            .iter()
+            .map(|r| (r.trial(), r.usage_lamports()))
+            .collect();
+        digest = skilltrial_core::settlement::fold_digest(
+            &digest,
+            &batch_evidence_hash(batch),
+            &entries,
+        );
+        trials = trials.saturating_add(u64::try_from(batch.len()).unwrap_or(u64::MAX));
+        usage = entries
+            .iter()
+            .fold(usage, |sum, (_, lamports)| sum.saturating_add(*lamports));
+        prefixes.push((digest, trials, usage));
+    }
+    let matches = |k: usize| {
+        prefixes.get(k).is_some_and(|(d, t, u)| {
+            *d == held.digest && *t == u64::from(held.trials) && *u == held.usage
+        })
+    };
+    let k = usize::from(held.batches);
+    if k == ours.len() && matches(k) {
+        return Reconciled::Agrees;
+    }
+    if k < ours.len() && matches(k) {
+        return Reconciled::Missing { held: k };
+    }
+    let hex = |d: &[u8; 32]| d.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    Reconciled::Differs(format!(
+        "settle batches: this runner's {}, the account's {}; trials settled: {trials}, {}; usage settled, lamports: {usage}, {}; settlement digest: {}, {}",
+        ours.len(),
+        held.batches,
+        held.trials,
+        held.usage,
+        hex(&digest),
+        hex(&held.digest)
+    ))
+}
+
+/// `run_settle`'s arguments for one batch of `run_id`.
+fn settle_args(run_id: u64, evidence: &[EvidenceRecord]) -> RunSettleArgs {
+    RunSettleArgs {
+        expected_run_id: run_id,
+        evidence_hash: batch_evidence_hash(evidence),
+        trials: evidence
+            .iter()
+            .map(|r| TrialCharge {
+                index: r.trial(),
+                usage: r.usage_lamports(),
+            })
+            .collect(),
+    }
+}
+
 /// The signature of `intent`'s transaction if the outbox saw it land.
 fn landed(outbox: &Outbox, cluster: &str, intent: &str) -> Result<Option<String>, WorkError> {
     Ok(outbox
@@ -695,4 +868,97 @@ fn landed(outbox: &Outbox, cluster: &str, intent: &str) -> Result<Option<String>
         .map_err(transient)?
         .filter(|e| e.state == EntryState::Landed)
         .map(|e| e.signature))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(trial: u16, usage: u64) -> EvidenceRecord {
+        EvidenceRecord::new(
+            trial,
+            format!("r-{trial:03}-1"),
+            None,
+            usage,
+            "ab".repeat(32),
+        )
+        .unwrap()
+    }
+
+    /// What an account holds after the program applied `batches`.
+    fn applied(batches: &[Vec<EvidenceRecord>]) -> Held {
+        let refs: Vec<&[EvidenceRecord]> = batches.iter().map(Vec::as_slice).collect();
+        let settlement = Settlement::new(
+            skilltrial_chain::PROGRAM_ID.to_string(),
+            Pubkey::new_from_array([7; 32]).to_string(),
+            1,
+            batches
+                .iter()
+                .map(|b| SettledBatch::new(b.clone(), None))
+                .collect(),
+        );
+        let check = settlement.verify().unwrap();
+        assert_eq!(check.batches, refs.len());
+        Held {
+            batches: u16::try_from(check.batches).unwrap(),
+            trials: u16::try_from(check.records).unwrap(),
+            usage: check.usage_lamports,
+            digest: check.digest.0,
+        }
+    }
+
+    fn ours() -> Vec<Vec<EvidenceRecord>> {
+        vec![
+            vec![record(0, 700), record(1, 700)],
+            vec![record(2, 650)],
+            vec![record(3, 700), record(5, 10)],
+        ]
+    }
+
+    #[test]
+    fn an_account_holding_exactly_the_batches_agrees() {
+        let ours = ours();
+        let refs: Vec<&[EvidenceRecord]> = ours.iter().map(Vec::as_slice).collect();
+        assert_eq!(reconcile(&refs, &applied(&ours)), Reconciled::Agrees);
+        assert_eq!(reconcile(&[], &applied(&[])), Reconciled::Agrees);
+    }
+
+    /// Regression (acceptance H1): after a fork was abandoned the account held 2 of 6 batches
+    /// the outbox saw land, and the daemon finalized a report claiming all 6.
+    #[test]
+    fn an_account_holding_a_prefix_is_missing_the_rest() {
+        let ours = ours();
+        let refs: Vec<&[EvidenceRecord]> = ours.iter().map(Vec::as_slice).collect();
+        assert_eq!(
+            reconcile(&refs, &applied(&ours[..1])),
+            Reconciled::Missing { held: 1 }
+        );
+        assert_eq!(
+            reconcile(&refs, &applied(&[])),
+            Reconciled::Missing { held: 0 }
+        );
+    }
+
+    #[test]
+    fn an_account_holding_anything_else_differs_naming_each_field() {
+        let ours = ours();
+        let refs: Vec<&[EvidenceRecord]> = ours.iter().map(Vec::as_slice).collect();
+        // Another first batch: the same count of batches, another digest and usage.
+        let other = vec![vec![record(0, 1), record(1, 700)]];
+        let Reconciled::Differs(why) = reconcile(&refs[..1], &applied(&other)) else {
+            panic!("agreed with another batch");
+        };
+        assert!(why.contains("usage settled, lamports: 1400, 701"), "{why}");
+        assert!(why.contains("settlement digest"), "{why}");
+        // More batches than ours.
+        let mut more = ours.clone();
+        more.push(vec![record(9, 1)]);
+        let Reconciled::Differs(why) = reconcile(&refs, &applied(&more)) else {
+            panic!("agreed with more batches");
+        };
+        assert!(
+            why.contains("settle batches: this runner's 3, the account's 4"),
+            "{why}"
+        );
+    }
 }

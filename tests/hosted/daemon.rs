@@ -316,6 +316,45 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
     let view = remote_status(net, &daemon, &run);
     assert_eq!(view["phase"], "finalized", "{view}");
 
+    // --- a report whose settlement is not the Run account's is refused, naming each field,
+    // and nothing is written, even when its own hashes recompute (acceptance H1): the daemon's
+    // kept report, re-sealed without its last batch.
+    let kept = state.join("runs").join(&run).join("report.json");
+    let original = std::fs::read_to_string(&kept).unwrap();
+    let mut short = Report::from_json(&original).unwrap();
+    let section = short.settlement.clone().unwrap();
+    let mut batches = section.batches.clone();
+    batches.pop();
+    short.settlement = Some(skilltrial_core::settlement::Settlement::new(
+        section.program_id.clone(),
+        section.run_address.clone(),
+        section.run_id,
+        batches,
+    ));
+    short.seal().unwrap();
+    let mut text = serde_json::to_string_pretty(&short.to_value().unwrap()).unwrap();
+    text.push('\n');
+    std::fs::write(&kept, text).unwrap();
+    let refused_dir = net.dir.path().join("daemon-report-refused");
+    let out = net.cli(
+        &net.user_keypair,
+        &[
+            "report",
+            &run,
+            "--remote",
+            "--runner",
+            daemon.url.as_str(),
+            "--out",
+            refused_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    let said_err = String::from_utf8_lossy(&out.stderr);
+    assert!(said_err.contains("settle batches"), "{said_err}");
+    assert!(said_err.contains("trials settled"), "{said_err}");
+    assert!(!refused_dir.exists(), "nothing is written");
+    std::fs::write(&kept, original).unwrap();
+
     // --- the report, downloaded and checked before it is written.
     let out_dir = net.dir.path().join("daemon-report");
     let downloaded = net.cli_json(
@@ -331,6 +370,7 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
         ],
     );
     assert_eq!(downloaded["report_hash"], view["report_hash"]);
+    assert_eq!(downloaded["run_account"], "agrees");
     let text = std::fs::read_to_string(out_dir.join("report.json")).unwrap();
     let report = Report::from_json(&text).unwrap();
     let settlement = report.settlement.clone().unwrap();

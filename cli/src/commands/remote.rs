@@ -312,7 +312,7 @@ pub fn report(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
             "report --remote needs the Run account address (`submit` printed it)"
         ))
     })?;
-    let (client, _) = signed_in(url, &args.solana, global)?;
+    let (client, session) = signed_in(url, &args.solana, global)?;
     let json_bytes = client.report(run, "report.json").map_err(client_error)?;
     let html = client.report(run, "report.html").map_err(client_error)?;
     // Nothing is written before the file proves itself: its hashes recompute, and it is the
@@ -332,6 +332,7 @@ pub fn report(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
             "the runner's report is not the settlement of run {run}"
         )));
     }
+    let on_chain = on_chain(&session, run, &report)?;
     let layout = state::layout(global)?;
     let dir = args.out.clone().unwrap_or_else(|| {
         layout
@@ -357,16 +358,64 @@ pub fn report(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
             "manifest_hash": manifest_hash.to_string(),
             "json": json_path.display().to_string(),
             "html": html_path.display().to_string(),
+            "run_account": if on_chain { "agrees" } else { "closed" },
         }))?;
     } else {
+        let chain = if on_chain {
+            "the Run account agrees: run id, digest, batches, trials, usage and the anchored report hash"
+        } else {
+            "the Run account is closed, so its settlement was not compared"
+        };
         output::text(&format!(
-            "report of run {run} (verified: report hash {report_hash})\n  {}\n  {}\n  check it on-chain: skilltrial verify {} --run {run}\n",
+            "report of run {run} (verified: report hash {report_hash}; {chain})\n  {}\n  {}\n",
             json_path.display(),
             html_path.display(),
-            json_path.display()
         ))?;
     }
     Ok(Status::Ok)
+}
+
+/// The downloaded report against its Run account, as `verify --run` compares them (the same
+/// code): `true` when the account agrees, `false` when it is closed (nothing to compare), an
+/// error naming each field where they disagree.
+fn on_chain(session: &chain::Session, run: &str, report: &Report) -> Result<bool, CliError> {
+    let address: skilltrial_chain::Pubkey = run
+        .parse()
+        .map_err(|_| CliError::Rejected(anyhow::anyhow!("`{run}` is not a Run account address")))?;
+    if session
+        .chain
+        .run(&address)
+        .map_err(chain::rpc_error)?
+        .is_none()
+    {
+        return Ok(false);
+    }
+    let settlement = report.verify_settlement();
+    if let Some(Err(e)) = &settlement {
+        return Err(CliError::Rejected(anyhow::anyhow!(
+            "the runner's report of run {run}: its settlement does not recompute: {e}; nothing written"
+        )));
+    }
+    let (checked, _) =
+        crate::commands::verify::live_run_account(session, &address, report, settlement.as_ref())?;
+    if checked.agrees() {
+        return Ok(true);
+    }
+    let fields: Vec<String> = checked
+        .disagreements
+        .iter()
+        .map(|d| {
+            format!(
+                "{}: the report says {}, the account holds {}",
+                d.field, d.report, d.account
+            )
+        })
+        .collect();
+    Err(CliError::Rejected(anyhow::anyhow!(
+        "the runner's report of run {run} is not what its Run account {} holds; nothing written:\n  {}",
+        checked.address,
+        fields.join("\n  ")
+    )))
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {

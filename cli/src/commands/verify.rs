@@ -243,16 +243,16 @@ const MAX_ACCOUNT_BYTES: u64 = 64 * 1024;
 
 /// The report against its Run account: where they disagree (nothing when they agree), or not
 /// compared at all when the report's own settlement does not recompute.
-struct OnChain {
-    address: String,
+pub(crate) struct OnChain {
+    pub(crate) address: String,
     compared: bool,
-    disagreements: Vec<Disagreement>,
+    pub(crate) disagreements: Vec<Disagreement>,
 }
 
 impl OnChain {
     /// Agreement, which needs a comparison: a report whose settlement does not recompute is
     /// never said to agree with an account.
-    fn agrees(&self) -> bool {
+    pub(crate) fn agrees(&self) -> bool {
         self.compared && self.disagreements.is_empty()
     }
 
@@ -307,7 +307,7 @@ fn run_account(
 
 /// Fetches the Run at `address` over RPC and compares it with the report; also returns the
 /// Run's user (whose anchor the memo must be, unless --signer says otherwise).
-fn live_run_account(
+pub(crate) fn live_run_account(
     session: &chain::Session,
     address: &skilltrial_chain::Pubkey,
     report: &Report,
