@@ -375,6 +375,13 @@ impl Ctx<'_> {
             // Whatever was executed and not yet settled (a restart's leftovers too) first.
             self.settle(journal, payloads, outbox)?;
             let why = Arc::new(AtomicU8::new(GATE_GO));
+            // The deadline is the cluster's: its clock, read once a chunk, as an offset from
+            // this machine's (a cluster clock behind or ahead of it moves every decision).
+            let skew = self
+                .chain
+                .cluster_time()
+                .map_err(transient)?
+                .saturating_sub(now());
             let gate = {
                 let why = Arc::clone(&why);
                 let url = self.app.config.rpc_url.clone();
@@ -383,6 +390,7 @@ impl Ctx<'_> {
                 let deadline = self.run.deadline;
                 move || {
                     if now()
+                        .saturating_add(skew)
                         .saturating_add(timeout_secs)
                         .saturating_add(SETTLE_MARGIN_SECS)
                         > deadline

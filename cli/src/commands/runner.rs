@@ -16,6 +16,16 @@ fn serve(args: &ServeArgs, global: &Global) -> Result<Status, CliError> {
     let session = chain::connect(&args.solana, global)?;
     let runner = session.wallet()?;
     let genesis = session.chain.genesis_hash().map_err(chain::rpc_error)?;
+    // A daemon whose key is not the config's runner refuses every registration: say so now.
+    if let Some(config) = session.chain.config().map_err(chain::rpc_error)?
+        && config.runner != skilltrial_chain::anchor_key(&solana_signer::Signer::pubkey(&runner))
+    {
+        skilltrial_runner::log(&format!(
+            "warning: -k {} is not the runner the program's config names ({}): every run will be refused; start with the runner keypair",
+            solana_signer::Signer::pubkey(&runner),
+            config.runner
+        ));
+    }
     let chain_id = skilltrial_runner::chain_id_of(&genesis).to_owned();
     if let Some(profiles) = &args.profiles {
         skilltrial_core::profile::all(Some(profiles)).map_err(|e| {
