@@ -39,6 +39,8 @@ pub struct Client {
 pub struct StreamEvent {
     pub id: u64,
     pub kind: String,
+    /// When the daemon recorded it (Unix seconds).
+    pub at: Option<i64>,
     pub data: serde_json::Value,
 }
 
@@ -241,6 +243,7 @@ impl Client {
                     let event = StreamEvent {
                         id,
                         kind: std::mem::take(&mut kind),
+                        at: doc.get("at").and_then(serde_json::Value::as_i64),
                         data: doc.get("data").cloned().unwrap_or(serde_json::Value::Null),
                     };
                     if !on_event(&event) {

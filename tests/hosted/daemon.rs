@@ -171,10 +171,22 @@ fn wait_requests(server: &ScriptedServer, count: usize) -> String {
 
 /// `status --remote --json` of `run`, as the user.
 fn remote_status(net: &Localnet, daemon: &Daemon, run: &str) -> Value {
-    net.cli_json(
+    let out = net.cli(
         &net.user_keypair,
-        &["status", "--remote", "--runner", daemon.url.as_str(), run],
-    )
+        &[
+            "status",
+            "--remote",
+            "--runner",
+            daemon.url.as_str(),
+            run,
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "status --remote: {}", said(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    // One document on one line (acceptance L1).
+    assert_eq!(text.lines().count(), 1, "{text}");
+    serde_json::from_str(&text).unwrap()
 }
 
 fn refused(result: Result<impl std::fmt::Debug, ClientError>, status: u16, what: &str) {
@@ -311,6 +323,7 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let last = events.last().unwrap();
+    assert!(last["at"].is_i64(), "every event carries its time: {last}");
     assert_eq!(last["kind"], "phase", "{last}");
     assert_eq!(last["data"]["phase"], "finalized", "{last}");
     let view = remote_status(net, &daemon, &run);

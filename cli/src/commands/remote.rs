@@ -172,7 +172,7 @@ fn registered(
             Some(opened) => doc["escrow"] = opened.doc.clone(),
             None => doc["already_registered"] = Value::Bool(true),
         }
-        output::json(&doc)?;
+        one_line(&doc)?;
     } else {
         let said = opened.map_or_else(
             || "already registered with the runner (nothing escrowed again)".to_owned(),
@@ -184,6 +184,14 @@ fn registered(
         ))?;
     }
     Ok(Status::Ok)
+}
+
+/// The `--json` output of the hosted commands: one document on one line, as `runner serve` and
+/// `status --remote --follow` print theirs, so that a script reads it line by line.
+fn one_line(doc: &Value) -> Result<(), CliError> {
+    let line = serde_json::to_string(doc).map_err(anyhow::Error::from)?;
+    output::text(&format!("{line}\n"))?;
+    Ok(())
 }
 
 fn view_text(v: &RunView) -> String {
@@ -252,7 +260,7 @@ pub fn status(args: &StatusArgs, global: &Global) -> Result<Status, CliError> {
     let Some(run) = &args.run else {
         let runs = client.runs().map_err(client_error)?;
         if global.json {
-            output::json(&json!({ "runs": runs }))?;
+            one_line(&json!({ "runs": runs }))?;
         } else if runs.is_empty() {
             output::text("no runs on this runner for this wallet\n")?;
         } else {
@@ -270,7 +278,8 @@ pub fn status(args: &StatusArgs, global: &Global) -> Result<Status, CliError> {
                 }
                 stopped |= event.kind == "notice" && event.data["stopping"] == true;
                 let line = if global.json {
-                    json!({"id": event.id, "kind": event.kind, "data": event.data}).to_string()
+                    json!({"id": event.id, "kind": event.kind, "at": event.at, "data": event.data})
+                        .to_string()
                 } else {
                     event_text(event)
                 };
@@ -295,7 +304,7 @@ pub fn status(args: &StatusArgs, global: &Global) -> Result<Status, CliError> {
     }
     let view = client.run(run).map_err(client_error)?;
     if global.json {
-        output::json(&serde_json::to_value(&view).unwrap_or(Value::Null))?;
+        one_line(&serde_json::to_value(&view).unwrap_or(Value::Null))?;
     } else {
         output::text(&view_text(&view))?;
     }
@@ -352,7 +361,7 @@ pub fn report(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
         write_file(path, bytes)?;
     }
     if global.json {
-        output::json(&json!({
+        one_line(&json!({
             "run": run,
             "report_hash": report_hash.to_string(),
             "manifest_hash": manifest_hash.to_string(),
