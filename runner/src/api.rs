@@ -29,6 +29,10 @@ pub struct Info {
     pub program: String,
     /// The model profiles this runner executes (a manifest must pin one of them exactly).
     pub profiles: Vec<String>,
+    /// The buyback schedule (venue, how often it looks, minimum, slippage) and the last
+    /// attempt's outcome; `null` when the operator makes no buybacks.
+    #[serde(default)]
+    pub buyback: serde_json::Value,
 }
 
 /// `GET /v1/auth/challenge`.

@@ -160,6 +160,7 @@ async fn info(State(app): State<Arc<App>>) -> Answer<axum::Json<api::Info>> {
         chain_id: app.expect.chain_id.clone(),
         program: skilltrial_chain::PROGRAM_ID.to_string(),
         profiles: ids,
+        buyback: app.buyback_info(),
     }))
 }
 
@@ -826,6 +827,7 @@ pub fn serve(app: Arc<App>, ready: impl FnOnce(&Ready)) -> Result<(), String> {
                 })
                 .map_err(|e| format!("cannot start the supervisor: {e}"))?
         };
+        app.spawn_buybacks();
         let stop = Arc::clone(&app.stop);
         axum::serve(listener, router(Arc::clone(&app)))
             .with_graceful_shutdown(async move {

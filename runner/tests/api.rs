@@ -38,6 +38,7 @@ fn serve() -> Served {
         max_runs: 1,
         batch: 10,
         fees: skilltrial_chain::send::Fees::default(),
+        buyback: None,
     };
     let second = Config {
         origin: config.origin.clone(),
@@ -82,6 +83,7 @@ fn config_defaults() -> Config {
         max_runs: 1,
         batch: 10,
         fees: skilltrial_chain::send::Fees::default(),
+        buyback: None,
     }
 }
 
