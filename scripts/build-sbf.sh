@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds programs/skilltrial to a real sBPF v3 .so with upstream LLVM (no Solana platform-tools,
+# Builds programs/skilltrial (and programs/venue, the localnet buyback pool) to real sBPF v3 .so files with upstream LLVM (no Solana platform-tools,
 # which cannot be downloaded here): a pinned nightly with LLVM 23 and rust-src, sbpf-linker from
 # crates.io, a custom target with target_os = "solana", and std built from a patched copy.
 #
@@ -23,7 +23,7 @@ ROOT="$PWD"
 # program's crate (sources and manifest), the workspace manifest (the `sbf` profile) and lockfile,
 # and this script with its target spec and std patch. tests/lib.rs (program_source_sha256)
 # computes exactly this; change both together.
-STAMPED=(Cargo.toml Cargo.lock programs/skilltrial scripts/build-sbf.sh scripts/sbf)
+STAMPED=(Cargo.toml Cargo.lock programs/skilltrial programs/venue scripts/build-sbf.sh scripts/sbf)
 source_hash() {
     find "${STAMPED[@]}" -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum \
         | sha256sum | cut -d' ' -f1
@@ -67,7 +67,7 @@ if [ ! -f "$STAMP" ]; then
     touch "$STAMP"
 fi
 
-echo "==> building programs/skilltrial to sBPF v3"
+echo "==> building programs/skilltrial and programs/venue to sBPF v3"
 SRC_HASH="$(source_hash)"
 export PATH="$SBF_HOME/bin:$PATH"
 # Flags for the target only (host build scripts and proc-macros stay normal). Stack frames are
@@ -75,13 +75,20 @@ export PATH="$SBF_HOME/bin:$PATH"
 export CARGO_TARGET_BPFEL_SOLANA_SOLANA_RUSTFLAGS="-C linker=sbpf-linker -Z unstable-options -C panic=immediate-abort -C relocation-model=static -C link-arg=--llvm-args=-bpf-stack-size=4096 -C link-arg=--arch=v3"
 export __CARGO_TESTS_ONLY_SRC_ROOT="$SBF_HOME/rust-src-$NIGHTLY/library"
 export CARGO_TARGET_DIR="${SBF_TARGET_DIR:-$ROOT/target/sbf}"
-cargo +"$NIGHTLY" build --locked --profile sbf -p skilltrial \
+cargo +"$NIGHTLY" build --locked --profile sbf -p skilltrial -p skilltrial-venue \
     --target "$TARGET_JSON" -Z json-target-spec -Z build-std=std,panic_abort
 SO="$(find "$CARGO_TARGET_DIR/bpfel-solana-solana/sbf" -maxdepth 1 -name '*skilltrial.so' | head -n1)"
 if [ -z "$SO" ]; then
     echo "!!! the sBPF build ran but produced no .so" >&2
     exit 1
 fi
+VENUE="$(find "$CARGO_TARGET_DIR/bpfel-solana-solana/sbf" -maxdepth 1 -name '*skilltrial_venue.so' | head -n1)"
+if [ -z "$VENUE" ]; then
+    echo "!!! the sBPF build ran but produced no venue .so" >&2
+    exit 1
+fi
 cp "$SO" "$OUT/skilltrial.so"
+cp "$VENUE" "$OUT/skilltrial_venue.so"
 echo "$SRC_HASH" > "$OUT/skilltrial.so.src-sha256"
+echo "built $OUT/skilltrial_venue.so ($(stat -c %s "$OUT/skilltrial_venue.so") bytes), the localnet buyback venue"
 echo "built $OUT/skilltrial.so ($(stat -c %s "$OUT/skilltrial.so") bytes, sha256 $(sha256sum "$OUT/skilltrial.so" | cut -c1-16)...)"

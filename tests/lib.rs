@@ -141,10 +141,11 @@ fn build_cli(profile_dir: &Path) -> Result<(), String> {
 
 /// What the `.so` is built from, as scripts/build-sbf.sh stamps it (`STAMPED` there): the
 /// program's crate, the workspace manifest and lockfile, the build script and its target spec.
-const PROGRAM_BUILD_INPUTS: [&str; 5] = [
+const PROGRAM_BUILD_INPUTS: [&str; 6] = [
     "Cargo.toml",
     "Cargo.lock",
     "programs/skilltrial",
+    "programs/venue",
     "scripts/build-sbf.sh",
     "scripts/sbf",
 ];

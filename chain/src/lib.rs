@@ -31,6 +31,8 @@ pub mod outbox;
 pub mod pda;
 pub mod rpc;
 pub mod send;
+pub mod token;
+pub mod venue;
 
 /// The program's constants (limits, windows), from the program crate itself.
 pub use skilltrial::constants;

@@ -1,11 +1,12 @@
 //! Sending a transaction so that it lands once or not at all, and saying which.
 //!
-//! 1. Simulate (signatures unchecked, blockhash replaced): a refusal is reported with the
-//!    program's own error name before anything is signed; the units consumed size the
-//!    compute-unit limit (`units × 1.2 + 1,000`).
-//! 2. Price: `--with-compute-unit-price`, else the 75th percentile of the non-zero
+//! 1. Price: `--with-compute-unit-price`, else the 75th percentile of the non-zero
 //!    `getRecentPrioritizationFees` over the transaction's writable accounts, clamped to a
 //!    ceiling.
+//! 2. Simulate (signatures unchecked, blockhash replaced) with the same compute-budget
+//!    instructions the transaction will carry (so instruction indexes are the ones sent): a
+//!    refusal is reported with the program's own error name before anything is signed; the
+//!    units consumed size the compute-unit limit (`units × 1.2 + 1,000`).
 //! 3. Claim the intent in the outbox: if a transaction for it is pending, resume that one and
 //!    sign nothing; else fetch a blockhash, sign, and **record signature, blockhash, last valid
 //!    block height and wire bytes before sending**.
@@ -22,7 +23,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 use solana_compute_budget_interface::ComputeBudgetInstruction;
 use solana_keypair::Keypair;
-use solana_message::{Hash, Message};
+use solana_message::{AddressLookupTableAccount, Hash, Message, v0};
 use solana_rpc_client_api::request::RpcRequest;
 use solana_signature::Signature;
 use solana_signer::Signer;
@@ -171,6 +172,21 @@ impl<'a> Sender<'a> {
         instructions: &[Instruction],
         fees: Fees,
     ) -> Result<Sent, SendError> {
+        self.send_with_tables(intent, payer, signers, instructions, &[], fees)
+    }
+
+    /// [`Sender::send`] as a version-0 transaction loading addresses from `tables` (a legacy
+    /// one when `tables` is empty). The compute-budget instructions come first: the limit, then
+    /// the price when it is not zero ([`budget_prefix`]).
+    pub fn send_with_tables(
+        &mut self,
+        intent: &str,
+        payer: &Keypair,
+        signers: &[&Keypair],
+        instructions: &[Instruction],
+        tables: &[AddressLookupTableAccount],
+        fees: Fees,
+    ) -> Result<Sent, SendError> {
         for _ in 0..MAX_SIGNINGS {
             // A transaction left pending by an earlier command is driven to its end first.
             if let Some(entry) = self.outbox.pending(&self.cluster, intent)? {
@@ -183,21 +199,18 @@ impl<'a> Sender<'a> {
                     None => continue,
                 }
             }
-            let units = self.simulate(payer, instructions)?;
+            let price = self.compute_unit_price(instructions, fees)?;
+            let units = self.simulate(payer, instructions, tables, price)?;
             let limit = units
                 .saturating_mul(6)
                 .div_ceil(5)
                 .saturating_add(1_000)
                 .min(MAX_COMPUTE_UNITS);
-            let price = match fees.price {
-                Some(price) => price,
-                None => self.market_price(instructions)?.min(fees.ceiling),
-            };
             let all = with_budget(instructions, limit, price);
             let chain = self.chain;
-            let claim = self
-                .outbox
-                .claim(&self.cluster, intent, || sign(chain, payer, signers, &all))??;
+            let claim = self.outbox.claim(&self.cluster, intent, || {
+                sign(chain, payer, signers, &all, tables)
+            })??;
             let (entry, fresh) = match claim {
                 Claim::Existing(entry) => (entry, false),
                 Claim::New(entry) => (entry, true),
@@ -235,14 +248,32 @@ impl<'a> Sender<'a> {
         Ok(out)
     }
 
-    /// Simulates `instructions` with the largest limit; the units they consumed, or the
-    /// refusal with the program's own words.
-    fn simulate(&self, payer: &Keypair, instructions: &[Instruction]) -> Result<u32, SendError> {
-        let all = with_budget(instructions, MAX_COMPUTE_UNITS, 0);
-        let message = Message::new_with_blockhash(&all, Some(&payer.pubkey()), &Hash::default());
+    /// The compute-unit price `instructions` will be sent at under `fees`.
+    pub fn compute_unit_price(
+        &self,
+        instructions: &[Instruction],
+        fees: Fees,
+    ) -> Result<u64, SendError> {
+        Ok(match fees.price {
+            Some(price) => price,
+            None => self.market_price(instructions)?.min(fees.ceiling),
+        })
+    }
+
+    /// Simulates `instructions` with the largest limit and `price`; the units they consumed,
+    /// or the refusal with the program's own words.
+    fn simulate(
+        &self,
+        payer: &Keypair,
+        instructions: &[Instruction],
+        tables: &[AddressLookupTableAccount],
+        price: u64,
+    ) -> Result<u32, SendError> {
+        let all = with_budget(instructions, MAX_COMPUTE_UNITS, price);
+        let message = Compiled::new(&payer.pubkey(), &all, tables, Hash::default())?;
         let wire = wire_bytes(
-            &message,
-            &vec![Signature::default(); signer_count(&message)],
+            &message.serialize(),
+            &vec![Signature::default(); message.signer_keys().len()],
         );
         let answer = self
             .chain
@@ -406,13 +437,15 @@ fn sign(
     payer: &Keypair,
     signers: &[&Keypair],
     instructions: &[Instruction],
+    tables: &[AddressLookupTableAccount],
 ) -> Result<Signed, SendError> {
     let (blockhash, last_valid_block_height) =
         chain.latest_blockhash().map_err(SendError::BeforeSigning)?;
-    sign_with_blockhash(
+    sign_with_tables(
         payer,
         signers,
         instructions,
+        tables,
         &blockhash,
         last_valid_block_height,
     )
@@ -428,21 +461,41 @@ pub fn sign_with_blockhash(
     blockhash: &str,
     last_valid_block_height: u64,
 ) -> Result<Signed, SendError> {
+    sign_with_tables(
+        payer,
+        signers,
+        instructions,
+        &[],
+        blockhash,
+        last_valid_block_height,
+    )
+}
+
+/// [`sign_with_blockhash`] for a version-0 message loading addresses from `tables` (legacy when
+/// `tables` is empty).
+pub fn sign_with_tables(
+    payer: &Keypair,
+    signers: &[&Keypair],
+    instructions: &[Instruction],
+    tables: &[AddressLookupTableAccount],
+    blockhash: &str,
+    last_valid_block_height: u64,
+) -> Result<Signed, SendError> {
     let hash: Hash = blockhash
         .parse()
         .map_err(|_| SendError::Build(format!("{blockhash:?} is not a blockhash")))?;
-    let message = Message::new_with_blockhash(instructions, Some(&payer.pubkey()), &hash);
+    let message = Compiled::new(&payer.pubkey(), instructions, tables, hash)?;
     let data = message.serialize();
-    let required = signer_count(&message);
-    let mut signatures = Vec::with_capacity(required);
-    for key in message.account_keys.iter().take(required) {
+    let keys = message.signer_keys();
+    let mut signatures = Vec::with_capacity(keys.len());
+    for key in keys {
         let keypair = std::iter::once(payer)
             .chain(signers.iter().copied())
             .find(|k| k.pubkey() == *key)
             .ok_or_else(|| SendError::Build(format!("no keypair for the signer {key}")))?;
         signatures.push(keypair.sign_message(&data));
     }
-    let wire = wire_bytes(&message, &signatures);
+    let wire = wire_bytes(&data, &signatures);
     if wire.len() > MAX_TRANSACTION_BYTES {
         return Err(SendError::Build(format!(
             "the transaction is {} bytes, over the {MAX_TRANSACTION_BYTES}-byte limit",
@@ -472,13 +525,59 @@ fn with_budget(instructions: &[Instruction], limit: u32, price: u64) -> Vec<Inst
     all
 }
 
-fn signer_count(message: &Message) -> usize {
-    usize::from(message.header.num_required_signatures)
+/// How many compute-budget instructions [`Sender::send`] puts before the caller's at `price`:
+/// the limit, and the price unless it is zero. An instruction that names another by its index
+/// in the transaction (a buyback names its burn) counts from here.
+pub fn budget_prefix(price: u64) -> usize {
+    if price > 0 { 2 } else { 1 }
+}
+
+/// A message as it is signed: legacy, or version 0 when it loads addresses from lookup tables.
+enum Compiled {
+    Legacy(Message),
+    V0(v0::Message),
+}
+
+impl Compiled {
+    fn new(
+        payer: &Pubkey,
+        instructions: &[Instruction],
+        tables: &[AddressLookupTableAccount],
+        hash: Hash,
+    ) -> Result<Self, SendError> {
+        if tables.is_empty() {
+            return Ok(Self::Legacy(Message::new_with_blockhash(
+                instructions,
+                Some(payer),
+                &hash,
+            )));
+        }
+        v0::Message::try_compile(payer, instructions, tables, hash)
+            .map(Self::V0)
+            .map_err(|e| SendError::Build(format!("cannot compile the version-0 message: {e}")))
+    }
+
+    /// The bytes each signer signs.
+    fn serialize(&self) -> Vec<u8> {
+        match self {
+            Self::Legacy(message) => message.serialize(),
+            Self::V0(message) => message.serialize(),
+        }
+    }
+
+    /// The keys that must sign, in order.
+    fn signer_keys(&self) -> &[Pubkey] {
+        let (header, keys) = match self {
+            Self::Legacy(m) => (m.header, &m.account_keys),
+            Self::V0(m) => (m.header, &m.account_keys),
+        };
+        let required = usize::from(header.num_required_signatures).min(keys.len());
+        keys.get(..required).unwrap_or_default()
+    }
 }
 
 /// A transaction's wire bytes: the compact-u16 signature count, the signatures, the message.
-fn wire_bytes(message: &Message, signatures: &[Signature]) -> Vec<u8> {
-    let data = message.serialize();
+fn wire_bytes(data: &[u8], signatures: &[Signature]) -> Vec<u8> {
     let mut out = Vec::with_capacity(3 + 64 * signatures.len() + data.len());
     let mut count = u16::try_from(signatures.len()).unwrap_or(u16::MAX);
     loop {
@@ -495,7 +594,7 @@ fn wire_bytes(message: &Message, signatures: &[Signature]) -> Vec<u8> {
     for signature in signatures {
         out.extend_from_slice(signature.as_ref());
     }
-    out.extend_from_slice(&data);
+    out.extend_from_slice(data);
     out
 }
 
@@ -556,12 +655,57 @@ mod tests {
         let all = with_budget(&[ix], 12_345, 7);
         let message = Message::new_with_blockhash(&all, Some(&payer.pubkey()), &Hash::new_unique());
         let signature = payer.sign_message(&message.serialize());
-        let wire = wire_bytes(&message, &[signature]);
+        let wire = wire_bytes(&message.serialize(), &[signature]);
         let decoded = skilltrial_core::solana::transaction::decode_wire(&wire).unwrap();
         assert_eq!(decoded.signatures.len(), 1);
         assert_eq!(decoded.signatures[0].as_slice(), signature.as_ref());
         assert_eq!(decoded.instructions.len(), 3);
         assert_eq!(decoded.instructions[2].data, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn a_version_0_transaction_loads_accounts_from_its_tables_and_signs_what_it_sends() {
+        let payer = Keypair::new();
+        let (far_a, far_b) = (Pubkey::new_unique(), Pubkey::new_unique());
+        let ix = Instruction {
+            program_id: Pubkey::new_unique(),
+            accounts: vec![
+                crate::AccountMeta::new(payer.pubkey(), true),
+                crate::AccountMeta::new(far_a, false),
+                crate::AccountMeta::new_readonly(far_b, false),
+            ],
+            data: vec![9],
+        };
+        let table = AddressLookupTableAccount {
+            key: Pubkey::new_unique(),
+            addresses: vec![Pubkey::new_unique(), far_b, far_a],
+        };
+        let all = with_budget(&[ix], 10_000, 1);
+        let hash = Hash::new_unique().to_string();
+        let signed =
+            sign_with_tables(&payer, &[], &all, std::slice::from_ref(&table), &hash, 99).unwrap();
+        let wire = base64::engine::general_purpose::STANDARD
+            .decode(&signed.wire_base64)
+            .unwrap();
+        let decoded = skilltrial_core::solana::transaction::decode_wire(&wire).unwrap();
+        assert_eq!(decoded.lookups.len(), 1);
+        assert_eq!(decoded.lookups[0].table.0, table.key.to_bytes());
+        assert_eq!(decoded.lookups[0].writable, vec![2]);
+        assert_eq!(decoded.lookups[0].readonly, vec![1]);
+        assert!(!decoded.static_keys.iter().any(|k| k.0 == far_a.to_bytes()));
+        // The signature is over the version-0 message bytes (prefix 0x80).
+        let message = &wire[1 + 64..];
+        assert_eq!(message[0], 0x80);
+        let signature: Signature = signed.signature.parse().unwrap();
+        assert!(signature.verify(payer.pubkey().as_ref(), message));
+        assert_eq!(budget_prefix(0), 1);
+        assert_eq!(budget_prefix(1), 2);
+        // Without tables, the same call signs a legacy message.
+        let legacy = sign_with_tables(&payer, &[], &all, &[], &hash, 99).unwrap();
+        let wire = base64::engine::general_purpose::STANDARD
+            .decode(&legacy.wire_base64)
+            .unwrap();
+        assert_ne!(wire[1 + 64], 0x80);
     }
 
     #[test]

@@ -162,6 +162,41 @@ pub enum RunnerCommand {
     /// accounts execute, settle on-chain and finalize. Ctrl-C stops it after each run's request
     /// in flight.
     Serve(ServeArgs),
+    /// Make one buyback now if it is due: sweep the fee vault's unreleased fees (up to the
+    /// program's cap) through the venue and burn what they buy, in one transaction.
+    Buyback(BuybackOnceArgs),
+}
+
+/// How buybacks are made (`runner serve` on a schedule, `runner buyback` once).
+#[derive(Debug, Args)]
+pub struct BuybackArgs {
+    /// Where fees are swapped for $SKTRIAL: `auto` (the pool of `skilltrial localnet` on a local
+    /// cluster, Jupiter elsewhere), `localnet`, `jupiter`, or `off` (no buybacks).
+    #[arg(long, value_name = "VENUE", default_value = "auto", value_parser = ["auto", "localnet", "jupiter", "off"])]
+    pub buyback_venue: String,
+    /// How often the daemon checks whether a buyback is due, seconds (the program's interval
+    /// decides when one may run).
+    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub buyback_every: u64,
+    /// The least unreleased fee worth a buyback transaction, lamports.
+    #[arg(long, value_name = "LAMPORTS", default_value_t = 1_000_000)]
+    pub buyback_min_lamports: u64,
+    /// How far below its quote the swap may fill, basis points: the buyback burns the quote less
+    /// this (the venue's minimum output), and the swap fails below it.
+    #[arg(long, value_name = "BPS", default_value_t = 100, value_parser = clap::value_parser!(u16).range(0..=5_000))]
+    pub buyback_slippage_bps: u16,
+    /// Jupiter's Swap API v2 base URL. Its key is read from JUPITER_API_KEY (never a flag).
+    #[arg(long, value_name = "URL", default_value = skilltrial_runner::buyback::JUPITER_URL)]
+    pub jupiter_url: url::Url,
+}
+
+#[derive(Debug, Args)]
+pub struct BuybackOnceArgs {
+    #[command(flatten)]
+    pub buyback: BuybackArgs,
+    /// The runner's keypair (-k/--keypair): the config's runner, who alone may buy back.
+    #[command(flatten)]
+    pub solana: SolanaArgs,
 }
 
 #[derive(Debug, Args)]
@@ -196,6 +231,8 @@ pub struct ServeArgs {
     /// How old a manifest's SOL/USD pin may be when it is uploaded (e.g. 30m, 1h).
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = duration)]
     pub max_rate_age: i64,
+    #[command(flatten)]
+    pub buyback: BuybackArgs,
     /// The runner keypair (-k/--keypair): it signs settlements and finalizations, and must be
     /// the runner the program's config names.
     #[command(flatten)]
@@ -463,6 +500,10 @@ pub struct LocalnetArgs {
     /// The program .so. Default: target/deploy/skilltrial.so beside this binary's build.
     #[arg(long, value_name = "FILE")]
     pub program: Option<PathBuf>,
+    /// The buyback venue's .so (a SOL → $SKTRIAL pool seeded in genesis). Default:
+    /// target/deploy/skilltrial_venue.so beside this binary's build.
+    #[arg(long, value_name = "FILE")]
+    pub venue_program: Option<PathBuf>,
     /// SOL to fund the keypair with.
     #[arg(long, value_name = "SOL", default_value_t = 100)]
     pub fund_sol: u64,

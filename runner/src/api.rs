@@ -33,6 +33,10 @@ pub struct Info {
     /// The SOL/USD rate this runner is repaid at: a manifest must pin one within its tolerance,
     /// pinned recently (`plan --sol-usd`).
     pub sol_usd: Rate,
+    /// The buyback schedule (venue, how often it looks, minimum, slippage) and the last
+    /// attempt's outcome; `null` when the operator makes no buybacks.
+    #[serde(default)]
+    pub buyback: serde_json::Value,
 }
 
 /// The operator's SOL/USD terms, in `GET /v1/info`.

@@ -20,6 +20,7 @@
 //! again after a restart.
 
 pub mod api;
+pub mod buyback;
 pub mod client;
 pub mod rate;
 pub mod server;
@@ -66,6 +67,42 @@ pub struct Config {
     pub fees: Fees,
     /// The SOL/USD rate the operator is repaid at, and what it accepts around it.
     pub rate: rate::OperatorRate,
+    /// Buybacks on a schedule (`None`: the operator makes none).
+    pub buyback: Option<BuybackSettings>,
+}
+
+/// Which venue buybacks swap through.
+#[derive(Debug, Clone)]
+pub enum VenueChoice {
+    /// The local validator's pool program (`skilltrial localnet`).
+    LocalPool,
+    /// Jupiter's Swap API (`base`, e.g. https://api.jup.ag/swap/v2), with the operator's key.
+    Jupiter {
+        base: url::Url,
+        api_key: Option<String>,
+    },
+}
+
+impl VenueChoice {
+    /// The venue, speaking to `chain` where it reads the chain.
+    pub fn open(&self, chain: Chain) -> Result<Box<dyn buyback::Venue>, String> {
+        Ok(match self {
+            Self::LocalPool => Box::new(buyback::LocalPool::new(chain)),
+            Self::Jupiter { base, api_key } => {
+                Box::new(buyback::Jupiter::new(base.clone(), api_key.clone())?)
+            }
+        })
+    }
+}
+
+/// How the daemon buys back: through which venue, how often it looks, on what terms.
+#[derive(Debug, Clone)]
+pub struct BuybackSettings {
+    pub venue: VenueChoice,
+    /// How often the daemon checks whether a buyback is due (the program's interval decides
+    /// whether one may run).
+    pub every: Duration,
+    pub terms: buyback::Terms,
 }
 
 /// Everything the HTTP handlers and the run threads share.
@@ -84,6 +121,8 @@ pub struct App {
     active: Mutex<BTreeSet<String>>,
     /// A run whose work failed for a passing reason is tried again after this instant.
     retry_at: Mutex<BTreeMap<String, Instant>>,
+    /// The last buyback attempt's outcome, for `/v1/info`.
+    last_buyback: Mutex<Option<Value>>,
     /// The state directory's lock: one daemon per state directory (it dies with the process).
     _lock: std::fs::File,
 }
@@ -155,6 +194,7 @@ impl App {
             closing: tokio::sync::watch::Sender::new(false),
             active: Mutex::new(BTreeSet::new()),
             retry_at: Mutex::new(BTreeMap::new()),
+            last_buyback: Mutex::new(None),
             _lock: lock,
         }))
     }
@@ -325,6 +365,107 @@ impl App {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(&run.address);
+    }
+
+    /// Starts the buyback scheduler when the config asks for one: every `every`, a buyback if
+    /// the program's interval allows it and enough fees are booked. Failures are logged and
+    /// tried again at the next tick; nothing here can stop a run.
+    pub fn spawn_buybacks(self: &Arc<Self>) {
+        let Some(settings) = self.config.buyback.clone() else {
+            return;
+        };
+        let app = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("buybacks".to_owned())
+            .spawn(move || {
+                let mut next = Instant::now();
+                while !app.stopping() {
+                    if Instant::now() >= next {
+                        app.buyback_tick(&settings);
+                        next = Instant::now() + settings.every;
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            });
+        if let Err(e) = spawned {
+            log(&format!("cannot start the buyback scheduler: {e}"));
+        }
+    }
+
+    fn buyback_tick(&self, settings: &BuybackSettings) {
+        let outcome = (|| {
+            let chain = self.chain();
+            let venue = settings
+                .venue
+                .open(self.chain())
+                .map_err(buyback::BuybackError::Setup)?;
+            let mut outbox = skilltrial_chain::outbox::Outbox::open(
+                &self.config.state_dir.join("chain-outbox.sqlite"),
+            )
+            .map_err(|e| buyback::BuybackError::Transient(e.to_string()))?;
+            let progress = |line: &str| log(line);
+            buyback::buyback_once(
+                &chain,
+                &mut outbox,
+                &self.runner,
+                venue.as_ref(),
+                settings.terms,
+                &progress,
+            )
+        })();
+        let info = match &outcome {
+            Ok(buyback::Outcome::Done {
+                signature,
+                lamports_in,
+                quoted_out,
+                tokens_burned,
+            }) => {
+                log(&format!(
+                    "buyback {signature}: {lamports_in} lamports of fees bought {tokens_burned} $SKTRIAL base units (quoted {quoted_out}), burned"
+                ));
+                serde_json::json!({"outcome": "done", "signature": signature, "lamports_in": lamports_in, "quoted_out": quoted_out, "tokens_burned": tokens_burned})
+            }
+            Ok(buyback::Outcome::NotDue { next_at }) => {
+                serde_json::json!({"outcome": "not_due", "next_at": next_at})
+            }
+            Ok(buyback::Outcome::TooLittle {
+                unreleased,
+                minimum,
+            }) => {
+                serde_json::json!({"outcome": "too_little", "unreleased": unreleased, "minimum": minimum})
+            }
+            Err(e) => {
+                log(&format!("buyback not made: {e}"));
+                serde_json::json!({"outcome": "failed", "error": e.to_string()})
+            }
+        };
+        *self
+            .last_buyback
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(info);
+    }
+
+    /// The buyback schedule and its last outcome, for `/v1/info` (`null` when off).
+    pub fn buyback_info(&self) -> Value {
+        let Some(settings) = &self.config.buyback else {
+            return Value::Null;
+        };
+        let venue = match &settings.venue {
+            VenueChoice::LocalPool => "localnet pool".to_owned(),
+            VenueChoice::Jupiter { base, .. } => format!("jupiter ({base})"),
+        };
+        let last = self
+            .last_buyback
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        serde_json::json!({
+            "venue": venue,
+            "every_secs": settings.every.as_secs(),
+            "min_lamports": settings.terms.min_lamports,
+            "slippage_bps": settings.terms.slippage_bps,
+            "last": last,
+        })
     }
 
     /// Runs executing now.

@@ -205,6 +205,7 @@ async fn info(State(app): State<Arc<App>>) -> Answer<axum::Json<api::Info>> {
         program: skilltrial_chain::PROGRAM_ID.to_string(),
         profiles: ids,
         sol_usd: app.config.rate.info(),
+        buyback: app.buyback_info(),
     }))
 }
 
@@ -1003,6 +1004,7 @@ pub fn serve_until(
                 })
                 .map_err(|e| format!("cannot start the supervisor: {e}"))?
         };
+        app.spawn_buybacks();
         let stopping = Arc::clone(&app);
         axum::serve(listener, router(Arc::clone(&app)))
             .with_graceful_shutdown(async move {

@@ -54,6 +54,7 @@ fn serve_with(prepare: impl FnOnce(&Path)) -> Served {
         batch: 10,
         fees: skilltrial_chain::send::Fees::default(),
         rate: operator_rate(),
+        buyback: None,
     };
     let second = Config {
         origin: config.origin.clone(),
@@ -99,6 +100,7 @@ fn config_defaults() -> Config {
         batch: 10,
         fees: skilltrial_chain::send::Fees::default(),
         rate: operator_rate(),
+        buyback: None,
     }
 }
 

@@ -92,7 +92,21 @@ fn free_port() -> u16 {
 }
 
 fn start_daemon(net: &Localnet, port: u16, state: &PathBuf, profiles: &PathBuf) -> Daemon {
-    start_daemon_with(net, port, state, profiles, &["--batch", "8"])
+    // Buybacks on: the daemon looks every 2 s and buys back once the program's interval allows.
+    start_daemon_with(
+        net,
+        port,
+        state,
+        profiles,
+        &[
+            "--batch",
+            "8",
+            "--buyback-every",
+            "2",
+            "--buyback-min-lamports",
+            "1",
+        ],
+    )
 }
 
 fn start_daemon_with(
@@ -210,6 +224,7 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
     })
     .unwrap();
     let profiles = operator_profile(net, "loopback-slow", &server);
+    let buybacks_before = net.chain.buyback_log().unwrap().unwrap().count;
 
     // --- a 54-trial plan whose money cap ($0.30) cuts trials early: the large ones first, while
     // small ones still fit (the engine's admission, per trial), so trials are cut by the budget
@@ -499,6 +514,34 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
         "the user paid exactly the usage, the fees of executed trials, and their transactions"
     );
     assert!(escrow > usage + executed * fee);
+
+    // --- the daemon's scheduler bought back and burned with the fees, once the interval since
+    // the previous buyback (`runner buyback`, in the scenario before) allowed it.
+    let info = Client::new(&daemon.url).unwrap().info().unwrap();
+    assert_eq!(info.buyback["venue"], "localnet pool", "{:?}", info.buyback);
+    let started = std::time::Instant::now();
+    let entry = loop {
+        let log = net.chain.buyback_log().unwrap().unwrap();
+        if log.count > buybacks_before {
+            let entries = skilltrial_chain::account::buyback_entries(&log);
+            break *entries.first().unwrap(); // newest first
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(180),
+            "the daemon made no buyback in 180 s; its last attempt: {:?}",
+            Client::new(&daemon.url).unwrap().info().unwrap().buyback
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert!(entry.lamports_in > 0 && entry.tokens_burned >= entry.lamports_in);
+    assert_eq!(
+        entry.token_account,
+        skilltrial_chain::token::associated_account(
+            &net.runner.pubkey(),
+            &net.chain.config().unwrap().unwrap().sktrial_mint,
+            &skilltrial_chain::token::TOKEN_PROGRAM_ID
+        )
+    );
     drop(daemon);
     server.stop();
 }

@@ -13,6 +13,7 @@
 //! in the same invocation) and target/deploy/skilltrial.so (scripts/build-sbf.sh).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod buyback;
 mod daemon;
 mod harness;
 mod scenarios;
@@ -37,6 +38,7 @@ fn hosted_runs_end_to_end_on_a_local_validator() {
     scenarios::the_outbox_resumes_and_never_signs_twice(&net);
     scenarios::a_killed_open_is_resumed_not_repeated(&net);
     scenarios::operator_commands(&net);
+    buyback::buybacks_burn_what_the_fees_buy(&net);
     daemon::the_runner_daemon_serves_a_hosted_run(&net);
     net.stop();
 }

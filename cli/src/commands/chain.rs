@@ -126,7 +126,7 @@ impl Session {
         Ok(wallet)
     }
 
-    fn outbox(&self) -> Result<Outbox, CliError> {
+    pub fn outbox(&self) -> Result<Outbox, CliError> {
         let global = Global {
             json: false,
             home: self.global_home.clone(),

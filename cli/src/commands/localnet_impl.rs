@@ -8,7 +8,11 @@
 //!   fees it pays), payout `<ledger>/skilltrial-runner-payout.json` (funded with 1 SOL: an
 //!   account receiving usage in small credits must already be rent-exempt);
 //! - a short minimum deadline (`--min-deadline-secs`, 10 s by default) so refunds can be tried
-//!   at once; the shortest time lock the program allows (1 h).
+//!   at once; the shortest time lock the program allows (1 h);
+//! - buybacks that work: a real $SKTRIAL mint (6 decimals, your keypair its mint authority), the
+//!   venue program (`programs/venue`) with a SOL → $SKTRIAL pool seeded with 100 SOL and the
+//!   whole supply (10^15 base units), the runner's $SKTRIAL account, and a config naming that
+//!   mint, the shortest interval (60 s) and a floor of one base unit per lamport.
 //!
 //! It prints the RPC URL and the keys (`--json`: one line of JSON) and runs until Ctrl-C or
 //! SIGTERM, then stops the validator and exits 0. The ledger persists in `--ledger` (the config,
@@ -24,7 +28,9 @@ use skilltrial_chain::ix::{self, BuybackRate, ConfigInitArgs, SpendingLimit};
 use skilltrial_chain::outbox::Outbox;
 use skilltrial_chain::rpc::Chain;
 use skilltrial_chain::send::{Fees, Sender};
-use skilltrial_chain::{PROGRAM_ID, Pubkey, SYSTEM_PROGRAM_ID, UPGRADEABLE_LOADER_ID, anchor_key};
+use skilltrial_chain::{
+    PROGRAM_ID, Pubkey, SYSTEM_PROGRAM_ID, UPGRADEABLE_LOADER_ID, anchor_key, token, venue,
+};
 use solana_account::AccountSharedData;
 use solana_keypair::Keypair;
 use solana_signer::Signer;
@@ -62,15 +68,16 @@ fn keypair_at(path: &Path) -> Result<(Keypair, bool), CliError> {
     Ok((keypair, true))
 }
 
-/// The program `.so`: `--program`, else `target/deploy/skilltrial.so` of the build this binary
-/// belongs to (`target/<profile>/skilltrial` → `target/deploy/`), else under the current folder.
-fn program_path(given: Option<&PathBuf>) -> Result<PathBuf, CliError> {
+/// A program `.so` (`name`): given by `flag`, else `target/deploy/<name>` of the build this
+/// binary belongs to (`target/<profile>/skilltrial` → `target/deploy/`), else under the current
+/// folder.
+fn program_path(given: Option<&PathBuf>, flag: &str, name: &str) -> Result<PathBuf, CliError> {
     if let Some(path) = given {
         return if path.is_file() {
             Ok(path.clone())
         } else {
             Err(env_error(format!(
-                "--program {}: no such file",
+                "{flag} {}: no such file",
                 path.display()
             )))
         };
@@ -79,16 +86,16 @@ fn program_path(given: Option<&PathBuf>) -> Result<PathBuf, CliError> {
     if let Ok(exe) = std::env::current_exe()
         && let Some(target) = exe.parent().and_then(Path::parent)
     {
-        candidates.push(target.join("deploy/skilltrial.so"));
+        candidates.push(target.join("deploy").join(name));
     }
-    candidates.push(PathBuf::from("target/deploy/skilltrial.so"));
+    candidates.push(PathBuf::from("target/deploy").join(name));
     candidates
         .iter()
         .find(|p| p.is_file())
         .cloned()
         .ok_or_else(|| {
             env_error(format!(
-                "the program .so is not built (looked for {}): run `bash scripts/build-sbf.sh`, or pass --program FILE",
+                "{name} is not built (looked for {}): run `bash scripts/build-sbf.sh`, or pass {flag} FILE",
                 candidates
                     .iter()
                     .map(|p| p.display().to_string())
@@ -99,7 +106,12 @@ fn program_path(given: Option<&PathBuf>) -> Result<PathBuf, CliError> {
 }
 
 pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
-    let program = program_path(args.program.as_ref())?;
+    let program = program_path(args.program.as_ref(), "--program", "skilltrial.so")?;
+    let venue_program = program_path(
+        args.venue_program.as_ref(),
+        "--venue-program",
+        "skilltrial_venue.so",
+    )?;
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from);
@@ -205,12 +217,26 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
             payout.pubkey(),
             AccountSharedData::new(LAMPORTS_PER_SOL, 0, &SYSTEM_PROGRAM_ID),
         )
-        .add_upgradeable_programs_with_path(&[UpgradeableProgramInfo {
-            program_id: PROGRAM_ID,
-            loader: UPGRADEABLE_LOADER_ID,
-            upgrade_authority: wallet.pubkey(),
-            program_path: program.clone(),
-        }]);
+        .add_upgradeable_programs_with_path(&[
+            UpgradeableProgramInfo {
+                program_id: PROGRAM_ID,
+                loader: UPGRADEABLE_LOADER_ID,
+                upgrade_authority: wallet.pubkey(),
+                program_path: program.clone(),
+            },
+            UpgradeableProgramInfo {
+                program_id: venue::VENUE_ID,
+                loader: UPGRADEABLE_LOADER_ID,
+                upgrade_authority: wallet.pubkey(),
+                program_path: venue_program,
+            },
+        ]);
+    // A fresh ledger gets a $SKTRIAL mint and its pool; a kept one already has them (and its
+    // config names its mint).
+    let mint = Keypair::new().pubkey();
+    for (address, account) in buyback_accounts(&mint, &wallet.pubkey(), &runner.pubkey()) {
+        genesis.add_account(address, account);
+    }
     crate::commands::progress::notice(&format!(
         "starting a local validator (ledger {}, program {})…",
         ledger.display(),
@@ -249,16 +275,18 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
             &wallet,
             &runner.pubkey(),
             &payout.pubkey(),
+            &mint,
             args.min_deadline_secs,
         )?;
     let balance = chain
         .balance(&wallet.pubkey())
         .map_err(|e| env_error(e.to_string()))?;
-    // What the config says (a restarted ledger keeps the deadline it was created with).
-    let min_deadline_secs = chain
-        .config()
-        .map_err(|e| env_error(e.to_string()))?
+    // What the config says (a restarted ledger keeps the deadline and mint it was created with).
+    let config = chain.config().map_err(|e| env_error(e.to_string()))?;
+    let min_deadline_secs = config
+        .as_ref()
         .map_or(args.min_deadline_secs, |c| c.min_deadline_secs);
+    let mint = config.as_ref().map_or(mint, |c| c.sktrial_mint);
     let info = json!({
         "rpc_url": url,
         "websocket_url": validator.rpc_pubsub_url(),
@@ -272,14 +300,19 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
         "ledger": ledger.display().to_string(),
         "config_initialized_now": initialized,
         "min_deadline_secs": min_deadline_secs,
+        "sktrial_mint": mint.to_string(),
+        "venue_program_id": venue::VENUE_ID.to_string(),
+        "venue_pool": venue::pool_address(&mint).to_string(),
     });
     if global.json {
         // One line, so a script can read it before the validator stops.
         crate::output::text(&format!("{info}\n"))?;
     } else {
         crate::output::text(&format!(
-            "local validator ready\n  RPC URL   {url}   (use --url {url}, or -u l on the default port)\n  program   {}\n  wallet    {} ({}), {}\n  runner    {} ({})\n  payout    {}\n  ledger    {}\nCtrl-C stops it.\n",
+            "local validator ready\n  RPC URL   {url}   (use --url {url}, or -u l on the default port)\n  program   {}\n  $SKTRIAL  {} (buybacks through the pool {})\n  wallet    {} ({}), {}\n  runner    {} ({})\n  payout    {}\n  ledger    {}\nCtrl-C stops it.\n",
             PROGRAM_ID,
+            mint,
+            venue::pool_address(&mint),
             wallet.pubkey(),
             keypair_path.display(),
             sol(balance),
@@ -296,6 +329,69 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
     drop(validator);
     crate::commands::progress::notice("stopped");
     Ok(Status::Ok)
+}
+
+/// $SKTRIAL's supply on a local cluster: 10^9 tokens of 6 decimals, all in the pool.
+const SKTRIAL_SUPPLY: u64 = 1_000_000_000_000_000;
+const SKTRIAL_DECIMALS: u8 = 6;
+/// The pool's SOL reserve.
+const POOL_SOL: u64 = 100;
+/// The pool's fee, basis points.
+const POOL_FEE_BPS: u16 = 30;
+
+/// The rent-exempt minimum of `len` bytes at the default rent (what a test validator charges):
+/// (128 bytes of overhead + len) × 3,480 lamports per byte-year × 2 years.
+fn rent_exempt(len: usize) -> u64 {
+    u64::try_from(len)
+        .unwrap_or(u64::MAX)
+        .saturating_add(128)
+        .saturating_mul(6_960)
+}
+
+/// The genesis accounts buybacks need: the `mint` (authority `authority`), the venue's pool of
+/// it with its vault holding the whole supply, and the runner's (empty) associated account.
+fn buyback_accounts(
+    mint: &Pubkey,
+    authority: &Pubkey,
+    runner: &Pubkey,
+) -> Vec<(Pubkey, AccountSharedData)> {
+    let token_account = |data: Vec<u8>| {
+        let mut account = AccountSharedData::new(
+            rent_exempt(data.len()),
+            data.len(),
+            &token::TOKEN_PROGRAM_ID,
+        );
+        account.set_data_from_slice(&data);
+        account
+    };
+    let pool = venue::pool_address(mint);
+    let vault = Keypair::new().pubkey();
+    let pool_data = venue::pool_bytes(mint, &vault, POOL_FEE_BPS);
+    let mut pool_account = AccountSharedData::new(
+        rent_exempt(pool_data.len()).saturating_add(POOL_SOL * LAMPORTS_PER_SOL),
+        pool_data.len(),
+        &venue::VENUE_ID,
+    );
+    pool_account.set_data_from_slice(&pool_data);
+    vec![
+        (
+            *mint,
+            token_account(token::mint_bytes(
+                Some(authority),
+                SKTRIAL_SUPPLY,
+                SKTRIAL_DECIMALS,
+            )),
+        ),
+        (pool, pool_account),
+        (
+            vault,
+            token_account(token::account_bytes(mint, &pool, SKTRIAL_SUPPLY)),
+        ),
+        (
+            token::associated_account(runner, mint, &token::TOKEN_PROGRAM_ID),
+            token_account(token::account_bytes(mint, runner, 0)),
+        ),
+    ]
 }
 
 /// While alive, file descriptor 1 (stdout) writes to stderr; dropped, stdout is restored. A
@@ -408,6 +504,7 @@ fn init_config(
     admin: &Keypair,
     runner: &Pubkey,
     payout: &Pubkey,
+    mint: &Pubkey,
     min_deadline_secs: i64,
 ) -> Result<bool, CliError> {
     if chain
@@ -432,10 +529,11 @@ fn init_config(
             amount: 1_000 * LAMPORTS_PER_SOL,
             period_secs: 86_400,
         },
-        // A placeholder mint: buybacks on a local cluster need a real one (`admin propose --mint`).
-        sktrial_mint: anchor_key(&Keypair::new().pubkey()),
+        // The mint seeded in genesis, with its pool: buybacks work out of the box.
+        sktrial_mint: anchor_key(mint),
         buyback_interval_secs: skilltrial_chain::constants::MIN_BUYBACK_INTERVAL_SECS,
         max_buyback_lamports: 10 * LAMPORTS_PER_SOL,
+        // At least one base unit per lamport (the pool starts at 10,000).
         buyback_rate: BuybackRate {
             tokens: 1,
             lamports: 1,

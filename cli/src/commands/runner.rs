@@ -1,6 +1,13 @@
-//! `skilltrial runner serve`: the hosted runner daemon (the `skilltrial-runner` crate).
+//! `skilltrial runner serve`: the hosted runner daemon (the `skilltrial-runner` crate), and
+//! `skilltrial runner buyback`: one buyback now.
 
-use crate::cli::{Global, RunnerCommand, ServeArgs};
+use std::time::Duration;
+
+use serde_json::json;
+use skilltrial_runner::buyback::{self, Outcome};
+use skilltrial_runner::{BuybackSettings, VenueChoice};
+
+use crate::cli::{BuybackArgs, BuybackOnceArgs, Global, RunnerCommand, ServeArgs};
 use crate::commands::chain;
 use crate::exit::{CliError, Status};
 use crate::output;
@@ -9,7 +16,105 @@ use crate::state;
 pub fn run(command: &RunnerCommand, global: &Global) -> Result<Status, CliError> {
     match command {
         RunnerCommand::Serve(args) => serve(args, global),
+        RunnerCommand::Buyback(args) => buyback_now(args, global),
     }
+}
+
+/// The buyback settings `args` ask for on the cluster `chain_id` (`None`: off).
+fn buyback_settings(
+    args: &BuybackArgs,
+    chain_id: &str,
+    fees: skilltrial_chain::send::Fees,
+) -> Option<BuybackSettings> {
+    let venue = match (args.buyback_venue.as_str(), chain_id) {
+        ("off", _) => return None,
+        ("localnet", _) | ("auto", "localnet") => VenueChoice::LocalPool,
+        _ => VenueChoice::Jupiter {
+            base: args.jupiter_url.clone(),
+            api_key: std::env::var("JUPITER_API_KEY")
+                .ok()
+                .filter(|k| !k.trim().is_empty()),
+        },
+    };
+    Some(BuybackSettings {
+        venue,
+        every: Duration::from_secs(args.buyback_every),
+        terms: buyback::Terms {
+            min_lamports: args.buyback_min_lamports,
+            slippage_bps: args.buyback_slippage_bps,
+            fees,
+        },
+    })
+}
+
+fn buyback_now(args: &BuybackOnceArgs, global: &Global) -> Result<Status, CliError> {
+    let session = chain::connect(&args.solana, global)?;
+    // The runner's own pending transactions (a killed buyback among them) end first.
+    let runner = session.signer()?;
+    let genesis = session.chain.genesis_hash().map_err(chain::rpc_error)?;
+    let chain_id = skilltrial_runner::chain_id_of(&genesis);
+    let Some(settings) = buyback_settings(&args.buyback, chain_id, session.fees) else {
+        return Err(CliError::Rejected(anyhow::anyhow!(
+            "--buyback-venue off: there is nothing to do"
+        )));
+    };
+    let venue = settings
+        .venue
+        .open(skilltrial_chain::rpc::Chain::new(
+            session.chain.url(),
+            session.chain.commitment(),
+        ))
+        .map_err(|e| CliError::Environment(anyhow::anyhow!("{e}")))?;
+    let mut outbox = session.outbox()?;
+    let progress = |line: &str| crate::commands::progress::notice(line);
+    let outcome = buyback::buyback_once(
+        &session.chain,
+        &mut outbox,
+        &runner,
+        venue.as_ref(),
+        settings.terms,
+        &progress,
+    )
+    .map_err(|e| match e {
+        buyback::BuybackError::Setup(why) => CliError::Rejected(anyhow::anyhow!("{why}")),
+        buyback::BuybackError::Transient(why) => CliError::Environment(anyhow::anyhow!("{why}")),
+    })?;
+    let (doc, text) = match outcome {
+        Outcome::Done {
+            signature,
+            lamports_in,
+            quoted_out,
+            tokens_burned,
+        } => (
+            json!({"outcome": "done", "signature": signature, "lamports_in": lamports_in, "quoted_out": quoted_out, "tokens_burned": tokens_burned, "venue": venue.name()}),
+            format!(
+                "bought back and burned {tokens_burned} $SKTRIAL base units with {lamports_in} lamports of fees through the {} (quoted {quoted_out}) in {signature}\n",
+                venue.name()
+            ),
+        ),
+        Outcome::NotDue { next_at } => (
+            json!({"outcome": "not_due", "next_at": next_at}),
+            format!(
+                "no buyback yet: the program's interval allows the next one at {} (cluster time)\n",
+                skilltrial_core::time::rfc3339(next_at)
+            ),
+        ),
+        Outcome::TooLittle {
+            unreleased,
+            minimum,
+        } => (
+            json!({"outcome": "too_little", "unreleased": unreleased, "minimum": minimum}),
+            format!(
+                "no buyback: {unreleased} lamports of fees are unreleased, below the minimum of {minimum} (--buyback-min-lamports)\n"
+            ),
+        ),
+    };
+    if global.json {
+        output::text(&format!("{doc}\n"))?;
+    } else {
+        output::text(&text)?;
+    }
+    Ok(Status::Ok)
 }
 
 fn serve(args: &ServeArgs, global: &Global) -> Result<Status, CliError> {
@@ -42,7 +147,9 @@ fn serve(args: &ServeArgs, global: &Global) -> Result<Status, CliError> {
         args.max_rate_age,
     )
     .map_err(|e| CliError::Rejected(anyhow::anyhow!("{e}")))?;
+    let buyback = buyback_settings(&args.buyback, &chain_id, session.fees);
     let config = skilltrial_runner::Config {
+        buyback,
         origin: args.public_origin.clone(),
         bind: args.bind,
         state_dir,

@@ -1,0 +1,235 @@
+//! The Jupiter venue against a loopback server answering `GET /swap/v2/build` with a recorded
+//! answer (tests/fixtures/jupiter_build_sol_usdc.json, built from a real mainnet Jupiter swap;
+//! its `_fixture` says how). Jupiter itself is never called: the request the venue sends, the
+//! route it reads, the buyback transaction composed around it and its size are checked here,
+//! and hostile answers are refused.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use skilltrial_chain::token::{self, TOKEN_PROGRAM_ID};
+use skilltrial_chain::{Pubkey, send};
+use skilltrial_runner::buyback::{Burn, Jupiter, Venue, compose};
+use solana_message::{Hash, v0};
+
+const TAKER: &str = "3xTPAZxmpwd8GrNEKApaTw6VH4jqJ31WFXUvQzgwhR7c";
+const USDC: &str = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
+const USDC_ACCOUNT: &str = "F77xG4vz2CJeMxxAmFW8pvPx2c5Uk75pksr6Wwx6HFhV";
+const KEY: &str = "jup-test-key-SECRET-0042";
+
+fn fixture() -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/jupiter_build_sol_usdc.json"
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// One request served per connection: `status` and `body`; the request's head is recorded.
+fn serve(status: u16, body: String) -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/swap/v2", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut head = String::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                head.push_str(&line);
+            }
+            log.lock().unwrap().push(head);
+            let answer = format!(
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    (base, seen)
+}
+
+fn route_from(
+    status: u16,
+    answer: &Value,
+) -> (
+    Result<skilltrial_runner::buyback::Route, String>,
+    Vec<String>,
+) {
+    route_with(status, answer.to_string(), Some(KEY))
+}
+
+/// The route the venue reads from a server answering `status` and `body`, with `key`.
+fn route_with(
+    status: u16,
+    body: String,
+    key: Option<&str>,
+) -> (
+    Result<skilltrial_runner::buyback::Route, String>,
+    Vec<String>,
+) {
+    let (base, seen) = serve(status, body);
+    let jupiter = Jupiter::new(base.parse().unwrap(), key.map(str::to_owned)).unwrap();
+    let route = jupiter
+        .route(
+            &TAKER.parse().unwrap(),
+            &USDC.parse().unwrap(),
+            &USDC_ACCOUNT.parse().unwrap(),
+            991_250,
+            50,
+        )
+        .map_err(|e| e.to_string());
+    let heads = seen.lock().unwrap().clone();
+    (route, heads)
+}
+
+#[test]
+fn a_recorded_build_answer_becomes_one_buyback_transaction_that_fits() {
+    // The fixture's accounts are the real ones: the output account is the taker's USDC
+    // associated account.
+    let taker: Pubkey = TAKER.parse().unwrap();
+    let usdc: Pubkey = USDC.parse().unwrap();
+    assert_eq!(
+        token::associated_account(&taker, &usdc, &TOKEN_PROGRAM_ID).to_string(),
+        USDC_ACCOUNT
+    );
+
+    let (route, heads) = route_from(200, &fixture());
+    let route = route.unwrap();
+    // What was asked, and how.
+    assert_eq!(heads.len(), 1);
+    let head = heads[0].to_ascii_lowercase();
+    assert!(head.starts_with("get /swap/v2/build?"), "{head}");
+    for param in [
+        "inputmint=so11111111111111111111111111111111111111112",
+        &format!("outputmint={}", USDC.to_ascii_lowercase()),
+        "amount=991250",
+        &format!("taker={}", TAKER.to_ascii_lowercase()),
+        "slippagebps=50",
+        "maxaccounts=40",
+    ] {
+        assert!(head.contains(param), "{param} missing from {head}");
+    }
+    assert!(head.contains(&format!("x-api-key: {}", KEY.to_ascii_lowercase())));
+
+    // What came back: the real swap's wrap, route and unwrap, and its lookup table.
+    assert_eq!((route.quoted_out, route.min_out), (167_225, 166_388));
+    assert_eq!(route.setup.len(), 2);
+    assert_eq!(route.swap.len(), 1);
+    assert_eq!(route.cleanup.len(), 1);
+    assert_eq!(
+        route.swap[0].program_id.to_string(),
+        "JUP6LkbZbjS1jKKwapdHNy74zcZ3tLUZoi5QNyVTaV4"
+    );
+    assert_eq!(route.tables.len(), 1);
+    assert_eq!(route.tables[0].addresses.len(), 19);
+
+    // The buyback around it: the burn sits where `buyback_execute` says, and the whole
+    // transaction, loading the route's accounts from its table, fits in one packet.
+    let burn = Burn {
+        runner: taker,
+        token_account: USDC_ACCOUNT.parse().unwrap(),
+        mint: usdc,
+        decimals: 6,
+    };
+    for price in [0, 1_000] {
+        let instructions = compose(&burn, 991_250, &route, price).unwrap();
+        let prefix = send::budget_prefix(price);
+        let burn_index =
+            u16::from_le_bytes([instructions[0].data[8 + 16], instructions[0].data[8 + 17]]);
+        let burn_ix = &instructions[usize::from(burn_index) - prefix];
+        assert_eq!(burn_ix.program_id, TOKEN_PROGRAM_ID);
+        assert_eq!(burn_ix.data[0], 15, "BurnChecked");
+        assert_eq!(
+            u64::from_le_bytes(burn_ix.data[1..9].try_into().unwrap()),
+            166_388
+        );
+        let mut all = vec![
+            solana_compute_budget_interface::ComputeBudgetInstruction::set_compute_unit_limit(
+                400_000,
+            ),
+        ];
+        if price > 0 {
+            all.push(
+                solana_compute_budget_interface::ComputeBudgetInstruction::set_compute_unit_price(
+                    price,
+                ),
+            );
+        }
+        all.extend(instructions);
+        let message =
+            v0::Message::try_compile(&taker, &all, &route.tables, Hash::new_unique()).unwrap();
+        assert_eq!(message.address_table_lookups.len(), 1);
+        let size = 1
+            + 64 * usize::from(message.header.num_required_signatures)
+            + message.serialize().len();
+        assert!(
+            size <= send::MAX_TRANSACTION_BYTES,
+            "the buyback transaction is {size} bytes"
+        );
+        println!("jupiter buyback transaction at price {price}: {size} bytes");
+    }
+}
+
+#[test]
+fn hostile_or_failed_answers_are_refused_and_never_show_the_key() {
+    // A fee transfer to a stranger, dressed up as one more instruction of the route.
+    let mut tipped = fixture();
+    tipped["otherInstructions"] = Value::Array(vec![tipped["_wallet_fee_transfer"].clone()]);
+    let (route, _) = route_from(200, &tipped);
+    let error = route.unwrap_err();
+    assert!(
+        error.contains("moves SOL to 4cLUBQKZgCv2AqGXbh8ncGhrDRcicUe3WSDzjgPY2oTA"),
+        "{error}"
+    );
+
+    // A token transfer out of the runner's account, dressed up as a setup step.
+    let mut drained = fixture();
+    let stranger = Pubkey::new_unique().to_string();
+    drained["setupInstructions"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "programId": TOKEN_PROGRAM_ID.to_string(),
+            "accounts": [
+                {"pubkey": USDC_ACCOUNT, "isSigner": false, "isWritable": true},
+                {"pubkey": stranger, "isSigner": false, "isWritable": true},
+                {"pubkey": TAKER, "isSigner": true, "isWritable": false},
+            ],
+            "data": "AwEAAAAAAAAA",
+        }));
+    let error = route_from(200, &drained).0.unwrap_err();
+    assert!(error.contains("not a sync or close"), "{error}");
+
+    // A quote that pays out less than asked for more than asked.
+    let mut greedy = fixture();
+    greedy["inAmount"] = Value::String("991251".into());
+    assert!(
+        route_from(200, &greedy)
+            .0
+            .unwrap_err()
+            .contains("not 991250")
+    );
+
+    // A refusal that echoes the key back: the error names the status, never the key.
+    let echo = serde_json::json!({"error": format!("invalid key {KEY}")});
+    let error = route_from(401, &echo).0.unwrap_err();
+    assert!(error.contains("401"), "{error}");
+    assert!(!error.contains(KEY), "{error}");
+    assert!(error.contains("<api key>"), "{error}");
+
+    // Not JSON at all.
+    let (route, heads) = route_with(200, "<html>".into(), None);
+    let error = route.unwrap_err();
+    assert!(error.contains("not JSON"), "{error}");
+    // Without a key, no key header is sent (keyless access).
+    assert!(!heads[0].to_ascii_lowercase().contains("x-api-key"));
+}
