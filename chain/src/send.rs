@@ -44,6 +44,10 @@ const MAX_SIGNINGS: usize = 3;
 const REBROADCAST_EVERY: Duration = Duration::from_secs(2);
 /// How often the status is polled.
 const POLL_EVERY: Duration = Duration::from_millis(400);
+/// How long the cluster's block height may stand still while a transaction is watched before
+/// the wait gives up (a stalled or stopped validator would otherwise be waited on for ever, the
+/// expiry never coming). The transaction stays pending in the outbox for the next command.
+pub const STALL_AFTER: Duration = Duration::from_secs(60);
 /// The default ceiling on the compute-unit price taken from the market, in micro-lamports per
 /// compute unit: 100,000 µlamports × a 40,000-unit settlement = 4,000 lamports, below the
 /// 5,000-lamport signature fee.
@@ -133,6 +137,7 @@ pub struct Sender<'a> {
     outbox: &'a mut Outbox,
     cluster: String,
     progress: &'a dyn Fn(&str),
+    stall_after: Duration,
 }
 
 impl std::fmt::Debug for Sender<'_> {
@@ -158,7 +163,16 @@ impl<'a> Sender<'a> {
             outbox,
             cluster,
             progress,
+            stall_after: STALL_AFTER,
         })
+    }
+
+    /// How long the block height may stand still before a watched transaction is given up
+    /// (left pending): [`STALL_AFTER`] unless set.
+    #[must_use]
+    pub fn stall_after(mut self, wait: Duration) -> Self {
+        self.stall_after = wait;
+        self
     }
 
     /// Lands `instructions` once, paid by `payer` and signed by it and `signers`, for `intent`
@@ -367,6 +381,7 @@ impl<'a> Sender<'a> {
         let wanted = self.chain.commitment();
         // A resumed transaction goes out again at once: it may never have left.
         let mut last_broadcast = first_send.then(Instant::now);
+        let mut moved: Option<(u64, Instant)> = None;
         loop {
             if let Some(status) = self.chain.signature_status(&signature)? {
                 if let Some(error) = &status.error {
@@ -402,6 +417,21 @@ impl<'a> Sender<'a> {
                 .client()
                 .get_block_height_with_commitment(commitment_config(Commitment::Confirmed))
                 .map_err(|e| self.chain.failure("getBlockHeight", &e))?;
+            match moved {
+                Some((seen, since)) if seen == height => {
+                    if since.elapsed() >= self.stall_after {
+                        return Err(SendError::Rpc(RpcFailure::Transport {
+                            url: self.chain.url().to_owned(),
+                            what: "getBlockHeight".to_owned(),
+                            reason: format!(
+                                "the cluster's block height has stood at {height} for {} s: the validator is stalled or stopped",
+                                self.stall_after.as_secs()
+                            ),
+                        }));
+                    }
+                }
+                _ => moved = Some((height, Instant::now())),
+            }
             if height > entry.last_valid_block_height {
                 // Its blockhash expired: it can land no more. One last look through the whole
                 // history decides between "landed meanwhile" and "never seen".
@@ -643,6 +673,116 @@ pub fn describe_failure(error: &Value, logs: &[Value]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A JSON-RPC node on loopback whose block height never moves and which has never seen the
+    /// transaction: every request is answered by `answer(method)`.
+    fn frozen_node() -> String {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut writer = stream;
+                    loop {
+                        let mut length = 0usize;
+                        loop {
+                            let mut line = String::new();
+                            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                                return;
+                            }
+                            if line == "\r\n" {
+                                break;
+                            }
+                            if let Some((name, value)) = line.split_once(':')
+                                && name.eq_ignore_ascii_case("content-length")
+                            {
+                                length = value.trim().parse().unwrap();
+                            }
+                        }
+                        let mut body = vec![0; length];
+                        reader.read_exact(&mut body).unwrap();
+                        let request: Value = serde_json::from_slice(&body).unwrap();
+                        let result = match request["method"].as_str().unwrap() {
+                            "getGenesisHash" => {
+                                json!("FrozenGenesis1111111111111111111111111111111")
+                            }
+                            "getBlockHeight" => json!(100),
+                            "getSignatureStatuses" => {
+                                json!({"context": {"slot": 120}, "value": [null]})
+                            }
+                            "sendTransaction" => json!("sent"),
+                            other => panic!("unexpected {other}"),
+                        };
+                        let answer =
+                            json!({"jsonrpc": "2.0", "id": request["id"], "result": result})
+                                .to_string();
+                        let head = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                            answer.len()
+                        );
+                        if writer.write_all(head.as_bytes()).is_err()
+                            || writer.write_all(answer.as_bytes()).is_err()
+                        {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        url
+    }
+
+    #[test]
+    fn a_transaction_watched_on_a_frozen_cluster_is_given_up_and_stays_pending() {
+        // Given a transaction signed and recorded against a cluster whose block height is stuck
+        // below its last valid height (the expiry never comes)
+        let url = frozen_node();
+        let chain = Chain::new(&url, Commitment::Confirmed);
+        let dir = tempfile::tempdir().unwrap();
+        let mut outbox = Outbox::open(&dir.path().join("outbox.sqlite")).unwrap();
+        let cluster = chain.genesis_hash().unwrap();
+        let payer = Keypair::new();
+        let message = Message::new_with_blockhash(&[], Some(&payer.pubkey()), &Hash::new_unique());
+        let signature = payer.sign_message(&message.serialize());
+        let wire = wire_bytes(&message.serialize(), &[signature]);
+        let claimed = outbox
+            .claim(&cluster, "test:frozen", || {
+                Ok::<_, ()>(Signed {
+                    signature: signature.to_string(),
+                    blockhash: Hash::new_unique().to_string(),
+                    last_valid_block_height: 250,
+                    wire_base64: base64::engine::general_purpose::STANDARD.encode(&wire),
+                })
+            })
+            .unwrap()
+            .unwrap();
+        assert!(matches!(claimed, Claim::New(_)));
+
+        // When a sender resumes it, giving up after half a second of a standing height
+        let started = Instant::now();
+        let quiet = |_: &str| {};
+        let resumed = Sender::new(&chain, &mut outbox, &quiet)
+            .unwrap()
+            .stall_after(Duration::from_millis(500))
+            .resume_all()
+            .unwrap();
+
+        // Then the wait ended with an error that names the stall, and the transaction is still
+        // pending for the next command (it may yet land)
+        assert!(started.elapsed() < Duration::from_secs(30));
+        assert_eq!(resumed.len(), 1);
+        let error = resumed[0].1.as_ref().unwrap_err();
+        assert!(error.may_still_land(), "{error:?}");
+        assert!(
+            error.to_string().contains("block height has stood at 100"),
+            "{error}"
+        );
+        let pending = outbox.pending(&cluster, "test:frozen").unwrap().unwrap();
+        assert_eq!(pending.signature, signature.to_string());
+    }
 
     #[test]
     fn the_wire_format_is_the_one_our_decoder_reads() {

@@ -551,32 +551,23 @@ fn a_gate_cancels_or_stops_a_run_before_its_next_request() {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     use skilltrial_engine::engine::{self, Gate, RunOptions};
-    use skilltrial_engine::home::Layout;
-    use skilltrial_engine::journal::Journal;
-    use skilltrial_engine::store::Store;
 
     let server = ScriptedServer::start(|_| Reply::Answer("{}".into())).unwrap();
     let (pack, a, b, m) = loopback_plan(&server.url());
     let provider = Anthropic::new(&server.url(), "k".into(), Duration::from_secs(10)).unwrap();
 
     for (verdict, status) in [(Gate::Stop, "stopped"), (Gate::Cancel, "cancelled")] {
-        let work = tempfile::tempdir().unwrap();
-        let layout = Layout::new(work.path());
-        let store = Store::open(&layout.store).unwrap();
-        let payloads = Store::open(&layout.payloads).unwrap();
-        let hash = engine::save_inputs(&store, &m, &pack, Some(&a), Some(&b)).unwrap();
-        let inputs = engine::load_inputs(&store, &hash.hex()).unwrap();
-        let mut journal = Journal::open(&layout.journal).unwrap();
+        let mut w = workspace(&pack, &a, &b, &m);
         let asked = Arc::new(AtomicU32::new(0));
         let counter = Arc::clone(&asked);
         let before = server.requests().len();
         // Given a gate that lets 5 trials through, then says `verdict`
         let gate_verdict = verdict.clone();
         let summary = engine::run(
-            &mut journal,
-            &payloads,
+            &mut w.journal,
+            &w.payloads,
             &provider,
-            &inputs,
+            &w.inputs,
             RunOptions {
                 gate: Some(Arc::new(move || {
                     if counter.fetch_add(1, Ordering::SeqCst) < 5 {
@@ -593,7 +584,7 @@ fn a_gate_cancels_or_stops_a_run_before_its_next_request() {
         // Then exactly 5 requests were sent, and the run ended as the gate said
         assert_eq!(server.requests().len() - before, 5, "{verdict:?}");
         assert_eq!(summary.status, status, "{verdict:?}");
-        let attempts = journal.attempts(&summary.run).unwrap();
+        let attempts = w.journal.attempts(&summary.run).unwrap();
         match verdict {
             Gate::Cancel => {
                 assert_eq!(summary.counts.get("not_run"), Some(&13), "{summary:?}");
@@ -609,6 +600,161 @@ fn a_gate_cancels_or_stops_a_run_before_its_next_request() {
             }
             _ => assert_eq!(summary.counts.get("pending"), Some(&13), "{summary:?}"),
         }
+    }
+}
+
+/// The hosted runner's key is the operator's: with `stop_on_key_refusal`, a 401 stops the run
+/// (resumable) instead of closing trial after trial, and the next start sends the refused trial
+/// again as a new attempt naming the refused one. Without it (the CLI), the trial closes and the
+/// run goes on.
+#[test]
+fn a_refused_key_stops_a_run_told_to_and_its_trial_is_sent_again_on_resume() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use skilltrial_engine::engine::{self, EngineError, Refusal, RunOptions};
+
+    // Given a provider that refuses the key until the operator fixes it
+    let fixed = Arc::new(AtomicBool::new(false));
+    let server = {
+        let fixed = Arc::clone(&fixed);
+        ScriptedServer::start(move |r| {
+            if r.index >= 3 && !fixed.load(Ordering::SeqCst) {
+                Reply::Status(401)
+            } else {
+                Reply::Answer("{}".into())
+            }
+        })
+        .unwrap()
+    };
+    let (pack, a, b, m) = loopback_plan(&server.url());
+    let provider = Anthropic::new(&server.url(), "k".into(), Duration::from_secs(10)).unwrap();
+    let Workspace {
+        _dir,
+        payloads,
+        inputs,
+        mut journal,
+        hash,
+    } = workspace(&pack, &a, &b, &m);
+    let told = |journal: &mut skilltrial_engine::journal::Journal| {
+        let options = RunOptions {
+            stop_on_key_refusal: true,
+            ..RunOptions::default()
+        };
+        engine::run(journal, &payloads, &provider, &inputs, options, &mut |_| {})
+    };
+
+    // When a run told to stop on a refused key meets the 401
+    let err = told(&mut journal).unwrap_err();
+
+    // Then it stopped right there: 3 answered, 1 refused, nothing more sent, resumable
+    let EngineError::Refused(Refusal::KeyRefused { status, .. }) = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(*status, 401);
+    assert!(err.to_string().contains("refused the model key"), "{err}");
+    assert_eq!(server.requests().len(), 4);
+    let row = journal.find_run(&hash.hex()).unwrap().unwrap();
+    assert_eq!(row.status.as_str(), "stopped");
+    let attempts = journal.attempts(&row.id).unwrap();
+    let refused = attempts
+        .iter()
+        .find(|a| a.http_status == Some(401))
+        .unwrap();
+    assert_eq!(
+        refused.outcome.map(|o| o.as_str()),
+        Some("infrastructure_error")
+    );
+    assert_eq!(refused.spent_micros, Some(0), "nothing reached the model");
+
+    // And while the key is still refused, a restart stops again on the same trial
+    let again = told(&mut journal);
+    assert!(
+        matches!(again, Err(EngineError::Refused(Refusal::KeyRefused { .. }))),
+        "{again:?}"
+    );
+    assert_eq!(server.requests().len(), 5);
+
+    // When the key works again and the run restarts
+    fixed.store(true, Ordering::SeqCst);
+    let summary = told(&mut journal).unwrap();
+
+    // Then every trial is answered: the refused one sent again as a new attempt naming the last
+    // refusal, each other trial sent once
+    assert_eq!(summary.status, "finished");
+    assert_eq!(
+        summary.counts.get("infrastructure_error"),
+        None,
+        "{summary:?}"
+    );
+    assert_eq!(server.requests().len(), 5 + 15);
+    let attempts = journal.attempts(&summary.run).unwrap();
+    let chain: Vec<_> = attempts
+        .iter()
+        .filter(|a| a.trial_idx == refused.trial_idx)
+        .collect();
+    assert_eq!(chain.len(), 3, "{chain:?}");
+    assert_eq!(chain[2].retry_of.as_deref(), Some(chain[1].id.as_str()));
+    assert!(
+        chain[2]
+            .retry_reason
+            .as_deref()
+            .is_some_and(|r| r.contains("key was refused")),
+        "{chain:?}"
+    );
+    assert_eq!(chain[2].state.as_str(), "result");
+
+    // And without the option (the CLI's run), a 401 closes its trial and the run goes on
+    fixed.store(false, Ordering::SeqCst);
+    let mut w = workspace(&pack, &a, &b, &m);
+    let summary = engine::run(
+        &mut w.journal,
+        &w.payloads,
+        &provider,
+        &w.inputs,
+        RunOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(summary.status, "finished");
+    assert_eq!(
+        summary.counts.get("infrastructure_error"),
+        Some(&18),
+        "{summary:?}"
+    );
+}
+
+/// A fresh home with the plan's inputs saved: what `engine::run` needs.
+struct Workspace {
+    _dir: tempfile::TempDir,
+    payloads: skilltrial_engine::store::Store,
+    inputs: skilltrial_engine::engine::Inputs,
+    journal: skilltrial_engine::journal::Journal,
+    hash: skilltrial_core::digest::Sha256Digest,
+}
+
+fn workspace(
+    pack: &skilltrial_core::pack::Pack,
+    a: &skilltrial_core::bundle::Bundle,
+    b: &skilltrial_core::bundle::Bundle,
+    m: &skilltrial_core::manifest::Manifest,
+) -> Workspace {
+    use skilltrial_engine::engine;
+    use skilltrial_engine::home::Layout;
+    use skilltrial_engine::store::Store;
+    let dir = tempfile::tempdir().unwrap();
+    let layout = Layout::new(dir.path());
+    let store = Store::open(&layout.store).unwrap();
+    let payloads = Store::open(&layout.payloads).unwrap();
+    let hash = engine::save_inputs(&store, m, pack, Some(a), Some(b)).unwrap();
+    let inputs = engine::load_inputs(&store, &hash.hex()).unwrap();
+    let journal = skilltrial_engine::journal::Journal::open(&layout.journal).unwrap();
+    Workspace {
+        _dir: dir,
+        payloads,
+        inputs,
+        journal,
+        hash,
     }
 }
 

@@ -119,8 +119,9 @@ pub struct App {
     closing: tokio::sync::watch::Sender<bool>,
     /// Runs executing now.
     active: Mutex<BTreeSet<String>>,
-    /// A run whose work failed for a passing reason is tried again after this instant.
-    retry_at: Mutex<BTreeMap<String, Instant>>,
+    /// Runs waiting after a transient failure: when to try again, and how many failures in a row
+    /// (the wait doubles with each, from [`RETRY_FIRST`] up to [`RETRY_MOST`]).
+    retry_at: Mutex<BTreeMap<String, (Instant, u32)>>,
     /// The last buyback attempt's outcome, for `/v1/info`.
     last_buyback: Mutex<Option<Value>>,
     /// The state directory's lock: one daemon per state directory (it dies with the process).
@@ -320,7 +321,7 @@ impl App {
                     .retry_at
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
-                if retry.get(&run.address).is_some_and(|at| *at > now) {
+                if retry.get(&run.address).is_some_and(|(at, _)| *at > now) {
                     continue;
                 }
                 active.insert(run.address.clone());
@@ -345,14 +346,37 @@ impl App {
             )),
         };
         match outcome {
-            Ok(()) | Err(worker::WorkError::Stopping) => {}
-            Err(worker::WorkError::Transient(why)) => {
-                log(&format!("run {}: {why}; trying again in 5 s", run.address));
+            Ok(()) => {
                 self.retry_at
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .insert(run.address.clone(), Instant::now() + Duration::from_secs(5));
-                self.event(&run.address, "notice", &serde_json::json!({"message": why}));
+                    .remove(&run.address);
+            }
+            Err(worker::WorkError::Stopping) => {}
+            Err(worker::WorkError::Transient(why)) => {
+                let wait = {
+                    let mut retry = self
+                        .retry_at
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let failures = retry.get(&run.address).map_or(0, |(_, n)| *n);
+                    let wait = retry_wait(failures);
+                    retry.insert(
+                        run.address.clone(),
+                        (Instant::now() + wait, failures.saturating_add(1)),
+                    );
+                    wait
+                };
+                log(&format!(
+                    "run {}: {why}; trying again in {} s",
+                    run.address,
+                    wait.as_secs()
+                ));
+                self.event(
+                    &run.address,
+                    "notice",
+                    &serde_json::json!({"message": why, "retry_in_secs": wait.as_secs()}),
+                );
             }
             Err(worker::WorkError::Fatal(why)) => {
                 log(&format!("run {}: failed: {why}", run.address));
@@ -482,4 +506,17 @@ impl App {
 #[allow(clippy::print_stderr)]
 pub fn log(line: &str) {
     eprintln!("skilltrial-runner: {line}");
+}
+
+/// The wait after a run's first transient failure in a row.
+pub const RETRY_FIRST: Duration = Duration::from_secs(5);
+/// The longest wait between two tries of a run (a node down for hours, a refused key).
+pub const RETRY_MOST: Duration = Duration::from_secs(300);
+
+/// The wait after `failures` earlier transient failures in a row: [`RETRY_FIRST`], doubled with
+/// each, at most [`RETRY_MOST`].
+fn retry_wait(failures: u32) -> Duration {
+    RETRY_FIRST
+        .saturating_mul(1u32 << failures.min(10))
+        .min(RETRY_MOST)
 }

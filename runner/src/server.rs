@@ -230,9 +230,19 @@ async fn challenge(
     let expires_at = issued.saturating_add(siws::CHALLENGE_TTL_SECS);
     {
         let (app, nonce, owner) = (Arc::clone(&app), nonce.clone(), address.to_string());
-        blocking(move || app.state().issue_nonce(&nonce, Some(&owner), expires_at))
+        let issued = blocking(move || app.state().issue_nonce(&nonce, Some(&owner), expires_at))
             .await?
             .map_err(Failure::internal)?;
+        if !issued {
+            return Err(Failure::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "busy",
+                format!(
+                    "{} sign-ins are waiting for a signature on this runner: try again in a few minutes",
+                    crate::state::MAX_LIVE_NONCES
+                ),
+            ));
+        }
     }
     Ok(axum::Json(api::Challenge {
         message,
@@ -624,7 +634,17 @@ async fn register(
             return view(&app2, &existing).map_err(Failure::internal);
         }
         let run = worker::authorise(&app2, &user, &ask.manifest).map_err(unauthorised)?;
-        app2.state().register_run(&run).map_err(Failure::internal)?;
+        // The insert decides, not the read above: of two registrations racing, one inserts and
+        // the other answers the run as registered, with no second `phase` event.
+        let inserted = app2.state().register_run(&run).map_err(Failure::internal)?;
+        if !inserted {
+            let stored = app2
+                .state()
+                .run(&run.address)
+                .map_err(Failure::internal)?
+                .ok_or_else(|| Failure::internal("the run registered meanwhile is gone"))?;
+            return view(&app2, &stored).map_err(Failure::internal);
+        }
         app2.event(
             &run.address,
             "phase",

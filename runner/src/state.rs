@@ -99,6 +99,10 @@ pub struct Event {
     pub data: Value,
 }
 
+/// The most sign-in nonces out at once (unexpired and unused): a flood of challenges is turned
+/// away (`429`) once this many wait for a signature, instead of growing the state for ever.
+pub const MAX_LIVE_NONCES: u64 = 10_000;
+
 /// A sign-in nonce could not be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NonceRefusal {
@@ -117,13 +121,14 @@ pub struct StateError {
 /// The daemon's state. Every method is one atomic step.
 pub trait RunnerState: Send {
     /// Records a nonce issued at `now` to `address` (or to whoever signs it), valid until
-    /// `expires_at`.
+    /// `expires_at`. `false`, recording nothing, when [`MAX_LIVE_NONCES`] unexpired, unused
+    /// nonces are already out: sign-ins cannot fill the disk.
     fn issue_nonce(
         &mut self,
         nonce: &str,
         address: Option<&str>,
         expires_at: i64,
-    ) -> Result<(), StateError>;
+    ) -> Result<bool, StateError>;
     /// Uses `nonce` for `address` once: refused when unknown, expired, used, or issued to
     /// another wallet.
     fn consume_nonce(
@@ -227,6 +232,7 @@ CREATE TABLE IF NOT EXISTS events (
 pub struct SqliteState {
     conn: Connection,
     path: PathBuf,
+    nonce_cap: u64,
 }
 
 impl SqliteState {
@@ -248,7 +254,15 @@ impl SqliteState {
         Ok(Self {
             conn,
             path: path.to_path_buf(),
+            nonce_cap: MAX_LIVE_NONCES,
         })
+    }
+
+    /// The same state with another cap on live nonces than [`MAX_LIVE_NONCES`] (tests).
+    #[must_use]
+    pub fn with_nonce_cap(mut self, cap: u64) -> Self {
+        self.nonce_cap = cap;
+        self
     }
 
     fn fail(&self, e: impl std::fmt::Display) -> StateError {
@@ -304,26 +318,39 @@ impl RunnerState for SqliteState {
         nonce: &str,
         address: Option<&str>,
         expires_at: i64,
-    ) -> Result<(), StateError> {
-        // Expired nonces and sessions are swept as new ones are issued.
+    ) -> Result<bool, StateError> {
         let now = now();
-        self.conn
-            .execute(
+        let cap = i64::try_from(self.nonce_cap).unwrap_or(i64::MAX);
+        let issue = |tx: &rusqlite::Transaction<'_>| -> rusqlite::Result<bool> {
+            // Expired nonces (kept an hour, so that a late sign-in is told "expired") and
+            // sessions are swept as new ones are issued.
+            tx.execute(
                 "DELETE FROM nonces WHERE expires_at < ?1",
                 params![now - 3600],
-            )
-            .and_then(|_| {
-                self.conn
-                    .execute("DELETE FROM sessions WHERE expires_at < ?1", params![now])
-            })
-            .and_then(|_| {
-                self.conn.execute(
-                    "INSERT INTO nonces (nonce, address, expires_at) VALUES (?1, ?2, ?3)",
-                    params![nonce, address, expires_at],
-                )
-            })
-            .map(drop)
-            .map_err(|e| self.fail(e))
+            )?;
+            tx.execute("DELETE FROM sessions WHERE expires_at < ?1", params![now])?;
+            let live: i64 = tx.query_row(
+                "SELECT COUNT(*) FROM nonces WHERE used = 0 AND expires_at >= ?1",
+                params![now],
+                |row| row.get(0),
+            )?;
+            if live >= cap {
+                return Ok(false);
+            }
+            tx.execute(
+                "INSERT INTO nonces (nonce, address, expires_at) VALUES (?1, ?2, ?3)",
+                params![nonce, address, expires_at],
+            )?;
+            Ok(true)
+        };
+        let issued = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .and_then(|tx| {
+                let issued = issue(&tx)?;
+                tx.commit().map(|()| issued)
+            });
+        issued.map_err(|e| self.fail(e))
     }
 
     fn consume_nonce(
@@ -625,6 +652,12 @@ mod tests {
         s.issue_nonce("n1", Some("alice"), far).unwrap();
         s.issue_nonce("n2", None, far).unwrap();
         s.issue_nonce("n3", None, now() - 1).unwrap();
+        // An expired nonce does not count toward the cap; live ones do, used ones no more.
+        let mut s = s.with_nonce_cap(2);
+        assert!(
+            !s.issue_nonce("n4", None, far).unwrap(),
+            "n1 and n2 are out"
+        );
         assert_eq!(
             s.consume_nonce("n1", "bob", now()).unwrap(),
             Err(NonceRefusal::ForAnother)
@@ -635,6 +668,12 @@ mod tests {
             Err(NonceRefusal::Used)
         );
         assert_eq!(s.consume_nonce("n2", "bob", now()).unwrap(), Ok(()));
+        assert!(
+            s.issue_nonce("n4", None, far).unwrap(),
+            "n1 and n2 are used"
+        );
+        assert!(s.issue_nonce("n5", None, far).unwrap());
+        assert!(!s.issue_nonce("n6", None, far).unwrap());
         assert_eq!(
             s.consume_nonce("n3", "bob", now()).unwrap(),
             Err(NonceRefusal::Unknown)

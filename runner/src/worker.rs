@@ -430,6 +430,9 @@ impl Ctx<'_> {
                     dispatch_limit: Some(self.app.config.batch),
                     stop: Some(Arc::clone(&self.app.stop)),
                     gate: Some(Arc::new(gate)),
+                    // The key is the operator's: a refused key pauses the run (retried later,
+                    // the refused trial sent again), never ends it as a row of errors.
+                    stop_on_key_refusal: true,
                 },
                 &mut |p| {
                     if p.done != last_done || p.current.is_none() {
@@ -444,6 +447,13 @@ impl Ctx<'_> {
                 Err(engine::EngineError::Refused(engine::Refusal::RunCancelled(_))) => {
                     self.settle(journal, payloads, outbox)?;
                     return Ok(());
+                }
+                Err(engine::EngineError::Refused(r @ engine::Refusal::KeyRefused { .. })) => {
+                    // What has run is settled; the run waits for the operator's key.
+                    self.settle(journal, payloads, outbox)?;
+                    return Err(WorkError::Transient(format!(
+                        "the operator's model key: {r}"
+                    )));
                 }
                 Err(engine::EngineError::Refused(r)) => {
                     return Err(WorkError::Fatal(r.to_string()));
@@ -463,6 +473,7 @@ impl Ctx<'_> {
                     "spent": summary.spent,
                     "reserved": summary.reserved,
                     "current": null,
+                    "status": summary.status,
                 }),
             );
             self.settle(journal, payloads, outbox)?;
@@ -636,6 +647,7 @@ impl Ctx<'_> {
                 .map_err(|e| WorkError::Fatal(format!("{}: {e}", json_path.display())))?
         } else {
             let mut report = self.report(journal, payloads)?;
+            skilltrial_core::report::HOSTED_WARNING.clone_into(&mut report.warning);
             let batches = self.app.batches(name).map_err(transient)?;
             report.settlement = Some(Settlement::new(
                 skilltrial_chain::PROGRAM_ID.to_string(),

@@ -91,6 +91,49 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// `status --remote --json` of `run` (and `extra`: `--follow`), as the user.
+fn status_command(net: &Localnet, daemon: &Daemon, run: &str, extra: &[&str]) -> Command {
+    let mut cmd = net.command(
+        &net.user_keypair,
+        &[
+            "status",
+            "--remote",
+            "--runner",
+            daemon.url.as_str(),
+            run,
+            "--json",
+        ],
+    );
+    cmd.args(extra);
+    cmd
+}
+
+/// `status --remote --follow --json` of `run`, running: the child (its stdout read by a thread)
+/// and its lines as they come.
+fn follow_in_background(
+    net: &Localnet,
+    daemon: &Daemon,
+    run: &str,
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead as _;
+    let mut child = status_command(net, daemon, run, &["--follow"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (send, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, lines)
+}
+
 fn start_daemon(net: &Localnet, port: u16, state: &PathBuf, profiles: &PathBuf) -> Daemon {
     // Buybacks on: the daemon looks every 2 s and buys back once the program's interval allows.
     start_daemon_with(
@@ -160,10 +203,13 @@ fn start_daemon_with(
     }
 }
 
-/// The model server holds request 5 until the daemon is killed, and request 10 until the user's
+/// The model server holds request 5 until the daemon is killed, and request 11 until the user's
 /// cancel has landed.
 const HELD_FOR_KILL: usize = 5;
-const HELD_FOR_CANCEL: usize = 10;
+const HELD_FOR_CANCEL: usize = 11;
+/// The model server refuses the operator's key on request 2 (acceptance M3): one request more
+/// before the cancel, so that as many trials are answered before it as without the refusal.
+const KEY_REFUSED: usize = 2;
 
 /// Waits until the model server has received `count` requests; returns the attempt id of the
 /// last one.
@@ -185,17 +231,7 @@ fn wait_requests(server: &ScriptedServer, count: usize) -> String {
 
 /// `status --remote --json` of `run`, as the user.
 fn remote_status(net: &Localnet, daemon: &Daemon, run: &str) -> Value {
-    let out = net.cli(
-        &net.user_keypair,
-        &[
-            "status",
-            "--remote",
-            "--runner",
-            daemon.url.as_str(),
-            run,
-            "--json",
-        ],
-    );
+    let out = status_command(net, daemon, run, &[]).output().unwrap();
     assert!(out.status.success(), "status --remote: {}", said(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     // One document on one line (acceptance L1).
@@ -219,6 +255,10 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
         let index = usize::try_from(request.index).unwrap();
         while index >= gate.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(20));
+        }
+        if index == KEY_REFUSED {
+            // The operator's key refused once: the run waits and sends the trial again.
+            return Reply::Status(401);
         }
         Reply::Answer("I do not know.".to_owned())
     })
@@ -259,6 +299,15 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
         "15m",
         "--yes",
     ];
+    // Without --yes and without a terminal to ask on, `submit` refuses before it signs in,
+    // uploads or signs anything (acceptance L7).
+    let unapproved = net.cli(&net.user_keypair, &submit[..submit.len() - 1]);
+    assert_eq!(unapproved.status.code(), Some(2), "{}", said(&unapproved));
+    assert!(
+        String::from_utf8_lossy(&unapproved.stderr).contains("approve with --yes"),
+        "{}",
+        said(&unapproved)
+    );
     let submitted = net.cli_json(&net.user_keypair, &submit);
     let run = submitted["run"].as_str().unwrap().to_owned();
     let address: Pubkey = run.parse().unwrap();
@@ -301,6 +350,13 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
         "the stranger has no runs"
     );
 
+    // A follower connected before the kill goes on through it: it reconnects from the last
+    // event it saw once the daemon is back, and ends with the run (acceptance L10).
+    let (follower, follower_lines) = follow_in_background(net, &daemon, &run);
+    let first = follower_lines
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the follower prints the run's events");
+
     // --- SIGKILL the daemon while request HELD_FOR_KILL is in flight, then start it again.
     let in_flight = wait_requests(&server, HELD_FOR_KILL + 1);
     daemon.child.kill().unwrap();
@@ -317,19 +373,7 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
         "cancel --chain (daemon run)",
         cancelled["signature"].as_str().unwrap(),
     );
-    let followed = net
-        .command(
-            &net.user_keypair,
-            &[
-                "status",
-                "--remote",
-                "--runner",
-                daemon.url.as_str(),
-                &run,
-                "--follow",
-                "--json",
-            ],
-        )
+    let followed = status_command(net, &daemon, &run, &["--follow"])
         .output()
         .unwrap();
     assert!(followed.status.success(), "follow: {}", said(&followed));
@@ -343,6 +387,32 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
     assert_eq!(last["data"]["phase"], "finalized", "{last}");
     let view = remote_status(net, &daemon, &run);
     assert_eq!(view["phase"], "finalized", "{view}");
+    let through_kill = follower.wait_with_output().unwrap();
+    assert!(through_kill.status.success(), "{}", said(&through_kill));
+    assert!(
+        String::from_utf8_lossy(&through_kill.stderr).contains("reconnecting"),
+        "{}",
+        said(&through_kill)
+    );
+    let seen: Vec<Value> = std::iter::once(first)
+        .chain(follower_lines.iter())
+        .map(|l| serde_json::from_str(&l).unwrap())
+        .collect();
+    let ids: Vec<u64> = seen.iter().map(|e| e["id"].as_u64().unwrap()).collect();
+    assert!(
+        ids.windows(2).all(|w| w[0] < w[1]),
+        "no event twice, none out of order: {ids:?}"
+    );
+    assert_eq!(
+        seen.last().unwrap()["data"]["phase"],
+        "finalized",
+        "{seen:?}"
+    );
+    assert_eq!(
+        ids.last(),
+        events.last().and_then(|e| e["id"].as_u64()).as_ref(),
+        "the follower through the kill saw the run to its last event"
+    );
 
     // --- a report whose settlement is not the Run account's is refused, naming each field,
     // and nothing is written, even when its own hashes recompute (acceptance H1): the daemon's
@@ -402,6 +472,8 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
     let text = std::fs::read_to_string(out_dir.join("report.json")).unwrap();
     let report = Report::from_json(&text).unwrap();
     let settlement = report.settlement.clone().unwrap();
+    // Its warning says where it is kept: with the runner, for the run's wallet (acceptance L9).
+    assert_eq!(report.warning, skilltrial_core::report::HOSTED_WARNING);
 
     // Every trial with an answer was settled exactly once; nothing else was.
     let answered: Vec<u32> = report
@@ -437,10 +509,31 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
         unknown.contains(&in_flight.as_str()),
         "{unknown:?} {in_flight}"
     );
+    // The request whose key was refused paid nothing and did not end its trial: the run waited
+    // (a notice told the owner) and sent the trial again, naming the refused attempt.
+    let refused_key: Vec<_> = report
+        .trials
+        .iter()
+        .flat_map(|t| t.attempts.iter().map(move |a| (t, a)))
+        .filter(|(_, a)| a.http_status == Some(401))
+        .collect();
+    assert_eq!(refused_key.len(), 1, "{refused_key:?}");
+    let (trial, refusal) = refused_key[0];
+    assert_eq!(refusal.spent_usd_micros, Some(0));
+    let resent = trial.attempts.last().unwrap();
+    assert_eq!(resent.retry_of.as_deref(), Some(refusal.id.as_str()));
+    assert!(resent.answer_sha256.is_some(), "{resent:?}");
+    assert!(
+        events.iter().any(|e| e["kind"] == "notice"
+            && e["data"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("refused the model key"))),
+        "the owner is told why the run waits"
+    );
     assert_eq!(
-        executed + u64::try_from(unknown.len()).unwrap(),
+        executed + u64::try_from(unknown.len()).unwrap() + 1,
         u64::try_from(server.requests().len()).unwrap(),
-        "every request sent was answered and settled, or is unknown"
+        "every request sent was answered and settled, or is unknown, or had its key refused"
     );
     // Cut by the money cap, or by the cancel: never dispatched, never charged.
     let reasons: BTreeMap<String, usize> = report

@@ -182,7 +182,7 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
         RunOptions {
             dispatch_limit: None,
             stop: Some(Arc::clone(&stop)),
-            gate: None,
+            ..RunOptions::default()
         },
         &mut show,
     );

@@ -322,13 +322,55 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
             ledger.display(),
         ))?;
     }
-    while !stop.load(Ordering::SeqCst) {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    let stalled = watch(&chain, &stop);
     crate::commands::progress::notice("stopping the local validator…");
     drop(validator);
     crate::commands::progress::notice("stopped");
-    Ok(Status::Ok)
+    match stalled {
+        None => Ok(Status::Ok),
+        Some(why) => Err(env_error(format!(
+            "{why}; it was stopped: start `skilltrial localnet` again (the ledger {} is kept)",
+            ledger.display()
+        ))),
+    }
+}
+
+/// How long the validator may go without a new slot (or without answering) before `localnet`
+/// gives it up: a panicked or wedged validator must not look alive to the clients waiting on it.
+const STALL_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Watches the running validator until Ctrl-C (`None`) or until it has produced no slot, or not
+/// answered, for [`STALL_AFTER`] (`Some`, saying which, already told on stderr).
+fn watch(chain: &Chain, stop: &AtomicBool) -> Option<String> {
+    let mut last: Option<u64> = None;
+    let mut since = std::time::Instant::now();
+    let mut checked = std::time::Instant::now();
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        if checked.elapsed() < std::time::Duration::from_secs(2) {
+            continue;
+        }
+        checked = std::time::Instant::now();
+        match chain.slot() {
+            Ok(slot) if last != Some(slot) => {
+                last = Some(slot);
+                since = std::time::Instant::now();
+            }
+            _ if since.elapsed() >= STALL_AFTER => {
+                let why = match last {
+                    Some(slot) => format!(
+                        "the local validator has produced no slot since {slot} for {} s, or stopped answering",
+                        STALL_AFTER.as_secs()
+                    ),
+                    None => "the local validator stopped answering".to_owned(),
+                };
+                crate::commands::progress::notice(&format!("error: {why}"));
+                return Some(why);
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// $SKTRIAL's supply on a local cluster: 10^9 tokens of 6 decimals, all in the pool.

@@ -52,6 +52,13 @@ fn signed_in(
 }
 
 pub fn submit(args: &SubmitArgs, global: &Global) -> Result<Status, CliError> {
+    // The escrow is asked for on the terminal after the uploads: without one (a script, a CI
+    // job) and without --yes, refuse before anything is signed in, uploaded or signed.
+    if !args.yes && !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        return Err(CliError::Environment(anyhow::anyhow!(
+            "submit opens an escrow with your wallet and asks you first, but there is no terminal to ask on: approve with --yes; nothing was signed in, uploaded or signed"
+        )));
+    }
     let layout = state::layout(global)?;
     let store = state::store(&layout)?;
     let manifest_ref = state::run_id(&layout, &args.manifest)?;
@@ -206,6 +213,7 @@ fn view_text(v: &RunView) -> String {
             "  trials    {}/{} done, spent {} µUSD, reserved {} µUSD",
             p["done"], p["total"], p["spent"], p["reserved"]
         );
+        out.push_str(&outcomes_text(p));
     }
     let _ = writeln!(
         out,
@@ -217,6 +225,34 @@ fn view_text(v: &RunView) -> String {
     }
     if let Some(sig) = &v.finalize_signature {
         let _ = writeln!(out, "  finalized {sig}");
+    }
+    out
+}
+
+/// The outcome counts of a progress document, and what a cancel or an `unknown` means for the
+/// owner's money.
+fn outcomes_text(p: &Value) -> String {
+    let mut out = String::new();
+    let Some(counts) = p["counts"].as_object().filter(|c| !c.is_empty()) else {
+        return out;
+    };
+    let listed: Vec<String> = counts.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let _ = writeln!(out, "  outcomes  {}", listed.join(" · "));
+    if p["status"] == "cancelled" {
+        let _ = writeln!(
+            out,
+            "  cancelled on-chain: trials not yet sent closed `not_run` and pay nothing"
+        );
+    }
+    if let Some(n) = counts
+        .get("unknown")
+        .and_then(Value::as_u64)
+        .filter(|n| *n > 0)
+    {
+        let _ = writeln!(
+            out,
+            "  unknown   {n} in flight at a restart of the runner: never sent again, never charged"
+        );
     }
     out
 }
@@ -269,28 +305,7 @@ pub fn status(args: &StatusArgs, global: &Global) -> Result<Status, CliError> {
         return Ok(Status::Ok);
     };
     if args.follow {
-        let mut failed = None;
-        let mut stopped = false;
-        client
-            .follow(run, 0, &mut |event| {
-                if event.kind == "phase" && event.data["phase"] == "failed" {
-                    failed = event.data["detail"].as_str().map(str::to_owned);
-                }
-                stopped |= event.kind == "notice" && event.data["stopping"] == true;
-                let line = if global.json {
-                    json!({"id": event.id, "kind": event.kind, "at": event.at, "data": event.data})
-                        .to_string()
-                } else {
-                    event_text(event)
-                };
-                output::text(&format!("{line}\n")).is_ok()
-            })
-            .map_err(client_error)?;
-        if stopped {
-            return Err(CliError::Environment(anyhow::anyhow!(
-                "the runner stopped while you followed run {run}; it resumes the run when it is back: follow it again then (skilltrial status --remote --runner {url} {run} --follow)"
-            )));
-        }
+        let failed = follow(&client, url, run, global)?;
         let view = client.run(run).map_err(client_error)?;
         if !global.json {
             output::text(&view_text(&view))?;
@@ -309,6 +324,65 @@ pub fn status(args: &StatusArgs, global: &Global) -> Result<Status, CliError> {
         output::text(&view_text(&view))?;
     }
     Ok(Status::Ok)
+}
+
+/// How long `--follow` keeps trying to reach a runner that stopped or dropped the stream
+/// before it gives up (a restart of the daemon takes seconds).
+const RECONNECT_FOR: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Prints `run`'s events until it is over (finalized or failed), reconnecting after a restart
+/// of the runner or a dropped connection from the last event seen (`Last-Event-ID`), so that
+/// nothing is shown twice or missed. Returns the failure's detail when the run failed.
+fn follow(
+    client: &Client,
+    url: &url::Url,
+    run: &str,
+    global: &Global,
+) -> Result<Option<String>, CliError> {
+    let mut last = 0u64;
+    let mut failed = None;
+    let mut over = false;
+    loop {
+        let mut closed = false;
+        let result = client.follow(run, last, &mut |event| {
+            last = last.max(event.id);
+            if event.kind == "phase" {
+                let phase = event.data["phase"].as_str().unwrap_or("");
+                over |= matches!(phase, "finalized" | "failed");
+                if phase == "failed" {
+                    failed = event.data["detail"].as_str().map(str::to_owned);
+                }
+            }
+            let line = if global.json {
+                json!({"id": event.id, "kind": event.kind, "at": event.at, "data": event.data})
+                    .to_string()
+            } else {
+                event_text(event)
+            };
+            closed = output::text(&format!("{line}\n")).is_err();
+            !closed
+        });
+        match result {
+            Ok(()) if over || closed => return Ok(failed),
+            // The stream ended before the run did (the runner stopped, or was killed), or the
+            // runner could not be reached: wait for it and go on from the last event.
+            Ok(()) | Err(ClientError::Unreachable(_)) => {}
+            Err(e) => return Err(client_error(e)),
+        }
+        crate::commands::progress::notice(&format!(
+            "the runner's stream of run {run} ended before the run did; reconnecting (from event {last})…"
+        ));
+        let started = std::time::Instant::now();
+        while client.info().is_err() {
+            if started.elapsed() >= RECONNECT_FOR {
+                return Err(CliError::Environment(anyhow::anyhow!(
+                    "the runner at {url} has not answered for {} s while you followed run {run}; it resumes the run when it is back: follow it again then (skilltrial status --remote --runner {url} {run} --follow)",
+                    RECONNECT_FOR.as_secs()
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_secs(2));
+        }
+    }
 }
 
 pub fn report(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {

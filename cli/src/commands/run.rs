@@ -107,7 +107,7 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
         RunOptions {
             dispatch_limit: args.max_dispatch,
             stop: Some(Arc::clone(&stop)),
-            gate: None,
+            ..RunOptions::default()
         },
         &mut show,
     );

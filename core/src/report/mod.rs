@@ -44,6 +44,9 @@ pub const FORMAT: &str = "skilltrial-report-v2";
 /// Shown with every export.
 pub const SENSITIVE_WARNING: &str = "This report holds raw model answers, which may contain sensitive content. It is written to your disk only and never uploaded; review it before sharing.";
 
+/// The warning of a hosted run's report: the runner that executed it keeps it for its owner.
+pub const HOSTED_WARNING: &str = "This report holds raw model answers, which may contain sensitive content. The runner that executed the run keeps it and serves it to the run's wallet only; review it before sharing.";
+
 /// A trial's outcome: its latest attempt's, or `pending` while it has none. Written as the
 /// outcome's text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -98,7 +101,7 @@ pub struct Report {
     /// Always [`FORMAT`].
     pub format: String,
     pub generated_by: GeneratedBy,
-    /// Always [`SENSITIVE_WARNING`].
+    /// [`SENSITIVE_WARNING`]; [`HOSTED_WARNING`] for a hosted run's report.
     pub warning: String,
     pub run: Run,
     /// `sha256:…` of the canonical `manifest`: the run id.

@@ -91,6 +91,9 @@ pub(super) enum Dispatched {
     },
     /// The provider reported usage above the reservation: the run must stop.
     ReservationBroken(Refusal),
+    /// Refused for the key, not the request ([`retry::is_key_refusal`]): closed as an
+    /// infrastructure error like any rejection; a run told to stops on it.
+    KeyRefused { status: u16, message: String },
 }
 
 impl Dispatcher<'_> {
@@ -279,8 +282,13 @@ impl Dispatcher<'_> {
                     latency_ms: elapsed_ms(started),
                     ..CallRecord::default()
                 };
+                let key_refused = !retryable
+                    && retry::is_key_refusal(status, call.error.as_deref().unwrap_or(""));
+                let message = call.error.clone().unwrap_or_default();
                 close_as_infrastructure(self.journal, &attempt, &format!("http_{status}"), &call)?;
-                if retryable {
+                if key_refused {
+                    Dispatched::KeyRefused { status, message }
+                } else if retryable {
                     Dispatched::Retryable {
                         attempt: attempt.clone(),
                         status,
@@ -432,10 +440,7 @@ fn next_auto_retry_of(attempts: &[AttemptRow], trial_idx: u32) -> Option<u32> {
 /// again by itself, so `status` and the progress count must not treat it as an infrastructure
 /// error left for the user. The same rule decides the retry on resume.
 pub fn awaiting_auto_retry(attempts: &[AttemptRow], trial_idx: u32) -> Option<u32> {
-    let latest = attempts
-        .iter()
-        .filter(|a| a.trial_idx == trial_idx)
-        .max_by_key(|a| a.seq)?;
+    let latest = latest_of(attempts, trial_idx)?;
     let status = latest.http_status?;
     if latest.state != AttemptState::Closed
         || latest.outcome != Some(Outcome::InfrastructureError)
@@ -462,11 +467,7 @@ pub(super) fn resumed_auto_retry(
     let Some(n) = awaiting_auto_retry(&attempts, trial_idx) else {
         return Ok(None);
     };
-    let Some(latest) = attempts
-        .iter()
-        .filter(|a| a.trial_idx == trial_idx)
-        .max_by_key(|a| a.seq)
-    else {
+    let Some(latest) = latest_of(&attempts, trial_idx) else {
         return Ok(None);
     };
     let status = latest.http_status.unwrap_or(0);
@@ -484,4 +485,39 @@ pub(super) fn resumed_auto_retry(
     );
     wait_unless_stopped(journal, run_id, wait, options)?;
     Ok(Some((latest.id.clone(), reason)))
+}
+
+/// At the start of a run with [`RunOptions::stop_on_key_refusal`]: when the trial's latest
+/// attempt was refused for the key ([`retry::is_key_refusal`]), the run stopped on it, and it is
+/// sent again (nothing reached the model). Returns the refused attempt and its retry's reason.
+pub(super) fn key_refused_latest(
+    journal: &Journal,
+    run_id: &str,
+    trial_idx: u32,
+) -> Result<Option<(String, String)>, EngineError> {
+    let attempts = journal.attempts_without_details(run_id)?;
+    let Some(latest) = latest_of(&attempts, trial_idx) else {
+        return Ok(None);
+    };
+    let (Some(status), AttemptState::Closed, Some(Outcome::InfrastructureError)) =
+        (latest.http_status, latest.state, latest.outcome)
+    else {
+        return Ok(None);
+    };
+    let error = latest.error.as_deref().unwrap_or("");
+    if retry::is_retryable(status, error) || !retry::is_key_refusal(status, error) {
+        return Ok(None);
+    }
+    Ok(Some((
+        latest.id.clone(),
+        format!("sent again after the key was refused (HTTP {status}); nothing reached the model"),
+    )))
+}
+
+/// Trial `trial_idx`'s latest attempt among `attempts`.
+pub(super) fn latest_of(attempts: &[AttemptRow], trial_idx: u32) -> Option<&AttemptRow> {
+    attempts
+        .iter()
+        .filter(|a| a.trial_idx == trial_idx)
+        .max_by_key(|a| a.seq)
 }

@@ -142,6 +142,12 @@ pub enum Refusal {
         spent: MicroUsd,
         reserve: MicroUsd,
     },
+    /// With [`RunOptions::stop_on_key_refusal`]: the provider refused the key, not a request.
+    /// The run stopped, resumable; its next start sends the refused trial again.
+    #[error(
+        "the provider refused the model key (HTTP {status}): {message}; the run stopped, nothing more was sent, and it resumes with the refused trial once the key works"
+    )]
+    KeyRefused { status: u16, message: String },
 }
 
 /// TEST KNOB, debug builds only: `SKILLTRIAL_TEST_KILL_AT=after_plan|after_dispatch|after_result`
@@ -252,6 +258,11 @@ pub struct RunOptions {
     pub stop: Option<Arc<AtomicBool>>,
     /// Asked before every dispatch (after the journal's own cancel): see [`Gate`].
     pub gate: Option<GateFn>,
+    /// Stop the run, resumable, when the provider refuses the key ([`Refusal::KeyRefused`]),
+    /// instead of closing the trial and going on; the next start sends the refused trial again
+    /// (nothing reached the model). The hosted runner sets it: the key is the operator's, and a
+    /// user's run must not end as a row of errors for it.
+    pub stop_on_key_refusal: bool,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -260,6 +271,7 @@ impl std::fmt::Debug for RunOptions {
             .field("dispatch_limit", &self.dispatch_limit)
             .field("stop", &self.stop)
             .field("gate", &self.gate.as_ref().map(|_| "set"))
+            .field("stop_on_key_refusal", &self.stop_on_key_refusal)
             .finish()
     }
 }
@@ -395,6 +407,10 @@ pub fn run(
             dispatch::resumed_auto_retry(journal, &run_id, trial.index, backoff_scale, &options)?
         {
             auto_retry.insert(trial.index, (attempt, reason));
+        } else if options.stop_on_key_refusal
+            && let Some(refused) = dispatch::key_refused_latest(journal, &run_id, trial.index)?
+        {
+            auto_retry.insert(trial.index, refused);
         }
     }
     let mut dispatched_now = 0u32;
@@ -455,10 +471,7 @@ pub fn run(
                 journal.money(&run_id)?,
             ),
         };
-        let latest = attempts
-            .iter()
-            .filter(|a| a.trial_idx == trial.index)
-            .max_by_key(|a| a.seq);
+        let latest = dispatch::latest_of(&attempts, trial.index);
         let skip = settled(latest) && !auto_retry.contains_key(&trial.index);
         let pending_retry = latest
             .filter(|a| a.state == AttemptState::Planned)
@@ -559,6 +572,12 @@ pub fn run(
                     queue.push_front(trial);
                 }
             }
+            Dispatched::KeyRefused { status, message } if options.stop_on_key_refusal => {
+                journal.set_executed_ms(&run_id, executed_ms())?;
+                journal.set_status(&run_id, RunStatus::Stopped)?;
+                return Err(Refusal::KeyRefused { status, message }.into());
+            }
+            Dispatched::KeyRefused { .. } => {}
             Dispatched::ReservationBroken(refusal) => {
                 journal.set_executed_ms(&run_id, executed_ms())?;
                 journal.set_status(&run_id, RunStatus::Stopped)?;

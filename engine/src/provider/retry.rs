@@ -42,6 +42,17 @@ pub fn is_retryable(status: u16, body: &str) -> bool {
         || body.contains("\"overloaded_error\"")
 }
 
+/// Whether a rejection says the key (or the account behind it) is refused, not the request: HTTP
+/// 401 or 403, an `authentication_error` or `permission_error` body, or an exhausted quota. Every
+/// later request with the same key would be refused alike, so a run that is told to (the hosted
+/// runner's, whose key is the operator's) stops on it instead of closing trial after trial.
+pub fn is_key_refusal(status: u16, body: &str) -> bool {
+    matches!(status, 401 | 403)
+        || body.contains("\"authentication_error\"")
+        || body.contains("\"permission_error\"")
+        || body.contains("\"insufficient_quota\"")
+}
+
 /// The wait before retry number `retry` (1-based): the provider's, capped, else the default.
 pub fn wait(retry: u32, retry_after: Option<Duration>) -> Duration {
     retry_after
