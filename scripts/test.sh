@@ -66,15 +66,15 @@ cargo fmt --all --check
 
 # The pure core must stay pure: the web page runs it in the browser (wasm32), so nothing in its
 # dependency tree may need SQLite, an HTTP client, an async runtime, a keychain or Solana RPC.
-step "core: builds for wasm32-unknown-unknown, with no I/O crate in its tree"
+step "core and the page's validation (web/wasm): build for wasm32-unknown-unknown, with no I/O crate in the tree"
 rustup target add wasm32-unknown-unknown >/dev/null 2>&1 \
     || echo "!!! rustup could not add wasm32-unknown-unknown; the build below will say why" >&2
-cargo build -p skilltrial-core --target wasm32-unknown-unknown --locked
-forbidden="$(cargo tree -p skilltrial-core -e normal --target all --prefix none --locked \
+cargo build -p skilltrial-core -p skilltrial-web --target wasm32-unknown-unknown --locked
+forbidden="$(cargo tree -p skilltrial-core -p skilltrial-web -e normal --target all --prefix none --locked \
     | grep -E '^(rusqlite|libsqlite3-sys|reqwest|hyper|tokio|mio|keyring|solana-rpc-client|solana-client|anchor-client) ' \
     | sort -u || true)"
 if [ -n "$forbidden" ]; then
-    echo "skilltrial-core must not depend on these (they belong in skilltrial-engine or chain):" >&2
+    echo "skilltrial-core and skilltrial-web must not depend on these (they belong in skilltrial-engine or chain):" >&2
     echo "$forbidden" >&2
     exit 1
 fi

@@ -7,8 +7,6 @@ mod rawzip;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use rawzip::{Entry, build, skill_md};
-
 const EXAMPLE_A: &str = "fixtures/bundles/solana-reader-1.4.2";
 const EXAMPLE_B: &str = "fixtures/bundles/solana-reader-1.5.0";
 
@@ -87,17 +85,7 @@ fn examples_validate_in_json_with_name_version_and_digest() {
 
 /// A ZIP with one of nearly everything that gets a bundle rejected.
 fn hostile_zip(dir: &Path) -> PathBuf {
-    let zip = build(&[
-        Entry::deflated("SKILL.md", skill_md("hostile", "6.6.6").as_bytes()),
-        Entry::stored("../../etc/cron.d/evil", b"* * * * * root sh"),
-        Entry::stored("..\\..\\evil.md", b"x"),
-        Entry::stored("C:\\Windows\\evil.md", b"x"),
-        Entry::symlink("refs/passwd.md", "/etc/passwd"),
-        Entry::stored("refs/Notes.md", b"1"),
-        Entry::stored("refs/notes.md", b"2"),
-        Entry::stored("refs/inner.md", &build(&[Entry::stored("x.md", b"x")])),
-        Entry::stored("refs/secret.md", b"x").encrypted(),
-    ]);
+    let zip = rawzip::hostile_bundle();
     let path = dir.join("hostile.zip");
     std::fs::write(&path, zip).unwrap();
     path

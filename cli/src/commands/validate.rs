@@ -3,9 +3,8 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use skilltrial_core::bundle::{
-    self, Bundle, FileKind, Flag, FlagKind, Rejected, Rejection, display_safe,
-};
+use skilltrial_core::bundle::verdict::BundleReport;
+use skilltrial_core::bundle::{self, Bundle, FileKind, FlagKind, Rejected, display_safe};
 
 use crate::cli::{Global, ValidateArgs};
 use crate::commands::input;
@@ -16,33 +15,6 @@ use crate::output;
 #[derive(Debug, Serialize)]
 pub struct Report {
     pub bundles: Vec<BundleReport>,
-}
-
-/// One bundle in the `--json` document. Rejected bundles carry `errors` and nulls elsewhere.
-#[derive(Debug, Serialize)]
-pub struct BundleReport {
-    pub input: String,
-    pub ok: bool,
-    pub source: Option<bundle::SourceKind>,
-    pub name: Option<String>,
-    pub version: Option<String>,
-    pub description: Option<String>,
-    pub digest: Option<String>,
-    /// `full`, or `partial` when the bundle holds scripts or binaries that are never run.
-    pub coverage: Option<&'static str>,
-    pub files: Vec<FileReport>,
-    pub flags: Vec<Flag>,
-    pub errors: Vec<Rejection>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct FileReport {
-    pub path: String,
-    pub kind: FileKind,
-    pub size: u64,
-    pub sha256: String,
-    /// Scripts and binaries: listed, never run, never sent to a model.
-    pub executable: bool,
 }
 
 pub fn run(args: &ValidateArgs, global: &Global) -> Result<Status, CliError> {
@@ -83,48 +55,7 @@ pub fn run(args: &ValidateArgs, global: &Global) -> Result<Status, CliError> {
 }
 
 fn to_report(input: &str, result: &Result<Bundle, Rejected>) -> BundleReport {
-    match result {
-        Ok(b) => BundleReport {
-            input: input.to_owned(),
-            ok: true,
-            source: Some(b.source),
-            name: Some(b.name.clone()),
-            version: b.version.clone(),
-            description: b.description.clone(),
-            digest: Some(b.digest.to_string()),
-            coverage: Some(if b.has_non_executable() {
-                "partial"
-            } else {
-                "full"
-            }),
-            files: b
-                .files
-                .iter()
-                .map(|f| FileReport {
-                    path: f.path.clone(),
-                    kind: f.kind,
-                    size: f.size(),
-                    sha256: f.sha256.hex(),
-                    executable: false,
-                })
-                .collect(),
-            flags: b.flags.clone(),
-            errors: Vec::new(),
-        },
-        Err(rejected) => BundleReport {
-            input: input.to_owned(),
-            ok: false,
-            source: None,
-            name: None,
-            version: None,
-            description: None,
-            digest: None,
-            coverage: None,
-            files: Vec::new(),
-            flags: Vec::new(),
-            errors: rejected.errors.clone(),
-        },
-    }
+    BundleReport::of(input, result.as_ref().map_err(|r| r.errors.as_slice()))
 }
 
 /// The human report. Everything that came from a bundle passes through `display_safe`, so a

@@ -12,6 +12,7 @@ mod markdown;
 mod path;
 mod scan;
 mod source;
+pub mod verdict;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;

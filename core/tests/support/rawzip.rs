@@ -203,3 +203,19 @@ pub fn skill_md(name: &str, version: &str) -> String {
         "---\nname: {name}\ndescription: A test skill.\nversion: {version}\n---\n# {name}\n\nRead the tag first.\n"
     )
 }
+
+/// A ZIP with one of nearly everything that gets a bundle rejected: traversal, Windows and
+/// drive paths, a symlink, names that collide by case, a nested archive, an encrypted entry.
+pub fn hostile_bundle() -> Vec<u8> {
+    build(&[
+        Entry::deflated("SKILL.md", skill_md("hostile", "6.6.6").as_bytes()),
+        Entry::stored("../../etc/cron.d/evil", b"* * * * * root sh"),
+        Entry::stored("..\\..\\evil.md", b"x"),
+        Entry::stored("C:\\Windows\\evil.md", b"x"),
+        Entry::symlink("refs/passwd.md", "/etc/passwd"),
+        Entry::stored("refs/Notes.md", b"1"),
+        Entry::stored("refs/notes.md", b"2"),
+        Entry::stored("refs/inner.md", &build(&[Entry::stored("x.md", b"x")])),
+        Entry::stored("refs/secret.md", b"x").encrypted(),
+    ])
+}
