@@ -15,5 +15,7 @@ if ! dpkg -s libclang-dev >/dev/null 2>&1; then
 fi
 bash scripts/build-sbf.sh >&2
 cargo build --locked -p skilltrial-cli --features localnet >&2
-echo "==> the binary is target/debug/skilltrial (with localnet)" >&2
-exec ./target/debug/skilltrial localnet "$@"
+# Where cargo put it: CARGO_TARGET_DIR when set, else ./target.
+bin="${CARGO_TARGET_DIR:-target}/debug/skilltrial"
+echo "==> the binary is $bin (with localnet)" >&2
+exec "$bin" localnet "$@"

@@ -110,6 +110,8 @@ pub struct App {
     pub config: Config,
     pub runner: Keypair,
     pub expect: siws::Expect,
+    /// Issues and recognises sign-in nonces (stored only once spent).
+    pub challenges: siws::Challenges,
     pub store: Store,
     state: Mutex<Box<dyn RunnerState>>,
     events: tokio::sync::broadcast::Sender<Event>,
@@ -188,6 +190,7 @@ impl App {
             config,
             runner,
             expect,
+            challenges: siws::Challenges::new()?,
             store,
             state: Mutex::new(Box::new(state)),
             events,
@@ -353,6 +356,20 @@ impl App {
                     .remove(&run.address);
             }
             Err(worker::WorkError::Stopping) => {}
+            Err(worker::WorkError::Waiting(why)) => {
+                let mut retry = self
+                    .retry_at
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let failures = retry.get(&run.address).map_or(0, |(_, n)| *n);
+                retry.insert(
+                    run.address.clone(),
+                    (Instant::now() + RETRY_FIRST, failures),
+                );
+                drop(retry);
+                log(&format!("run {}: {why}", run.address));
+                self.event(&run.address, "notice", &serde_json::json!({"message": why}));
+            }
             Err(worker::WorkError::Transient(why)) => {
                 let wait = {
                     let mut retry = self

@@ -25,7 +25,7 @@ use skilltrial_core::manifest::Manifest;
 use solana_signer::Signer;
 
 use crate::api::{self, ApiError};
-use crate::state::{Event, HostedRun, NonceRefusal};
+use crate::state::{Event, HostedRun};
 use crate::tree::{self, TreeLimits, TreeRefusal};
 use crate::{App, log, siws, worker};
 
@@ -224,26 +224,13 @@ async fn challenge(
     let address: Pubkey = text
         .parse()
         .map_err(|_| Failure::invalid(format!("address `{text}` is not a Solana public key")))?;
-    let nonce = bs58::encode(random(12)?).into_string();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&random(16)?);
     let issued = now();
+    // Nothing is stored: the nonce authenticates itself (siws::Challenges).
+    let nonce = app.challenges.nonce(&address, &bytes, issued);
     let message = siws::message(&app.expect, &address, &nonce, issued);
     let expires_at = issued.saturating_add(siws::CHALLENGE_TTL_SECS);
-    {
-        let (app, nonce, owner) = (Arc::clone(&app), nonce.clone(), address.to_string());
-        let issued = blocking(move || app.state().issue_nonce(&nonce, Some(&owner), expires_at))
-            .await?
-            .map_err(Failure::internal)?;
-        if !issued {
-            return Err(Failure::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "busy",
-                format!(
-                    "{} sign-ins are waiting for a signature on this runner: try again in a few minutes",
-                    crate::state::MAX_LIVE_NONCES
-                ),
-            ));
-        }
-    }
     Ok(axum::Json(api::Challenge {
         message,
         nonce,
@@ -283,24 +270,31 @@ async fn verify(
             address.clone(),
             sha256_hex(&token),
         );
-        let used = blocking(move || {
+        let nonce_expires = verified.issued_at.saturating_add(siws::CHALLENGE_TTL_SECS);
+        if nonce_expires <= at
+            || !app
+                .challenges
+                .issued(&verified.nonce, &verified.address, verified.issued_at)
+        {
+            return Err(unauthenticated(siws::SignInError::UnknownNonce(
+                verified.nonce.clone(),
+            )));
+        }
+        let spent = blocking(move || {
             let mut state = app.state();
-            match state.consume_nonce(&nonce, &owner, at)? {
-                Ok(()) => state
-                    .create_session(&hashed, &owner, expires_at)
-                    .map(|()| Ok(())),
-                Err(refusal) => Ok(Err(refusal)),
+            if !state.spend_nonce(&nonce, &owner, nonce_expires, at)? {
+                return Ok(false);
             }
+            state
+                .create_session(&hashed, &owner, expires_at)
+                .map(|()| true)
         })
         .await?
         .map_err(Failure::internal)?;
-        if let Err(refusal) = used {
-            let nonce = verified.nonce.clone();
-            return Err(unauthenticated(match refusal {
-                NonceRefusal::Unknown => siws::SignInError::UnknownNonce(nonce),
-                NonceRefusal::Used => siws::SignInError::NonceUsed(nonce),
-                NonceRefusal::ForAnother => siws::SignInError::NonceForAnother(nonce),
-            }));
+        if !spent {
+            return Err(unauthenticated(siws::SignInError::NonceUsed(
+                verified.nonce.clone(),
+            )));
         }
     }
     let secure = if app.config.origin.scheme() == "https" {
@@ -406,7 +400,7 @@ async fn upload_tree(
     body: Result<Bytes, BytesRejection>,
 ) -> Answer<Response> {
     let body = within_limit(body)?;
-    session(&app, &headers, &Method::POST).await?;
+    let wallet = session(&app, &headers, &Method::POST).await?;
     let kind = q.kind.unwrap_or_default();
     let id = q.id;
     let limits = match kind.as_str() {
@@ -473,6 +467,9 @@ async fn upload_tree(
                         b.digest
                     )));
                 }
+                app2.state()
+                    .hold(&wallet, &digest.hex())
+                    .map_err(Failure::internal)?;
                 Ok(api::Stored {
                     kind,
                     digest: digest.hex(),
@@ -527,7 +524,7 @@ async fn upload_manifest(
     body: Result<Bytes, BytesRejection>,
 ) -> Answer<Response> {
     let body = within_limit(body)?;
-    session(&app, &headers, &Method::POST).await?;
+    let wallet = session(&app, &headers, &Method::POST).await?;
     let manifest: Manifest = serde_json::from_slice(&body)
         .map_err(|e| Failure::invalid(format!("the body is not a manifest: {e}")))?;
     let canonical = manifest
@@ -535,9 +532,35 @@ async fn upload_manifest(
         .map_err(|e| Failure::invalid(format!("the manifest cannot be hashed: {e}")))?;
     let app2 = Arc::clone(&app);
     let terms = blocking(move || -> Answer<api::Terms> {
+        // Its bundles are this wallet's to run only if this wallet uploaded them: a manifest
+        // names bundles by digest, and a digest alone must not run another wallet's skill.
+        for arm in &manifest.arms {
+            let digest = arm.bundle.as_ref().map(|b| {
+                skilltrial_engine::store::parse_hex(&b.digest)
+                    .map_or_else(|| b.digest.clone(), |d| d.hex())
+            });
+            if let (Some(b), Some(digest)) = (&arm.bundle, digest)
+                && !app2
+                    .state()
+                    .holds(&wallet, &digest)
+                    .map_err(Failure::internal)?
+            {
+                return Err(Failure::new(
+                    StatusCode::FORBIDDEN,
+                    "forbidden",
+                    format!(
+                        "the manifest's bundle `{}` ({}) was not uploaded by this wallet: upload it first (POST /v1/trees?kind=bundle; `submit` does)",
+                        b.name, b.digest
+                    ),
+                ));
+            }
+        }
         let hash = app2
             .store
             .put(canonical.as_bytes())
+            .map_err(Failure::internal)?;
+        app2.state()
+            .hold(&wallet, &hash.hex())
             .map_err(Failure::internal)?;
         let (inputs, terms) = worker::admit_manifest(&app2, &hash.hex(), worker::Admission::Before)
             .map_err(|e| Failure::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", e))?;
@@ -633,6 +656,7 @@ async fn register(
         if let (_, Some(existing)) = registered(&app2, &user, &ask.manifest)? {
             return view(&app2, &existing).map_err(Failure::internal);
         }
+        uploaded_by(&app2, &user, &ask.manifest)?;
         let run = worker::authorise(&app2, &user, &ask.manifest).map_err(unauthorised)?;
         // The insert decides, not the read above: of two registrations racing, one inserts and
         // the other answers the run as registered, with no second `phase` event.
@@ -669,6 +693,29 @@ fn unauthorised(e: worker::Unauthorised) -> Failure {
             Failure::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", why)
         }
     }
+}
+
+/// A stored manifest is run only for a wallet that uploaded it (`403` otherwise); one not stored
+/// is left to the admission's own words (`422`, upload it first).
+fn uploaded_by(app: &App, user: &Pubkey, hex: &str) -> Answer<()> {
+    let Some(digest) = skilltrial_engine::store::parse_hex(hex) else {
+        return Ok(());
+    };
+    if app.store.contains(&digest)
+        && !app
+            .state()
+            .holds(&user.to_string(), &digest.hex())
+            .map_err(Failure::internal)?
+    {
+        return Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "manifest {hex} was not uploaded by this wallet ({user}): a runner runs a manifest only for a wallet that uploaded it and its bundles (`submit` does)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The Run account address of `user`'s run of the manifest `hex`, and the run if it is
@@ -721,6 +768,7 @@ async fn check(
                 min_deadline_secs: 0,
             });
         }
+        uploaded_by(&app2, &user, &ask.manifest)?;
         let (inputs, _) = worker::preflight(
             &app2,
             &ask.manifest,
@@ -880,7 +928,7 @@ fn stopping() -> SseEvent {
         serde_json::json!({
             "at": now(),
             "data": {
-                "message": "the runner is stopping; follow the run again once it is back (the run resumes where it stopped)",
+                "message": "the runner is stopping; the run resumes where it stopped once the runner is back (`status --remote --follow` reconnects by itself, for two minutes)",
                 "stopping": true,
             }
         })

@@ -190,6 +190,8 @@ pub fn parse(text: &str) -> Result<Fields, SignInError> {
 pub struct Verified {
     pub address: Pubkey,
     pub nonce: String,
+    /// The message's `Issued At`, unix seconds.
+    pub issued_at: i64,
 }
 
 /// Verifies `signature` (base58) by `address` (base58) over exactly `signed` and checks every
@@ -263,6 +265,7 @@ pub fn verify(
     Ok(Verified {
         address: key,
         nonce,
+        issued_at: issued,
     })
 }
 
@@ -279,6 +282,72 @@ fn under_origin(uri: &str, origin: &str) -> bool {
     match uri.strip_prefix(origin) {
         Some(rest) => rest.is_empty() || rest.starts_with('/'),
         None => false,
+    }
+}
+
+/// Issues and recognises sign-in nonces without storing them: a nonce is 16 random bytes and the
+/// first 16 bytes of HMAC-SHA256 over the wallet, those bytes and the issue time, under a key
+/// this process drew at start. Asking for challenges therefore writes nothing (a flood of them
+/// fills no table and locks nobody out); only a nonce spent by a valid signature is recorded,
+/// for its single use. A restart forgets the key: a challenge not yet signed is asked for again.
+pub struct Challenges {
+    key: [u8; 32],
+}
+
+impl std::fmt::Debug for Challenges {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Challenges { key: <secret> }")
+    }
+}
+
+impl Challenges {
+    /// With a key from the OS's CSPRNG.
+    pub fn new() -> Result<Self, String> {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).map_err(|e| format!("cannot draw the challenge key: {e}"))?;
+        Ok(Self { key })
+    }
+
+    fn mac(&self, address: &Pubkey, random: &[u8], issued_at: i64) -> [u8; 16] {
+        use hmac::Mac as _;
+        // HMAC takes a key of any length: this cannot fail.
+        let Ok(mut mac) = hmac::Hmac::<sha2::Sha256>::new_from_slice(&self.key) else {
+            return [0; 16];
+        };
+        mac.update(address.as_ref());
+        mac.update(random);
+        mac.update(&issued_at.to_be_bytes());
+        let full = mac.finalize().into_bytes();
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&full[..16]);
+        out
+    }
+
+    /// A nonce for `address`'s challenge issued at `issued_at`, from 16 `random` bytes.
+    pub fn nonce(&self, address: &Pubkey, random: &[u8; 16], issued_at: i64) -> String {
+        let mut bytes = random.to_vec();
+        bytes.extend_from_slice(&self.mac(address, random, issued_at));
+        bs58::encode(bytes).into_string()
+    }
+
+    /// Whether `nonce` is one this process issued to `address` at `issued_at`.
+    pub fn issued(&self, nonce: &str, address: &Pubkey, issued_at: i64) -> bool {
+        let Ok(bytes) = bs58::decode(nonce).into_vec() else {
+            return false;
+        };
+        let Some((random, mac)) = bytes.split_at_checked(16) else {
+            return false;
+        };
+        if mac.len() != 16 {
+            return false;
+        }
+        let expected = self.mac(address, random, issued_at);
+        // Constant time: a nonce is not a secret, but a guess must learn nothing byte by byte.
+        expected
+            .iter()
+            .zip(mac)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
     }
 }
 

@@ -103,14 +103,6 @@ pub struct Event {
 /// away (`429`) once this many wait for a signature, instead of growing the state for ever.
 pub const MAX_LIVE_NONCES: u64 = 10_000;
 
-/// A sign-in nonce could not be used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NonceRefusal {
-    Unknown,
-    Used,
-    ForAnother,
-}
-
 #[derive(Debug, thiserror::Error)]
 #[error("runner state {path}: {message}")]
 pub struct StateError {
@@ -120,23 +112,16 @@ pub struct StateError {
 
 /// The daemon's state. Every method is one atomic step.
 pub trait RunnerState: Send {
-    /// Records a nonce issued at `now` to `address` (or to whoever signs it), valid until
-    /// `expires_at`. `false`, recording nothing, when [`MAX_LIVE_NONCES`] unexpired, unused
-    /// nonces are already out: sign-ins cannot fill the disk.
-    fn issue_nonce(
-        &mut self,
-        nonce: &str,
-        address: Option<&str>,
-        expires_at: i64,
-    ) -> Result<bool, StateError>;
-    /// Uses `nonce` for `address` once: refused when unknown, expired, used, or issued to
-    /// another wallet.
-    fn consume_nonce(
+    /// Spends the sign-in nonce of a valid signature by `address`, good until `expires_at`:
+    /// `false` when it was spent before. Spent nonces are kept until they expire (and swept as
+    /// others are spent), so a signed message is good for one session only.
+    fn spend_nonce(
         &mut self,
         nonce: &str,
         address: &str,
+        expires_at: i64,
         now: i64,
-    ) -> Result<Result<(), NonceRefusal>, StateError>;
+    ) -> Result<bool, StateError>;
     /// Records a session for `address` under the SHA-256 (hex) of its token.
     fn create_session(
         &mut self,
@@ -147,6 +132,10 @@ pub trait RunnerState: Send {
     /// The wallet of a live session.
     fn session(&self, token_sha256: &str, now: i64) -> Result<Option<String>, StateError>;
 
+    /// Records that `address` uploaded the content `digest` (hex).
+    fn hold(&mut self, address: &str, digest: &str) -> Result<(), StateError>;
+    /// Whether `address` uploaded the content `digest` (hex).
+    fn holds(&self, address: &str, digest: &str) -> Result<bool, StateError>;
     /// Registers a run; `false` when it was already registered (nothing changed).
     fn register_run(&mut self, run: &HostedRun) -> Result<bool, StateError>;
     fn run(&self, address: &str) -> Result<Option<HostedRun>, StateError>;
@@ -190,6 +179,14 @@ CREATE TABLE IF NOT EXISTS nonces (
     address    TEXT,
     expires_at INTEGER NOT NULL,
     used       INTEGER NOT NULL DEFAULT 0 CHECK (used IN (0, 1))
+) STRICT;
+-- Who uploaded what: a wallet may escrow and register a manifest only after it uploaded it (and
+-- the manifest only after it uploaded its bundles), so knowing a hash is not enough to run
+-- another wallet's private skill.
+CREATE TABLE IF NOT EXISTS holdings (
+    address TEXT NOT NULL,
+    digest  TEXT NOT NULL,
+    PRIMARY KEY (address, digest)
 ) STRICT;
 CREATE TABLE IF NOT EXISTS sessions (
     token_sha256 TEXT PRIMARY KEY,
@@ -313,85 +310,28 @@ fn now() -> i64 {
 }
 
 impl RunnerState for SqliteState {
-    fn issue_nonce(
-        &mut self,
-        nonce: &str,
-        address: Option<&str>,
-        expires_at: i64,
-    ) -> Result<bool, StateError> {
-        let now = now();
-        let cap = i64::try_from(self.nonce_cap).unwrap_or(i64::MAX);
-        let issue = |tx: &rusqlite::Transaction<'_>| -> rusqlite::Result<bool> {
-            // Expired nonces (kept an hour, so that a late sign-in is told "expired") and
-            // sessions are swept as new ones are issued.
-            tx.execute(
-                "DELETE FROM nonces WHERE expires_at < ?1",
-                params![now - 3600],
-            )?;
-            tx.execute("DELETE FROM sessions WHERE expires_at < ?1", params![now])?;
-            let live: i64 = tx.query_row(
-                "SELECT COUNT(*) FROM nonces WHERE used = 0 AND expires_at >= ?1",
-                params![now],
-                |row| row.get(0),
-            )?;
-            if live >= cap {
-                return Ok(false);
-            }
-            tx.execute(
-                "INSERT INTO nonces (nonce, address, expires_at) VALUES (?1, ?2, ?3)",
-                params![nonce, address, expires_at],
-            )?;
-            Ok(true)
-        };
-        let issued = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .and_then(|tx| {
-                let issued = issue(&tx)?;
-                tx.commit().map(|()| issued)
-            });
-        issued.map_err(|e| self.fail(e))
-    }
-
-    fn consume_nonce(
+    fn spend_nonce(
         &mut self,
         nonce: &str,
         address: &str,
+        expires_at: i64,
         now: i64,
-    ) -> Result<Result<(), NonceRefusal>, StateError> {
-        let path = self.path.display().to_string();
-        let fail = |e: rusqlite::Error| StateError {
-            path: path.clone(),
-            message: e.to_string(),
-        };
-        let tx = self
+    ) -> Result<bool, StateError> {
+        // Expired nonces and sessions are swept as nonces are spent.
+        let spent = self
             .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(fail)?;
-        let row: Option<(Option<String>, i64, i64)> = tx
-            .query_row(
-                "SELECT address, expires_at, used FROM nonces WHERE nonce = ?1",
-                params![nonce],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()
-            .map_err(fail)?;
-        let verdict = match row {
-            None => Err(NonceRefusal::Unknown),
-            Some((_, expires_at, _)) if expires_at <= now => Err(NonceRefusal::Unknown),
-            Some((_, _, 1)) => Err(NonceRefusal::Used),
-            Some((Some(owner), _, _)) if owner != address => Err(NonceRefusal::ForAnother),
-            Some(_) => Ok(()),
-        };
-        if verdict.is_ok() {
-            tx.execute(
-                "UPDATE nonces SET used = 1 WHERE nonce = ?1",
-                params![nonce],
-            )
-            .map_err(fail)?;
-        }
-        tx.commit().map_err(fail)?;
-        Ok(verdict)
+            .execute("DELETE FROM nonces WHERE expires_at < ?1", params![now])
+            .and_then(|_| {
+                self.conn
+                    .execute("DELETE FROM sessions WHERE expires_at < ?1", params![now])
+            })
+            .and_then(|_| {
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO nonces (nonce, address, expires_at, used) VALUES (?1, ?2, ?3, 1)",
+                    params![nonce, address, expires_at],
+                )
+            });
+        spent.map(|n| n == 1).map_err(|e| self.fail(e))
     }
 
     fn create_session(
@@ -417,6 +357,26 @@ impl RunnerState for SqliteState {
                 |r| r.get(0),
             )
             .optional()
+            .map_err(|e| self.fail(e))
+    }
+
+    fn hold(&mut self, address: &str, digest: &str) -> Result<(), StateError> {
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO holdings (address, digest) VALUES (?1, ?2)",
+                params![address, digest],
+            )
+            .map(drop)
+            .map_err(|e| self.fail(e))
+    }
+
+    fn holds(&self, address: &str, digest: &str) -> Result<bool, StateError> {
+        self.conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM holdings WHERE address = ?1 AND digest = ?2)",
+                params![address, digest],
+                |row| row.get(0),
+            )
             .map_err(|e| self.fail(e))
     }
 
@@ -645,43 +605,25 @@ mod tests {
     }
 
     #[test]
-    fn a_nonce_is_used_once_by_its_wallet_before_it_expires() {
+    fn a_nonce_is_spent_once_and_forgotten_once_expired() {
         let dir = tempfile::tempdir().unwrap();
         let mut s = SqliteState::open(&dir.path().join("runner.sqlite")).unwrap();
-        let far = now() + 600;
-        s.issue_nonce("n1", Some("alice"), far).unwrap();
-        s.issue_nonce("n2", None, far).unwrap();
-        s.issue_nonce("n3", None, now() - 1).unwrap();
-        // An expired nonce does not count toward the cap; live ones do, used ones no more.
-        let mut s = s.with_nonce_cap(2);
+        let t = now();
+        assert!(s.spend_nonce("n1", "alice", t + 600, t).unwrap());
+        assert!(!s.spend_nonce("n1", "alice", t + 600, t).unwrap(), "spent");
         assert!(
-            !s.issue_nonce("n4", None, far).unwrap(),
-            "n1 and n2 are out"
+            !s.spend_nonce("n1", "bob", t + 600, t).unwrap(),
+            "by anyone"
         );
-        assert_eq!(
-            s.consume_nonce("n1", "bob", now()).unwrap(),
-            Err(NonceRefusal::ForAnother)
-        );
-        assert_eq!(s.consume_nonce("n1", "alice", now()).unwrap(), Ok(()));
-        assert_eq!(
-            s.consume_nonce("n1", "alice", now()).unwrap(),
-            Err(NonceRefusal::Used)
-        );
-        assert_eq!(s.consume_nonce("n2", "bob", now()).unwrap(), Ok(()));
-        assert!(
-            s.issue_nonce("n4", None, far).unwrap(),
-            "n1 and n2 are used"
-        );
-        assert!(s.issue_nonce("n5", None, far).unwrap());
-        assert!(!s.issue_nonce("n6", None, far).unwrap());
-        assert_eq!(
-            s.consume_nonce("n3", "bob", now()).unwrap(),
-            Err(NonceRefusal::Unknown)
-        );
-        assert_eq!(
-            s.consume_nonce("zz", "bob", now()).unwrap(),
-            Err(NonceRefusal::Unknown)
-        );
+        assert!(s.spend_nonce("n2", "bob", t + 10, t).unwrap());
+        // Swept once expired (its message is refused as expired before it gets here).
+        assert!(s.spend_nonce("n3", "bob", t + 900, t + 20).unwrap());
+        assert!(s.spend_nonce("n2", "bob", t + 900, t + 20).unwrap());
+        let count: i64 = s
+            .conn
+            .query_row("SELECT COUNT(*) FROM nonces", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(count, 3, "n1, n3 and the new n2");
     }
 
     #[test]

@@ -49,6 +49,10 @@ pub enum WorkError {
     /// The run can never go on: the detail is kept and shown to its owner.
     #[error("{0}")]
     Fatal(String),
+    /// Nothing failed: the cluster has yet to reach a commitment. Tried again after
+    /// [`crate::RETRY_FIRST`], without the back-off of failures.
+    #[error("{0}")]
+    Waiting(String),
     /// The daemon is stopping.
     #[error("the daemon is stopping")]
     Stopping,
@@ -711,10 +715,12 @@ impl Ctx<'_> {
         let batches = self.app.batches(name).map_err(transient)?;
         let ours: Vec<&[EvidenceRecord]> = batches.iter().map(|b| b.evidence.as_slice()).collect();
         let held = |chain: &Chain| -> Result<Reconciled, WorkError> {
-            let live = chain
-                .run(&self.address)
-                .map_err(transient)?
-                .ok_or_else(|| transient("the Run account could not be read before finalizing"))?;
+            let live = chain.run(&self.address).map_err(transient)?.ok_or_else(|| {
+                WorkError::Waiting(format!(
+                    "waiting for the Run account to be readable at `{}` commitment before finalizing (a run opened moments ago is not finalized yet)",
+                    chain.commitment().as_str()
+                ))
+            })?;
             Ok(reconcile(&ours, &Held::of(&live.account.run)))
         };
         let finalized = Chain::new(&self.app.config.rpc_url, Commitment::Finalized);
@@ -722,7 +728,7 @@ impl Ctx<'_> {
             return Ok(());
         }
         match held(self.chain)? {
-            Reconciled::Agrees => Err(WorkError::Transient(
+            Reconciled::Agrees => Err(WorkError::Waiting(
                 "waiting for the settlement to be finalized before finalizing the run".to_owned(),
             )),
             Reconciled::Missing { held } => {

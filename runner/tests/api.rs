@@ -230,6 +230,39 @@ fn sign_in_sessions_and_uploads_over_http() {
     assert!(body["error"].as_str().unwrap().contains("chain"), "{body}");
     let (status, _) = verify("not a sign-in", &wallet, &me);
     assert_eq!(status, 401);
+    // A nonce this daemon never issued, or another wallet's, or one whose issue time was
+    // moved, signed by a wallet in an otherwise perfect message: refused (acceptance F2: nonces
+    // are authenticated, not stored).
+    let c = challenge(&wallet);
+    let message = c["message"].as_str().unwrap();
+    let nonce = c["nonce"].as_str().unwrap();
+    let theirs = challenge(&other);
+    for forged in [
+        message.replace(nonce, "4vJ9JU1bJJE96FWSJKvHsmmFADCg4gpZQff4P3bkLKi"),
+        message.replace(nonce, theirs["nonce"].as_str().unwrap()),
+    ] {
+        let (status, body) = verify(&forged, &wallet, &me);
+        assert_eq!(status, 401, "{body}");
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap()
+                .contains("not issued by this runner"),
+            "{body}"
+        );
+    }
+    // And asking for challenges stores nothing: a flood of them fills no table.
+    let spent = || -> i64 {
+        rusqlite::Connection::open(served._dir.path().join("state/runner.sqlite"))
+            .unwrap()
+            .query_row("SELECT COUNT(*) FROM nonces", [], |r| r.get(0))
+            .unwrap()
+    };
+    let before = spent();
+    for _ in 0..200 {
+        challenge(&Keypair::new());
+    }
+    assert_eq!(spent(), before, "challenges are not stored");
     let response = http()
         .get(base.join("v1/auth/challenge").unwrap())
         .query(&[("address", "not-a-key")])
@@ -715,6 +748,34 @@ fn the_check_before_the_escrow_refuses_what_registration_would() {
     assert_eq!(status, 422, "{doc}");
     // Everything this daemon can check without a chain passes: the chain's config is next.
     let (status, doc) = check(base, &token, &hash, 3600);
+    assert_eq!(status, 503, "{doc}");
+
+    // Another wallet that knows the hash (it is public on-chain) but uploaded nothing cannot
+    // check, register or upload the manifest: a hash alone never runs another wallet's skill
+    // (acceptance F3).
+    let mut other = Client::new(&served.base).unwrap();
+    let other_token = other.sign_in(&Keypair::new()).unwrap().token;
+    let (status, doc) = check(base, &other_token, &hash, 3600);
+    assert_eq!(status, 403, "{doc}");
+    assert!(
+        doc["error"]
+            .as_str()
+            .unwrap()
+            .contains("was not uploaded by this wallet"),
+        "{doc}"
+    );
+    assert_eq!(status_of(other.register(&hash)), 403);
+    let (status, message) = upload(&other, &m);
+    assert_eq!(status, 403, "{message}");
+    assert!(
+        message.contains("solana-reader"),
+        "names the bundle: {message}"
+    );
+    // Once it uploads the bundle itself (it has the skill), the manifest is its to run too.
+    let _ = planned_and_uploaded(&other, &served_dir.join("profiles.toml"));
+    let (status, _) = upload(&other, &m);
+    assert_eq!(status, 503, "admitted; the chain's config is next");
+    let (status, doc) = check(base, &other_token, &hash, 3600);
     assert_eq!(status, 503, "{doc}");
 }
 

@@ -217,8 +217,19 @@ fn view_text(v: &RunView) -> String {
     }
     let _ = writeln!(
         out,
-        "  settled   {} trials in {} batches",
-        v.settled_trials, v.settle_batches
+        "  settled   {} {} in {} {}",
+        v.settled_trials,
+        if v.settled_trials == 1 {
+            "trial"
+        } else {
+            "trials"
+        },
+        v.settle_batches,
+        if v.settle_batches == 1 {
+            "batch"
+        } else {
+            "batches"
+        }
     );
     if let Some(hash) = &v.report_hash {
         let _ = writeln!(out, "  report    {hash}");

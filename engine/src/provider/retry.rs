@@ -43,14 +43,22 @@ pub fn is_retryable(status: u16, body: &str) -> bool {
 }
 
 /// Whether a rejection says the key (or the account behind it) is refused, not the request: HTTP
-/// 401 or 403, an `authentication_error` or `permission_error` body, or an exhausted quota. Every
-/// later request with the same key would be refused alike, so a run that is told to (the hosted
-/// runner's, whose key is the operator's) stops on it instead of closing trial after trial.
+/// 401, 402 or 403, an `authentication_error`, `permission_error` or `billing_error` body, or an
+/// account out of money (OpenAI's `insufficient_quota`; Anthropic's 400 "Your credit balance is
+/// too low"). Every later request with the same key would be refused alike, so a run that is told
+/// to (the hosted runner's, whose key is the operator's) stops on it instead of closing trial
+/// after trial.
 pub fn is_key_refusal(status: u16, body: &str) -> bool {
-    matches!(status, 401 | 403)
-        || body.contains("\"authentication_error\"")
-        || body.contains("\"permission_error\"")
-        || body.contains("\"insufficient_quota\"")
+    matches!(status, 401..=403)
+        || [
+            "\"authentication_error\"",
+            "\"permission_error\"",
+            "\"billing_error\"",
+            "\"insufficient_quota\"",
+            "credit balance is too low",
+        ]
+        .iter()
+        .any(|sign| body.contains(sign))
 }
 
 /// The wait before retry number `retry` (1-based): the provider's, capped, else the default.
@@ -99,6 +107,24 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn an_account_without_money_or_a_bad_key_is_a_key_refusal_and_a_bad_request_is_not() {
+        // Anthropic's answer to an account out of credit: a 400 like any malformed request.
+        let credit = r#"{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."}}"#;
+        assert!(is_key_refusal(400, credit));
+        let quota = r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}"#;
+        assert!(is_key_refusal(429, quota) && !is_retryable(429, quota));
+        assert!(is_key_refusal(401, ""));
+        assert!(is_key_refusal(402, ""));
+        assert!(is_key_refusal(403, ""));
+        let bad = r#"{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: must be at most 8192"}}"#;
+        assert!(!is_key_refusal(400, bad));
+        assert!(!is_key_refusal(
+            529,
+            r#"{"type":"error","error":{"type":"overloaded_error"}}"#
+        ));
+    }
 
     #[test]
     fn retry_after_is_read_in_both_spellings_and_capped() {
