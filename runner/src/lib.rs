@@ -357,33 +357,12 @@ impl App {
             }
             Err(worker::WorkError::Stopping) => {}
             Err(worker::WorkError::Waiting(why)) => {
-                let mut retry = self
-                    .retry_at
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let failures = retry.get(&run.address).map_or(0, |(_, n)| *n);
-                retry.insert(
-                    run.address.clone(),
-                    (Instant::now() + RETRY_FIRST, failures),
-                );
-                drop(retry);
+                self.retry_later(&run.address, false);
                 log(&format!("run {}: {why}", run.address));
                 self.event(&run.address, "notice", &serde_json::json!({"message": why}));
             }
             Err(worker::WorkError::Transient(why)) => {
-                let wait = {
-                    let mut retry = self
-                        .retry_at
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    let failures = retry.get(&run.address).map_or(0, |(_, n)| *n);
-                    let wait = retry_wait(failures);
-                    retry.insert(
-                        run.address.clone(),
-                        (Instant::now() + wait, failures.saturating_add(1)),
-                    );
-                    wait
-                };
+                let wait = self.retry_later(&run.address, true);
                 log(&format!(
                     "run {}: {why}; trying again in {} s",
                     run.address,
@@ -406,6 +385,23 @@ impl App {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(&run.address);
+    }
+
+    /// Holds `address` back before its next try: [`RETRY_FIRST`] for a wait, the back-off of
+    /// [`retry_wait`] for a `failure` (which counts toward it). Returns the wait.
+    fn retry_later(&self, address: &str, failure: bool) -> Duration {
+        let mut retry = self
+            .retry_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let failures = retry.get(address).map_or(0, |(_, n)| *n);
+        let (wait, failures) = if failure {
+            (retry_wait(failures), failures.saturating_add(1))
+        } else {
+            (RETRY_FIRST, failures)
+        };
+        retry.insert(address.to_owned(), (Instant::now() + wait, failures));
+        wait
     }
 
     /// Starts the buyback scheduler when the config asks for one: every `every`, a buyback if

@@ -308,46 +308,45 @@ impl Challenges {
         Ok(Self { key })
     }
 
-    fn mac(&self, address: &Pubkey, random: &[u8], issued_at: i64) -> [u8; 16] {
+    /// HMAC-SHA256 over the wallet, the random bytes and the issue time, fed and ready.
+    fn mac(
+        &self,
+        address: &Pubkey,
+        random: &[u8],
+        issued_at: i64,
+    ) -> Option<hmac::Hmac<sha2::Sha256>> {
         use hmac::Mac as _;
-        // HMAC takes a key of any length: this cannot fail.
-        let Ok(mut mac) = hmac::Hmac::<sha2::Sha256>::new_from_slice(&self.key) else {
-            return [0; 16];
-        };
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(&self.key).ok()?;
         mac.update(address.as_ref());
         mac.update(random);
         mac.update(&issued_at.to_be_bytes());
-        let full = mac.finalize().into_bytes();
-        let mut out = [0u8; 16];
-        out.copy_from_slice(&full[..16]);
-        out
+        Some(mac)
     }
 
     /// A nonce for `address`'s challenge issued at `issued_at`, from 16 `random` bytes.
     pub fn nonce(&self, address: &Pubkey, random: &[u8; 16], issued_at: i64) -> String {
+        use hmac::Mac as _;
         let mut bytes = random.to_vec();
-        bytes.extend_from_slice(&self.mac(address, random, issued_at));
+        if let Some(mac) = self.mac(address, random, issued_at) {
+            bytes.extend_from_slice(&mac.finalize().into_bytes()[..16]);
+        }
         bs58::encode(bytes).into_string()
     }
 
-    /// Whether `nonce` is one this process issued to `address` at `issued_at`.
+    /// Whether `nonce` is one this process issued to `address` at `issued_at` (the tag compared
+    /// in constant time by the `hmac` crate).
     pub fn issued(&self, nonce: &str, address: &Pubkey, issued_at: i64) -> bool {
+        use hmac::Mac as _;
         let Ok(bytes) = bs58::decode(nonce).into_vec() else {
             return false;
         };
-        let Some((random, mac)) = bytes.split_at_checked(16) else {
+        let Some((random, tag)) = bytes.split_at_checked(16) else {
             return false;
         };
-        if mac.len() != 16 {
-            return false;
-        }
-        let expected = self.mac(address, random, issued_at);
-        // Constant time: a nonce is not a secret, but a guess must learn nothing byte by byte.
-        expected
-            .iter()
-            .zip(mac)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
+        tag.len() == 16
+            && self
+                .mac(address, random, issued_at)
+                .is_some_and(|mac| mac.verify_truncated_left(tag).is_ok())
     }
 }
 

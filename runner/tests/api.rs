@@ -116,6 +116,15 @@ fn http() -> reqwest::blocking::Client {
     reqwest::blocking::Client::new()
 }
 
+/// An answer with HTTP `status` whose error says `words`.
+fn refused_with(got: u16, body: &Value, status: u16, words: &str) {
+    assert_eq!(got, status, "{body}");
+    assert!(
+        body["error"].as_str().is_some_and(|e| e.contains(words)),
+        "{body}"
+    );
+}
+
 fn status_of<T: std::fmt::Debug>(result: Result<T, ClientError>) -> u16 {
     match result {
         Err(ClientError::Refused { status, .. }) => status,
@@ -242,14 +251,7 @@ fn sign_in_sessions_and_uploads_over_http() {
         message.replace(nonce, theirs["nonce"].as_str().unwrap()),
     ] {
         let (status, body) = verify(&forged, &wallet, &me);
-        assert_eq!(status, 401, "{body}");
-        assert!(
-            body["error"]
-                .as_str()
-                .unwrap()
-                .contains("not issued by this runner"),
-            "{body}"
-        );
+        refused_with(status, &body, 401, "not issued by this runner");
     }
     // And asking for challenges stores nothing: a flood of them fills no table.
     let spent = || -> i64 {
@@ -756,14 +758,7 @@ fn the_check_before_the_escrow_refuses_what_registration_would() {
     let mut other = Client::new(&served.base).unwrap();
     let other_token = other.sign_in(&Keypair::new()).unwrap().token;
     let (status, doc) = check(base, &other_token, &hash, 3600);
-    assert_eq!(status, 403, "{doc}");
-    assert!(
-        doc["error"]
-            .as_str()
-            .unwrap()
-            .contains("was not uploaded by this wallet"),
-        "{doc}"
-    );
+    refused_with(status, &doc, 403, "was not uploaded by this wallet");
     assert_eq!(status_of(other.register(&hash)), 403);
     let (status, message) = upload(&other, &m);
     assert_eq!(status, 403, "{message}");
