@@ -10,7 +10,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step says when it started (seconds into the suite); the last lines repeat how long each
+# took, so a slow CI log shows where the time went even when only its tail is kept.
+suite_start=$SECONDS
+timings=()
+last_step=""
+last_start=$SECONDS
+step() {
+    if [ -n "$last_step" ]; then timings+=("$(printf '%5ds  %s' $((SECONDS - last_start)) "$last_step")"); fi
+    last_step="$*"
+    last_start=$SECONDS
+    printf '\n==> [%ds] %s\n' $((SECONDS - suite_start)) "$*"
+}
+step_times() {
+    if [ -n "$last_step" ]; then timings+=("$(printf '%5ds  %s' $((SECONDS - last_start)) "$last_step")"); fi
+    last_step=""
+    echo "==> time per step (total $((SECONDS - suite_start)) s):"
+    printf '    %s\n' "${timings[@]}"
+}
 
 # The program-test layer for scripts/build-sbf.sh's exit status: sbf when the .so was built;
 # native ONLY for exit 3 (the toolchain cannot be installed), and not even then under
@@ -66,10 +83,9 @@ cargo fmt --all --check
 
 # The pure core must stay pure: the web page runs it in the browser (wasm32), so nothing in its
 # dependency tree may need SQLite, an HTTP client, an async runtime, a keychain or Solana RPC.
-step "core and the page's validation (web/wasm): build for wasm32-unknown-unknown, with no I/O crate in the tree"
-rustup target add wasm32-unknown-unknown >/dev/null 2>&1 \
-    || echo "!!! rustup could not add wasm32-unknown-unknown; the build below will say why" >&2
-cargo build -p skilltrial-core -p skilltrial-web --target wasm32-unknown-unknown --locked
+step "the New-run page: web/wasm for wasm32-unknown-unknown, its JS glue, the TypeScript; web/dist must be what they build"
+bash scripts/web.sh --check
+step "core and the page's wasm have no I/O crate in their tree"
 forbidden="$(cargo tree -p skilltrial-core -p skilltrial-web -e normal --target all --prefix none --locked \
     | grep -E '^(rusqlite|libsqlite3-sys|reqwest|hyper|tokio|mio|keyring|solana-rpc-client|solana-client|anchor-client) ' \
     | sort -u || true)"
@@ -99,6 +115,7 @@ fi
 # The last word of every run from here, passed or failed, names the layer the program ran on.
 summary() {
     status=$?
+    step_times
     if [ "$SKILLTRIAL_PROGRAM_LAYER" = sbf ]; then
         echo "==> program tests layer: sBPF .so; suite exit $status"
     else
@@ -110,9 +127,16 @@ trap summary EXIT
 # The Solana runtime logs every instruction at debug level; keep the CI log readable.
 export RUST_LOG="${RUST_LOG:-error}"
 
-step "lint (clippy, warnings are errors)"
-cargo clippy --workspace --all-targets --locked "${FEATURES[@]}" -- -D warnings
-
+# Clippy lints inside the test build: every cargo command from here compiles the workspace's own
+# crates with clippy-driver (exactly as `cargo clippy` does: RUSTC_WORKSPACE_WRAPPER and
+# CLIPPY_ARGS, here `-D warnings`), and `--all-targets` covers what `cargo clippy --all-targets`
+# checks. Any clippy warning fails the build. The dependencies (rocksdb and Agave among them) are
+# then compiled once, for the tests, instead of once more in check mode for a separate clippy run.
+RUSTC_WORKSPACE_WRAPPER="$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver)"
+export RUSTC_WORKSPACE_WRAPPER
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+step "lint (clippy, warnings are errors) while building every target"
+cargo test --workspace --all-targets --locked "${FEATURES[@]}" --no-run
 step "tests"
 cargo test --workspace --locked "${FEATURES[@]}"
 if [ "$SKILLTRIAL_PROGRAM_LAYER" = sbf ]; then
@@ -125,4 +149,4 @@ step "program cost table (layer: $SKILLTRIAL_PROGRAM_LAYER; the same tests, prin
 cargo test --workspace --locked "${FEATURES[@]}" --test program -- --nocapture --test-threads=1 2>/dev/null \
     | grep -E '^(on-chain cost|compute units|  )'
 
-echo "report screenshots: target/report-screenshots/"
+echo "report screenshots: target/report-screenshots/; the New-run page's: target/page-screenshots/"

@@ -388,6 +388,45 @@ impl Chain {
         Ok(Some(value))
     }
 
+    /// Sends a transaction its signer signed elsewhere (the page's wallet), after the node's
+    /// preflight simulation, and answers its signature. A refused preflight is said in the
+    /// program's words ([`crate::send::describe_failure`]): the node's own, without its URL.
+    pub fn send_signed(&self, transaction: &[u8]) -> Result<String, SignedSendError> {
+        let what = "sendTransaction";
+        let params = json!([
+            base64::engine::general_purpose::STANDARD.encode(transaction),
+            { "encoding": "base64", "preflightCommitment": "confirmed" },
+        ]);
+        match self.client.send::<Value>(RpcRequest::SendTransaction, params) {
+            Ok(Value::String(signature)) => Ok(signature),
+            Ok(_) => Err(SignedSendError::Unavailable(
+                self.not_json_rpc(what).to_string(),
+            )),
+            Err(e) => Err(match e.kind() {
+                ClientErrorKind::RpcError(RpcError::RpcResponseError {
+                    data:
+                        solana_rpc_client_api::request::RpcResponseErrorData::SendTransactionPreflightFailure(
+                            simulated,
+                        ),
+                    ..
+                }) => {
+                    let error = serde_json::to_value(&simulated.err).unwrap_or(Value::Null);
+                    let logs: Vec<Value> = simulated
+                        .logs
+                        .iter()
+                        .flatten()
+                        .map(|l| Value::String(l.clone()))
+                        .collect();
+                    SignedSendError::Refused(crate::send::describe_failure(&error, &logs))
+                }
+                ClientErrorKind::RpcError(RpcError::RpcResponseError { message, .. }) => {
+                    SignedSendError::Refused(scrub(message, &self.secrets))
+                }
+                _ => SignedSendError::Unavailable(self.failure(what, &e).to_string()),
+            }),
+        }
+    }
+
     /// The status of `signature`, searching the whole history: `None` when the cluster has
     /// never seen it.
     pub fn signature_status(&self, signature: &Signature) -> Result<Option<TxStatus>, RpcFailure> {
@@ -414,6 +453,17 @@ impl Chain {
             error,
         }))
     }
+}
+
+/// Why [`Chain::send_signed`] sent nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SignedSendError {
+    /// The node refused it (its preflight, in the program's words where it names an error).
+    #[error("{0}")]
+    Refused(String),
+    /// The node did not answer.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 /// Where a transaction stands on the cluster.

@@ -81,6 +81,12 @@ pub enum Command {
     /// Compare two runs side by side; refuses runs that differ in model, pack, checker,
     /// sampling, output limit or prompt template (`--json` lists what was compared).
     Compare(CompareArgs),
+    /// The release gate: judge a run by a policy written before it (pinned with `plan --gate`;
+    /// by default "B breaks no task that A passes, and B passes at least as often as A").
+    ///
+    /// Exits 0 cleared, 1 missed, 3 inconclusive (2: a usage or input error). Output as text,
+    /// --json (or --format json), JUnit XML or GitHub Actions annotations.
+    Gate(GateArgs),
     /// Recompute a report file's report hash and manifest hash from the file alone; with
     /// `--signature` and/or `--run`, also check its anchor memo and its Run account on-chain.
     Verify(VerifyArgs),
@@ -517,6 +523,37 @@ pub struct LocalnetArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct GateArgs {
+    /// The run id (or a unique prefix); the latest run when omitted.
+    #[arg(value_name = "RUN", conflicts_with = "report")]
+    pub run: Option<String>,
+    /// Judge an exported report.json instead of a run in the journal (its report and manifest
+    /// hashes are checked first): a hosted run's report, or one from another machine.
+    #[arg(long, value_name = "REPORT_JSON")]
+    pub report: Option<std::path::PathBuf>,
+    /// The policy file (TOML, docs/gate.md). A run that pinned one is judged by the pinned one,
+    /// and this file must have the pinned hash; a run that pinned none is judged by this file,
+    /// and the output says it was not pinned.
+    #[arg(long, value_name = "GATE_TOML")]
+    pub policy: Option<std::path::PathBuf>,
+    /// Output: text, json (also --json), junit (JUnit XML) or github (Actions annotations).
+    #[arg(long, value_enum, default_value_t = GateFormat::Text)]
+    pub format: GateFormat,
+    /// Print the default policy (a starting gate.toml) and exit.
+    #[arg(long, conflicts_with_all = ["run", "report", "policy"])]
+    pub print_default_policy: bool,
+}
+
+/// `gate --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GateFormat {
+    Text,
+    Json,
+    Junit,
+    Github,
+}
+
+#[derive(Debug, Args)]
 pub struct CompareArgs {
     #[arg(value_name = "RUN1")]
     pub first: String,
@@ -547,6 +584,10 @@ pub struct DemoArgs {
     /// Use the scripted model even when a key is set.
     #[arg(long)]
     pub scripted: bool,
+    /// A release-gate policy (TOML, docs/gate.md) to pin in the demo's manifest; then
+    /// `skilltrial gate` judges the run by it.
+    #[arg(long, value_name = "GATE_TOML")]
+    pub gate: Option<std::path::PathBuf>,
     /// Confirm a run on an unpriced profile (a local server) without a prompt.
     #[arg(long)]
     pub yes: bool,
@@ -624,6 +665,10 @@ pub struct PlanArgs {
     /// Also write the manifest here.
     #[arg(long, value_name = "FILE")]
     pub out: Option<std::path::PathBuf>,
+    /// A release-gate policy (TOML, docs/gate.md) to pin in the manifest: `skilltrial gate` then
+    /// judges the run by exactly this text, written before any result was seen.
+    #[arg(long, value_name = "GATE_TOML")]
+    pub gate: Option<std::path::PathBuf>,
     /// A TOML file of extra model profiles (default $XDG_CONFIG_HOME/skilltrial/profiles.toml).
     #[arg(long, value_name = "FILE")]
     pub profiles: Option<std::path::PathBuf>,

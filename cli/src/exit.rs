@@ -3,7 +3,8 @@
 //! 0: success. 1: a check failed, or an input was read, judged and refused. 2: usage or
 //! environment error (a bad flag value, caught by clap; I/O, permissions, a missing file, a
 //! locked run, an unusable state directory, SQLite). 130: `run` stopped by Ctrl-C or SIGTERM
-//! (the run is resumable). Each library error's `From` impl below chooses 1 or 2 once, so
+//! (the run is resumable). `gate`: 0 cleared, 1 missed, 3 inconclusive, and every error 2 (so
+//! that 1 always means a missed gate). Each library error's `From` impl below chooses 1 or 2 once, so
 //! commands propagate with plain `?` and add only context (which bundle, which file).
 
 use std::io::Write;
@@ -33,6 +34,8 @@ pub enum Status {
     Environment,
     /// `run` stopped on Ctrl-C or SIGTERM; the run is left resumable.
     Interrupted,
+    /// `gate`: the evidence does not decide (exit 3).
+    Inconclusive,
 }
 
 impl From<Status> for ExitCode {
@@ -42,6 +45,7 @@ impl From<Status> for ExitCode {
             Status::CheckFailed => ExitCode::from(1),
             Status::Environment => ExitCode::from(2),
             Status::Interrupted => ExitCode::from(INTERRUPTED_EXIT),
+            Status::Inconclusive => ExitCode::from(INCONCLUSIVE_EXIT),
         }
     }
 }
@@ -49,6 +53,9 @@ impl From<Status> for ExitCode {
 /// The exit code of a `run` stopped by Ctrl-C or SIGTERM (the first or a second), as shells
 /// report an interrupted command.
 pub const INTERRUPTED_EXIT: u8 = 130;
+
+/// The exit code of a `gate` whose evidence does not decide.
+pub const INCONCLUSIVE_EXIT: u8 = 3;
 
 /// An error that stopped a command before it could report normally.
 #[derive(Debug, thiserror::Error)]

@@ -334,20 +334,6 @@ fn regression_verify_json_names_every_mismatch_in_the_shape_of_a_success() {
     );
 }
 
-/// Copies a directory tree.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 /// Sets or clears every write bit under `dir` (`chmod -R a-w` / `u+w`).
 fn set_read_only(dir: &Path, read_only: bool) {
     use std::os::unix::fs::PermissionsExt;
@@ -398,7 +384,7 @@ fn regression_a_read_only_state_directory_can_be_read() {
     let other = env.plan_seeded("8", &["--reps", "1", "--cap-usd", "4"]);
     env.json(&["run", "--manifest", &run, "--json"]);
     let copy = env.dir.path().join("ro-home");
-    copy_tree(&env.home(), &copy);
+    support::copy_tree(&env.home(), &copy);
     set_read_only(&copy, true);
     let before = listing(&copy);
     let json = |args: &[&str]| -> Value {

@@ -34,24 +34,7 @@ fn cli_verdict(input: &Path, home: &Path) -> Value {
 
 /// A folder's files as the page hands them over: root-relative paths, one buffer.
 fn as_dropped(root: &Path) -> (Vec<String>, Vec<u32>, Vec<u8>) {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(root, &path, out);
-            } else {
-                let relative = path
-                    .strip_prefix(root)
-                    .unwrap()
-                    .to_str()
-                    .unwrap()
-                    .to_owned();
-                out.push((relative, std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(root, root, &mut files);
+    let files = rawzip::folder_files(root);
     let mut paths = Vec::new();
     let mut lengths = Vec::new();
     let mut data = Vec::new();
@@ -153,4 +136,103 @@ fn the_page_validates_folders_and_zips_exactly_as_the_cli_does() {
             assert_eq!(cli["digest"], cli_verdict(&example, &home)["digest"]);
         }
     }
+}
+
+#[test]
+fn the_page_plans_the_manifest_the_cli_plans_from_the_same_inputs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let a = workspace_root().join("fixtures/bundles/solana-reader-1.4.2");
+    let b = workspace_root().join("fixtures/bundles/solana-reader-1.5.0");
+    let profile = "claude-sonnet-4-5@2025-09-29";
+
+    // Given the CLI's plan of the two examples with a SOL/USD pin, on a loopback endpoint
+    let out = Command::new(env!("CARGO_BIN_EXE_skilltrial"))
+        .args([
+            "--json",
+            "plan",
+            "--model",
+            profile,
+            "--reps",
+            "2",
+            "--seed",
+            "18446744073709551615",
+        ])
+        .args([
+            "--cap-usd",
+            "3",
+            "--sol-usd",
+            "150",
+            "--sol-usd-source",
+            "runner at test",
+        ])
+        .arg("--a")
+        .arg(&a)
+        .arg("--b")
+        .arg(&b)
+        .env("SKILLTRIAL_HOME", &home)
+        .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/v1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cli: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pinned_at =
+        skilltrial_core::time::parse_rfc3339(cli["manifest"]["sol_usd"]["at"].as_str().unwrap())
+            .unwrap();
+
+    // When the page plans the same bundles, dropped as folders, with the runner's profile
+    let drop = |root: &Path| {
+        let (paths, lengths, data) = as_dropped(root);
+        skilltrial_web::Dropped::from_folder("dropped", paths, lengths, &data)
+    };
+    let request = serde_json::json!({
+        "pack": "solana-core@1.0.3",
+        "profile": skilltrial_core::profile::find(profile, None).unwrap(),
+        "endpoint": "http://127.0.0.1:9/v1",
+        "repetitions": 2,
+        "seed": "18446744073709551615",
+        // 0.02 SOL at $150 is the CLI's $3 cap
+        "cap_sol": "0.02",
+        "usd_micros_per_sol": "150000000",
+        "sol_usd_source": "runner at test",
+        "pinned_at": pinned_at,
+    });
+    let page: Value = serde_json::from_str(
+        &skilltrial_web::plan_json(&request.to_string(), &drop(&a), &drop(&b)).unwrap(),
+    )
+    .unwrap();
+
+    // Then the manifest and its hash are the CLI's, and so are the bounds
+    let page_manifest: Value = serde_json::from_str(page["manifest"].as_str().unwrap()).unwrap();
+    assert_eq!(page_manifest, cli["manifest"]);
+    assert_eq!(
+        format!("sha256:{}", page["hash"].as_str().unwrap()),
+        cli["manifest_hash"]
+    );
+    assert_eq!(page["trials"], cli["trials"]);
+    assert_eq!(page["max_requests"], cli["totals"]["max_requests"]);
+    assert_eq!(
+        page["upper_cost_usd_micros"].as_str().unwrap(),
+        cli["totals"]["upper_cost"].as_u64().unwrap().to_string()
+    );
+
+    // And a bad input is refused in words naming it
+    let mut bad = request.clone();
+    bad["seed"] = "-1".into();
+    let err = skilltrial_web::plan_json(&bad.to_string(), &drop(&a), &drop(&b)).unwrap_err();
+    assert!(err.contains("the seed `-1`"), "{err}");
+    bad = request.clone();
+    bad["cap_sol"] = "0.0000000001".into();
+    let err = skilltrial_web::plan_json(&bad.to_string(), &drop(&a), &drop(&b)).unwrap_err();
+    assert!(
+        err.contains("the budget cap `0.0000000001` is not an amount of SOL"),
+        "{err}"
+    );
+    let rejected = skilltrial_web::Dropped::from_folder("empty", vec![], vec![], &[]);
+    let err = skilltrial_web::plan_json(&request.to_string(), &rejected, &drop(&b)).unwrap_err();
+    assert!(err.contains("bundle empty was rejected"), "{err}");
 }

@@ -175,6 +175,11 @@ pub struct Manifest {
     /// `--sol-usd`. Absent from a local run's manifest, whose hash it then leaves unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sol_usd: Option<SolUsd>,
+    /// The release-gate policy written before the run (`plan --gate`): its text and hash, so that
+    /// `skilltrial gate` judges by it and no edit made after seeing the results goes unnoticed.
+    /// Absent when none was pinned, leaving the hash of such a manifest unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<crate::gate::Pin>,
 }
 
 /// A pinned SOL/USD rate: what a hosted run's upper cost in lamports is computed at, and where
@@ -191,6 +196,40 @@ pub struct SolUsd {
 }
 
 impl SolUsd {
+    /// The highest rate a pin takes: $1,000,000 per SOL, far above any price seen and well
+    /// inside the integers a canonical JSON manifest may hold exactly.
+    pub const MAX_USD_MICROS_PER_SOL: u64 = 1_000_000 * 1_000_000;
+
+    /// The SOL/USD pin of a hosted run's manifest, `at` Unix seconds: a positive rate, on a priced
+    /// profile (an unpriced one has no upper cost to convert). `flag` names the input in errors
+    /// (`--sol-usd` for the CLI, the page's field for the page). `plan` and the New-run page pin
+    /// with this one function, so that the same inputs give the same manifest.
+    pub fn pin(
+        rate: MicroUsd,
+        source: &str,
+        at: i64,
+        manifest: &Manifest,
+        flag: &str,
+    ) -> Result<Self, PlanError> {
+        if rate.0 == 0 || rate.0 > Self::MAX_USD_MICROS_PER_SOL {
+            return Err(PlanError::Invalid(format!(
+                "{flag} {rate}: a SOL/USD rate must be more than 0 and at most {}",
+                MicroUsd(Self::MAX_USD_MICROS_PER_SOL)
+            )));
+        }
+        if manifest.budget.price.is_none() {
+            return Err(PlanError::Invalid(format!(
+                "{flag}: profile {} has no verifiable price, so a hosted run has no upper cost to escrow; choose a priced profile",
+                manifest.model.profile
+            )));
+        }
+        Ok(Self {
+            usd_micros_per_sol: rate.0,
+            source: source.to_owned(),
+            at: crate::time::rfc3339(at),
+        })
+    }
+
     /// `cost` in lamports at this rate, rounded up to the next lamport: an escrow computed
     /// with it never falls short of the USD amount.
     pub fn lamports(&self, cost: MicroUsd) -> Result<crate::money::Lamports, PlanError> {
@@ -362,6 +401,19 @@ pub fn build(
     profile: &Profile,
     options: &PlanOptions,
 ) -> Result<Manifest, PlanError> {
+    build_named(pack, a, b, profile, options, Naming::Flags)
+}
+
+/// [`build`], its errors naming the options as `naming` says (the page's fields, not the
+/// CLI's flags).
+pub fn build_named(
+    pack: &Pack,
+    a: Option<&Bundle>,
+    b: Option<&Bundle>,
+    profile: &Profile,
+    options: &PlanOptions,
+    naming: Naming,
+) -> Result<Manifest, PlanError> {
     if b.is_some() && a.is_none() {
         return Err(PlanError::Invalid(
             "--b needs --a: B is compared with A".to_owned(),
@@ -412,7 +464,7 @@ pub fn build(
             max_tokens: options.max_tokens,
         },
         profile,
-        &FLAGS,
+        naming.names(),
     )?;
     Ok(Manifest {
         format: FORMAT.to_owned(),
@@ -466,6 +518,7 @@ pub fn build(
         },
         limits: plan_limits(),
         sol_usd: None,
+        gate: None,
     })
 }
 
@@ -505,6 +558,14 @@ const FLAGS: Names = Names {
     cap: "--cap-usd",
     max_requests: "--max-requests",
     max_tokens: "--max-tokens",
+};
+
+const PAGE: Names = Names {
+    repetitions: "Repetitions",
+    max_output_tokens: "the output limit",
+    cap: "Budget cap (SOL)",
+    max_requests: "a request limit",
+    max_tokens: "a token limit",
 };
 
 const FIELDS: Names = Names {
@@ -572,6 +633,8 @@ pub enum Naming {
     Flags,
     /// By the manifest's fields (`budget.max_tokens`).
     Fields,
+    /// By the New-run page's fields (`Budget cap (SOL)`).
+    Page,
 }
 
 impl Naming {
@@ -579,6 +642,7 @@ impl Naming {
         match self {
             Self::Flags => &FLAGS,
             Self::Fields => &FIELDS,
+            Self::Page => &PAGE,
         }
     }
 }

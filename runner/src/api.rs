@@ -14,6 +14,9 @@
 //! | `GET /v1/runs/{run}` | its owner | where it stands |
 //! | `GET /v1/runs/{run}/events` | its owner | server-sent events: progress, settlements, phases |
 //! | `GET /v1/runs/{run}/report.json`, `report.html` | its owner | the report, once finalized |
+//!
+//! The New-run page's own routes (the page, `/v1/offer`, `/v1/chain/*`) are listed in
+//! [`crate::page`].
 
 use serde::{Deserialize, Serialize};
 
@@ -168,6 +171,70 @@ pub struct Checked {
     /// The run, when this wallet's run of this manifest is already registered and executing:
     /// nothing to escrow again.
     pub registered: Option<RunView>,
+    /// Whether the Run account exists already (an escrow that landed but was never
+    /// registered): register it; do not escrow again.
+    #[serde(default)]
+    pub escrowed: bool,
     /// The shortest deadline the daemon takes for this manifest, in seconds.
     pub min_deadline_secs: i64,
+}
+
+/// `GET /v1/offer`: what the page plans with.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Offer {
+    /// The priced profiles this runner executes, each exactly as it runs it.
+    pub profiles: Vec<OfferedProfile>,
+    /// The embedded packs.
+    pub packs: Vec<String>,
+    /// The program config's fee per executed trial (the program refuses any other).
+    pub fee_per_trial_lamports: u64,
+    /// The deadline the page proposes, in seconds from the escrow.
+    pub default_deadline_secs: i64,
+}
+
+/// One profile of [`Offer`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OfferedProfile {
+    pub profile: skilltrial_core::profile::Profile,
+    /// Where this runner sends its requests (scheme, host, port, path): what a manifest pins.
+    pub endpoint: String,
+}
+
+/// `GET /v1/chain/blockhash`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Blockhash {
+    pub blockhash: String,
+    pub last_valid_block_height: u64,
+}
+
+/// `POST /v1/chain/send` body.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Relay {
+    /// The signed transaction, standard base64.
+    pub transaction: String,
+}
+
+/// `POST /v1/chain/send` answer: confirmed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Relayed {
+    pub signature: String,
+    pub slot: u64,
+}
+
+/// `GET /v1/runs/{run}/verification`: `skilltrial verify --run` for the page.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Verification {
+    pub checks: Vec<VerifiedCheck>,
+}
+
+/// One check of a [`Verification`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VerifiedCheck {
+    pub name: String,
+    pub ok: bool,
+    /// Not decided yet (the anchor is not finalized yet): ask again in a few seconds.
+    #[serde(default)]
+    pub pending: bool,
+    /// What was compared, or where it falls short.
+    pub detail: String,
 }

@@ -12,6 +12,7 @@
 //!   required setting (every sign-in message names it).
 //! - [`worker`]: one run: the engine in chunks, settlement batches, the report, `run_finalize`.
 //! - [`state`]: the daemon's state behind one trait, SQLite by default.
+//! - [`page`]: the New-run page, embedded, and the routes only it needs.
 //! - [`client`]: what `skilltrial submit`, `status --remote` and `report --remote` speak.
 //!
 //! Threads: the HTTP server runs on a tokio runtime; each run executes on a thread of its own
@@ -22,6 +23,7 @@
 pub mod api;
 pub mod buyback;
 pub mod client;
+pub mod page;
 pub mod rate;
 pub mod server;
 pub mod siws;

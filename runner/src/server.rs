@@ -47,17 +47,21 @@ pub struct Failure {
 }
 
 impl Failure {
-    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         Self {
             status,
             code,
             message: message.into(),
         }
     }
-    fn invalid(message: impl Into<String>) -> Self {
+    /// Whether it is "sign in first" (no session, or an expired one).
+    pub(crate) fn is_unauthenticated(&self) -> bool {
+        self.status == StatusCode::UNAUTHORIZED
+    }
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid", message)
     }
-    fn internal(e: impl std::fmt::Display) -> Self {
+    pub(crate) fn internal(e: impl std::fmt::Display) -> Self {
         log(&format!("internal error: {e}"));
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -77,11 +81,13 @@ impl IntoResponse for Failure {
     }
 }
 
-type Answer<T> = Result<T, Failure>;
+pub(crate) type Answer<T> = Result<T, Failure>;
 
 /// Runs `f` on a thread of its own (SQLite, the store and the blocking RPC client never run on
 /// the async runtime's threads).
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Answer<T> {
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Answer<T> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("api-blocking".to_owned())
@@ -143,6 +149,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/runs/{run}/events", get(events))
         .route("/v1/runs/{run}/report.json", get(report_json))
         .route("/v1/runs/{run}/report.html", get(report_html))
+        .merge(crate::page::routes())
         .fallback(|| async {
             Failure::new(
                 StatusCode::NOT_FOUND,
@@ -172,7 +179,7 @@ fn too_large(message: String) -> Failure {
 }
 
 /// The body, or the error JSON for one the route's limit refused (axum's own answer is text).
-fn within_limit(body: Result<Bytes, BytesRejection>) -> Answer<Bytes> {
+pub(crate) fn within_limit(body: Result<Bytes, BytesRejection>) -> Answer<Bytes> {
     body.map_err(|rejection| {
         let status = rejection.status();
         if status == StatusCode::PAYLOAD_TOO_LARGE {
@@ -319,8 +326,15 @@ async fn verify(
     Ok(response)
 }
 
+/// A private JSON answer (see [`private`]).
+pub(crate) fn private_json(value: impl serde::Serialize) -> Response {
+    let mut response = axum::Json(value).into_response();
+    private(&mut response);
+    response
+}
+
 /// Private answers are never cached.
-fn private(response: &mut Response) {
+pub(crate) fn private(response: &mut Response) {
     let headers = response.headers_mut();
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(
@@ -331,7 +345,11 @@ fn private(response: &mut Response) {
 
 /// The wallet of the request's session: a bearer token, or the page's cookie (then a request
 /// that changes something must come from the daemon's own origin).
-async fn session(app: &Arc<App>, headers: &HeaderMap, method: &Method) -> Answer<String> {
+pub(crate) async fn session(
+    app: &Arc<App>,
+    headers: &HeaderMap,
+    method: &Method,
+) -> Answer<String> {
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -513,9 +531,7 @@ async fn upload_tree(
         }
     })
     .await??;
-    let mut response = axum::Json(stored).into_response();
-    private(&mut response);
-    Ok(response)
+    Ok(private_json(stored))
 }
 
 async fn upload_manifest(
@@ -595,9 +611,7 @@ async fn upload_manifest(
         })
     })
     .await??;
-    let mut response = axum::Json(terms).into_response();
-    private(&mut response);
-    Ok(response)
+    Ok(private_json(terms))
 }
 
 fn view(app: &App, run: &HostedRun) -> Result<api::RunView, crate::state::StateError> {
@@ -630,7 +644,7 @@ fn view(app: &App, run: &HostedRun) -> Result<api::RunView, crate::state::StateE
 }
 
 /// A session's JSON request about a run: its wallet and the body, read as `shape` says.
-async fn posted<T: serde::de::DeserializeOwned>(
+pub(crate) async fn posted<T: serde::de::DeserializeOwned>(
     app: &Arc<App>,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
@@ -765,6 +779,7 @@ async fn check(
                 run: address.to_string(),
                 manifest: ask.manifest,
                 registered: Some(view(&app2, &existing).map_err(Failure::internal)?),
+                escrowed: true,
                 min_deadline_secs: 0,
             });
         }
@@ -776,18 +791,24 @@ async fn check(
             Some(ask.deadline_secs),
         )
         .map_err(unauthorised)?;
+        // An escrow already on-chain (an earlier approval that landed but never registered):
+        // the client registers it instead of escrowing again.
+        let escrowed = app2
+            .chain()
+            .run(&address)
+            .map_err(|e| Failure::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.to_string()))?
+            .is_some();
         Ok(api::Checked {
             run: address.to_string(),
             manifest: ask.manifest,
             registered: None,
+            escrowed,
             min_deadline_secs: worker::min_deadline_secs(&inputs.manifest)
                 .saturating_add(worker::CHECK_LANDING_SECS),
         })
     })
     .await??;
-    let mut response = axum::Json(answer).into_response();
-    private(&mut response);
-    Ok(response)
+    Ok(private_json(answer))
 }
 
 async fn my_runs(State(app): State<Arc<App>>, headers: HeaderMap) -> Answer<Response> {
@@ -801,13 +822,11 @@ async fn my_runs(State(app): State<Arc<App>>, headers: HeaderMap) -> Answer<Resp
     )
     .await?
     .map_err(Failure::internal)?;
-    let mut response = axum::Json(views).into_response();
-    private(&mut response);
-    Ok(response)
+    Ok(private_json(views))
 }
 
 /// The run at `address`, if the session's wallet owns it.
-async fn owned(app: &Arc<App>, headers: &HeaderMap, address: &str) -> Answer<HostedRun> {
+pub(crate) async fn owned(app: &Arc<App>, headers: &HeaderMap, address: &str) -> Answer<HostedRun> {
     let wallet = session(app, headers, &Method::GET).await?;
     // A run is named by its Run account's address: nothing else reaches the state or a path.
     if address.parse::<Pubkey>().is_err() {
@@ -849,9 +868,7 @@ async fn run_view(
     let view = blocking(move || view(&app2, &run))
         .await?
         .map_err(Failure::internal)?;
-    let mut response = axum::Json(view).into_response();
-    private(&mut response);
-    Ok(response)
+    Ok(private_json(view))
 }
 
 async fn report_file(

@@ -843,3 +843,114 @@ fn stopping_ends_the_event_streams_and_the_daemon_exits_with_a_follower_connecte
     assert_eq!(kind, "notice");
     assert_eq!(data["stopping"], true, "{data}");
 }
+
+#[test]
+fn the_new_run_page_is_served_under_its_policy_and_its_chain_routes_need_a_session() {
+    let served = serve();
+    let base = &served.base;
+    let http = http();
+
+    // The page and its assets, for anyone, under the strict policy, never sniffed or framed.
+    for (path, kind) in [
+        ("", "text/html"),
+        ("index.html", "text/html"),
+        ("app.js", "text/javascript"),
+        ("style.css", "text/css"),
+        ("skilltrial_web_bg.wasm", "application/wasm"),
+    ] {
+        let answer = http.get(base.join(path).unwrap()).send().unwrap();
+        assert_eq!(answer.status(), 200, "{path}");
+        let header = |name: &str| {
+            answer
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert!(header("content-type").starts_with(kind), "{path}");
+        assert_eq!(
+            header("content-security-policy"),
+            skilltrial_runner::page::CSP
+        );
+        assert_eq!(header("x-content-type-options"), "nosniff");
+        assert_eq!(header("x-frame-options"), "DENY");
+        assert!(!answer.bytes().unwrap().is_empty(), "{path}");
+    }
+
+    // The offer needs the chain's config (unreachable here): said, as JSON.
+    let offer = http.get(base.join("v1/offer").unwrap()).send().unwrap();
+    assert_eq!(offer.status(), 503);
+    let body: Value = offer.json().unwrap();
+    assert_eq!(body["code"], "unavailable", "{body}");
+
+    // Whether a sign-in holds, asked without a 401.
+    let session_of = |token: Option<&str>| -> Value {
+        let mut ask = http.get(base.join("v1/auth/session").unwrap());
+        if let Some(token) = token {
+            ask = ask.bearer_auth(token);
+        }
+        let answer = ask.send().unwrap();
+        assert_eq!(answer.status(), 200);
+        answer.json().unwrap()
+    };
+    assert_eq!(session_of(None)["address"], Value::Null);
+    assert_eq!(session_of(Some("st1_forged"))["address"], Value::Null);
+
+    // A blockhash and the relay need a session.
+    let anonymous = http
+        .get(base.join("v1/chain/blockhash").unwrap())
+        .send()
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+    let anonymous = http
+        .post(base.join("v1/chain/send").unwrap())
+        .json(&serde_json::json!({"transaction": ""}))
+        .send()
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+
+    // With one, the relay refuses what is not the wallet's own signed call, in words, before
+    // anything reaches the chain.
+    let wallet = Keypair::new();
+    let mut client = Client::new(base).unwrap();
+    let token = client.sign_in(&wallet).unwrap().token;
+    assert_eq!(
+        session_of(Some(&token))["address"],
+        wallet.pubkey().to_string()
+    );
+    let send = |body: Value| -> (u16, Value) {
+        let answer = http
+            .post(base.join("v1/chain/send").unwrap())
+            .bearer_auth(&token)
+            .json(&body)
+            .send()
+            .unwrap();
+        (answer.status().as_u16(), answer.json().unwrap())
+    };
+    let (status, body) = send(serde_json::json!({"transaction": "%%%"}));
+    refused_with(status, &body, 400, "not base64");
+    let (status, body) = send(serde_json::json!({"tx": "AA=="}));
+    refused_with(status, &body, 400, "{\"transaction\": <base64>}");
+    // A cancel of `who`'s run, signed by `who`.
+    let cancel_by = |who: &Keypair| {
+        skilltrial_chain::send::sign_with_blockhash(
+            who,
+            &[],
+            &[skilltrial_chain::ix::run_cancel(
+                &who.pubkey(),
+                &skilltrial_chain::pda::run(&who.pubkey(), &[1; 32]),
+            )],
+            "11111111111111111111111111111111",
+            1,
+        )
+        .unwrap()
+    };
+    let theirs = cancel_by(&Keypair::new());
+    let (status, body) = send(serde_json::json!({"transaction": theirs.wire_base64}));
+    refused_with(status, &body, 400, "not by the signed-in wallet");
+    // The wallet's own: past the checks, the chain is next (unreachable here).
+    let mine = cancel_by(&wallet);
+    let (status, body) = send(serde_json::json!({"transaction": mine.wire_base64}));
+    refused_with(status, &body, 503, "the cluster did not answer");
+}

@@ -23,9 +23,9 @@ use solana_signer::Signer;
 use crate::harness::{Localnet, said};
 
 /// A daemon process and where it listens.
-struct Daemon {
+pub(crate) struct Daemon {
     child: Child,
-    url: url::Url,
+    pub(crate) url: url::Url,
 }
 
 impl Drop for Daemon {
@@ -36,7 +36,7 @@ impl Drop for Daemon {
 }
 
 /// The operator's profiles file: one priced Anthropic-format profile `id` at `server`.
-fn operator_profile(net: &Localnet, id: &str, server: &ScriptedServer) -> PathBuf {
+pub(crate) fn operator_profile(net: &Localnet, id: &str, server: &ScriptedServer) -> PathBuf {
     let path = net.dir.path().join(format!("{id}-profiles.toml"));
     std::fs::write(
         &path,
@@ -83,7 +83,7 @@ fn plan(
     plan["run"].as_str().unwrap().to_owned()
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -152,7 +152,7 @@ fn start_daemon(net: &Localnet, port: u16, state: &PathBuf, profiles: &PathBuf) 
     )
 }
 
-fn start_daemon_with(
+pub(crate) fn start_daemon_with(
     net: &Localnet,
     port: u16,
     state: &PathBuf,

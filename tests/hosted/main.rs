@@ -16,7 +16,19 @@
 mod buyback;
 mod daemon;
 mod harness;
+mod page;
 mod scenarios;
+
+/// One validator at a time: the tests below each start one, and two validators (with a daemon
+/// and a browser) on a 2-core machine slow each other more than running one after the other.
+static ONE_VALIDATOR: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_validator() -> std::sync::MutexGuard<'static, ()> {
+    // A test that panicked while holding it poisoned nothing the next one uses.
+    ONE_VALIDATOR
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 #[test]
 fn hosted_runs_end_to_end_on_a_local_validator() {
@@ -31,6 +43,7 @@ fn hosted_runs_end_to_end_on_a_local_validator() {
         }
         return;
     }
+    let _one = one_validator();
     let net = harness::Localnet::start();
     scenarios::escrow_settle_cancel_finalize_close_then_anchor_and_verify(&net);
     scenarios::refund_after_a_short_deadline(&net);
@@ -43,11 +56,25 @@ fn hosted_runs_end_to_end_on_a_local_validator() {
     net.stop();
 }
 
+/// The New-run page in Debian's Chromium (`web/tests/e2e.mjs`) against the daemon, this
+/// validator and a loopback model server.
+#[test]
+fn the_new_run_page_in_a_real_browser() {
+    if std::env::var("SKILLTRIAL_PROGRAM_LAYER").as_deref() == Ok("native") {
+        return;
+    }
+    let _one = one_validator();
+    let net = harness::Localnet::start();
+    page::the_new_run_page_in_a_real_browser(&net);
+    net.stop();
+}
+
 #[test]
 fn an_operator_initializes_the_config_and_hands_over_the_admin_role() {
     if std::env::var("SKILLTRIAL_PROGRAM_LAYER").as_deref() == Ok("native") {
         return;
     }
+    let _one = one_validator();
     let net = harness::Localnet::start_with(&["--no-init"]);
     scenarios::admin_init_and_handover(&net);
     net.stop();
@@ -62,6 +89,7 @@ fn bench_the_runner_daemon_with_twenty_concurrent_runs() {
     if std::env::var("SKILLTRIAL_PROGRAM_LAYER").as_deref() == Ok("native") {
         return;
     }
+    let _one = one_validator();
     let net = harness::Localnet::start();
     daemon::bench_twenty_concurrent_runs(&net);
     net.stop();

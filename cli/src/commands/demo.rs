@@ -55,6 +55,11 @@ const DEMO_UNPRICED_MAX_REQUESTS: u32 = 100;
 const DEMO_UNPRICED_MAX_TOKENS: u64 = 5_000_000;
 
 pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
+    // A gate policy is read first: a bad one stops the demo before anything is planned.
+    let gate = match &args.gate {
+        Some(path) => Some(crate::commands::gate::pin_policy(path)?),
+        None => None,
+    };
     // 1. Validate the two bundles.
     let mut bundles = Vec::new();
     // The examples are built into the binary, so the default works from any directory.
@@ -153,7 +158,8 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
         endpoint,
         scripted,
     };
-    let m = manifest::build(&pack, Some(a), Some(b), &profile, &options)?;
+    let mut m = manifest::build(&pack, Some(a), Some(b), &profile, &options)?;
+    m.gate = gate;
     let (planned, totals) = manifest::trials(&m, &pack, Some(a), Some(b))?;
 
     // 3. Plan: inputs into the store.

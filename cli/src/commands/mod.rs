@@ -8,6 +8,7 @@ mod check;
 mod compare;
 mod demo;
 mod escrow;
+pub(crate) mod gate;
 mod info;
 mod input;
 mod key;
@@ -70,6 +71,7 @@ pub fn dispatch(cli: Cli) -> Result<Status, CliError> {
             }
         }
         Command::Compare(args) => compare::run(&args, &cli.global),
+        Command::Gate(args) => gate::run(&args, &cli.global),
         Command::Verify(args) => verify::run(&args, &cli.global),
         Command::Demo(args) => demo::run(&args, &cli.global),
         Command::Open(args) => open::run(&args, &cli.global),

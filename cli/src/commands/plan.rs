@@ -92,7 +92,24 @@ pub fn run(args: &PlanArgs, global: &Global) -> Result<Status, CliError> {
     };
     let mut manifest = manifest::build(&pack, a.as_ref(), b.as_ref(), &profile, &options)?;
     if let Some(rate) = args.sol_usd {
-        manifest.sol_usd = Some(sol_usd(rate, args.sol_usd_source.as_deref(), &manifest)?);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let source = args
+            .sol_usd_source
+            .as_deref()
+            .unwrap_or("given with --sol-usd");
+        manifest.sol_usd = Some(manifest::SolUsd::pin(
+            rate,
+            source,
+            now,
+            &manifest,
+            "--sol-usd",
+        )?);
+    }
+    if let Some(path) = &args.gate {
+        let pin = crate::commands::gate::pin_policy(path)?;
+        manifest.gate = Some(pin);
     }
     let (trials, totals) = manifest::trials(&manifest, &pack, a.as_ref(), b.as_ref())?;
     manifest::check_token_cap(&manifest, &trials, manifest::Naming::Flags)?;
@@ -131,39 +148,6 @@ pub fn run(args: &PlanArgs, global: &Global) -> Result<Status, CliError> {
         output::text(&render(&report))?;
     }
     Ok(Status::Ok)
-}
-
-/// The highest SOL/USD rate `--sol-usd` takes: $1,000,000 per SOL, far above any price seen and
-/// well inside the integers a canonical JSON manifest may hold exactly.
-const MAX_SOL_USD_MICROS: u64 = 1_000_000 * 1_000_000;
-
-/// The SOL/USD pin of a hosted run's manifest: a positive rate, on a priced profile (an
-/// unpriced one has no upper cost to convert).
-fn sol_usd(
-    rate: skilltrial_core::money::MicroUsd,
-    source: Option<&str>,
-    manifest: &manifest::Manifest,
-) -> Result<manifest::SolUsd, CliError> {
-    if rate.0 == 0 || rate.0 > MAX_SOL_USD_MICROS {
-        return Err(CliError::from(manifest::PlanError::Invalid(format!(
-            "--sol-usd {rate}: a SOL/USD rate must be more than 0 and at most {}",
-            skilltrial_core::money::MicroUsd(MAX_SOL_USD_MICROS)
-        ))));
-    }
-    if manifest.budget.price.is_none() {
-        return Err(CliError::from(manifest::PlanError::Invalid(format!(
-            "--sol-usd: profile {} has no verifiable price, so a hosted run has no upper cost to escrow; choose a priced profile",
-            manifest.model.profile
-        ))));
-    }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    Ok(manifest::SolUsd {
-        usd_micros_per_sol: rate.0,
-        source: source.unwrap_or("given with --sol-usd").to_owned(),
-        at: skilltrial_core::time::rfc3339(now),
-    })
 }
 
 fn random_seed() -> u64 {
@@ -279,6 +263,13 @@ fn render(r: &PlanReport<'_>) -> String {
             rate.at,
             rate.source,
             r.run
+        );
+    }
+    if let Some(pin) = &m.gate {
+        let _ = writeln!(
+            out,
+            "gate      policy {} pinned; after the run: skilltrial gate {}",
+            pin.sha256, r.run
         );
     }
     let _ = writeln!(out, "next      skilltrial run --manifest {}", r.run);

@@ -47,6 +47,10 @@ pub struct ArmLine {
     pub pass: u64,
     pub not_model_results: u64,
     pub wilson95: Option<[String; 2]>,
+    /// pass^k and pass@k over the tasks with all k repetitions scored (absent in reports
+    /// written before they existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<skilltrial_core::report::Consistency>,
 }
 
 /// One paired contrast.
@@ -95,6 +99,7 @@ pub fn of_report(r: &Report) -> RunSummary {
                 + arm.not_run
                 + arm.pending,
             wilson95: arm.success.as_ref().map(|s| s.wilson95.clone()),
+            consistency: arm.consistency.clone(),
         })
         .collect();
     let pairs = r
@@ -230,6 +235,23 @@ fn table(s: &RunSummary, header: bool) -> String {
     // With no model result at all, no task and no pair can be compared: one line says so, in
     // place of empty fixes lists and a table of dashes.
     let nothing_yet = executed == 0;
+    // Consistency across repetitions, where more than one was run and some task has them all.
+    let consistent: Vec<(&ArmLine, &skilltrial_core::report::Consistency)> = s
+        .arms
+        .iter()
+        .filter_map(|a| a.consistency.as_ref().map(|c| (a, c)))
+        .filter(|(_, c)| c.k > 1 && c.tasks > 0)
+        .collect();
+    if let Some((_, first)) = consistent.first() {
+        let _ = writeln!(
+            out,
+            "\nconsistency over {k} repetitions (pass^{k}: tasks passed in every one; pass@{k}: in at least one):",
+            k = first.k
+        );
+        for (arm, c) in &consistent {
+            let _ = writeln!(out, "{:<9} {}", arm_label(&arm.arm), c.text());
+        }
+    }
     if nothing_yet {
         let _ = writeln!(
             out,

@@ -76,6 +76,20 @@ pub fn hang_at(index: u64) -> ScriptedServer {
     .unwrap()
 }
 
+/// Copies a directory tree.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
 /// Every file (not directory) under `dir`, recursively.
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();

@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
-    ArmSummary, Attempt, CheckerIdentity, Comparability, Cost, FORMAT, GeneratedBy, Leader,
-    ModelIdentity, Rate, Report, Run, SENSITIVE_WARNING, Summary, Trial, TrialOutcome,
+    ArmSummary, Attempt, CheckerIdentity, Comparability, Consistency, Cost, FORMAT, GeneratedBy,
+    Leader, ModelIdentity, Rate, Report, Run, SENSITIVE_WARNING, Summary, Trial, TrialOutcome,
     UnknownHolding, pairs, tasks,
 };
 use crate::manifest::Manifest;
@@ -101,9 +101,15 @@ pub fn build(facts: RunFacts) -> Report {
     let complete = observations.iter().all(Observation::executed);
     run.complete = complete;
 
-    let arms = arm_summaries(&manifest, &observations);
     let pairs = pairs::pairs(&manifest, &observations);
     let tasks = tasks::task_table(&manifest, &observations, &families);
+    let mut arms = arm_summaries(&manifest, &observations);
+    for arm in &mut arms {
+        arm.consistency = Some(Consistency::of(
+            manifest.repetitions,
+            tasks.iter().filter_map(|t| t.arms.get(&arm.arm)),
+        ));
+    }
     let summary = Summary {
         planned: trials.len() as u64,
         executed: observations.iter().filter(|o| o.executed()).count() as u64,
@@ -202,6 +208,7 @@ fn arm_summaries(manifest: &Manifest, observations: &[Observation<'_>]) -> Vec<A
                 not_run: count(Outcome::NotRun),
                 pending: counts.get(&TrialOutcome::Pending).copied().unwrap_or(0),
                 success: Rate::of(count(Outcome::Pass), executed),
+                consistency: None,
             }
         })
         .collect()
@@ -325,6 +332,7 @@ fn cost(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::TaskArm;
 
     fn arm(id: &str, pass: u64) -> ArmSummary {
         ArmSummary {
@@ -342,7 +350,61 @@ mod tests {
             not_run: 0,
             pending: 0,
             success: Rate::of(pass, 3),
+            consistency: None,
         }
+    }
+
+    #[test]
+    fn consistency_counts_only_tasks_with_every_repetition_scored() {
+        let counts = [
+            TaskArm {
+                pass: 3,
+                executed: 3,
+            }, // every repetition: pass^3 and pass@3
+            TaskArm {
+                pass: 1,
+                executed: 3,
+            }, // one of three: pass@3 only
+            TaskArm {
+                pass: 0,
+                executed: 3,
+            }, // none
+            TaskArm {
+                pass: 2,
+                executed: 2,
+            }, // a repetition unscored: not counted
+        ];
+        let c = Consistency::of(3, counts.iter());
+        assert_eq!((c.k, c.tasks), (3, 3));
+        let every = c.pass_hat_k.as_ref().unwrap();
+        let any = c.pass_at_k.as_ref().unwrap();
+        assert_eq!((every.num, every.den, any.num, any.den), (1, 3, 2, 3));
+        assert_eq!(c.text(), "pass^3 1/3 · pass@3 2/3 tasks");
+        let none = Consistency::of(3, counts[3..].iter());
+        assert_eq!(
+            (none.tasks, &none.pass_hat_k, &none.pass_at_k),
+            (0, &None, &None)
+        );
+        assert_eq!(
+            none.text(),
+            "pass^3 and pass@3 wait for a task with all 3 repetitions scored"
+        );
+        // With one repetition both are the success rate over tasks.
+        let one = Consistency::of(
+            1,
+            [
+                TaskArm {
+                    pass: 1,
+                    executed: 1,
+                },
+                TaskArm {
+                    pass: 0,
+                    executed: 1,
+                },
+            ]
+            .iter(),
+        );
+        assert_eq!(one.pass_hat_k, one.pass_at_k);
     }
 
     #[test]

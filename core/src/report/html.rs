@@ -330,6 +330,9 @@ fn summary_view(h: &mut String, report: &Report) {
         arm_card(h, arm);
     }
     h.push_str("</div>");
+    if summary.arms.iter().any(|a| a.consistency.is_some()) {
+        let _ = write!(h, "<p class=\"sub\">{}</p>", escape(CONSISTENCY_MEANING));
+    }
     let leader = if summary.complete {
         match &summary.leader {
             Some(l) => match &l.arm {
@@ -373,6 +376,9 @@ fn summary_view(h: &mut String, report: &Report) {
     h.push_str("</tbody></table></section>");
 }
 
+/// What pass^k and pass@k mean, in one sentence each.
+pub const CONSISTENCY_MEANING: &str = "pass^k: the share of tasks the arm passed in every one of its k repetitions (how reliably it gets a task right). pass@k: the share it passed in at least one (whether it can get the task right at all). Both count only tasks whose k repetitions all have a scored answer.";
+
 /// One arm's card: success rate, its interval, and every count, adding up to planned.
 fn arm_card(h: &mut String, arm: &ArmSummary) {
     let ci = arm.success.as_ref().map_or_else(String::new, |r| {
@@ -402,9 +408,21 @@ fn arm_card(h: &mut String, arm: &ArmSummary) {
         0 => String::new(),
         n => format!(" · no result yet {n}"),
     };
+    // pass^k and pass@k, with what each means on hover and in the glossary below the cards.
+    let consistency = arm
+        .consistency
+        .as_ref()
+        .filter(|_| arm.executed > 0)
+        .map_or_else(String::new, |c| {
+            format!(
+                "<div class=\"k\" title=\"{}\">{}</div>",
+                escape(CONSISTENCY_MEANING),
+                escape(&c.text())
+            )
+        });
     let _ = write!(
         h,
-        "<div class=\"card\"><div class=\"k\">{}</div><div class=\"big\">{}</div><div class=\"k\">{rate_line}</div><div class=\"k\">planned {} · infrastructure errors {} · unknown {} · interrupted {} · not run {}{waiting}</div></div>",
+        "<div class=\"card\"><div class=\"k\">{}</div><div class=\"big\">{}</div><div class=\"k\">{rate_line}</div>{consistency}<div class=\"k\">planned {} · infrastructure errors {} · unknown {} · interrupted {} · not run {}{waiting}</div></div>",
         escape(&name),
         pct(arm.success.as_ref()),
         arm.planned,

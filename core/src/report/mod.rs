@@ -212,6 +212,67 @@ pub struct ArmSummary {
     pub pending: u64,
     /// pass ÷ executed; `null` with nothing executed.
     pub success: Option<Rate>,
+    /// Consistency across repetitions (pass^k, pass@k). Absent only from reports written before
+    /// it existed, whose bytes and hash it then leaves unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<Consistency>,
+}
+
+/// Consistency across the k repetitions of each task, over the tasks whose k repetitions all have
+/// a scored answer: `pass_hat_k` (pass^k) is the share of those tasks passed in every repetition,
+/// how reliably the arm gets a task right; `pass_at_k` (pass@k) the share passed in at least one,
+/// whether it can get the task right at all. With k = 1 both equal the success rate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Consistency {
+    /// The repetitions per task (the manifest's).
+    pub k: u32,
+    /// Tasks with all k repetitions scored: the denominator of both rates.
+    pub tasks: u64,
+    /// Tasks passed in every repetition ÷ `tasks`; `null` when `tasks` is 0.
+    pub pass_hat_k: Option<Rate>,
+    /// Tasks passed in at least one repetition ÷ `tasks`; `null` when `tasks` is 0.
+    pub pass_at_k: Option<Rate>,
+}
+
+impl Consistency {
+    /// An arm's consistency from its per-task counts and the manifest's k.
+    pub fn of<'a>(k: u32, per_task: impl Iterator<Item = &'a TaskArm>) -> Self {
+        let (mut tasks, mut every, mut any) = (0u64, 0u64, 0u64);
+        for counts in per_task.filter(|c| c.executed == u64::from(k)) {
+            tasks += 1;
+            if counts.pass == counts.executed {
+                every += 1;
+            }
+            if counts.pass > 0 {
+                any += 1;
+            }
+        }
+        Self {
+            k,
+            tasks,
+            pass_hat_k: Rate::of(every, tasks),
+            pass_at_k: Rate::of(any, tasks),
+        }
+    }
+
+    /// `pass^3 4/6 · pass@3 5/6 tasks`, or that no task has all its repetitions scored.
+    pub fn text(&self) -> String {
+        match (&self.pass_hat_k, &self.pass_at_k) {
+            (Some(every), Some(any)) => format!(
+                "pass^{k} {}/{} · pass@{k} {}/{} tasks",
+                every.num,
+                every.den,
+                any.num,
+                any.den,
+                k = self.k
+            ),
+            _ => format!(
+                "pass^{k} and pass@{k} wait for a task with all {k} repetitions scored",
+                k = self.k
+            ),
+        }
+    }
 }
 
 /// A proportion with its Wilson 95% interval, decimals as six-place strings.
@@ -400,6 +461,14 @@ pub struct TaskRow {
 pub struct TaskArm {
     pub pass: u64,
     pub executed: u64,
+}
+
+impl TaskArm {
+    /// The task's majority verdict for this arm: passing in at least half of the executed
+    /// repetitions counts as passing; `None` with nothing executed.
+    pub fn majority(&self) -> Option<bool> {
+        (self.executed > 0).then(|| self.pass.saturating_mul(2) >= self.executed)
+    }
 }
 
 /// Per-task majority verdicts. A member is absent when the run has no such arm, and `null` when

@@ -25,8 +25,6 @@ pub(super) fn task_table(
             )
         })
     };
-    // Passing in at least half of the executed repetitions counts as passing the task.
-    let majority = |(p, n): (u64, u64)| (n > 0).then_some(p * 2 >= n);
     manifest
         .tasks
         .iter()
@@ -35,8 +33,9 @@ pub(super) fn task_table(
             let mut passes: BTreeMap<Arm, Option<bool>> = BTreeMap::new();
             for spec in &manifest.arms {
                 if let Some((pass, executed)) = rate_of(task, spec.arm) {
-                    arms.insert(spec.arm.as_str().to_owned(), TaskArm { pass, executed });
-                    passes.insert(spec.arm, majority((pass, executed)));
+                    let counts = TaskArm { pass, executed };
+                    arms.insert(spec.arm.as_str().to_owned(), counts);
+                    passes.insert(spec.arm, counts.majority());
                 }
             }
             let passed = |arm: Arm| passes.get(&arm).copied().flatten();

@@ -219,3 +219,32 @@ pub fn hostile_bundle() -> Vec<u8> {
         Entry::stored("refs/secret.md", b"x").encrypted(),
     ])
 }
+
+/// Every regular file under `root` with its `/`-separated path relative to it, sorted by path.
+pub fn folder_files(root: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    fn walk(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let relative = path.strip_prefix(root).unwrap().to_str().unwrap();
+                out.push((relative.replace('\\', "/"), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, root, &mut out);
+    out.sort();
+    out
+}
+
+/// A folder zipped as an archiver would (deflated entries, sorted paths).
+pub fn zip_folder(root: &std::path::Path) -> Vec<u8> {
+    let files = folder_files(root);
+    let entries: Vec<Entry> = files
+        .iter()
+        .map(|(path, bytes)| Entry::deflated(path, bytes))
+        .collect();
+    build(&entries)
+}

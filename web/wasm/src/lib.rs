@@ -5,27 +5,557 @@
 //! Each export answers one JSON document, a [`BundleReport`] (the objects of `validate --json`),
 //! so that the page and the CLI can be compared byte for byte on the same bundle.
 
-use skilltrial_core::bundle::verdict::BundleReport;
-use skilltrial_core::bundle::{self, Limits, Rejection, SourceKind};
-use wasm_bindgen::prelude::wasm_bindgen;
+//! Besides validation it plans (the manifest and its hash, computed here from the same inputs
+//! the CLI's `plan` takes, so a daemon cannot show one hash and escrow another) and builds the
+//! page's transactions from the committed IDL ([`tx`]) for the wallet to sign.
 
-/// A ZIP dropped on the page (`name` is how the page shows it).
+pub mod tx;
+
+use base64::Engine as _;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use skilltrial_core::bundle::verdict::BundleReport;
+use skilltrial_core::bundle::{self, Bundle, Limits, Rejection, SourceKind};
+use skilltrial_core::hosted::Terms;
+use skilltrial_core::manifest::{self, PlanOptions, SolUsd};
+use skilltrial_core::money::{LAMPORTS_PER_SOL, MicroUsd};
+use skilltrial_core::pack;
+use skilltrial_core::profile::Profile;
+use skilltrial_core::solana::Address;
+use wasm_bindgen::prelude::{JsError, wasm_bindgen};
+
+/// A bundle dropped on the page: its verdict, and its files for the upload once approved.
+#[wasm_bindgen]
+#[derive(Debug)]
+pub struct Dropped {
+    name: String,
+    result: Result<Bundle, Vec<Rejection>>,
+}
+
+#[wasm_bindgen]
+impl Dropped {
+    /// A ZIP (`name` is how the page shows it).
+    #[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
+    #[wasm_bindgen(js_name = fromZip)]
+    pub fn from_zip(name: &str, bytes: &[u8]) -> Dropped {
+        Dropped {
+            name: name.to_owned(),
+            result: bundle::import_zip_bytes(bytes, &Limits::default()),
+        }
+    }
+
+    /// A folder: `paths` relative to its root (`SKILL.md`, `references/x.md`), and each file's
+    /// bytes, in order, in `data` (`lengths[i]` bytes each), as a browser hands them over
+    /// without one copy per file.
+    #[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
+    #[wasm_bindgen(js_name = fromFolder)]
+    pub fn from_folder(name: &str, paths: Vec<String>, lengths: Vec<u32>, data: &[u8]) -> Dropped {
+        Dropped {
+            name: name.to_owned(),
+            result: folder(paths, &lengths, data).and_then(|files| {
+                bundle::from_files(files, SourceKind::Folder, &Limits::default())
+            }),
+        }
+    }
+
+    /// The `validate --json` bundle object.
+    #[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
+    pub fn report(&self) -> String {
+        verdict_json(&self.name, self.result.as_ref().map_err(Vec::as_slice))
+    }
+
+    /// Whether it was accepted.
+    #[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
+    pub fn accepted(&self) -> bool {
+        self.result.is_ok()
+    }
+
+    /// The body of its upload (`POST /v1/trees?kind=bundle`), or an error for a rejected one.
+    #[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
+    pub fn tree(&self) -> Result<String, JsError> {
+        self.tree_json().map_err(|e| JsError::new(&e))
+    }
+}
+
+impl Dropped {
+    /// The accepted bundle.
+    pub fn bundle(&self) -> Result<&Bundle, String> {
+        self.result.as_ref().map_err(|_| {
+            format!(
+                "bundle {} was rejected: fix it and drop it again",
+                self.name
+            )
+        })
+    }
+
+    /// [`Dropped::tree`], for native callers.
+    pub fn tree_json(&self) -> Result<String, String> {
+        let bundle = self.bundle()?;
+        Ok(tree_body(
+            bundle
+                .files
+                .iter()
+                .map(|f| (f.path.as_str(), f.bytes.as_slice())),
+        ))
+    }
+}
+
+/// A ZIP dropped on the page, as the `validate --json` bundle object.
 #[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
 #[wasm_bindgen]
 pub fn validate_zip(name: &str, bytes: &[u8]) -> String {
-    let result = bundle::import_zip_bytes(bytes, &Limits::default());
-    verdict_json(name, result.as_ref().map_err(Vec::as_slice))
+    Dropped::from_zip(name, bytes).report()
 }
 
-/// A folder dropped or picked on the page: `paths` relative to the folder's root (`SKILL.md`,
-/// `references/x.md`), and each file's bytes, in order, in `data` (`lengths[i]` bytes each), as
-/// a browser hands them over without one copy per file.
+/// A folder dropped or picked on the page (see [`Dropped::from_folder`]), as the
+/// `validate --json` bundle object.
 #[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
 #[wasm_bindgen]
 pub fn validate_folder(name: &str, paths: Vec<String>, lengths: Vec<u32>, data: &[u8]) -> String {
-    let result = folder(paths, &lengths, data)
-        .and_then(|files| bundle::from_files(files, SourceKind::Folder, &Limits::default()));
-    verdict_json(name, result.as_ref().map_err(Vec::as_slice))
+    Dropped::from_folder(name, paths, lengths, data).report()
+}
+
+fn tree_body<'a>(files: impl Iterator<Item = (&'a str, &'a [u8])>) -> String {
+    let files: Vec<Value> = files
+        .map(|(path, bytes)| {
+            json!({
+                "path": path,
+                "base64": base64::engine::general_purpose::STANDARD.encode(bytes),
+            })
+        })
+        .collect();
+    json!({ "files": files }).to_string()
+}
+
+/// The body of an embedded pack's upload (`POST /v1/trees?kind=pack&id=<id>`).
+#[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
+#[wasm_bindgen]
+pub fn pack_tree(id: &str) -> Result<String, JsError> {
+    pack_tree_json(id).map_err(|e| JsError::new(&e))
+}
+
+/// [`pack_tree`], for native callers.
+pub fn pack_tree_json(id: &str) -> Result<String, String> {
+    let pack = open_pack(id)?;
+    Ok(tree_body(
+        pack.files().iter().map(|(p, b)| (p.as_str(), b.as_slice())),
+    ))
+}
+
+fn open_pack(id: &str) -> Result<pack::Pack, String> {
+    if pack::is_path_spec(id) {
+        return Err(format!(
+            "pack `{id}`: the page runs the embedded packs only"
+        ));
+    }
+    pack::open(id).map_err(|e| format!("pack `{id}`: {e}"))
+}
+
+/// A number the page sends as text, since JavaScript's numbers hold integers exactly only up
+/// to 2^53.
+fn integer<T: std::str::FromStr>(text: &str, field: &str) -> Result<T, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("{field} `{text}` is not a whole number in range"))
+}
+
+/// What the page plans with: the inputs `skilltrial plan` takes, as the page's form holds them.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanRequest {
+    /// An embedded pack's id.
+    pub pack: String,
+    /// The runner's profile, exactly as it runs it (`GET /v1/profiles`).
+    pub profile: Profile,
+    /// Where the runner sends its requests (the same answer).
+    pub endpoint: String,
+    pub repetitions: u32,
+    /// Decimal text.
+    pub seed: String,
+    /// The budget cap in SOL as the user typed it (`0.05`); converted to µUSD at the pinned
+    /// rate, rounded down, so the run never spends more than it says. None: no cap beyond the
+    /// plan's upper cost.
+    pub cap_sol: Option<String>,
+    /// µUSD per SOL, decimal text: the runner's rate.
+    pub usd_micros_per_sol: String,
+    pub sol_usd_source: String,
+    /// When the rate is pinned, Unix seconds.
+    pub pinned_at: i64,
+}
+
+/// The manifest the page approves and uploads, and what it means.
+#[derive(Debug)]
+pub struct Planned {
+    pub manifest: manifest::Manifest,
+    /// Its canonical JSON text: what is uploaded and hashed.
+    pub text: String,
+    pub hash: [u8; 32],
+    pub totals: manifest::Totals,
+    pub terms: Terms,
+}
+
+impl PlanRequest {
+    /// The manifest for `a` and `b`, as `plan --a --b --sol-usd` builds it.
+    pub fn plan(&self, a: &Dropped, b: &Dropped) -> Result<Planned, String> {
+        let (a, b) = (a.bundle()?, b.bundle()?);
+        let pack = open_pack(&self.pack)?;
+        let rate = MicroUsd(integer(&self.usd_micros_per_sol, "the SOL/USD rate")?);
+        let cap = match self.cap_sol.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(text) => Some(usd_of_lamports(
+                lamports_of_sol(text, "the budget cap")?,
+                rate,
+            )?),
+        };
+        let options = PlanOptions {
+            repetitions: self.repetitions,
+            seed: integer(&self.seed, "the seed")?,
+            cap,
+            max_requests: None,
+            max_tokens: None,
+            max_output_tokens: None,
+            endpoint: self.endpoint.clone(),
+            scripted: false,
+        };
+        let mut manifest = manifest::build_named(
+            &pack,
+            Some(a),
+            Some(b),
+            &self.profile,
+            &options,
+            manifest::Naming::Page,
+        )
+        .map_err(|e| e.to_string())?;
+        manifest.sol_usd = Some(
+            SolUsd::pin(
+                rate,
+                &self.sol_usd_source,
+                self.pinned_at,
+                &manifest,
+                "the SOL/USD rate",
+            )
+            .map_err(|e| e.to_string())?,
+        );
+        let (trials, totals) =
+            manifest::trials(&manifest, &pack, Some(a), Some(b)).map_err(|e| e.to_string())?;
+        manifest::check_token_cap(&manifest, &trials, manifest::Naming::Page)
+            .map_err(|e| e.to_string())?;
+        let terms = Terms::of(&manifest, &trials).map_err(|e| e.to_string())?;
+        let text = manifest.canonical().map_err(|e| e.to_string())?;
+        let hash = manifest.hash().map_err(|e| e.to_string())?.0;
+        Ok(Planned {
+            manifest,
+            text,
+            hash,
+            totals,
+            terms,
+        })
+    }
+}
+
+impl Planned {
+    /// What the page shows and keeps: the manifest text to upload, its hash, the bounds, and
+    /// the upper cost in µUSD and (at the pinned rate) lamports; integers as text.
+    pub fn to_json(&self) -> Value {
+        let rate = self.manifest.sol_usd.as_ref();
+        let upper_lamports = self
+            .totals
+            .upper_cost
+            .zip(rate)
+            .and_then(|(cost, rate)| rate.lamports(cost).ok())
+            .map(|l| l.0.to_string());
+        json!({
+            "manifest": self.text,
+            "hash": hex(&self.hash),
+            "pack": self.manifest.pack.id,
+            "tasks": self.manifest.tasks.len(),
+            "trials": self.totals.trials,
+            "max_requests": self.totals.max_requests,
+            "max_input_tokens": self.totals.max_input_tokens.to_string(),
+            "max_output_tokens": self.totals.max_output_tokens.to_string(),
+            "upper_cost_usd_micros": self.totals.upper_cost.map(|c| c.0.to_string()),
+            "upper_cost_lamports": upper_lamports,
+            "planned_trials": self.terms.planned_trials,
+            "per_request_cap_lamports": self.terms.per_request_cap.0.to_string(),
+            "usd_micros_per_sol": rate.map(|r| r.usd_micros_per_sol.to_string()),
+            "cap_usd_micros": self.manifest.budget.cap_usd_micros.map(|c| c.to_string()),
+            "pinned_at": rate.map(|r| r.at.clone()),
+        })
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Plans the run of `a` against `b` (see [`PlanRequest`]): JSON of [`Planned::to_json`].
+#[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
+#[wasm_bindgen]
+pub fn plan(request: &str, a: &Dropped, b: &Dropped) -> Result<String, JsError> {
+    plan_json(request, a, b).map_err(|e| JsError::new(&e))
+}
+
+/// [`plan`], for native callers.
+pub fn plan_json(request: &str, a: &Dropped, b: &Dropped) -> Result<String, String> {
+    let request: PlanRequest = serde_json::from_str(request)
+        .map_err(|e| format!("the page's plan request is malformed: {e}"))?;
+    Ok(request.plan(a, b)?.to_json().to_string())
+}
+
+/// What `run_open` needs beyond the plan: the wallet, the runner's terms and the blockhash.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenRequest {
+    pub user: String,
+    /// The manifest hash the page computed (hex).
+    pub manifest_hash: String,
+    pub planned_trials: u16,
+    pub per_request_cap_lamports: String,
+    /// The program config's fee, as the runner reports it: the program refuses the escrow if
+    /// it is not the config's.
+    pub fee_per_trial_lamports: String,
+    /// The runner the program's config names (likewise checked on-chain).
+    pub runner: String,
+    /// Unix seconds.
+    pub deadline: i64,
+    /// Base58.
+    pub blockhash: String,
+}
+
+fn address(text: &str, field: &str) -> Result<Address, String> {
+    text.parse()
+        .map_err(|_| format!("{field} `{text}` is not a Solana address"))
+}
+
+fn hash32(text: &str, field: &str) -> Result<[u8; 32], String> {
+    let bytes: Vec<u8> = (0..text.len())
+        .step_by(2)
+        .map(|i| {
+            text.get(i..i + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        })
+        .collect::<Option<_>>()
+        .ok_or_else(|| format!("{field} `{text}` is not hex"))?;
+    bytes
+        .try_into()
+        .map_err(|_| format!("{field} `{text}` is not 32 bytes"))
+}
+
+fn blockhash(text: &str) -> Result<[u8; 32], String> {
+    bs58::decode(text)
+        .into_vec()
+        .ok()
+        .and_then(|v| v.try_into().ok())
+        .ok_or_else(|| format!("blockhash `{text}` is not 32 bytes of base58"))
+}
+
+fn transaction_json(message: &[u8], extra: Value) -> Result<String, String> {
+    let transaction = tx::unsigned_transaction(message)?;
+    let mut doc = json!({
+        "transaction": base64::engine::general_purpose::STANDARD.encode(transaction),
+    });
+    if let (Some(doc), Value::Object(extra)) = (doc.as_object_mut(), extra) {
+        doc.extend(extra);
+    }
+    Ok(doc.to_string())
+}
+
+/// The `run_open` transaction for the wallet to sign: `{transaction (base64, unsigned), run,
+/// escrow_lamports}`.
+#[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
+#[wasm_bindgen]
+pub fn open_transaction(request: &str) -> Result<String, JsError> {
+    open_transaction_json(request).map_err(|e| JsError::new(&e))
+}
+
+/// [`open_transaction`], for native callers.
+pub fn open_transaction_json(request: &str) -> Result<String, String> {
+    let r: OpenRequest = serde_json::from_str(request)
+        .map_err(|e| format!("the page's escrow request is malformed: {e}"))?;
+    let idl = tx::Idl::committed()?;
+    let user = address(&r.user, "the wallet")?;
+    let per_request_cap: u64 = integer(&r.per_request_cap_lamports, "the per-trial cap")?;
+    let fee_per_trial: u64 = integer(&r.fee_per_trial_lamports, "the fee per trial")?;
+    let escrow = per_request_cap
+        .checked_add(fee_per_trial)
+        .and_then(|each| each.checked_mul(u64::from(r.planned_trials)))
+        .ok_or("the escrow overflows u64 lamports")?;
+    let args = tx::RunOpen {
+        manifest_hash: hash32(&r.manifest_hash, "the manifest hash")?,
+        planned_trials: r.planned_trials,
+        per_request_cap,
+        escrow,
+        deadline: r.deadline,
+        fee_per_trial,
+        runner: address(&r.runner, "the runner")?,
+    };
+    let run = idl.run_address(&user, &args.manifest_hash)?;
+    let ix = idl.run_open(&user, &args)?;
+    let message = tx::legacy_message(&user, &[ix], &blockhash(&r.blockhash)?)?;
+    transaction_json(
+        &message,
+        json!({
+            "run": run.to_string(),
+            "escrow_lamports": escrow.to_string(),
+            "escrow_sol": sol_text(escrow),
+        }),
+    )
+}
+
+/// `text` SOL (`0.05`, `2`, up to nine decimals) in lamports, exactly.
+pub fn lamports_of_sol(text: &str, field: &str) -> Result<u64, String> {
+    let bad = || format!("{field} `{text}` is not an amount of SOL (like 0.05)");
+    let text = text.trim();
+    let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
+    if (whole.is_empty() && frac.is_empty())
+        || frac.len() > 9
+        || !whole
+            .bytes()
+            .chain(frac.bytes())
+            .all(|b| b.is_ascii_digit())
+    {
+        return Err(bad());
+    }
+    let whole: u64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().map_err(|_| bad())?
+    };
+    let frac: u64 = if frac.is_empty() {
+        0
+    } else {
+        format!("{frac:0<9}").parse().map_err(|_| bad())?
+    };
+    whole
+        .checked_mul(LAMPORTS_PER_SOL)
+        .and_then(|w| w.checked_add(frac))
+        .ok_or_else(|| format!("{field} `{text}` is more SOL than exists"))
+}
+
+/// `lamports` in µUSD at `rate` (µUSD per SOL), rounded down.
+pub fn usd_of_lamports(lamports: u64, rate: MicroUsd) -> Result<MicroUsd, String> {
+    let micros = u128::from(lamports) * u128::from(rate.0) / u128::from(LAMPORTS_PER_SOL);
+    u64::try_from(micros)
+        .map(MicroUsd)
+        .map_err(|_| "the amount overflows u64 µUSD".to_owned())
+}
+
+/// An amount of µUSD as the page shows it: `{"usd": "$0.012300", "sol": "0.000081 SOL"}`,
+/// the SOL at `usd_micros_per_sol`, rounded up to the lamport as escrows are.
+#[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
+#[wasm_bindgen]
+pub fn money(usd_micros: &str, usd_micros_per_sol: &str) -> Result<String, JsError> {
+    money_json(usd_micros, usd_micros_per_sol).map_err(|e| JsError::new(&e))
+}
+
+/// [`money`], for native callers.
+pub fn money_json(usd_micros: &str, usd_micros_per_sol: &str) -> Result<String, String> {
+    let usd = MicroUsd(integer(usd_micros, "the amount")?);
+    let rate = SolUsd {
+        usd_micros_per_sol: integer(usd_micros_per_sol, "the SOL/USD rate")?,
+        source: String::new(),
+        at: String::new(),
+    };
+    let lamports = rate.lamports(usd).map_err(|e| e.to_string())?;
+    Ok(json!({ "usd": usd.to_string(), "sol": sol_text(lamports.0) }).to_string())
+}
+
+/// Lamports as SOL text (`{"sol": "0.000105 SOL"}`), for the page.
+#[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
+#[wasm_bindgen]
+pub fn sol(lamports: &str) -> Result<String, JsError> {
+    integer::<u64>(lamports, "the amount")
+        .map(sol_text)
+        .map_err(|e| JsError::new(&e))
+}
+
+/// What `run_open` escrows for `trials` trials at `per_request_cap` and `fee` lamports each:
+/// `{"lamports": "...", "sol": "..."}`, checked.
+#[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
+#[wasm_bindgen]
+pub fn escrow(per_request_cap: &str, fee: &str, trials: u16) -> Result<String, JsError> {
+    escrow_json(per_request_cap, fee, trials).map_err(|e| JsError::new(&e))
+}
+
+/// [`escrow`], for native callers.
+pub fn escrow_json(per_request_cap: &str, fee: &str, trials: u16) -> Result<String, String> {
+    let cap: u64 = integer(per_request_cap, "the per-trial cap")?;
+    let fee: u64 = integer(fee, "the fee per trial")?;
+    let lamports = cap
+        .checked_add(fee)
+        .and_then(|each| each.checked_mul(u64::from(trials)))
+        .ok_or("the escrow overflows u64 lamports")?;
+    Ok(json!({ "lamports": lamports.to_string(), "sol": sol_text(lamports) }).to_string())
+}
+
+/// Bytes in base58 (a signature a wallet sent itself).
+#[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
+#[wasm_bindgen]
+pub fn to_base58(bytes: &[u8]) -> String {
+    bs58::encode(bytes).into_string()
+}
+
+/// Bytes in standard base64 (a signed transaction for the relay).
+#[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
+#[wasm_bindgen]
+pub fn to_base64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Standard base64 as bytes (the unsigned transaction for the wallet).
+#[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
+#[wasm_bindgen]
+pub fn from_base64(text: &str) -> Result<Vec<u8>, JsError> {
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| JsError::new(&format!("not base64: {e}")))
+}
+
+/// Lamports as SOL text, exact (`0.000105` SOL), never through a float.
+pub fn sol_text(lamports: u64) -> String {
+    let whole = lamports / LAMPORTS_PER_SOL;
+    let frac = lamports % LAMPORTS_PER_SOL;
+    if frac == 0 {
+        return format!("{whole} SOL");
+    }
+    let digits = format!("{frac:09}");
+    format!("{whole}.{} SOL", digits.trim_end_matches('0'))
+}
+
+/// `run_cancel` or `run_close` of `run` by `user`, or the anchor memo of a finished run, for the
+/// wallet to sign: `{"user", "blockhash", "cancel": "<run>"}`, `{…, "close": "<run>"}` or
+/// `{…, "anchor": {"manifest": hex, "report": hex}}`.
+#[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
+#[wasm_bindgen]
+pub fn user_transaction(request: &str) -> Result<String, JsError> {
+    user_transaction_json(request).map_err(|e| JsError::new(&e))
+}
+
+/// [`user_transaction`], for native callers.
+pub fn user_transaction_json(request: &str) -> Result<String, String> {
+    let r: Value = serde_json::from_str(request)
+        .map_err(|e| format!("the page's transaction request is malformed: {e}"))?;
+    let text = |field: &str| {
+        r[field]
+            .as_str()
+            .ok_or_else(|| format!("the page's transaction request has no {field}"))
+    };
+    let user = address(text("user")?, "the wallet")?;
+    let hash = blockhash(text("blockhash")?)?;
+    let ix = if let Some(run) = r["cancel"].as_str() {
+        tx::Idl::committed()?.run_cancel(&user, &address(run, "the run")?)
+    } else if let Some(run) = r["close"].as_str() {
+        tx::Idl::committed()?.run_close(&user, &address(run, "the run")?)
+    } else {
+        let manifest = r["anchor"]["manifest"].as_str().unwrap_or_default();
+        let report = r["anchor"]["report"].as_str().unwrap_or_default();
+        tx::anchor_memo(
+            &user,
+            &hash32(manifest, "the manifest hash")?,
+            &hash32(report, "the report hash")?,
+        )
+    };
+    transaction_json(&tx::legacy_message(&user, &[ix], &hash)?, json!({}))
 }
 
 /// The files of a folder out of one buffer; a count or a length that does not add up is the
@@ -89,5 +619,84 @@ mod tests {
         assert!(long.contains("2 bytes of data beyond"), "{long}");
         let counts = validate_folder("x", vec!["SKILL.md".into()], vec![], b"");
         assert!(counts.contains("1 paths and 0 lengths"), "{counts}");
+    }
+}
+
+#[cfg(test)]
+mod money_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn sol_is_read_and_written_exactly_and_refused_in_words() {
+        assert_eq!(lamports_of_sol("0.05", "x").unwrap(), 50_000_000);
+        assert_eq!(lamports_of_sol(" 2 ", "x").unwrap(), 2_000_000_000);
+        assert_eq!(lamports_of_sol(".000000001", "x").unwrap(), 1);
+        assert_eq!(
+            lamports_of_sol("18446744073.709551615", "x").unwrap(),
+            u64::MAX
+        );
+        for bad in ["", ".", "1.0000000001", "-1", "1e3", "abc", "1,5", "0x10"] {
+            let e = lamports_of_sol(bad, "the budget cap").unwrap_err();
+            assert!(e.contains("is not an amount of SOL"), "{bad}: {e}");
+        }
+        assert!(
+            lamports_of_sol("18446744074", "the budget cap")
+                .unwrap_err()
+                .contains("more SOL than exists")
+        );
+        assert_eq!(sol_text(0), "0 SOL");
+        assert_eq!(sol_text(1), "0.000000001 SOL");
+        assert_eq!(sol_text(1_500_000_000), "1.5 SOL");
+        // 0.02 SOL at $150 is $3, rounded down: never more than the user said
+        assert_eq!(
+            usd_of_lamports(20_000_000, MicroUsd(150_000_000)).unwrap(),
+            MicroUsd(3_000_000)
+        );
+        assert_eq!(
+            usd_of_lamports(1, MicroUsd(150_000_000)).unwrap(),
+            MicroUsd(0)
+        );
+    }
+
+    #[test]
+    fn the_escrow_is_checked_and_transactions_refuse_bad_inputs_in_words() {
+        let e: Value = serde_json::from_str(&escrow_json("1000", "200", 3).unwrap()).unwrap();
+        assert_eq!(e["lamports"], "3600");
+        assert!(
+            escrow_json(&u64::MAX.to_string(), "1", 1)
+                .unwrap_err()
+                .contains("overflows")
+        );
+        let request = json!({
+            "user": "11111111111111111111111111111112",
+            "manifest_hash": "ab".repeat(32),
+            "planned_trials": 2,
+            "per_request_cap_lamports": "1000",
+            "fee_per_trial_lamports": "200",
+            "runner": "11111111111111111111111111111113",
+            "deadline": 1_800_000_000,
+            "blockhash": "11111111111111111111111111111111",
+        });
+        let built: Value =
+            serde_json::from_str(&open_transaction_json(&request.to_string()).unwrap()).unwrap();
+        assert_eq!(built["escrow_lamports"], "2400");
+        for (field, bad, words) in [
+            ("manifest_hash", json!("zz"), "is not"),
+            ("blockhash", json!("0OIl"), "blockhash"),
+            ("user", json!("not-a-key"), "the wallet `not-a-key`"),
+            (
+                "per_request_cap_lamports",
+                json!("-5"),
+                "the per-trial cap `-5`",
+            ),
+        ] {
+            let mut r = request.clone();
+            r[field] = bad;
+            let e = open_transaction_json(&r.to_string()).unwrap_err();
+            assert!(e.contains(words), "{field}: {e}");
+        }
+        let e = user_transaction_json(r#"{"user":"11111111111111111111111111111112","blockhash":"11111111111111111111111111111111","anchor":{}}"#).unwrap_err();
+        assert!(e.contains("the manifest hash"), "{e}");
     }
 }

@@ -1,0 +1,279 @@
+// The New-run page in a real browser (Debian's Chromium driven by playwright-core), as a user
+// goes through the Quickstart: a hostile ZIP rejected, both versions dropped (a folder through
+// the directory picker, a ZIP dragged onto the page), a plan approved, the escrow declined once,
+// then signed; the trials watched live; a cancel midway; then a second run to the end: the
+// report opened and exported, anchored by the wallet, verified on-chain in the page.
+//
+// `node tests/e2e.mjs <config.json>`, run by the Rust test tests/hosted/page.rs, which starts
+// the validator, the daemon and the model server, checks the chain afterwards, and paces the
+// model server by the lines this script prints on stdout (one JSON object per line).
+import { readFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { chromium } from "playwright-core";
+
+const config = JSON.parse(readFileSync(process.argv[2], "utf8"));
+// The test answers some steps on stdin, one line each, once it has checked the chain.
+// The interface is closed at the end, whatever happened: an open stdin keeps Node running.
+const stdin = createInterface({ input: process.stdin });
+const lines = stdin[Symbol.asyncIterator]();
+const nextLine = async () => (await lines.next()).value;
+const said = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
+mkdirSync(config.shots, { recursive: true });
+let shot = 0;
+
+function check(condition, what) {
+  if (!condition) throw new Error(`check failed: ${what}`);
+}
+
+const browser = await chromium.launch({
+  executablePath: config.chromium,
+  headless: true,
+  args: [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+  ],
+});
+const context = await browser.newContext({ viewport: { width: 1200, height: 900 }, acceptDownloads: true });
+await context.addInitScript({
+  content: `globalThis.__testWalletConfig = ${JSON.stringify({
+    seed: config.seed,
+    publicKey: config.publicKey,
+    address: config.address,
+    chain: "solana:localnet",
+  })};\n${readFileSync(new URL("./test-wallet.js", import.meta.url), "utf8")}`,
+});
+const page = await context.newPage();
+// File choosers are intercepted from the start: enabling it only when a step waits for one races
+// with the key press that opens it.
+page.on("filechooser", () => {});
+const problems = [];
+page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+page.on("console", (m) => {
+  if (m.type() === "error") problems.push(`console error: ${m.text()}`);
+});
+
+async function snap(name) {
+  shot += 1;
+  const path = join(config.shots, `${String(shot).padStart(2, "0")}-${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}
+
+const text = (selector) => page.locator(selector).innerText();
+
+try {
+  // ---- the page loads under its CSP, finds the runner and the wallet ----
+  const response = await page.goto(config.url);
+  const csp = response.headers()["content-security-policy"] ?? "";
+  check(csp.includes("default-src 'none'") && csp.includes("script-src 'self' 'wasm-unsafe-eval'"), `the CSP: ${csp}`);
+  await page.getByRole("button", { name: "Connect SkillTrial Test Wallet" }).waitFor();
+  check((await text("#runner-line")).includes("localnet"), "the runner line names the cluster");
+  await snap("loaded");
+
+  // ---- usable by everyone: contrast in both themes, visible focus, keyboard ----
+  for (const scheme of ["light", "dark"]) {
+    await page.emulateMedia({ colorScheme: scheme });
+    const ratios = await page.evaluate(() => {
+      const rgb = (c) => (c.match(/\d+(\.\d+)?/g) ?? []).slice(0, 3).map(Number);
+      const lum = ([r, g, b]) => {
+        const f = (v) => {
+          const s = v / 255;
+          return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+        };
+        return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+      };
+      const ratio = (a, b) => {
+        const [x, y] = [lum(rgb(a)), lum(rgb(b))].sort((p, q) => q - p);
+        return (x + 0.05) / (y + 0.05);
+      };
+      const bg = getComputedStyle(document.body).backgroundColor;
+      const out = {};
+      for (const sel of ["h1", ".muted", "#drop-a-hint", "label[for=reps]", "button"]) {
+        const node = document.querySelector(sel);
+        const own = getComputedStyle(node);
+        const behind = own.backgroundColor === "rgba(0, 0, 0, 0)" ? getComputedStyle(node.closest(".drop") ?? document.body).backgroundColor : own.backgroundColor;
+        out[sel] = ratio(own.color, behind ?? bg);
+      }
+      const probe = document.createElement("span");
+      for (const v of ["--error", "--ok", "--warn", "--accent"]) {
+        probe.style.color = `var(${v})`;
+        document.body.append(probe);
+        out[v] = ratio(getComputedStyle(probe).color, bg);
+        probe.remove();
+      }
+      return out;
+    });
+    for (const [what, ratio] of Object.entries(ratios)) {
+      check(ratio >= 4.5, `${scheme} theme: ${what} has contrast ${ratio.toFixed(2)}, below WCAG AA's 4.5`);
+    }
+    said({ step: "contrast", scheme, ratios });
+  }
+  await page.emulateMedia({ colorScheme: "light" });
+  // Keyboard: from the top, Tab reaches the wallet and the first drop zone's buttons, and the
+  // focused control shows an outline.
+  await page.keyboard.press("Tab");
+  let reached = false;
+  for (let i = 0; i < 12 && !reached; i += 1) {
+    await page.keyboard.press("Tab");
+    reached = await page.evaluate(() => document.activeElement?.id === "zip-a-btn");
+  }
+  check(reached, "Tab reaches the first drop zone's ZIP button");
+  const outline = await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);
+  check(outline !== "none", `the focused button shows its focus (outline ${outline})`);
+
+  // ---- 1. a hostile ZIP is rejected with its codes and paths ----
+  const [hostileChooser] = await Promise.all([page.waitForEvent("filechooser"), page.keyboard.press("Enter")]);
+  await hostileChooser.setFiles(config.hostileZip);
+  await page.locator("#verdict-a .status.bad").waitFor();
+  const hostileCodes = await page.locator("#verdict-a tr.reject td:first-child").allInnerTexts();
+  check(hostileCodes.length > 0, "the hostile ZIP's rejections are listed");
+  said({ step: "hostile", codes: hostileCodes });
+  await snap("hostile-zip-rejected");
+
+  // ---- both versions: A as a folder (the directory picker, by keyboard), B as a ZIP dropped ----
+  await page.locator("#dir-a-btn").focus();
+  const [folderChooser] = await Promise.all([page.waitForEvent("filechooser"), page.keyboard.press("Enter")]);
+  await folderChooser.setFiles(config.bundleA);
+  await page.locator("#verdict-a .status.ok").waitFor();
+  const zip = readFileSync(config.bundleBZip).toString("base64");
+  const transfer = await page.evaluateHandle((b64) => {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const dt = new DataTransfer();
+    dt.items.add(new File([bytes], "solana-reader-1.5.0.zip", { type: "application/zip" }));
+    return dt;
+  }, zip);
+  await page.dispatchEvent("#drop-b", "drop", { dataTransfer: transfer });
+  await page.locator("#verdict-b .status.ok").waitFor();
+  const digests = {
+    a: await text("#verdict-a code.hash"),
+    b: await text("#verdict-b code.hash"),
+  };
+  said({ step: "accepted", digests, flags_b: await page.locator("#verdict-b tr.flag").count() });
+
+  // ---- connect the wallet (by keyboard, as every step of the first run), plan ----
+  await page.getByRole("button", { name: "Connect SkillTrial Test Wallet" }).press("Enter");
+  await page.locator("#wallet-status", { hasText: config.address }).waitFor();
+  await page.selectOption("#profile", config.profile);
+  await page.fill("#reps", "2");
+  await page.fill("#cap", "abc");
+  await page.locator("#plan-error", { hasText: "not an amount of SOL" }).waitFor();
+  await page.fill("#cap", "");
+  await page.locator("#plan-error", { hasText: "give a budget cap with Budget cap (SOL)" }).waitFor();
+  await page.fill("#cap", "0.05");
+  await page.locator("#plan-out").waitFor();
+  await snap("planned");
+  const first = {
+    hash: await text("#p-hash"),
+    trials: await text("#p-trials"),
+    escrow: await text("#p-escrow"),
+  };
+  said({ step: "planned", ...first });
+
+  // ---- the user declines the escrow: nothing is escrowed, the page says so ----
+  await page.evaluate(() => (globalThis.__testWallet.decline = "transaction"));
+  await page.locator("#approve").press("Enter");
+  await page.locator("#sign-error", { hasText: "declined" }).waitFor({ timeout: 120_000 });
+  const declined = await text("#sign-error");
+  check(declined.includes("Nothing was escrowed"), `the decline says nothing was escrowed: ${declined}`);
+  check(await page.locator("#approve").isEnabled(), "approve can be pressed again after a decline");
+  said({ step: "declined", hash: first.hash, message: declined });
+  await snap("escrow-declined");
+
+  // ---- approve again, by keyboard: one transaction, then the trials land ----
+  await page.locator("#approve").focus();
+  await page.keyboard.press("Enter");
+  await page.locator("#watch-section").waitFor({ timeout: 180_000 });
+  const run1 = await text("#w-run");
+  said({ step: "opened", run: run1, hash: first.hash, signed: await page.evaluate(() => globalThis.__testWallet.signed.length) });
+  await page.waitForFunction(() => Number(document.querySelector("#w-progress")?.value ?? 0) >= 3, null, { timeout: 240_000 });
+  await snap("trials-landing");
+
+  // ---- cancel midway (on-chain, wallet-signed) ----
+  await page.locator("#cancel").press("Enter");
+  await page.locator("#events li", { hasText: "cancelled on-chain" }).waitFor({ timeout: 120_000 });
+  said({ step: "cancelled", run: run1 });
+  await page.locator("#finish-section").waitFor({ timeout: 300_000 });
+  await page.locator("#verification li.ok", { hasText: "Run account" }).waitFor({ timeout: 120_000 });
+  check((await page.locator("#verification li.bad").count()) === 0, `the cancelled run verifies: ${await text("#verification")}`);
+  const count = await text("#w-count");
+  check(/^\d+ of 36 trials ran; \d+ will not run$/.test(count), `the cancelled run's count says what ran: ${count}`);
+  // The test wallet counts what it signed since the page loaded (a reload follows).
+  const signedBefore = await page.evaluate(() => globalThis.__testWallet.signed.length);
+  said({ step: "cancelled-finalized", run: run1, count, outcomes: await text("#w-outcomes"), signed: signedBefore });
+  await snap("cancelled-run-finished");
+
+  // ---- a reload comes back to the run; the wallet's runs are listed ----
+  await page.reload();
+  await page.locator("#w-run", { hasText: run1 }).waitFor();
+  await page.locator("#finish-section").waitFor();
+  check((await page.locator("#my-runs-list li").count()) === 1, "the wallet's one run is listed");
+
+  // ---- a second run to the end, from the same page, reps 1 ----
+  await page.getByRole("button", { name: "Connect SkillTrial Test Wallet" }).click();
+  const [chooserA] = await Promise.all([page.waitForEvent("filechooser"), page.locator("#dir-a-btn").click()]);
+  await chooserA.setFiles(config.bundleA);
+  const [chooserB] = await Promise.all([page.waitForEvent("filechooser"), page.locator("#dir-b-btn").click()]);
+  await chooserB.setFiles(config.bundleBFolder);
+  await page.selectOption("#profile", config.profile);
+  await page.fill("#reps", "1");
+  await page.fill("#cap", "1");
+  await page.locator("#plan-out").waitFor();
+  const second = { hash: await text("#p-hash") };
+  await page.locator("#approve").click();
+  await page.waitForFunction((r) => document.querySelector("#w-run")?.textContent !== r, run1, { timeout: 180_000 });
+  const run2 = await text("#w-run");
+  said({ step: "opened", run: run2, hash: second.hash });
+  await page.locator("#finish-section").waitFor({ timeout: 300_000 });
+  await page.locator("#verification li.ok", { hasText: "Run account" }).waitFor({ timeout: 120_000 });
+  await snap("run-finished");
+
+  // ---- open the report, export the JSON, anchor it, verified on-chain in the page ----
+  const [report] = await Promise.all([context.waitForEvent("page"), page.locator("#open-report").click()]);
+  await report.waitForLoadState();
+  const title = await report.title();
+  check(/SkillTrial/.test(title), `the report opens: ${title}`);
+  await report.screenshot({ path: join(config.shots, `${String(++shot).padStart(2, "0")}-report.png`), fullPage: false });
+  await report.close();
+  const [download] = await Promise.all([page.waitForEvent("download"), page.locator("#export-json").click()]);
+  const exported = join(config.shots, download.suggestedFilename());
+  await download.saveAs(exported);
+  await page.locator("#anchor").click();
+  await page.locator("#verification li.ok", { hasText: /^✓ anchor: transaction \w+ is finalized/ }).waitFor({ timeout: 300_000 });
+  const verification = await page.locator("#verification li").allInnerTexts();
+  check(verification.every((v) => v.startsWith("✓")), `every check passes: ${verification.join(" | ")}`);
+  const anchor = (await text("#f-anchor")).match(/in transaction (\w+)/)?.[1];
+  check(anchor, "the page shows the anchor's transaction");
+  said({ step: "finished", run: run2, hash: second.hash, exported, anchor, verification });
+  await snap("anchored-and-verified");
+  await page.emulateMedia({ colorScheme: "dark" });
+  await snap("anchored-dark");
+  await page.emulateMedia({ colorScheme: "light" });
+
+  // ---- take back the remainder: run_close, signed by the wallet (once the test has kept a
+  // copy of the Run account, which the close deletes) ----
+  await nextLine();
+  await page.locator("#close").press("Enter");
+  await page.locator("#f-closed", { hasText: "Closed in transaction" }).waitFor({ timeout: 120_000 });
+  said({ step: "closed", run: run2 });
+  await snap("closed");
+
+  check(problems.length === 0, `the page logged no error: ${problems.join("; ")}`);
+  said({ step: "done", signed: await page.evaluate(() => globalThis.__testWallet.signed.length) });
+} catch (e) {
+  try {
+    await snap("failure");
+  } catch {}
+  writeFileSync(join(config.shots, "failure.txt"), `${e.stack ?? e}\n${problems.join("\n")}\n`);
+  said({ step: "failed", error: String(e.message ?? e), problems });
+  process.exitCode = 1;
+} finally {
+  stdin.close();
+  process.stdin.destroy();
+  await browser.close();
+}
