@@ -288,6 +288,22 @@ impl Localnet {
     }
 }
 
+impl Localnet {
+    /// After a scenario failed: whether `skilltrial localnet` has exited on its own (it does
+    /// when the validator stalls or dies: no new slot for 30 s), waiting up to 45 s for it to
+    /// notice. `Some(exit status)` when it exited, `None` while the validator still runs.
+    pub fn validator_died(&mut self) -> Option<std::process::ExitStatus> {
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(45) {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        None
+    }
+}
+
 impl Drop for Localnet {
     fn drop(&mut self) {
         let _ = self.child.kill();
