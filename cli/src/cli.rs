@@ -43,7 +43,8 @@ pub struct Global {
 pub enum Command {
     /// Validate skill bundles (folders or ZIPs): name, version, digest, files by kind, flags.
     ///
-    /// Exits 1 if any bundle is rejected. Nothing is written to disk.
+    /// Exits 1 if any bundle is rejected (with --lint: also if any lint finding is an error).
+    /// Nothing is written to disk, except by --fix.
     Validate(ValidateArgs),
     /// Show this installation: version, and where state lives and why.
     Info,
@@ -81,6 +82,13 @@ pub enum Command {
     /// Compare two runs side by side; refuses runs that differ in model, pack, checker,
     /// sampling, output limit or prompt template (`--json` lists what was compared).
     Compare(CompareArgs),
+    /// A ledger across models: the same bundles on the same pack, one run per model, side by
+    /// side — success with Wilson intervals, pass^k and pass@k, fixes and breaks per version,
+    /// per-task verdicts — and every run left out with why (docs/ledger.md).
+    ///
+    /// Without RUN or --report: every run in the journal. Prints text or --json; --out DIR also
+    /// writes ledger.json and ledger.html.
+    Ledger(LedgerArgs),
     /// The release gate: judge a run by a policy written before it (pinned with `plan --gate`;
     /// by default "B breaks no task that A passes, and B passes at least as often as A").
     ///
@@ -562,6 +570,21 @@ pub struct CompareArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct LedgerArgs {
+    /// Runs in the journal (manifest hashes or prefixes); the first sets what the others must
+    /// share. Default, with no --report either: every run in the journal.
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// A report.json file (from `skilltrial report`, another machine or a hosted run), checked
+    /// against its report hash; repeatable.
+    #[arg(long = "report", value_name = "REPORT_JSON")]
+    pub reports: Vec<std::path::PathBuf>,
+    /// Also write ledger.json and ledger.html into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Bundle A (a folder or ZIP). Default: the built-in example solana-reader 1.4.2.
     #[arg(long, value_name = "BUNDLE")]
@@ -584,6 +607,10 @@ pub struct DemoArgs {
     /// Use the scripted model even when a key is set.
     #[arg(long)]
     pub scripted: bool,
+    /// Which built-in scripted model answers (implies --scripted): 1, the default, or 2, which
+    /// plays another script — run the demo with each to try `skilltrial ledger` without a key.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=2), conflicts_with = "model")]
+    pub scripted_model: Option<u8>,
     /// A release-gate policy (TOML, docs/gate.md) to pin in the demo's manifest; then
     /// `skilltrial gate` judges the run by it.
     #[arg(long, value_name = "GATE_TOML")]
@@ -878,6 +905,25 @@ pub struct ValidateArgs {
     /// Bundle folders or ZIP files, e.g. ./v1.4.2 ./v1.5.0.zip
     #[arg(required = true, value_name = "BUNDLE")]
     pub bundles: Vec<PathBuf>,
+    /// Also check the lint rules for skill authors (docs/bundles.md, "Lint rules"): each finding
+    /// with its rule id, severity and file:line. Lint never changes a digest or a score.
+    #[arg(long)]
+    pub lint: bool,
+    /// The rule set: strict (the Agent Skills format as written) or lenient (what Claude Code
+    /// accepts).
+    #[arg(long, value_enum, default_value_t = LintMode::Strict, requires = "lint")]
+    pub mode: LintMode,
+    /// Rewrite what is mechanical in folder bundles (a `name` into the format, a link whose
+    /// target differs from a bundle file only in letter case), then lint again.
+    #[arg(long, requires = "lint")]
+    pub fix: bool,
+}
+
+/// `validate --mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LintMode {
+    Strict,
+    Lenient,
 }
 
 /// Parses the arguments. Help and version print and exit 0; usage errors print (as JSON when

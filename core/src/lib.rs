@@ -11,6 +11,7 @@
 //! is THE plan function; [`prompt`] builds the pinned prompt; [`stats`] holds the paired tests;
 //! [`report`] is the typed report, its builder, its hashes and its HTML view; [`settlement`]
 //! defines a hosted run's evidence records and the settlement digest the program keeps.
+//! [`ledger`] puts the reports of one measurement on several models side by side.
 //!
 //! **Invariant:** no dependency here touches SQLite, HTTP, a keychain, an async runtime or Solana
 //! RPC, so the same code runs in the CLI, the hosted runner and the browser. `scripts/test.sh`
@@ -22,6 +23,7 @@ pub mod checker;
 pub mod digest;
 pub mod gate;
 pub mod hosted;
+pub mod ledger;
 pub mod manifest;
 pub mod money;
 pub mod outcome;

@@ -11,6 +11,12 @@
 //! The story it tells: the baseline fails most tasks; 1.4.2 (A) helps but falls for the stale
 //! COption authority, the v0 account order (once) and rounds the Token-2022 fee down; 1.5.0 (B)
 //! fixes those but regresses on the legacy transaction in two repetitions.
+//!
+//! A second scripted "model" ([`ScriptedModel::Two`], `demo --scripted-model 2`) plays another
+//! script, so that `skilltrial ledger` can be tried across two models without a key: a stronger
+//! baseline, an A that gets every task right, and a B that rounds the Token-2022 fee down in
+//! every repetition — B helps and breaks on the first model, and only breaks on the second.
+//! Which script answers is read from the request's `model`, so a resumed run answers the same.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -26,13 +32,65 @@ use skilltrial_core::profile::{Price, Profile, ProviderKind};
 /// The model id the scripted server reports.
 pub const SCRIPTED_MODEL: &str = "skilltrial-scripted-1";
 
-/// The profile of the scripted model: free, so its price is known (zero).
+/// Which of the built-in scripts a scripted run plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ScriptedModel {
+    /// `skilltrial-scripted-1`, the demo's default.
+    #[default]
+    One,
+    /// `skilltrial-scripted-2`, another script, for a ledger across two models.
+    Two,
+}
+
+impl ScriptedModel {
+    /// Every scripted model, by its number.
+    pub const ALL: [Self; 2] = [Self::One, Self::Two];
+
+    /// `1` or `2`.
+    pub fn number(self) -> u8 {
+        match self {
+            Self::One => 1,
+            Self::Two => 2,
+        }
+    }
+
+    /// The scripted model numbered `n`, if there is one.
+    pub fn from_number(n: u8) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.number() == n)
+    }
+
+    /// The model id the request names and the server reports.
+    pub fn model_id(self) -> String {
+        format!("skilltrial-scripted-{}", self.number())
+    }
+
+    /// The script a request's `model` names; the first for any other name.
+    fn of_request(request: &ServerRequest) -> Self {
+        let named = request.json().and_then(|v| {
+            v.get("model")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        });
+        Self::ALL
+            .into_iter()
+            .find(|m| named.as_deref() == Some(m.model_id().as_str()))
+            .unwrap_or_default()
+    }
+}
+
+/// The profile of the first scripted model: free, so its price is known (zero).
 pub fn profile(base_url: &str) -> Profile {
+    profile_of(ScriptedModel::One, base_url)
+}
+
+/// The profile of scripted model `model` at `base_url`.
+pub fn profile_of(model: ScriptedModel, base_url: &str) -> Profile {
+    let n = model.number();
     Profile {
-        id: "scripted@1".to_owned(),
+        id: format!("scripted@{n}"),
         provider: ProviderKind::Openai,
-        model: SCRIPTED_MODEL.to_owned(),
-        revision: Some("1".to_owned()),
+        model: model.model_id(),
+        revision: Some(n.to_string()),
         base_url: Some(base_url.to_owned()),
         context_tokens: 200_000,
         max_output_tokens: 2048,
@@ -46,8 +104,33 @@ pub fn profile(base_url: &str) -> Profile {
     }
 }
 
-/// Which answer the script gives: the golden record, or a named known-wrong answer.
-fn scripted_choice(task: &str, version: Option<&str>, repetition: u32) -> Option<&'static str> {
+/// Which answer a script gives: the golden record (`None`), or a named known-wrong answer.
+fn scripted_choice(
+    model: ScriptedModel,
+    task: &str,
+    version: Option<&str>,
+    repetition: u32,
+) -> Option<&'static str> {
+    match model {
+        ScriptedModel::One => first_script(task, version, repetition),
+        ScriptedModel::Two => second_script(task, version, repetition),
+    }
+}
+
+/// The second script: the baseline knows the USDC mint and the plain transfer plan; A gets
+/// every task right; B rounds the Token-2022 fee down every time.
+fn second_script(task: &str, version: Option<&str>, repetition: u32) -> Option<&'static str> {
+    match (version, task) {
+        (Some("1.5.0"), "plan-t22-fee-memo") => Some("fee-rounded-down"),
+        (Some("1.5.0") | Some("1.4.2"), _) => None,
+        (_, "acct-usdc-mint" | "plan-usdc-transfer") => None,
+        (_, "tx-v0-alt-usdc") if repetition == 2 => None,
+        _ => first_script(task, None, repetition),
+    }
+}
+
+/// The first script (the story in the module's documentation).
+fn first_script(task: &str, version: Option<&str>, repetition: u32) -> Option<&'static str> {
     match (version, task) {
         (Some("1.5.0"), "tx-legacy-nonce-bonk") if repetition >= 2 => Some("transfer-checked"),
         (Some("1.5.0"), _) => None,
@@ -160,7 +243,8 @@ pub fn responder(
         let Ok(task) = pack.task(task_id) else {
             return Reply::Answer("Unknown task.".to_owned());
         };
-        let text = match scripted_choice(task_id, version, repetition) {
+        let model = ScriptedModel::of_request(request);
+        let text = match scripted_choice(model, task_id, version, repetition) {
             None => match task.reveal_expected() {
                 Expected::Golden(g) => format!(
                     "Here is the decoded result.\n\n```json\n{}\n```\n",
@@ -186,9 +270,14 @@ mod tests {
     use skilltrial_core::money::MicroUsd;
 
     fn request(attempt: Option<&str>, task: &str) -> ServerRequest {
+        request_of(SCRIPTED_MODEL, "", attempt, task)
+    }
+
+    /// A request to `model`, with `skill` (a `<skill …>` tag, or nothing for the baseline).
+    fn request_of(model: &str, skill: &str, attempt: Option<&str>, task: &str) -> ServerRequest {
         let body = serde_json::json!({
-            "model": SCRIPTED_MODEL,
-            "messages": [{ "role": "user", "content": format!("<task id=\"{task}\">decode</task>") }],
+            "model": model,
+            "messages": [{ "role": "user", "content": format!("{skill}<task id=\"{task}\">decode</task>") }],
         });
         ServerRequest {
             index: 0,
@@ -258,6 +347,33 @@ mod tests {
             again, second,
             "a later attempt of the same trial gets the same answer"
         );
+    }
+
+    #[test]
+    fn the_request_s_model_picks_the_script_and_any_other_name_gets_the_first() {
+        let pack = skilltrial_core::pack::open("solana-core@1.0.3").unwrap();
+        let task = "plan-t22-fee-memo";
+        let plans = Plans::default();
+        plans.add("0123456789abcdef", &[planned(0, task, 1)]);
+        let respond = responder(pack.clone(), plans);
+        let b = "<skill name=\"solana-reader\" version=\"1.5.0\">";
+        let rounded = pack
+            .task(task)
+            .unwrap()
+            .known_wrong
+            .iter()
+            .find(|w| w.name == "fee-rounded-down")
+            .unwrap()
+            .text();
+        let attempt = Some("0123456789ab-000-1-aaaaaaaaaaaa");
+        let ask = |model: &str| answer(respond(&request_of(model, b, attempt, task)));
+        // B on the first script answers the golden plan; on the second it rounds the fee down.
+        assert!(ask("skilltrial-scripted-1").contains("```json"));
+        assert_eq!(ask(&ScriptedModel::Two.model_id()), rounded);
+        assert!(ask("some-other-model").contains("```json"));
+        assert_eq!(ScriptedModel::from_number(2), Some(ScriptedModel::Two));
+        assert_eq!(ScriptedModel::from_number(3), None);
+        assert_eq!(profile_of(ScriptedModel::Two, "http://x").id, "scripted@2");
     }
 
     #[test]

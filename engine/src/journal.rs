@@ -703,6 +703,19 @@ impl Journal {
         }
     }
 
+    /// Every run, the most recently created first.
+    pub fn runs(&self) -> Result<Vec<RunRow>, JournalError> {
+        self.sql(|c| {
+            c.prepare_cached(&select(
+                RUN_COLUMNS,
+                "runs",
+                "ORDER BY created_at_ms DESC, rowid DESC",
+            ))?
+            .query_map([], Self::run_from)?
+            .collect()
+        })
+    }
+
     /// The most recently created run.
     pub fn latest_run(&self) -> Result<Option<RunRow>, JournalError> {
         self.sql(|c| {

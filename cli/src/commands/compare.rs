@@ -2,9 +2,9 @@
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
 use serde_json::Value;
-use skilltrial_core::report::{ArmSummary, Comparability, Report};
+use skilltrial_core::report::comparable::{self, Check};
+use skilltrial_core::report::{ArmSummary, Report};
 use skilltrial_engine::report;
 
 use crate::cli::{CompareArgs, Global};
@@ -32,25 +32,14 @@ pub fn run(args: &CompareArgs, global: &Global) -> Result<Status, CliError> {
         docs.push(report::build(&journal, &store, &payloads, run)?);
     }
     let (a, b) = (&docs[0], &docs[1]);
-    let mut differs = Vec::new();
-    let checks = checks();
-    for (label, get) in &checks {
-        let (x, y) = (get(&a.comparability), get(&b.comparability));
-        // What the API reported, and which checker scored the verdicts, is known only from
-        // model results: a run with none yet (planned, or cancelled before its first answer)
-        // has an empty set, which contradicts nothing; the rows then show it has no results.
-        let unreported = |v: &Value| v.as_array().is_some_and(Vec::is_empty);
-        let observed = matches!(
-            *label,
-            "models the API reported" | "system fingerprints" | "checker behind the verdicts"
-        );
-        if observed && (unreported(&x) || unreported(&y)) {
-            continue;
-        }
-        if x != y {
-            differs.push(serde_json::json!({ "what": label, "first": x, "second": y }));
-        }
-    }
+    let checks: Vec<&Check> = comparable::MODEL
+        .iter()
+        .chain(&comparable::MEASUREMENT)
+        .collect();
+    let differs: Vec<Value> = comparable::differences(checks.iter().copied(), a, b)
+        .into_iter()
+        .map(|d| serde_json::json!({ "what": d.what, "first": d.this, "second": d.other }))
+        .collect();
     let compared: Vec<&str> = checks.iter().map(|(label, _)| *label).collect();
     let (first, second) = (a.run.id.clone(), b.run.id.clone());
     if !differs.is_empty() {
@@ -115,35 +104,6 @@ pub fn run(args: &CompareArgs, global: &Global) -> Result<Status, CliError> {
         output::text(&out)?;
     }
     Ok(Status::Ok)
-}
-
-/// One comparability member, as JSON so that the refusal shows both values as they read.
-type Check = (&'static str, fn(&Comparability) -> Value);
-
-fn json_of(v: &impl Serialize) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
-}
-
-/// What must match between two runs, in the order a refusal lists it.
-fn checks() -> [Check; 12] {
-    [
-        ("model provider", |c| json_of(&c.model.provider)),
-        ("model", |c| json_of(&c.model.model)),
-        ("model revision", |c| json_of(&c.model.revision)),
-        ("scripted model", |c| json_of(&c.model.scripted)),
-        ("models the API reported", |c| {
-            json_of(&c.model.reported_models)
-        }),
-        ("system fingerprints", |c| {
-            json_of(&c.model.system_fingerprints)
-        }),
-        ("pack", |c| json_of(&c.pack.hash)),
-        ("checker version", |c| json_of(&c.checker.version)),
-        ("checker source", |c| json_of(&c.checker.source_sha256)),
-        ("checker behind the verdicts", |c| json_of(&c.verdicts_by)),
-        ("sampling and output limit", |c| json_of(&c.sampling)),
-        ("prompt template", |c| json_of(&c.prompt_template_sha256)),
-    ]
 }
 
 /// One row per arm of either run, matched by arm name (a run without that arm shows null).

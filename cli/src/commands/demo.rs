@@ -33,7 +33,8 @@ fn say(global: &Global, line: &str) {
 /// The profile the demo uses and whether it is the scripted one.
 fn choose(args: &DemoArgs) -> Result<Option<Profile>, CliError> {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-    let id = match (&args.model, args.scripted) {
+    let scripted = args.scripted || args.scripted_model.is_some();
+    let id = match (&args.model, scripted) {
         (_, true) => return Ok(None),
         (Some(id), false) => id.clone(),
         (None, false) if env("ANTHROPIC_API_KEY").is_some() => {
@@ -112,7 +113,13 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
     };
     let (profile, scripted) = match (&chosen, &server) {
         (Some(p), _) => (p.clone(), false),
-        (None, Some(s)) => (demo::profile(&s.url()), true),
+        (None, Some(s)) => {
+            let model = args
+                .scripted_model
+                .and_then(demo::ScriptedModel::from_number)
+                .unwrap_or_default();
+            (demo::profile_of(model, &s.url()), true)
+        }
         (None, None) => return Err(CliError::Environment(anyhow::anyhow!("no model"))),
     };
     if scripted {

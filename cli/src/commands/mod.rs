@@ -12,6 +12,7 @@ pub(crate) mod gate;
 mod info;
 mod input;
 mod key;
+mod ledger;
 mod localnet;
 #[cfg(feature = "localnet")]
 mod localnet_impl;
@@ -21,7 +22,7 @@ mod plan;
 mod progress;
 pub mod purge;
 mod recheck;
-mod remote;
+pub(crate) mod remote;
 mod report;
 mod resolve;
 mod run;
@@ -71,6 +72,7 @@ pub fn dispatch(cli: Cli) -> Result<Status, CliError> {
             }
         }
         Command::Compare(args) => compare::run(&args, &cli.global),
+        Command::Ledger(args) => ledger::run(&args, &cli.global),
         Command::Gate(args) => gate::run(&args, &cli.global),
         Command::Verify(args) => verify::run(&args, &cli.global),
         Command::Demo(args) => demo::run(&args, &cli.global),

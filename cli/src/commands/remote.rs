@@ -512,7 +512,7 @@ fn on_chain(session: &chain::Session, run: &str, report: &Report) -> Result<bool
     )))
 }
 
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| {
             CliError::Environment(anyhow::anyhow!("cannot create {}: {e}", parent.display()))

@@ -1,12 +1,17 @@
-//! `skilltrial validate <bundle>...`: import each bundle in memory and report it.
+//! `skilltrial validate <bundle>...`: import each bundle in memory and report it; with `--lint`,
+//! also the lint rules (core::bundle::lint), and with `--fix` their mechanical fixes.
 
 use std::fmt::Write as _;
 
+use std::collections::BTreeMap;
+use std::path::Path;
+
 use serde::Serialize;
+use skilltrial_core::bundle::lint::{self, Finding, Mode, Severity};
 use skilltrial_core::bundle::verdict::BundleReport;
 use skilltrial_core::bundle::{self, Bundle, FileKind, FlagKind, Rejected, display_safe};
 
-use crate::cli::{Global, ValidateArgs};
+use crate::cli::{Global, LintMode, ValidateArgs};
 use crate::commands::input;
 use crate::exit::{CliError, Status};
 use crate::output;
@@ -15,6 +20,27 @@ use crate::output;
 #[derive(Debug, Serialize)]
 pub struct Report {
     pub bundles: Vec<BundleReport>,
+    /// With `--lint`: one entry per bundle, in the same order (absent without `--lint`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lint: Option<Vec<LintReport>>,
+}
+
+/// One bundle's lint.
+#[derive(Debug, Serialize)]
+pub struct LintReport {
+    pub input: String,
+    pub mode: Mode,
+    /// `false` when the bundle was rejected: there is nothing to lint.
+    pub linted: bool,
+    pub errors: usize,
+    pub warnings: usize,
+    pub infos: usize,
+    /// After any fixes.
+    pub findings: Vec<Finding>,
+    /// The fixes `--fix` wrote (before re-linting).
+    pub fixed: Vec<lint::Fix>,
+    /// Fixes not written, and why (a file changed while linting).
+    pub not_fixed: Vec<String>,
 }
 
 pub fn run(args: &ValidateArgs, global: &Global) -> Result<Status, CliError> {
@@ -23,16 +49,39 @@ pub fn run(args: &ValidateArgs, global: &Global) -> Result<Status, CliError> {
     for path in &args.bundles {
         input::file_or_folder(path, "a bundle folder or ZIP")?;
     }
-    let results: Vec<(String, Result<Bundle, Rejected>)> = args
-        .bundles
-        .iter()
-        .map(|input| (input.display().to_string(), bundle::import(input)))
-        .collect();
+    if args.fix {
+        // Refused before anything is read or written: --fix rewrites files in a folder.
+        if let Some(zip) = args.bundles.iter().find(|b| !b.is_dir()) {
+            return Err(CliError::Environment(anyhow::anyhow!(
+                "--fix rewrites files in a bundle folder, and {} is a ZIP: unpack it and fix the folder, or lint without --fix",
+                zip.display()
+            )));
+        }
+    }
+    let mode = match args.mode {
+        LintMode::Strict => Mode::Strict,
+        LintMode::Lenient => Mode::Lenient,
+    };
+    let mut results: Vec<(String, Result<Bundle, Rejected>)> = Vec::new();
+    let mut lints = Vec::new();
+    for input in &args.bundles {
+        let label = input.display().to_string();
+        let mut imported = bundle::import(input);
+        if args.lint {
+            let (report, refreshed) = lint_one(input, &label, &imported, mode, args.fix)?;
+            if let Some(after) = refreshed {
+                imported = after;
+            }
+            lints.push(report);
+        }
+        results.push((label, imported));
+    }
     let report = Report {
         bundles: results
             .iter()
             .map(|(input, r)| to_report(input, r))
             .collect(),
+        lint: args.lint.then_some(lints),
     };
 
     if global.json {
@@ -45,13 +94,110 @@ pub fn run(args: &ValidateArgs, global: &Global) -> Result<Status, CliError> {
         .iter()
         .flat_map(|b| &b.errors)
         .any(|e| e.code.is_environment());
+    let lint_errors = report.lint.iter().flatten().any(|l| l.errors > 0);
     Ok(if environment {
         Status::Environment
-    } else if report.bundles.iter().all(|b| b.ok) {
+    } else if report.bundles.iter().all(|b| b.ok) && !lint_errors {
         Status::Ok
     } else {
         Status::CheckFailed
     })
+}
+
+/// The folder name the `name` should match: the input's own name (resolved, so `.` works);
+/// `None` for a ZIP.
+fn folder_name(input: &Path) -> Option<String> {
+    if !input.is_dir() {
+        return None;
+    }
+    let resolved = std::fs::canonicalize(input).unwrap_or_else(|_| input.to_path_buf());
+    resolved
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(str::to_owned)
+}
+
+/// Lints one imported bundle; with `fix`, writes the mechanical fixes into its folder and lints
+/// the bundle again (returned, so the report shows the folder as it now is).
+fn lint_one(
+    input: &Path,
+    label: &str,
+    imported: &Result<Bundle, Rejected>,
+    mode: Mode,
+    fix: bool,
+) -> Result<(LintReport, Option<Result<Bundle, Rejected>>), CliError> {
+    let Ok(b) = imported else {
+        return Ok((
+            LintReport {
+                input: label.to_owned(),
+                mode,
+                linted: false,
+                errors: 0,
+                warnings: 0,
+                infos: 0,
+                findings: Vec::new(),
+                fixed: Vec::new(),
+                not_fixed: Vec::new(),
+            },
+            None,
+        ));
+    };
+    let folder = folder_name(input);
+    let mut findings = lint::lint(b, mode, folder.as_deref());
+    let mut fixed = Vec::new();
+    let mut not_fixed = Vec::new();
+    let mut refreshed = None;
+    if fix && findings.iter().any(|f| f.fix.is_some()) {
+        let texts: BTreeMap<String, String> = b
+            .files
+            .iter()
+            .filter_map(|f| Some((f.path.clone(), f.text()?.to_owned())))
+            .collect();
+        let changed = lint::fix(&texts, &findings);
+        for (path, text) in &changed {
+            let target = input.join(path);
+            // Written only over what was linted: an edit made meanwhile is kept, not lost.
+            let now = std::fs::read(&target).ok();
+            if now.as_deref() != texts.get(path).map(String::as_bytes) {
+                not_fixed.push(format!("{path}: changed while it was linted; run again"));
+                continue;
+            }
+            let permissions = std::fs::metadata(&target).map(|m| m.permissions()).ok();
+            skilltrial_engine::store::write_durably(&target, text.as_bytes()).map_err(|e| {
+                CliError::Environment(anyhow::anyhow!("cannot write {}: {e}", target.display()))
+            })?;
+            if let Some(p) = permissions {
+                let _ = std::fs::set_permissions(&target, p);
+            }
+            fixed.extend(
+                findings
+                    .iter()
+                    .filter_map(|f| f.fix.clone())
+                    .filter(|f| &f.path == path),
+            );
+        }
+        let again = bundle::import(input);
+        findings = match &again {
+            Ok(after) => lint::lint(after, mode, folder.as_deref()),
+            Err(_) => Vec::new(),
+        };
+        refreshed = Some(again);
+    }
+    let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
+    Ok((
+        LintReport {
+            input: label.to_owned(),
+            mode,
+            linted: true,
+            errors: count(Severity::Error),
+            warnings: count(Severity::Warning),
+            infos: count(Severity::Info),
+            findings,
+            fixed,
+            not_fixed,
+        },
+        refreshed,
+    ))
 }
 
 fn to_report(input: &str, result: &Result<Bundle, Rejected>) -> BundleReport {
@@ -62,8 +208,11 @@ fn to_report(input: &str, result: &Result<Bundle, Rejected>) -> BundleReport {
 /// hostile name or excerpt cannot drive the terminal.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
-    for b in &report.bundles {
+    for (i, b) in report.bundles.iter().enumerate() {
         render_bundle(&mut out, b);
+        if let Some(l) = report.lint.as_ref().and_then(|l| l.get(i)) {
+            render_lint(&mut out, l);
+        }
         out.push('\n');
     }
     let ok = report.bundles.iter().filter(|b| b.ok).count();
@@ -73,9 +222,20 @@ pub fn render(report: &Report) -> String {
     } else {
         "bundles"
     };
+    let lint = report.lint.as_ref().map_or_else(String::new, |lints| {
+        let sum = |get: fn(&LintReport) -> usize| lints.iter().map(get).sum::<usize>();
+        let errors = sum(|l| l.errors);
+        format!(
+            "; lint: {errors} error{}, {} warning{}, {} info",
+            if errors == 1 { "" } else { "s" },
+            sum(|l| l.warnings),
+            if sum(|l| l.warnings) == 1 { "" } else { "s" },
+            sum(|l| l.infos)
+        )
+    });
     let _ = writeln!(
         out,
-        "{} {noun}: {ok} ok, {rejected} rejected",
+        "{} {noun}: {ok} ok, {rejected} rejected{lint}",
         report.bundles.len()
     );
     out
@@ -192,6 +352,53 @@ fn render_bundle(out: &mut String, b: &BundleReport) {
                 f.excerpt
             );
         }
+    }
+}
+
+fn render_lint(out: &mut String, l: &LintReport) {
+    if !l.linted {
+        let _ = writeln!(out, "  lint         not run: the bundle was rejected");
+        return;
+    }
+    for f in &l.fixed {
+        let _ = writeln!(
+            out,
+            "  fixed        {}:{}  {} → {}",
+            display_safe(&f.path),
+            f.line,
+            display_safe(f.old.trim()),
+            display_safe(f.new.trim())
+        );
+    }
+    for why in &l.not_fixed {
+        let _ = writeln!(out, "  not fixed    {}", display_safe(why));
+    }
+    let _ = writeln!(
+        out,
+        "  lint         {} ({}): {} error{}, {} warning{}, {} info",
+        l.mode.as_str(),
+        if l.mode == Mode::Strict {
+            "the Agent Skills format"
+        } else {
+            "what Claude Code accepts"
+        },
+        l.errors,
+        if l.errors == 1 { "" } else { "s" },
+        l.warnings,
+        if l.warnings == 1 { "" } else { "s" },
+        l.infos
+    );
+    for f in &l.findings {
+        let _ = writeln!(
+            out,
+            "    {}:{}: {} {}: {}{}",
+            display_safe(&f.path),
+            f.line,
+            f.severity.as_str(),
+            f.rule,
+            display_safe(&f.message),
+            if f.fix.is_some() { " [--fix]" } else { "" }
+        );
     }
 }
 

@@ -8,6 +8,7 @@ mod classify;
 pub mod examples;
 mod front_matter;
 mod grader;
+pub mod lint;
 mod markdown;
 mod path;
 mod scan;

@@ -282,56 +282,34 @@ pub fn scan_text(path: &str, text: &str, exists: &dyn Fn(&str) -> bool) -> Vec<F
     }
     for prose in &doc.prose {
         let visible = prose.visible.as_str();
-        let mut targets: Vec<String> = Vec::new();
-        if let Some(definition) = REFERENCE_DEFINITION.captures(visible) {
-            let label = definition.get(1).map_or("", |m| m.as_str()).trim();
-            let target = definition.get(2).map_or("", |m| m.as_str());
-            if matches!(label, "//" | "comment" | "_" | "#" | "//:") || matches!(target, "#" | "<>")
-            {
-                push(
-                    FlagKind::HiddenText,
-                    prose.line,
-                    format!(
-                        "Markdown comment, not shown when rendered: {}",
-                        excerpt(visible)
-                    ),
-                );
-                continue;
-            }
-            targets.push(target.to_owned());
+        if is_comment_definition(visible) {
+            push(
+                FlagKind::HiddenText,
+                prose.line,
+                format!(
+                    "Markdown comment, not shown when rendered: {}",
+                    excerpt(visible)
+                ),
+            );
+            continue;
         }
-        for tag in HTML_TAG.find_iter(visible) {
-            let tag = tag.as_str();
-            if HTML_HIDING.is_match(tag) {
-                push(
-                    FlagKind::HiddenText,
-                    prose.line,
-                    format!("hidden HTML, not shown when rendered: {}", excerpt(visible)),
-                );
-            }
-            for attribute in HTML_LINK_ATTRIBUTE.captures_iter(tag) {
-                if let Some(m) = (1..=3).find_map(|g| attribute.get(g)) {
-                    targets.push(m.as_str().to_owned());
-                }
-            }
+        if HTML_TAG
+            .find_iter(visible)
+            .any(|tag| HTML_HIDING.is_match(tag.as_str()))
+        {
+            push(
+                FlagKind::HiddenText,
+                prose.line,
+                format!("hidden HTML, not shown when rendered: {}", excerpt(visible)),
+            );
         }
-        for pattern in LINK_PATTERNS.iter() {
-            for captures in pattern.captures_iter(visible) {
-                if let Some(m) = captures.get(1) {
-                    targets.push(
-                        m.as_str()
-                            .trim_end_matches(['.', ',', ';', ':', '!', '?'])
-                            .to_owned(),
-                    );
-                }
-            }
-        }
+        let targets = link_targets(visible);
         for target in targets {
             if !looks_like_link_target(&target) {
                 continue;
             }
             match classify_link(path, &target, exists) {
-                LinkClass::Internal => {}
+                LinkClass::Internal(_) => {}
                 LinkClass::External(why) => push(
                     FlagKind::ExternalLink,
                     prose.line,
@@ -349,6 +327,93 @@ pub fn scan_text(path: &str, text: &str, exists: &dyn Fn(&str) -> bool) -> Vec<F
         }
     }
     flags.into_iter().collect()
+}
+
+/// Whether a prose line is a reference definition used as a comment (`[//]: # (text)`): it
+/// renders as nothing.
+fn is_comment_definition(visible: &str) -> bool {
+    REFERENCE_DEFINITION.captures(visible).is_some_and(|d| {
+        let label = d.get(1).map_or("", |m| m.as_str()).trim();
+        let target = d.get(2).map_or("", |m| m.as_str());
+        matches!(label, "//" | "comment" | "_" | "#" | "//:") || matches!(target, "#" | "<>")
+    })
+}
+
+/// The link targets on one visible prose line, as written: a reference definition's, the
+/// `href`/`src` of HTML tags, Markdown links and bare URLs. None on a comment definition.
+fn link_targets(visible: &str) -> Vec<String> {
+    if is_comment_definition(visible) {
+        return Vec::new();
+    }
+    let mut targets: Vec<String> = Vec::new();
+    if let Some(definition) = REFERENCE_DEFINITION.captures(visible) {
+        targets.push(definition.get(2).map_or("", |m| m.as_str()).to_owned());
+    }
+    for tag in HTML_TAG.find_iter(visible) {
+        for attribute in HTML_LINK_ATTRIBUTE.captures_iter(tag.as_str()) {
+            if let Some(m) = (1..=3).find_map(|g| attribute.get(g)) {
+                targets.push(m.as_str().to_owned());
+            }
+        }
+    }
+    for pattern in LINK_PATTERNS.iter() {
+        for captures in pattern.captures_iter(visible) {
+            if let Some(m) = captures.get(1) {
+                targets.push(
+                    m.as_str()
+                        .trim_end_matches(['.', ',', ';', ':', '!', '?'])
+                        .to_owned(),
+                );
+            }
+        }
+    }
+    targets
+}
+
+/// A link from a Markdown file to a path inside the bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BundleLink {
+    /// 1-based line of the link.
+    pub line: usize,
+    /// The target as written.
+    pub target: String,
+    /// The bundle path it resolves to.
+    pub resolved: String,
+    /// Whether the bundle holds that path (a file, or a folder with files).
+    pub exists: bool,
+}
+
+/// Every link in the prose of Markdown file `path` to a path inside the bundle (anchors within
+/// the file and links outside the bundle left out).
+pub(crate) fn bundle_links(
+    path: &str,
+    text: &str,
+    exists: &dyn Fn(&str) -> bool,
+) -> Vec<BundleLink> {
+    if !markdown::is_markdown(path) {
+        return Vec::new();
+    }
+    let body = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut links = Vec::new();
+    for prose in &markdown::parse(body).prose {
+        for target in link_targets(&prose.visible) {
+            if !looks_like_link_target(&target) {
+                continue;
+            }
+            let (resolved, found) = match classify_link(path, &target, exists) {
+                LinkClass::Internal(Some(resolved)) => (resolved, true),
+                LinkClass::Missing(resolved) => (resolved, false),
+                LinkClass::Internal(None) | LinkClass::External(_) => continue,
+            };
+            links.push(BundleLink {
+                line: prose.line,
+                target,
+                resolved,
+                exists: found,
+            });
+        }
+    }
+    links
 }
 
 /// A link target, not a template expression or code that slipped into prose: `{nft.image}`,
@@ -444,7 +509,8 @@ fn is_emoji_like(c: char) -> bool {
 }
 
 enum LinkClass {
-    Internal,
+    /// Inside the bundle: the path it resolves to, or `None` for an anchor in the same file.
+    Internal(Option<String>),
     External(&'static str),
     Missing(String),
 }
@@ -452,7 +518,7 @@ enum LinkClass {
 fn classify_link(from: &str, target: &str, exists: &dyn Fn(&str) -> bool) -> LinkClass {
     let target = target.trim_matches(|c| c == '<' || c == '>');
     if target.is_empty() || target.starts_with('#') {
-        return LinkClass::Internal;
+        return LinkClass::Internal(None);
     }
     if SCHEME.is_match(target) || target.starts_with("//") || target.starts_with("www.") {
         return LinkClass::External("outside the bundle");
@@ -476,8 +542,10 @@ fn classify_link(from: &str, target: &str, exists: &dyn Fn(&str) -> bool) -> Lin
         }
     }
     let resolved = parts.join("/");
-    if resolved.is_empty() || exists(&resolved) || exists_as_dir(&resolved, exists) {
-        LinkClass::Internal
+    if resolved.is_empty() {
+        LinkClass::Internal(None)
+    } else if exists(&resolved) || exists_as_dir(&resolved, exists) {
+        LinkClass::Internal(Some(resolved))
     } else {
         LinkClass::Missing(resolved)
     }

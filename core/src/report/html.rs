@@ -20,7 +20,8 @@ use crate::outcome::Outcome;
 use crate::settlement::Settlement;
 use sha2::{Digest, Sha256};
 
-const STYLE: &str = r#"
+/// The report's stylesheet, shared with the ledger's page.
+pub(crate) const STYLE: &str = r#"
 :root{--bg:#fbfbfa;--fg:#1c1d21;--muted:#5d6270;--card:#fff;--line:#e3e4e8;--accent:#3451b2;--onaccent:#fff;--good:#1f7a4d;--goodbg:#e3f4ea;--bad:#b42318;--badbg:#fdecea;--mid:#8a5a00;--midbg:#fff4d6;--warnbg:#fff4d6}
 @media (prefers-color-scheme:dark){:root:not([data-theme=light]){--bg:#15161a;--fg:#e6e6ea;--muted:#a2a6b3;--card:#1d1f25;--line:#30333c;--accent:#8ea2ff;--onaccent:#15161a;--good:#5fd39b;--goodbg:#15392a;--bad:#ff8a80;--badbg:#43201d;--mid:#f0c060;--midbg:#3d3117;--warnbg:#3d3117}}
 :root[data-theme=dark]{--bg:#15161a;--fg:#e6e6ea;--muted:#a2a6b3;--card:#1d1f25;--line:#30333c;--accent:#8ea2ff;--onaccent:#15161a;--good:#5fd39b;--goodbg:#15392a;--bad:#ff8a80;--badbg:#43201d;--mid:#f0c060;--midbg:#3d3117;--warnbg:#3d3117}
@@ -89,6 +90,14 @@ pub fn content_security_policy() -> String {
         "default-src 'none'; style-src {}; script-src {}; img-src 'none'; font-src 'none'; connect-src 'none'; media-src 'none'; object-src 'none'; frame-src 'none'; base-uri 'none'; form-action 'none'",
         csp_hash(STYLE),
         csp_hash(SCRIPT)
+    )
+}
+
+/// The Content-Security-Policy of a page with this stylesheet and no script at all (the ledger's).
+pub(crate) fn style_only_policy() -> String {
+    format!(
+        "default-src 'none'; style-src {}; script-src 'none'; img-src 'none'; font-src 'none'; connect-src 'none'; media-src 'none'; object-src 'none'; frame-src 'none'; base-uri 'none'; form-action 'none'",
+        csp_hash(STYLE)
     )
 }
 

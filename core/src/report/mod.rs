@@ -13,6 +13,7 @@
 //! `Option` below is written as `null` when empty unless it says otherwise.
 
 mod build;
+pub mod comparable;
 pub mod html;
 mod pairs;
 mod seal;

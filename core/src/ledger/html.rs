@@ -1,0 +1,255 @@
+//! The ledger as one self-contained HTML page in the report's style: no script at all, the
+//! report's stylesheet allowed by hash, nothing else loadable. Every value is escaped text.
+
+use std::fmt::Write as _;
+
+use super::{Ledger, LedgerArm, Reading, arm_words, contrast_words, percent};
+use crate::report::html::{STYLE, escape, style_only_policy};
+
+/// The page.
+pub fn render(ledger: &Ledger) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"Content-Security-Policy\" content=\"{}\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><meta name=\"referrer\" content=\"no-referrer\"><title>SkillTrial ledger · {}</title><style>{STYLE}</style></head><body>",
+        escape(&style_only_policy()),
+        escape(&ledger.basis.pack.id)
+    );
+    let arms = ledger.basis.arm_lines(true);
+    let _ = write!(
+        h,
+        "<header><h1>SkillTrial ledger across models</h1><div class=\"sub\">{} model{} · pack {} ({}) · {} tasks × {} repetitions · temperature {} · output limit {} tokens</div><div class=\"sub\">{}</div>",
+        ledger.models.len(),
+        if ledger.models.len() == 1 { "" } else { "s" },
+        escape(&ledger.basis.pack.id),
+        escape(&ledger.basis.pack.hash),
+        ledger.basis.tasks,
+        ledger.basis.repetitions,
+        escape(&ledger.basis.sampling.temperature),
+        ledger.basis.sampling.max_output_tokens,
+        escape(&arms.join(" · "))
+    );
+    if ledger.models.iter().any(|m| m.scripted) {
+        h.push_str("<div class=\"banner\"><strong>Scripted model.</strong> A column marked scripted shows SkillTrial's built-in scripted model, not a real one: it demonstrates the ledger and says nothing about any real model.</div>");
+    }
+    if ledger.models.iter().any(|m| !m.complete) {
+        h.push_str("<div class=\"banner\"><strong>Partial runs:</strong> a column marked partial has trials without a result; its counts cover what was scored.</div>");
+    }
+    h.push_str("</header><main>");
+    versions(&mut h, ledger);
+    success(&mut h, ledger);
+    tasks(&mut h, ledger);
+    left_out(&mut h, ledger);
+    h.push_str("</main></body></html>");
+    h
+}
+
+fn model_head(h: &mut String, ledger: &Ledger, corner: &str) {
+    let _ = write!(h, "<thead><tr><th scope=\"col\">{}</th>", escape(corner));
+    for m in &ledger.models {
+        let _ = write!(
+            h,
+            "<th scope=\"col\">{}<div class=\"k mono\">run {}{}</div></th>",
+            escape(&m.model),
+            escape(&m.run.chars().take(12).collect::<String>()),
+            if m.complete { "" } else { " · partial" }
+        );
+    }
+    h.push_str("</tr></thead>");
+}
+
+/// Which models each version helps and breaks.
+fn versions(h: &mut String, ledger: &Ledger) {
+    h.push_str("<section><h2>What each version does, per model</h2>");
+    if ledger.versions.is_empty() {
+        h.push_str("<p>No run to compare.</p>");
+    } else {
+        h.push_str("<ul class=\"changes\">");
+        for v in &ledger.versions {
+            let parts: Vec<String> = v
+                .phrases()
+                .into_iter()
+                .map(|(word, models)| format!("{word} {}", escape(&models.join(", "))))
+                .collect();
+            let _ = write!(
+                h,
+                "<li><strong>{}</strong>: {}</li>",
+                escape(&contrast_words(&v.contrast)),
+                parts.join("; ")
+            );
+        }
+        h.push_str("</ul><p class=\"k\">Helps: fixes tasks and breaks none; breaks: breaks tasks and fixes none — by each run's per-task majority verdicts. The p beside each is that run's paired sign-flip test, Holm-adjusted over its three contrasts; the ledger adds no test of its own.</p>");
+    }
+    h.push_str("</section>");
+}
+
+fn rate_cell(a: &LedgerArm) -> String {
+    match &a.success {
+        None => format!("<td class=\"num\">0/{} scored</td>", a.planned),
+        Some(rate) => {
+            let consistency = a
+                .consistency
+                .as_ref()
+                .and_then(|c| Some((c.k, c.pass_hat_k.as_ref()?, c.pass_at_k.as_ref()?)))
+                .map_or_else(String::new, |(k, every, any)| {
+                    format!(
+                        "<div class=\"k\">pass^{k} {}/{} · pass@{k} {}/{} tasks</div>",
+                        every.num, every.den, any.num, any.den
+                    )
+                });
+            format!(
+                "<td class=\"num\">{}/{} · {}<div class=\"k\">Wilson 95% {}–{}</div>{consistency}</td>",
+                rate.num,
+                rate.den,
+                escape(&percent(&rate.value)),
+                escape(&percent(&rate.wilson95[0])),
+                escape(&percent(&rate.wilson95[1]))
+            )
+        }
+    }
+}
+
+/// Success per arm and model, and each contrast's fixes and breaks.
+fn success(h: &mut String, ledger: &Ledger) {
+    if ledger.models.is_empty() {
+        return;
+    }
+    h.push_str("<section><h2>Success per arm and model</h2><table>");
+    model_head(h, ledger, "arm");
+    h.push_str("<tbody>");
+    for spec in &ledger.basis.arms {
+        let name = spec.arm.as_str();
+        let _ = write!(h, "<tr><th scope=\"row\">{}</th>", escape(&arm_words(name)));
+        for m in &ledger.models {
+            match m.arms.iter().find(|a| a.arm == name) {
+                Some(a) => h.push_str(&rate_cell(a)),
+                None => h.push_str("<td>—</td>"),
+            }
+        }
+        h.push_str("</tr>");
+    }
+    for v in &ledger.versions {
+        let _ = write!(
+            h,
+            "<tr><th scope=\"row\">{}</th>",
+            escape(&contrast_words(&v.contrast))
+        );
+        for m in &ledger.models {
+            match m.contrasts.iter().find(|c| c.contrast == v.contrast) {
+                None => h.push_str("<td>—</td>"),
+                Some(c) => {
+                    let class = match c.reading {
+                        Reading::Helps => "pass",
+                        Reading::Breaks => "fail",
+                        Reading::HelpsAndBreaks => "mid",
+                        Reading::NoChange | Reading::NotCompared => "",
+                    };
+                    let list = |title: &str, tasks: &[String]| {
+                        if tasks.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                "<div class=\"k\">{title}: {}</div>",
+                                escape(&tasks.join(", "))
+                            )
+                        }
+                    };
+                    let _ = write!(
+                        h,
+                        "<td class=\"{class}\">{}<div class=\"k\">{} of {} tasks fixed, {} broken{}</div>{}{}</td>",
+                        escape(c.reading.as_str()),
+                        c.fixes.len(),
+                        c.compared_tasks,
+                        c.breaks.len(),
+                        c.holm_p
+                            .as_ref()
+                            .map_or_else(String::new, |p| format!(" · p (Holm) {}", escape(p))),
+                        list("fixes", &c.fixes),
+                        list("breaks", &c.breaks)
+                    );
+                }
+            }
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</tbody></table><p class=\"k\">pass^k: the share of tasks passed in every one of the k repetitions (how reliably); pass@k: the share passed in at least one (whether it can at all), over the tasks with all k repetitions scored.</p></section>");
+}
+
+/// Every task, B against A per model, with each arm's passes.
+fn tasks(h: &mut String, ledger: &Ledger) {
+    if ledger.models.is_empty() {
+        return;
+    }
+    h.push_str("<section><h2>Tasks side by side (B vs A)</h2><table>");
+    model_head(h, ledger, "task");
+    h.push_str("<tbody>");
+    for t in &ledger.tasks {
+        let _ = write!(
+            h,
+            "<tr><th scope=\"row\"><span class=\"mono\">{}</span>{}</th>",
+            escape(&t.task),
+            t.family.as_ref().map_or_else(String::new, |f| format!(
+                "<div class=\"k\">{}</div>",
+                escape(f)
+            ))
+        );
+        for cell in &t.cells {
+            let class = match cell.b_vs_a.as_deref() {
+                Some("improvement") => "pass",
+                Some("regression") => "fail",
+                _ => "",
+            };
+            let counts: Vec<String> = ledger
+                .basis
+                .arms
+                .iter()
+                .filter_map(|spec| {
+                    let name = spec.arm.as_str();
+                    cell.arms
+                        .get(name)
+                        .map(|c| format!("{} {}/{}", arm_words(name), c.pass, c.executed))
+                })
+                .collect();
+            let _ = write!(
+                h,
+                "<td class=\"{class}\">{}<div class=\"k\">{}</div></td>",
+                escape(cell.b_vs_a.as_deref().unwrap_or("—")),
+                escape(&counts.join(" · "))
+            );
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</tbody></table></section>");
+}
+
+/// The runs not shown, and why.
+fn left_out(h: &mut String, ledger: &Ledger) {
+    h.push_str("<section><h2>Left out</h2>");
+    if ledger.left_out.is_empty() {
+        h.push_str("<p>Every run given is shown.</p></section>");
+        return;
+    }
+    h.push_str("<table><thead><tr><th scope=\"col\">run</th><th scope=\"col\">model</th><th scope=\"col\">why</th></tr></thead><tbody>");
+    for l in &ledger.left_out {
+        let differs: String = l
+            .differs
+            .iter()
+            .map(|d| {
+                format!(
+                    "<div class=\"k\">{}: <span class=\"mono\">{}</span> here, <span class=\"mono\">{}</span> in the basis</div>",
+                    escape(&d.what),
+                    escape(&d.this.to_string()),
+                    escape(&d.other.to_string())
+                )
+            })
+            .collect();
+        let _ = write!(
+            h,
+            "<tr><td class=\"mono\">{}</td><td>{}</td><td>{}{differs}</td></tr>",
+            escape(&l.run.chars().take(12).collect::<String>()),
+            escape(&l.model),
+            escape(&l.reason)
+        );
+    }
+    h.push_str("</tbody></table></section>");
+}
