@@ -132,6 +132,16 @@ pub struct LiveRun {
     pub lamports: u64,
 }
 
+/// An account as a node answered it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchedAccount {
+    pub owner: Pubkey,
+    pub lamports: u64,
+    pub data: Vec<u8>,
+    /// The slot the node read it at, when it said.
+    pub slot: Option<u64>,
+}
+
 impl Chain {
     pub fn new(url: &str, commitment: Commitment) -> Self {
         Self {
@@ -219,6 +229,14 @@ impl Chain {
     /// (base64) and checked here, so that a node that cannot be reached is never mistaken for an
     /// account that does not exist.
     pub fn account(&self, address: &Pubkey) -> Result<Option<(Pubkey, u64, Vec<u8>)>, RpcFailure> {
+        Ok(self
+            .account_at(address)?
+            .map(|a| (a.owner, a.lamports, a.data)))
+    }
+
+    /// [`Chain::account`] with the slot the node read it at (the answer's `context.slot`, when
+    /// the node gives one).
+    pub fn account_at(&self, address: &Pubkey) -> Result<Option<FetchedAccount>, RpcFailure> {
         let what = format!("getAccountInfo {address}");
         let answer = self.call(
             &what,
@@ -244,9 +262,31 @@ impl Chain {
                 }
                 _ => return None,
             };
-            Some((owner, lamports, data))
+            let slot = answer
+                .get("context")
+                .and_then(|c| c.get("slot"))
+                .and_then(Value::as_u64);
+            Some(FetchedAccount {
+                owner,
+                lamports,
+                data,
+                slot,
+            })
         })();
         decoded.map(Some).ok_or_else(|| self.not_json_rpc(&what))
+    }
+
+    /// The current epoch at this client's commitment.
+    pub fn epoch(&self) -> Result<u64, RpcFailure> {
+        let answer = self.call(
+            "getEpochInfo",
+            RpcRequest::GetEpochInfo,
+            json!([{ "commitment": self.commitment.as_str() }]),
+        )?;
+        answer
+            .get("epoch")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| self.not_json_rpc("getEpochInfo"))
     }
 
     /// The balance of `address` in lamports (0 where there is no account).

@@ -571,8 +571,9 @@ pub struct CompareArgs {
 
 #[derive(Debug, Args)]
 pub struct LedgerArgs {
-    /// Runs in the journal (manifest hashes or prefixes); the first sets what the others must
-    /// share. Default, with no --report either: every run in the journal.
+    /// Runs in the journal (manifest hashes or prefixes); the first with a scored trial (runs
+    /// before --report files) sets what the others must share. Default, with no --report
+    /// either: every run in the journal.
     #[arg(value_name = "RUN")]
     pub runs: Vec<String>,
     /// A report.json file (from `skilltrial report`, another machine or a hosted run), checked
@@ -862,6 +863,73 @@ pub enum PackCommand {
     /// Maintainers: rewrite every golden.json of a pack folder from its raw inputs.
     #[command(hide = true)]
     Regenerate(PackArg),
+    /// Start a pack of your own: a folder with an empty pack.json (docs/pack-and-checker.md).
+    New(PackNewArgs),
+    /// Add a task to your pack from chain data, fetched once at `finalized` from --url: an
+    /// account, a transaction, or a transfer to plan. The golden record comes from the decoder,
+    /// the known-wrong answers from mutating it, each with the checker's exact verdict.
+    AddTask(PackAddTaskArgs),
+    /// Seal your pack: regenerate every golden record from its raw input, verify every claim,
+    /// and print the content hash a manifest pins when you plan with `--pack <folder>`.
+    Build(PackArg),
+}
+
+#[derive(Debug, Args)]
+pub struct PackNewArgs {
+    /// The folder to create (it must not exist, or be empty).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The pack's name: lowercase letters, digits, `-`, `.`, `_`.
+    #[arg(long)]
+    pub name: String,
+    /// The pack's version (a released pack never changes: a change is a new version).
+    #[arg(long, value_name = "VERSION", default_value = "0.1.0")]
+    pub pack_version: String,
+    /// One sentence on what the pack holds.
+    #[arg(long, default_value = "")]
+    pub description: String,
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("source").required(true).args(["account", "transaction", "transfer"])))]
+pub struct PackAddTaskArgs {
+    /// The pack folder (made with `pack new`).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// A token account or mint (SPL Token or Token-2022), by address.
+    #[arg(long, value_name = "ADDRESS")]
+    pub account: Option<String>,
+    /// A transaction (legacy or version 0), by signature.
+    #[arg(long, value_name = "SIGNATURE")]
+    pub transaction: Option<String>,
+    /// A transfer to plan: needs --mint, --from, --to and --amount (and takes --memo).
+    #[arg(long, requires_all = ["mint", "from", "to", "amount"])]
+    pub transfer: bool,
+    /// The transfer's mint (its bytes are fetched).
+    #[arg(long, value_name = "ADDRESS")]
+    pub mint: Option<String>,
+    /// The sender's wallet (owner of the source token account).
+    #[arg(long, value_name = "ADDRESS")]
+    pub from: Option<String>,
+    /// The recipient's wallet.
+    #[arg(long, value_name = "ADDRESS")]
+    pub to: Option<String>,
+    /// The amount in whole tokens, e.g. 12.5.
+    #[arg(long, value_name = "TOKENS")]
+    pub amount: Option<String>,
+    /// A memo to attach.
+    #[arg(long)]
+    pub memo: Option<String>,
+    /// The Solana JSON-RPC endpoint to fetch from (required: no cluster is assumed).
+    #[arg(long, value_name = "URL")]
+    pub url: String,
+    /// The task id (default: from the kind and the address or signature).
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+    /// The network tag the task records (default: from the cluster's genesis hash: mainnet,
+    /// devnet, testnet, else localnet).
+    #[arg(long, value_name = "NAME")]
+    pub network: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -937,6 +1005,14 @@ pub fn parse(args: Vec<OsString>) -> Result<Cli, ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        // clap's own checks (unique names, valid groups and requirements) over every command,
+        // which otherwise run only when a command is first parsed.
+        use clap::CommandFactory as _;
+        Cli::command().debug_assert();
+    }
 
     #[test]
     fn durations_parse_with_units_and_are_positive() {

@@ -177,6 +177,34 @@ fn fix_rewrites_what_is_mechanical_in_a_folder_and_refuses_a_zip() {
         .collect();
     assert!(names.iter().all(|n| !n.starts_with(".tmp")), "{names:?}");
 
+    // A read-only file is left as it is, and said so.
+    let locked = tmp.path().join("locked-skill");
+    messy(&locked);
+    let skill_md = locked.join("SKILL.md");
+    let mut perms = std::fs::metadata(&skill_md).unwrap().permissions();
+    perms.set_readonly(true);
+    std::fs::set_permissions(&skill_md, perms).unwrap();
+    let out = skilltrial(
+        &home,
+        &[
+            "validate",
+            "--lint",
+            "--fix",
+            locked.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["lint"][0]["fixed"], serde_json::json!([]));
+    assert!(
+        doc["lint"][0]["not_fixed"][0]
+            .as_str()
+            .unwrap()
+            .contains("read-only"),
+        "{doc}"
+    );
+    assert_eq!(std::fs::read_to_string(&skill_md).unwrap(), MESSY);
+
     // A ZIP: refused before anything is read, naming it.
     let zip = tmp.path().join("skill.zip");
     std::fs::write(&zip, b"PK\x05\x06\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
@@ -186,7 +214,7 @@ fn fix_rewrites_what_is_mechanical_in_a_folder_and_refuses_a_zip() {
     );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("skill.zip is a ZIP"), "{err}");
+    assert!(err.contains("skill.zip is not a folder"), "{err}");
 
     // --mode and --fix need --lint.
     for flags in [&["--mode", "lenient"][..], &["--fix"][..]] {

@@ -242,7 +242,7 @@ fn runs_without_a_scored_trial_or_given_twice_are_left_out_and_none_is_an_error(
 
 #[test]
 fn the_page_is_escaped_text_under_a_policy_that_loads_no_script() {
-    let hostile = "<script>alert(1)</script>\"'&";
+    let hostile = "<script>alert(1)</script>\"'&\u{1b}[2J\u{202e}";
     let l = ledger::build(
         &[
             plain("aa", hostile, 2),
@@ -253,7 +253,15 @@ fn the_page_is_escaped_text_under_a_policy_that_loads_no_script() {
     .unwrap();
     let page = ledger::html::render(&l);
     assert!(!page.contains("<script"), "no script element at all");
-    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;"));
+    assert!(
+        page.contains("&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;\\u{1b}[2J\\u{202e}")
+    );
+    // Neither the page nor the text carries a raw control or bidi character from a name.
+    let text = l.text();
+    for shown in [&page, &text] {
+        assert!(!shown.contains('\u{1b}') && !shown.contains('\u{202e}'));
+    }
+    assert!(text.contains("\\u{1b}[2J"), "{text}");
     // The policy, as the attribute holds it (quotes escaped).
     assert!(page.contains("default-src &#39;none&#39;; style-src &#39;sha256-"));
     assert!(page.contains("script-src &#39;none&#39;"));

@@ -125,7 +125,10 @@ fn fixes_are_mechanical_and_the_fixed_bundle_lints_clean_of_them() {
         .iter()
         .filter_map(|f| Some((f.path.clone(), f.text()?.to_owned())))
         .collect();
-    let changed = lint::fix(&files, &findings);
+    let outcome = lint::fix(&files, &findings);
+    assert_eq!(outcome.applied.len(), 2);
+    assert!(outcome.skipped.is_empty());
+    let changed = outcome.changed;
     assert_eq!(changed.keys().collect::<Vec<_>>(), ["SKILL.md"]);
     let fixed = &changed["SKILL.md"];
     assert_eq!(
@@ -141,14 +144,60 @@ fn fixes_are_mechanical_and_the_fixed_bundle_lints_clean_of_them() {
         after,
         [("reference-depth", "references/api.md", 3, Severity::Warning)],
     );
-    // A fix whose text moved is skipped, not forced.
+    // A fix whose text moved is skipped and said so, not forced.
     let mut moved = files.clone();
     moved.insert("SKILL.md".to_owned(), "---\n\nname: x\n".to_owned());
-    assert!(
-        lint::fix(&moved, &findings)
-            .get("SKILL.md")
-            .is_none_or(|t| !t.contains("my-skill"))
+    let outcome = lint::fix(&moved, &findings);
+    assert!(outcome.changed.is_empty() && outcome.applied.is_empty());
+    assert_eq!(outcome.skipped.len(), 2);
+}
+
+#[test]
+fn a_link_fix_rewrites_the_link_target_only_never_the_same_text_elsewhere_on_the_line() {
+    let skill = "---\nname: my-skill\ndescription: Use when reading guides.\n---\nSee `Docs/Guide.md` or Docs/Guide.md, then read [guide](Docs/Guide.md) and [again](<Docs/Guide.md#top>).\n\n[ref]: Docs/Guide.md\n";
+    let (_tmp, b) = folder(&[("SKILL.md", skill), ("docs/guide.md", "# Guide\n")]);
+    let findings = lint::lint(&b, Mode::Strict, Some("my-skill"));
+    let files: BTreeMap<String, String> = b
+        .files
+        .iter()
+        .filter_map(|f| Some((f.path.clone(), f.text()?.to_owned())))
+        .collect();
+    let fixed = lint::fix(&files, &findings).changed["SKILL.md"].clone();
+    assert_eq!(
+        fixed,
+        "---\nname: my-skill\ndescription: Use when reading guides.\n---\nSee `Docs/Guide.md` or Docs/Guide.md, then read [guide](docs/guide.md) and [again](<docs/guide.md#top>).\n\n[ref]: docs/guide.md\n"
     );
+}
+
+#[test]
+fn keys_are_read_as_yaml_writes_them_and_repeated_links_are_one_finding() {
+    let skill = "---\n\"name\" : my-skill\ndescription: Use when x.\n\"foo\": 1\nx.y: 2\nfoo bar: 3\n---\n[a](references/a.md) [a](references/a.md) [a](references/a.md)\n";
+    let (_tmp, b) = folder(&[
+        ("SKILL.md", skill),
+        ("references/a.md", "# A\n\n[b](b.md)\n"),
+        ("references/b.md", "# B\n"),
+        ("tools/prerun.sh", "#!/bin/sh\n"),
+        ("tools/run.sh", "#!/bin/sh\n"),
+    ]);
+    let findings = lint::lint(&b, Mode::Strict, Some("my-skill"));
+    let keys: Vec<usize> = findings
+        .iter()
+        .filter(|f| f.rule == "front-matter-key")
+        .map(|f| f.line)
+        .collect();
+    assert_eq!(keys, [4, 5, 6]);
+    let depth = findings
+        .iter()
+        .filter(|f| f.rule == "reference-depth")
+        .count();
+    assert_eq!(depth, 1);
+    // `prerun.sh` is not named by a mention of `run.sh`, nor the other way round.
+    let scripts: Vec<&str> = findings
+        .iter()
+        .filter(|f| f.rule == "script-usage")
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(scripts, ["tools/prerun.sh", "tools/run.sh"]);
 }
 
 #[test]

@@ -76,7 +76,11 @@ pub fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         file.write_all(bytes).map_err(io(&tmp))?;
         file.sync_all().map_err(io(&tmp))?;
     }
-    fs::rename(&tmp, path).map_err(io(path))?;
+    if let Err(e) = fs::rename(&tmp, path) {
+        // Nothing half-done is left beside the target: the temporary file goes too.
+        let _ = fs::remove_file(&tmp);
+        return Err(io(path)(e));
+    }
     sync_dir(dir)
 }
 

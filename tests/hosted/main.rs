@@ -82,6 +82,7 @@ fn hosted_runs_end_to_end_on_a_local_validator() {
         scenarios::the_outbox_resumes_and_never_signs_twice(net);
         scenarios::a_killed_open_is_resumed_not_repeated(net);
         scenarios::operator_commands(net);
+        scenarios::a_pack_from_the_local_validator(net);
         buyback::buybacks_burn_what_the_fees_buy(net);
         daemon::the_runner_daemon_serves_a_hosted_run(net);
     });

@@ -892,3 +892,55 @@ pub fn a_killed_open_is_resumed_not_repeated(net: &Localnet) {
     let status = net.cli_json(&net.user_keypair, &["chain-status", &address.to_string()]);
     assert_eq!(status["escrowed_lamports"], fresh["escrow_lamports"]);
 }
+
+/// `pack new` / `add-task` / `build` against the real validator: the $SKTRIAL mint, read at
+/// `finalized`, becomes an account task and a transfer-plan task (its decimals from the mint's
+/// own bytes); the pack is tagged `localnet` (an unknown genesis hash) and seals.
+pub fn a_pack_from_the_local_validator(net: &Localnet) {
+    let mint = net
+        .chain
+        .config()
+        .unwrap()
+        .unwrap()
+        .sktrial_mint
+        .to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("local-pack");
+    let d = dir.to_str().unwrap();
+    let json = |args: &[&str]| -> Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let out = net.local(&all);
+        assert!(out.status.success(), "{args:?}: {}", said(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    json(&["pack", "new", d, "--name", "local-pack"]);
+    let account = json(&["pack", "add-task", d, "--account", &mint, "--url", &net.url]);
+    assert_eq!(account["network"], "localnet");
+    assert!(account["known_wrong"].as_u64().unwrap() >= 5, "{account}");
+    let user = net.user().pubkey().to_string();
+    let other = net.other().pubkey().to_string();
+    let plan = json(&[
+        "pack",
+        "add-task",
+        d,
+        "--transfer",
+        "--mint",
+        &mint,
+        "--from",
+        &user,
+        "--to",
+        &other,
+        "--amount",
+        "2.5",
+        "--url",
+        &net.url,
+    ]);
+    assert_eq!(plan["family"], "transfer_plan");
+    let sealed = net.local(&["pack", "build", d]);
+    assert!(sealed.status.success(), "{}", said(&sealed));
+    let pack = skilltrial_core::pack::open_folder(&dir).unwrap();
+    let task = pack.task(account["task"].as_str().unwrap()).unwrap();
+    assert!(task.slot.is_some_and(|s| s > 0));
+    assert_eq!(task.provenance["commitment"], "finalized");
+}

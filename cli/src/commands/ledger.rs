@@ -1,6 +1,7 @@
 //! `skilltrial ledger [RUN…] [--report FILE…] [--out DIR]`: one run per model side by side, every
 //! other run left out with why (core::ledger has the rules).
 
+use skilltrial_core::bundle::display_safe;
 use skilltrial_core::ledger::{self, Basis};
 use skilltrial_core::report::Report;
 use skilltrial_engine::report;
@@ -12,6 +13,7 @@ use crate::state;
 
 pub fn run(args: &LedgerArgs, global: &Global) -> Result<Status, CliError> {
     let mut reports: Vec<Report> = Vec::new();
+    let mut broken: Vec<ledger::LeftOut> = Vec::new();
     // The journal is read when runs are named, or when nothing is (then every run in it).
     let every = args.runs.is_empty() && args.reports.is_empty();
     if every || !args.runs.is_empty() {
@@ -30,7 +32,21 @@ pub fn run(args: &LedgerArgs, global: &Global) -> Result<Status, CliError> {
                 .collect::<Result<_, _>>()?
         };
         for row in &rows {
-            reports.push(report::build(&journal, &store, &payloads, row)?);
+            match report::build(&journal, &store, &payloads, row) {
+                Ok(r) => reports.push(r),
+                // Over the whole journal, one damaged run is left out with why; a run the user
+                // named must build.
+                Err(e) if every => broken.push(ledger::LeftOut {
+                    run: row.id.clone(),
+                    model: "(unknown: its report cannot be built)".to_owned(),
+                    reason: format!(
+                        "its report cannot be built: {e} (`skilltrial report {}` says more)",
+                        &row.id[..row.id.len().min(12)]
+                    ),
+                    differs: Vec::new(),
+                }),
+                Err(e) => return Err(e.into()),
+            }
         }
     }
     for path in &args.reports {
@@ -49,8 +65,21 @@ pub fn run(args: &LedgerArgs, global: &Global) -> Result<Status, CliError> {
     } else {
         Basis::First
     };
-    let ledger = ledger::build(&reports, basis)
-        .map_err(|e| CliError::Environment(anyhow::anyhow!("{e}")))?;
+    let mut ledger = ledger::build(&reports, basis).map_err(|e| {
+        let why: Vec<String> = broken
+            .iter()
+            .map(|b| format!("{}: {}", b.run, b.reason))
+            .collect();
+        CliError::Environment(anyhow::anyhow!(
+            "{e}{}",
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!(" (every run's report failed: {})", why.join("; "))
+            }
+        ))
+    })?;
+    ledger.left_out.extend(broken);
     let written = match &args.out {
         Some(dir) => {
             let mut json = serde_json::to_string_pretty(&ledger).map_err(|e| {
@@ -58,6 +87,21 @@ pub fn run(args: &LedgerArgs, global: &Global) -> Result<Status, CliError> {
             })?;
             json.push('\n');
             let (json_path, html_path) = (dir.join("ledger.json"), dir.join("ledger.html"));
+            // Both or neither: anything in the way is named before either file is written.
+            if dir.exists() && !dir.is_dir() {
+                return Err(CliError::Environment(anyhow::anyhow!(
+                    "--out {}: a file, not a folder: give a folder for ledger.json and ledger.html",
+                    dir.display()
+                )));
+            }
+            for path in [&json_path, &html_path] {
+                if path.is_dir() {
+                    return Err(CliError::Environment(anyhow::anyhow!(
+                        "{} is a folder: move it, or give another --out",
+                        path.display()
+                    )));
+                }
+            }
             crate::commands::remote::write_file(&json_path, json.as_bytes())?;
             crate::commands::remote::write_file(
                 &html_path,
@@ -79,8 +123,8 @@ pub fn run(args: &LedgerArgs, global: &Global) -> Result<Status, CliError> {
         if let Some((json, html)) = &written {
             text.push_str(&format!(
                 "\njson    {}\nhtml    {}\n",
-                json.display(),
-                html.display()
+                display_safe(&json.display().to_string()),
+                display_safe(&html.display().to_string())
             ));
         }
         output::text(&text)?;

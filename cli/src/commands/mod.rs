@@ -18,6 +18,7 @@ mod localnet;
 mod localnet_impl;
 mod open;
 mod pack;
+mod pack_author;
 mod plan;
 mod progress;
 pub mod purge;

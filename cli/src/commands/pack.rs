@@ -1,4 +1,4 @@
-//! `skilltrial pack list | show | verify | regenerate`.
+//! `skilltrial pack list | show | verify | regenerate | new | add-task | build`.
 
 use std::fmt::Write as _;
 
@@ -17,6 +17,9 @@ pub fn run(command: PackCommand, global: &Global) -> Result<Status, CliError> {
         PackCommand::Show(args) => show(&args, global),
         PackCommand::Verify(args) => verify(&args, global),
         PackCommand::Regenerate(args) => regenerate(&args, global),
+        PackCommand::New(args) => crate::commands::pack_author::new(&args, global),
+        PackCommand::AddTask(args) => crate::commands::pack_author::add_task(&args, global),
+        PackCommand::Build(args) => crate::commands::pack_author::build(&args, global),
     }
 }
 
@@ -159,6 +162,16 @@ fn show(args: &PackShowArgs, global: &Global) -> Result<Status, CliError> {
 
 fn source_line(provenance: &Value) -> String {
     let get = |k: &str| provenance.get(k).and_then(Value::as_str).unwrap_or("");
+    if !get("rpc").is_empty() {
+        // A task made by `pack add-task`.
+        return format!(
+            "fetched from {} ({}, {}) at {}",
+            get("rpc"),
+            get("call"),
+            get("commitment"),
+            get("fetched_at")
+        );
+    }
     let commit = get("commit");
     let short = commit.get(..8).unwrap_or(commit);
     format!(
@@ -178,7 +191,7 @@ fn indent(text: &str, prefix: &str) -> String {
         .join("\n")
 }
 
-fn verify(args: &PackArg, global: &Global) -> Result<Status, CliError> {
+pub(crate) fn verify(args: &PackArg, global: &Global) -> Result<Status, CliError> {
     // A folder is verified as it is (its pin and checker version are reported as checks); an
     // embedded pack is opened with the release checks.
     let p = if pack::is_path_spec(&args.pack) {

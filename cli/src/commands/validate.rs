@@ -51,10 +51,15 @@ pub fn run(args: &ValidateArgs, global: &Global) -> Result<Status, CliError> {
     }
     if args.fix {
         // Refused before anything is read or written: --fix rewrites files in a folder.
-        if let Some(zip) = args.bundles.iter().find(|b| !b.is_dir()) {
+        if let Some(other) = args.bundles.iter().find(|b| !b.is_dir()) {
             return Err(CliError::Environment(anyhow::anyhow!(
-                "--fix rewrites files in a bundle folder, and {} is a ZIP: unpack it and fix the folder, or lint without --fix",
-                zip.display()
+                "--fix rewrites files in a bundle folder, and {} is not a folder{}: unpack a ZIP and fix the folder, or lint without --fix",
+                other.display(),
+                if other.exists() {
+                    ""
+                } else {
+                    " (it does not exist)"
+                }
             )));
         }
     }
@@ -153,8 +158,11 @@ fn lint_one(
             .iter()
             .filter_map(|f| Some((f.path.clone(), f.text()?.to_owned())))
             .collect();
-        let changed = lint::fix(&texts, &findings);
-        for (path, text) in &changed {
+        let outcome = lint::fix(&texts, &findings);
+        for (f, why) in &outcome.skipped {
+            not_fixed.push(format!("{} ({} → {})", why, f.old.trim(), f.new.trim()));
+        }
+        for (path, text) in &outcome.changed {
             let target = input.join(path);
             // Written only over what was linted: an edit made meanwhile is kept, not lost.
             let now = std::fs::read(&target).ok();
@@ -162,19 +170,30 @@ fn lint_one(
                 not_fixed.push(format!("{path}: changed while it was linted; run again"));
                 continue;
             }
-            let permissions = std::fs::metadata(&target).map(|m| m.permissions()).ok();
-            skilltrial_engine::store::write_durably(&target, text.as_bytes()).map_err(|e| {
-                CliError::Environment(anyhow::anyhow!("cannot write {}: {e}", target.display()))
-            })?;
-            if let Some(p) = permissions {
-                let _ = std::fs::set_permissions(&target, p);
+            let meta = std::fs::metadata(&target).ok();
+            if meta.as_ref().is_some_and(|m| m.permissions().readonly()) {
+                not_fixed.push(format!(
+                    "{path}: read-only, left as it is (make it writable to fix it)"
+                ));
+                continue;
             }
-            fixed.extend(
-                findings
-                    .iter()
-                    .filter_map(|f| f.fix.clone())
-                    .filter(|f| &f.path == path),
-            );
+            if let Err(e) = skilltrial_engine::store::write_durably(&target, text.as_bytes()) {
+                // Files fixed before this one stay fixed: say which, so nothing is a surprise.
+                let done: Vec<&str> = fixed.iter().map(|f: &lint::Fix| f.path.as_str()).collect();
+                return Err(CliError::Environment(anyhow::anyhow!(
+                    "cannot write {}: {e}{}",
+                    target.display(),
+                    if done.is_empty() {
+                        " (nothing was changed)".to_owned()
+                    } else {
+                        format!(" (already fixed: {})", done.join(", "))
+                    }
+                )));
+            }
+            if let Some(m) = meta {
+                let _ = std::fs::set_permissions(&target, m.permissions());
+            }
+            fixed.extend(outcome.applied.iter().filter(|f| &f.path == path).cloned());
         }
         let again = bundle::import(input);
         findings = match &again {

@@ -205,18 +205,40 @@ pub struct Finding {
     /// 1-based line.
     pub line: usize,
     pub message: String,
-    /// The mechanical fix, when there is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The mechanical fix, `null` when there is none.
     pub fix: Option<Fix>,
 }
 
-/// A mechanical fix: on line `line` of `path`, `old` becomes `new` (once).
+/// A mechanical fix: on line `line` of `path`, `old` becomes `new`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Fix {
     pub path: String,
     pub line: usize,
     pub old: String,
     pub new: String,
+    pub kind: FixKind,
+}
+
+/// What a fix rewrites.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FixKind {
+    /// The whole line (`old` is the line as it stands).
+    Line,
+    /// Every link target `old` on the line — in `](…)`, `]: …` and `href`/`src` attributes,
+    /// outside code spans — and nothing else on it.
+    LinkTarget,
+}
+
+/// What [`fix`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fixed {
+    /// The files that changed, with their new text.
+    pub changed: BTreeMap<String, String>,
+    /// The fixes applied.
+    pub applied: Vec<Fix>,
+    /// The fixes not applied, and why.
+    pub skipped: Vec<(Fix, String)>,
 }
 
 /// Lints `bundle` in `mode`. `folder` is the name of the folder it was read from (`None` for a
@@ -254,7 +276,13 @@ pub fn lint(bundle: &Bundle, mode: Mode, folder: Option<&str>) -> Vec<Finding> {
         let fix = fixed
             .as_ref()
             .and_then(|new| header.value_fix(skill, "name", &bundle.name, new));
-        let hint = fixed.map_or_else(String::new, |n| format!(" (`{n}` would be)"));
+        let hint = match (&fixed, &fix) {
+            (Some(n), Some(_)) => format!(" (`{n}` would be)"),
+            (Some(n), None) => format!(
+                " (`{n}` would be; --fix rewrites only a plain `name: value` line: edit this one by hand)"
+            ),
+            (None, _) => String::new(),
+        };
         push(
             "name-format",
             SKILL_FILE,
@@ -377,6 +405,7 @@ pub fn lint(bundle: &Bundle, mode: Mode, folder: Option<&str>) -> Vec<Finding> {
                 line: link.line,
                 old: link.target.clone(),
                 new,
+                kind: FixKind::LinkTarget,
             });
             let hint = fix
                 .as_ref()
@@ -443,7 +472,7 @@ pub fn lint(bundle: &Bundle, mode: Mode, folder: Option<&str>) -> Vec<Finding> {
                 let base = file.path.rsplit('/').next().unwrap_or(&file.path);
                 let named = markdown_text
                     .iter()
-                    .any(|t| t.contains(file.path.as_str()) || t.contains(base));
+                    .any(|t| mentions(t, &file.path) || mentions(t, base));
                 if !named {
                     push(
                         "script-usage",
@@ -481,28 +510,112 @@ pub fn lint(bundle: &Bundle, mode: Mode, folder: Option<&str>) -> Vec<Finding> {
             &b.message,
         ))
     });
+    // A file linked several times from SKILL.md is reported once per line, not once per link.
+    out.dedup();
     out
 }
 
-/// Applies the mechanical fixes of `findings` to `files` (bundle path → text), returning the
-/// files that changed with their new text. A fix whose `old` is no longer on its line is skipped.
-pub fn fix(files: &BTreeMap<String, String>, findings: &[Finding]) -> BTreeMap<String, String> {
-    let mut changed: BTreeMap<String, String> = BTreeMap::new();
+/// Whether `text` names `name` as a whole word: not as part of a longer file name or path.
+fn mentions(text: &str, name: &str) -> bool {
+    let part = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/');
+    text.match_indices(name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].chars().next();
+        before.is_none_or(|c| !part(c) || (c == '/' && !name.contains('/')))
+            && after.is_none_or(|c| {
+                !part(c)
+                    || (c == '.'
+                        && text[at + name.len() + 1..]
+                            .chars()
+                            .next()
+                            .is_none_or(char::is_whitespace))
+            })
+    })
+}
+
+/// Applies the mechanical fixes of `findings` to `files` (bundle path → text). A fix whose
+/// text is no longer where it was found is skipped and said so. Each file is split and joined
+/// once, whatever the number of fixes.
+pub fn fix(files: &BTreeMap<String, String>, findings: &[Finding]) -> Fixed {
+    let mut by_path: BTreeMap<&str, Vec<&Fix>> = BTreeMap::new();
     for f in findings.iter().filter_map(|f| f.fix.as_ref()) {
-        let Some(text) = changed.get(&f.path).or_else(|| files.get(&f.path)) else {
+        by_path.entry(f.path.as_str()).or_default().push(f);
+    }
+    let mut out = Fixed::default();
+    for (path, fixes) in by_path {
+        let Some(text) = files.get(path) else {
             continue;
         };
         let mut lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
-        let Some(line) = f.line.checked_sub(1).and_then(|i| lines.get_mut(i)) else {
-            continue;
-        };
-        if !line.contains(&f.old) {
-            continue;
+        let mut changed = false;
+        for f in fixes {
+            let Some(line) = f.line.checked_sub(1).and_then(|i| lines.get_mut(i)) else {
+                out.skipped
+                    .push((f.clone(), format!("{path} has no line {}", f.line)));
+                continue;
+            };
+            let ending = if line.ends_with('\r') { "\r" } else { "" };
+            let body = line.trim_end_matches('\r');
+            let rewritten = match f.kind {
+                FixKind::Line => (body == f.old).then(|| f.new.clone()),
+                FixKind::LinkTarget => replace_link_targets(body, &f.old, &f.new),
+            };
+            match rewritten {
+                Some(new) => {
+                    *line = format!("{new}{ending}");
+                    changed = true;
+                    out.applied.push(f.clone());
+                }
+                None => out.skipped.push((
+                    f.clone(),
+                    format!("{path}:{}: the text to fix is no longer there", f.line),
+                )),
+            }
         }
-        *line = line.replacen(&f.old, &f.new, 1);
-        changed.insert(f.path.clone(), lines.join("\n"));
+        if changed {
+            out.changed.insert(path.to_owned(), lines.join("\n"));
+        }
     }
-    changed
+    out
+}
+
+/// `line` with every link target `old` replaced by `new`: an occurrence right after `](`, `](<`,
+/// `]:` (with spaces) or `="` / `='`, ending the target (followed by `)`, `>`, `#`, `?`, a quote,
+/// a space or the end), outside code spans. `None` when there is none.
+fn replace_link_targets(line: &str, old: &str, new: &str) -> Option<String> {
+    if old.is_empty() {
+        return None;
+    }
+    let visible = super::markdown::blank_code_spans(line);
+    let mut out = String::with_capacity(line.len());
+    let mut copied = 0;
+    let mut found = false;
+    let mut from = 0;
+    while let Some(i) = visible[from..].find(old).map(|i| i + from) {
+        let before = visible[..i].trim_end_matches(' ');
+        let opens = visible[..i].ends_with("](")
+            || visible[..i].ends_with("](<")
+            || visible[..i].ends_with("=\"")
+            || visible[..i].ends_with("='")
+            || (before.ends_with("]:") && before.trim_start().starts_with('['));
+        let end = i + old.len();
+        let closes = visible[end..]
+            .chars()
+            .next()
+            .is_none_or(|c| matches!(c, ')' | '>' | '#' | '?' | '"' | '\'' | ' ' | '\t'));
+        if opens && closes {
+            out.push_str(&line[copied..i]);
+            out.push_str(new);
+            copied = end;
+            found = true;
+        }
+        from = end;
+    }
+    if !found {
+        return None;
+    }
+    out.push_str(&line[copied..]);
+    Some(out)
 }
 
 /// The top-level keys of SKILL.md's front matter with their lines, and where it ends.
@@ -527,12 +640,23 @@ impl Header {
                     end_line: i + 1,
                 };
             }
-            let key: String = line
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
-                .collect();
-            if !key.is_empty() && line[key.len()..].starts_with(':') {
-                keys.push((key, i + 1));
+            // A top-level key: not indented, not a comment or list item, up to the first `:`
+            // that ends it (followed by a space or the end), quotes taken off.
+            if line.starts_with([' ', '\t', '#', '-']) {
+                continue;
+            }
+            let colon = line.char_indices().find(|(at, c)| {
+                *c == ':'
+                    && line[at + 1..]
+                        .chars()
+                        .next()
+                        .is_none_or(char::is_whitespace)
+            });
+            if let Some((at, _)) = colon {
+                let key = line[..at].trim().trim_matches(|c| c == '"' || c == '\'');
+                if !key.is_empty() {
+                    keys.push((key.to_owned(), i + 1));
+                }
             }
         }
         Self { keys, end_line: 0 }
@@ -551,13 +675,17 @@ impl Header {
     fn value_fix(&self, skill: &str, key: &str, old: &str, new: &str) -> Option<Fix> {
         let line = self.keys.iter().find(|(k, _)| k == key)?.1;
         let text = skill.lines().nth(line - 1)?;
-        let value = text[key.len() + 1..].trim();
+        let colon = text
+            .find(": ")
+            .or_else(|| text.strip_suffix(':').map(str::len))?;
+        let value = text[colon + 1..].trim();
         let unquoted = value.trim_matches(|c| c == '"' || c == '\'');
         (unquoted.trim() == old).then(|| Fix {
             path: SKILL_FILE.to_owned(),
             line,
             old: text.to_owned(),
             new: format!("{key}: {new}"),
+            kind: FixKind::Line,
         })
     }
 }

@@ -4,7 +4,14 @@
 use std::fmt::Write as _;
 
 use super::{Ledger, LedgerArm, Reading, arm_words, contrast_words, percent};
+use crate::bundle::display_safe;
 use crate::report::html::{STYLE, escape, style_only_policy};
+
+/// Escaped for HTML, with control and invisible characters (bidi overrides among them) shown as
+/// `\\u{..}`: a name cannot restyle or reorder what the page says.
+fn esc(text: &str) -> String {
+    escape(&display_safe(text))
+}
 
 /// The page.
 pub fn render(ledger: &Ledger) -> String {
@@ -13,7 +20,7 @@ pub fn render(ledger: &Ledger) -> String {
         h,
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"Content-Security-Policy\" content=\"{}\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><meta name=\"referrer\" content=\"no-referrer\"><title>SkillTrial ledger · {}</title><style>{STYLE}</style></head><body>",
         escape(&style_only_policy()),
-        escape(&ledger.basis.pack.id)
+        esc(&ledger.basis.pack.id)
     );
     let arms = ledger.basis.arm_lines(true);
     let _ = write!(
@@ -21,13 +28,13 @@ pub fn render(ledger: &Ledger) -> String {
         "<header><h1>SkillTrial ledger across models</h1><div class=\"sub\">{} model{} · pack {} ({}) · {} tasks × {} repetitions · temperature {} · output limit {} tokens</div><div class=\"sub\">{}</div>",
         ledger.models.len(),
         if ledger.models.len() == 1 { "" } else { "s" },
-        escape(&ledger.basis.pack.id),
-        escape(&ledger.basis.pack.hash),
+        esc(&ledger.basis.pack.id),
+        esc(&ledger.basis.pack.hash),
         ledger.basis.tasks,
         ledger.basis.repetitions,
-        escape(&ledger.basis.sampling.temperature),
+        esc(&ledger.basis.sampling.temperature),
         ledger.basis.sampling.max_output_tokens,
-        escape(&arms.join(" · "))
+        esc(&arms.join(" · "))
     );
     if ledger.models.iter().any(|m| m.scripted) {
         h.push_str("<div class=\"banner\"><strong>Scripted model.</strong> A column marked scripted shows SkillTrial's built-in scripted model, not a real one: it demonstrates the ledger and says nothing about any real model.</div>");
@@ -45,13 +52,13 @@ pub fn render(ledger: &Ledger) -> String {
 }
 
 fn model_head(h: &mut String, ledger: &Ledger, corner: &str) {
-    let _ = write!(h, "<thead><tr><th scope=\"col\">{}</th>", escape(corner));
+    let _ = write!(h, "<thead><tr><th scope=\"col\">{}</th>", esc(corner));
     for m in &ledger.models {
         let _ = write!(
             h,
             "<th scope=\"col\">{}<div class=\"k mono\">run {}{}</div></th>",
-            escape(&m.model),
-            escape(&m.run.chars().take(12).collect::<String>()),
+            esc(&m.model),
+            esc(&m.run.chars().take(12).collect::<String>()),
             if m.complete { "" } else { " · partial" }
         );
     }
@@ -69,12 +76,12 @@ fn versions(h: &mut String, ledger: &Ledger) {
             let parts: Vec<String> = v
                 .phrases()
                 .into_iter()
-                .map(|(word, models)| format!("{word} {}", escape(&models.join(", "))))
+                .map(|(word, models)| format!("{word} {}", esc(&models.join(", "))))
                 .collect();
             let _ = write!(
                 h,
                 "<li><strong>{}</strong>: {}</li>",
-                escape(&contrast_words(&v.contrast)),
+                esc(&contrast_words(&v.contrast)),
                 parts.join("; ")
             );
         }
@@ -101,9 +108,9 @@ fn rate_cell(a: &LedgerArm) -> String {
                 "<td class=\"num\">{}/{} · {}<div class=\"k\">Wilson 95% {}–{}</div>{consistency}</td>",
                 rate.num,
                 rate.den,
-                escape(&percent(&rate.value)),
-                escape(&percent(&rate.wilson95[0])),
-                escape(&percent(&rate.wilson95[1]))
+                esc(&percent(&rate.value)),
+                esc(&percent(&rate.wilson95[0])),
+                esc(&percent(&rate.wilson95[1]))
             )
         }
     }
@@ -119,7 +126,7 @@ fn success(h: &mut String, ledger: &Ledger) {
     h.push_str("<tbody>");
     for spec in &ledger.basis.arms {
         let name = spec.arm.as_str();
-        let _ = write!(h, "<tr><th scope=\"row\">{}</th>", escape(&arm_words(name)));
+        let _ = write!(h, "<tr><th scope=\"row\">{}</th>", esc(&arm_words(name)));
         for m in &ledger.models {
             match m.arms.iter().find(|a| a.arm == name) {
                 Some(a) => h.push_str(&rate_cell(a)),
@@ -132,7 +139,7 @@ fn success(h: &mut String, ledger: &Ledger) {
         let _ = write!(
             h,
             "<tr><th scope=\"row\">{}</th>",
-            escape(&contrast_words(&v.contrast))
+            esc(&contrast_words(&v.contrast))
         );
         for m in &ledger.models {
             match m.contrasts.iter().find(|c| c.contrast == v.contrast) {
@@ -148,22 +155,19 @@ fn success(h: &mut String, ledger: &Ledger) {
                         if tasks.is_empty() {
                             String::new()
                         } else {
-                            format!(
-                                "<div class=\"k\">{title}: {}</div>",
-                                escape(&tasks.join(", "))
-                            )
+                            format!("<div class=\"k\">{title}: {}</div>", esc(&tasks.join(", ")))
                         }
                     };
                     let _ = write!(
                         h,
                         "<td class=\"{class}\">{}<div class=\"k\">{} of {} tasks fixed, {} broken{}</div>{}{}</td>",
-                        escape(c.reading.as_str()),
+                        esc(c.reading.as_str()),
                         c.fixes.len(),
                         c.compared_tasks,
                         c.breaks.len(),
                         c.holm_p
                             .as_ref()
-                            .map_or_else(String::new, |p| format!(" · p (Holm) {}", escape(p))),
+                            .map_or_else(String::new, |p| format!(" · p (Holm) {}", esc(p))),
                         list("fixes", &c.fixes),
                         list("breaks", &c.breaks)
                     );
@@ -187,10 +191,10 @@ fn tasks(h: &mut String, ledger: &Ledger) {
         let _ = write!(
             h,
             "<tr><th scope=\"row\"><span class=\"mono\">{}</span>{}</th>",
-            escape(&t.task),
+            esc(&t.task),
             t.family.as_ref().map_or_else(String::new, |f| format!(
                 "<div class=\"k\">{}</div>",
-                escape(f)
+                esc(f)
             ))
         );
         for cell in &t.cells {
@@ -213,8 +217,8 @@ fn tasks(h: &mut String, ledger: &Ledger) {
             let _ = write!(
                 h,
                 "<td class=\"{class}\">{}<div class=\"k\">{}</div></td>",
-                escape(cell.b_vs_a.as_deref().unwrap_or("—")),
-                escape(&counts.join(" · "))
+                esc(cell.b_vs_a.as_deref().unwrap_or("—")),
+                esc(&counts.join(" · "))
             );
         }
         h.push_str("</tr>");
@@ -237,18 +241,18 @@ fn left_out(h: &mut String, ledger: &Ledger) {
             .map(|d| {
                 format!(
                     "<div class=\"k\">{}: <span class=\"mono\">{}</span> here, <span class=\"mono\">{}</span> in the basis</div>",
-                    escape(&d.what),
-                    escape(&d.this.to_string()),
-                    escape(&d.other.to_string())
+                    esc(&d.what),
+                    esc(&d.this.to_string()),
+                    esc(&d.other.to_string())
                 )
             })
             .collect();
         let _ = write!(
             h,
             "<tr><td class=\"mono\">{}</td><td>{}</td><td>{}{differs}</td></tr>",
-            escape(&l.run.chars().take(12).collect::<String>()),
-            escape(&l.model),
-            escape(&l.reason)
+            esc(&l.run.chars().take(12).collect::<String>()),
+            esc(&l.model),
+            esc(&l.reason)
         );
     }
     h.push_str("</tbody></table></section>");

@@ -30,6 +30,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::bundle::display_safe;
 use crate::manifest::{ArmSpec, PackRef, Sampling};
 use crate::report::comparable::{self, Check, Difference};
 use crate::report::{ArmSummary, CheckerIdentity, Consistency, FixesBreaks, Rate, Report, TaskArm};
@@ -316,28 +317,26 @@ pub fn build(reports: &[Report], basis: Basis) -> Result<Ledger, LedgerError> {
             unique.push(r);
         }
     }
+    // The basis is a run with a scored trial whenever there is one: a run with nothing scored
+    // yet says nothing about what the others should match.
     let reference = match basis {
-        Basis::First => *unique.first().ok_or(LedgerError::NoRuns)?,
+        Basis::First => unique
+            .iter()
+            .copied()
+            .find(|r| scored(r))
+            .or_else(|| unique.first().copied())
+            .ok_or(LedgerError::NoRuns)?,
         Basis::MostModels => most_models(&unique).ok_or(LedgerError::NoRuns)?,
     };
 
     // Rule 1: the basis. Rule 2: one column per model.
     let mut columns: Vec<&Report> = Vec::new();
     let mut candidates: Vec<&Report> = Vec::new();
+    let mut incomparable: Vec<(&Report, Vec<Difference>)> = Vec::new();
     for r in &unique {
         let differs = comparable::differences(basis_checks(), r, reference);
         if !differs.is_empty() {
-            let whats: Vec<&str> = differs.iter().map(|d| d.what.as_str()).collect();
-            left_out.push(LeftOut {
-                run: r.run.id.clone(),
-                model: model_label(r),
-                reason: format!(
-                    "not comparable with run {}: its {} differ",
-                    reference.short_id(),
-                    whats.join(", ")
-                ),
-                differs,
-            });
+            incomparable.push((r, differs));
         } else if !scored(r) {
             left_out.push(LeftOut {
                 run: r.run.id.clone(),
@@ -382,6 +381,21 @@ pub fn build(reports: &[Report], basis: Basis) -> Result<Ledger, LedgerError> {
                 differs: Vec::new(),
             });
         }
+    }
+    // Named by a run that is shown, when one is: every column shares the basis.
+    let shown = columns.first().copied().unwrap_or(reference);
+    for (r, differs) in incomparable {
+        let whats: Vec<&str> = differs.iter().map(|d| d.what.as_str()).collect();
+        left_out.push(LeftOut {
+            run: r.run.id.clone(),
+            model: model_label(r),
+            reason: format!(
+                "not comparable with the runs shown (run {}): its {} differ",
+                shown.short_id(),
+                whats.join(", ")
+            ),
+            differs,
+        });
     }
     let models: Vec<ModelColumn> = columns.iter().map(|r| column(r)).collect();
     let versions = CONTRASTS
@@ -437,7 +451,7 @@ pub fn build(reports: &[Report], basis: Basis) -> Result<Ledger, LedgerError> {
 /// the earliest given (the newest run).
 fn most_models<'a>(reports: &[&'a Report]) -> Option<&'a Report> {
     let mut best: Option<(&Report, usize)> = None;
-    for r in reports {
+    for r in reports.iter().filter(|r| scored(r)) {
         let mut keys: Vec<Value> = Vec::new();
         for other in reports {
             if scored(other) && comparable::differences(basis_checks(), other, r).is_empty() {
@@ -451,7 +465,7 @@ fn most_models<'a>(reports: &[&'a Report]) -> Option<&'a Report> {
             best = Some((r, keys.len()));
         }
     }
-    best.map(|(r, _)| r)
+    best.map(|(r, _)| r).or_else(|| reports.first().copied())
 }
 
 fn column(r: &Report) -> ModelColumn {
@@ -564,12 +578,13 @@ impl Ledger {
         let arms = self.basis.arm_lines(false);
         let _ = writeln!(
             out,
-            "ledger over {} model{} · pack {} · {} tasks × {} repetitions · {}",
+            "ledger over {} model{} · pack {} · {} tasks × {} repetition{} · {}",
             self.models.len(),
             if self.models.len() == 1 { "" } else { "s" },
             self.basis.pack.id,
             self.basis.tasks,
             self.basis.repetitions,
+            if self.basis.repetitions == 1 { "" } else { "s" },
             arms.join(" · ")
         );
         if self.models.is_empty() {
@@ -698,7 +713,8 @@ impl Ledger {
                 }
             }
         }
-        out
+        // Names and ids come from runs and files: nothing in them may drive the terminal.
+        out.lines().map(|l| display_safe(l) + "\n").collect()
     }
 }
 

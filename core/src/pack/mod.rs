@@ -16,6 +16,7 @@
 //! The expected answer never enters a prompt: [`Task::public`] is the only view a prompt builder
 //! gets, and it has no golden record in it.
 
+pub mod author;
 mod verify;
 
 use std::collections::BTreeMap;
@@ -25,7 +26,7 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use verify::{VerifyItem, VerifyReport, verify};
+pub use verify::{MIN_KNOWN_WRONG, VerifyItem, VerifyReport, verify};
 
 use crate::checker::{self, CHECK_LIMIT, Expected, Family, Verdict};
 use crate::digest::{DigestEntry, Sha256Digest, content_digest};
