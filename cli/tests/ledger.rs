@@ -237,6 +237,19 @@ fn bad_inputs_are_refused_by_name_and_change_nothing() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep");
 
+    // The demo's own request cap: --reps over it says what to change for the demo, and
+    // nothing is created.
+    let fresh = tmp.path().join("fresh-home");
+    let out = skilltrial(&fresh, &["demo", "--reps", "30"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--reps 30") && err.contains("or fewer"),
+        "{err}"
+    );
+    assert!(!err.contains("raise --max-requests"), "{err}");
+    assert!(!fresh.exists());
+
     // One model only: shown, with what to do next.
     let text = String::from_utf8(skilltrial(&home, &["ledger"]).stdout).unwrap();
     assert!(text.contains("one model only"), "{text}");

@@ -87,8 +87,8 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
             global,
             &format!(
                 "validated {label}: {} {} {} ({} files, {} flags)",
-                b.name,
-                b.version.as_deref().unwrap_or("unversioned"),
+                bundle::display_safe(&b.name),
+                bundle::display_safe(b.version.as_deref().unwrap_or("unversioned")),
                 b.digest,
                 b.files.len(),
                 b.flags.len()
@@ -167,6 +167,21 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
     };
     let mut m = manifest::build(&pack, Some(a), Some(b), &profile, &options)?;
     m.gate = gate;
+    // The demo's request cap is its own (no --max-requests): say what to change here.
+    let needed = u64::from(args.reps).saturating_mul(
+        u64::try_from(m.tasks.len().saturating_mul(m.arms.len())).unwrap_or(u64::MAX),
+    );
+    if needed > u64::from(m.budget.max_requests) {
+        let per_rep = u64::try_from(m.tasks.len().saturating_mul(m.arms.len()))
+            .unwrap_or(1)
+            .max(1);
+        return Err(CliError::Environment(anyhow::anyhow!(
+            "--reps {}: the demo would send {needed} requests, over its cap of {}: use --reps {} or fewer, or plan a larger run with `skilltrial plan --max-requests`",
+            args.reps,
+            m.budget.max_requests,
+            u64::from(m.budget.max_requests) / per_rep
+        )));
+    }
     let (planned, totals) = manifest::trials(&m, &pack, Some(a), Some(b))?;
 
     // 3. Plan: inputs into the store.

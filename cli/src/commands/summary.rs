@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use skilltrial_core::bundle::display_safe;
 use skilltrial_core::report::{Changes, Leader};
 use skilltrial_core::state::RunStatus;
 use skilltrial_engine::journal::Journal;
@@ -228,7 +229,8 @@ fn table(s: &RunSummary, header: bool) -> String {
             out,
             "{:<9} {:<28} {stats} {}",
             arm_label(&arm.arm),
-            or_dash(arm.bundle.as_deref()),
+            // A bundle's name comes from its author: nothing in it may drive the terminal.
+            or_dash(arm.bundle.as_deref().map(display_safe).as_deref()),
             arm.not_model_results
         );
     }
