@@ -125,38 +125,81 @@ fn float_fraction(p: f64) -> Fraction {
     reduce(Fraction { num, den })
 }
 
+/// Most units the sign-flip test takes: 2^126 assignments still count exactly in a `u128`.
+pub const SIGN_FLIP_MAX_UNITS: usize = 126;
+
+/// Largest Σ|d_t| (on the common denominator) the exact count walks; beyond it the test gives
+/// no p-value rather than run long. Pass/fail differences over equal repetitions stay far below.
+const SIGN_FLIP_MAX_SPAN: u64 = 1 << 20;
+
+/// The smallest two-sided p the paired test can ever give over `units` tasks (all differences
+/// one sign): 2 / 2^units. `None` for no units or more than [`SIGN_FLIP_MAX_UNITS`].
+pub fn smallest_two_sided_p(units: usize) -> Option<Fraction> {
+    if units == 0 || units > SIGN_FLIP_MAX_UNITS {
+        return None;
+    }
+    Some(reduce(Fraction {
+        num: 2,
+        den: 1u128 << units,
+    }))
+}
+
 /// The exact two-sided sign-flip permutation test of paired per-unit differences
-/// `diffs[t] = num_t / den_t` (the task is the unit). All 2^T sign assignments are enumerated;
-/// p = #{assignments with |Σ ±d_t| ≥ |Σ d_t|} / 2^T. At most 20 units.
+/// `diffs[t] = num_t / den_t` (the task is the unit): p = #{sign assignments with
+/// |Σ ±d_t| ≥ |Σ d_t|} / 2^T over all 2^T assignments.
+///
+/// The assignments are counted, not enumerated: on a common denominator every |d_t| is an
+/// integer v_t, an assignment's sum is V − 2F where V = Σ v_t and F is the sum of the flipped
+/// v_t, and the number of assignments giving each F is a subset-sum count (T·V steps). At most
+/// [`SIGN_FLIP_MAX_UNITS`] units.
 pub fn sign_flip(diffs: &[(i64, u64)]) -> Option<Fraction> {
     let t = diffs.len();
-    if t == 0 || t > 20 || diffs.iter().any(|(_, d)| *d == 0) {
+    if t == 0 || t > SIGN_FLIP_MAX_UNITS || diffs.iter().any(|(_, d)| *d == 0) {
         return None;
     }
     // A common denominator turns every difference into an exact integer.
-    let lcm = diffs
-        .iter()
-        .fold(1u64, |acc, (_, d)| acc / gcd(acc, *d) * d);
-    let scaled: Vec<i128> = diffs
-        .iter()
-        .map(|(n, d)| i128::from(*n) * i128::from(lcm / d))
-        .collect();
-    let observed: i128 = scaled.iter().sum::<i128>().abs();
-    let total = 1u64 << t;
-    let mut extreme = 0u64;
-    for mask in 0..total {
-        let s: i128 = scaled
-            .iter()
-            .enumerate()
-            .map(|(i, v)| if mask >> i & 1 == 1 { -v } else { *v })
-            .sum();
-        if s.abs() >= observed {
-            extreme += 1;
+    let mut lcm = 1u64;
+    for (_, d) in diffs {
+        lcm = (lcm / gcd(lcm, *d)).checked_mul(*d)?;
+    }
+    let mut values = Vec::with_capacity(t);
+    let mut observed: i128 = 0;
+    let mut span: u64 = 0;
+    for (n, d) in diffs {
+        let v = n.unsigned_abs().checked_mul(lcm / d)?;
+        observed += i128::from(n.signum()) * i128::from(v);
+        span = span.checked_add(v)?;
+        values.push(v);
+    }
+    if span > SIGN_FLIP_MAX_SPAN {
+        return None;
+    }
+    let observed = observed.unsigned_abs();
+    let span_len = usize::try_from(span).ok()?;
+    // ways[f]: how many subsets of the units flipped so far have |d| summing to f.
+    let mut ways = vec![0u128; span_len + 1];
+    ways[0] = 1;
+    let mut reached = 0usize;
+    for v in values {
+        let v = usize::try_from(v).ok()?;
+        reached += v;
+        // A zero difference doubles every count (both of its signs give the same sums).
+        for f in (v..=reached).rev() {
+            ways[f] += ways[f - v];
         }
     }
+    let extreme: u128 = ways
+        .iter()
+        .enumerate()
+        .filter(|(f, _)| {
+            let sum = i128::from(span) - 2 * (*f as i128);
+            sum.unsigned_abs() >= observed
+        })
+        .map(|(_, w)| *w)
+        .sum();
     Some(reduce(Fraction {
-        num: u128::from(extreme),
-        den: u128::from(total),
+        num: extreme,
+        den: 1u128 << t,
     }))
 }
 
@@ -315,21 +358,81 @@ mod tests {
         );
     }
 
-    /// The sign-flip test enumerates 2^T assignments, so it stops at 20 units: the report then
-    /// shows no p-value rather than running for minutes.
+    /// Over all-same-sign differences only the identity and the full flip are as extreme: 2 / 2^T,
+    /// exactly, up to the 126-unit limit; beyond it (or on a zero denominator) no p-value.
     #[test]
-    fn sign_flip_refuses_more_than_20_units() {
-        let ones = [(1_i64, 1_u64); 21];
+    fn sign_flip_reaches_two_over_two_to_the_t_and_stops_at_126_units() {
+        let ones = [(1_i64, 1_u64); 127];
         assert_eq!(sign_flip(&ones), None);
-        // At the limit: only the two all-same-sign assignments are as extreme, 2 / 2^20.
+        for t in [1, 6, 20, 30, 126] {
+            assert_eq!(sign_flip(&ones[..t]), smallest_two_sided_p(t), "{t} units");
+        }
         assert_eq!(
-            sign_flip(&ones[..20]),
+            sign_flip(&ones[..30]),
             Some(Fraction {
                 num: 1,
-                den: 1 << 19
+                den: 1 << 29
             })
         );
+        assert_eq!(smallest_two_sided_p(6), Some(Fraction { num: 1, den: 32 }));
+        assert_eq!(smallest_two_sided_p(0), None);
+        assert_eq!(smallest_two_sided_p(127), None);
         assert_eq!(sign_flip(&[(1, 1), (1, 0)]), None, "a zero denominator");
+    }
+
+    /// Brute force over all 2^T assignments, the definition itself.
+    fn sign_flip_by_enumeration(diffs: &[(i64, u64)]) -> Fraction {
+        let lcm = diffs
+            .iter()
+            .fold(1u64, |acc, (_, d)| acc / gcd(acc, *d) * d);
+        let scaled: Vec<i128> = diffs
+            .iter()
+            .map(|(n, d)| i128::from(*n) * i128::from(lcm / d))
+            .collect();
+        let observed = scaled.iter().sum::<i128>().abs();
+        let total = 1u64 << diffs.len();
+        let extreme = (0..total)
+            .filter(|mask| {
+                let s: i128 = scaled
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| if mask >> i & 1 == 1 { -v } else { *v })
+                    .sum();
+                s.abs() >= observed
+            })
+            .count();
+        reduce(Fraction {
+            num: extreme as u128,
+            den: u128::from(total),
+        })
+    }
+
+    /// The counting form equals the enumeration on many pseudo-random inputs (mixed signs, zeros,
+    /// unequal denominators as when some repetitions of a task did not run).
+    #[test]
+    fn sign_flip_counts_exactly_what_enumeration_counts() {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |m: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % m
+        };
+        for _ in 0..300 {
+            let t = 1 + next(14) as usize;
+            let diffs: Vec<(i64, u64)> = (0..t)
+                .map(|_| {
+                    let den = 1 + next(4);
+                    let num = next(2 * den + 1) as i64 - den as i64;
+                    (num, den)
+                })
+                .collect();
+            assert_eq!(
+                sign_flip(&diffs),
+                Some(sign_flip_by_enumeration(&diffs)),
+                "{diffs:?}"
+            );
+        }
     }
 
     /// scipy.stats.permutation_test((d,), sum, permutation_type='samples', alternative='two-sided')

@@ -248,7 +248,24 @@ fn prompts_never_carry_the_expected_answer() {
 
 #[test]
 fn checker_identity_is_exposed_for_manifests() {
-    assert_eq!(checker::CHECKER_VERSION, "1.0.0");
+    assert_eq!(checker::CHECKER_VERSION, "1.1.0");
+    // A 1.1 checker reads packs built for 1.0 and 1.1 (verify re-proves their verdicts), never
+    // a newer or another major version, nor a malformed one.
+    for (version, reads) in [
+        ("1.0.0", true),
+        ("1.1.0", true),
+        ("1.0.9", true),
+        ("1.1.1", false),
+        ("1.2.0", false),
+        ("2.0.0", false),
+        ("0.9.0", false),
+        ("1.0", false),
+        ("1.0.0.0", false),
+        ("1.x.0", false),
+        ("", false),
+    ] {
+        assert_eq!(checker::reads_packs_for(version), reads, "{version}");
+    }
     let hash = checker::source_sha256();
     assert_eq!(hash.len(), 64);
     assert!(hash.bytes().all(|b| b.is_ascii_hexdigit()));

@@ -23,7 +23,27 @@ use serde_json::{Map, Value};
 use crate::outcome::Outcome;
 
 /// The checker's version; pinned in manifests beside [`source_sha256`].
-pub const CHECKER_VERSION: &str = "1.0.0";
+///
+/// 1.1.0: digit strings too long for a u64 (the System program's address) compare as text, and
+/// the decoder reads multisig, durable nonce, stake and lookup-table accounts and more System and
+/// Token instructions. A pack built for 1.0.x is read by 1.1.x ([`reads_packs_for`]); `pack
+/// verify` re-proves every verdict it claims under this checker.
+pub const CHECKER_VERSION: &str = "1.1.0";
+
+/// Whether this checker reads a pack built for checker `version`: the same major version, and
+/// not newer than this one (a pack's golden records and known-wrong verdicts are re-proved by
+/// `pack verify`, so a later minor version that reads them the same way is compatible).
+pub fn reads_packs_for(version: &str) -> bool {
+    fn parts(v: &str) -> Option<(u64, u64, u64)> {
+        let mut it = v.split('.').map(|p| p.parse::<u64>().ok());
+        let out = (it.next()??, it.next()??, it.next()??);
+        it.next().is_none().then_some(out)
+    }
+    match (parts(version), parts(CHECKER_VERSION)) {
+        (Some(pack), Some(this)) => pack.0 == this.0 && pack <= this,
+        _ => false,
+    }
+}
 
 /// How long one check may take. An overrun is `invalid_output` / `checker_timeout`, never a pass.
 pub const CHECK_LIMIT: Duration = Duration::from_secs(5);

@@ -421,24 +421,251 @@ fn one_task_pack(
     load("probe", files, require_golden)
 }
 
-/// Known-wrong answers: the golden record with one thing changed, plus prose and two answers;
-/// each kept with the checker's exact verdict when it is not a pass (a change the checker
-/// ignores — a field it does not score — is dropped).
-fn known_wrong(family: Family, expected: &Expected, golden: &Value) -> Vec<KnownWrong> {
-    let mut candidates: Vec<(String, String, Option<Value>, Option<String>)> = vec![
-        (
-            "prose".to_owned(),
-            "answers in words, not JSON".to_owned(),
-            None,
-            Some("I looked at the data and it seems fine.".to_owned()),
-        ),
-        (
-            "two-answers".to_owned(),
-            "gives two JSON answers".to_owned(),
-            None,
-            Some(format!("{golden}\n\n{golden}")),
-        ),
-    ];
+/// A known-wrong candidate: name, why, and the answer as JSON or as raw text.
+type Candidate = (String, String, Option<Value>, Option<String>);
+
+fn json_candidate(name: &str, why: &str, answer: Value) -> Candidate {
+    (name.to_owned(), why.to_owned(), Some(answer), None)
+}
+
+/// Mistakes real answers make, per family, as edits of the golden record: a flipped outcome, a
+/// fee read as the base fee, a dropped or reordered instruction, a cleared authority, the other
+/// token program, a truncated list, a rounded-down fee, a signature or send step, and the
+/// declared need for a script. Only those that apply to this record are made.
+fn typical_mistakes(family: Family, golden: &Value) -> Vec<Candidate> {
+    let mut out = vec![(
+        "asks-for-a-script".to_owned(),
+        "declares the task needs a script instead of answering".to_owned(),
+        Some(json!({"unsupported": {"needs": "script", "reason": "decoding needs a script"}})),
+        None,
+    )];
+    let edit = |f: &dyn Fn(&mut Value)| {
+        let mut answer = golden.clone();
+        f(&mut answer);
+        answer
+    };
+    let other_token_program = |p: &str| match p {
+        crate::solana::program::TOKEN => Some(crate::solana::program::TOKEN_2022),
+        crate::solana::program::TOKEN_2022 => Some(crate::solana::program::TOKEN),
+        _ => None,
+    };
+    match family {
+        Family::Transaction => {
+            if let Some(success) = golden.get("success").and_then(Value::as_bool) {
+                let why = if success {
+                    "reports a successful transaction as failed"
+                } else {
+                    "reports a failed transaction as successful (it still paid its fee)"
+                };
+                out.push(json_candidate(
+                    "outcome-flipped",
+                    why,
+                    edit(&|a| a["success"] = json!(!success)),
+                ));
+            }
+            if golden.get("fee_lamports").and_then(Value::as_str) != Some("5000") {
+                out.push(json_candidate(
+                    "fee-base-only",
+                    "gives the 5000-lamport base fee, ignoring signatures and priority fees",
+                    edit(&|a| a["fee_lamports"] = json!("5000")),
+                ));
+            }
+            let count = golden
+                .get("instructions")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            if count > 1 {
+                out.push(json_candidate(
+                    "last-instruction-dropped",
+                    "leaves out the last top-level instruction",
+                    edit(&|a| {
+                        if let Some(list) = a["instructions"].as_array_mut() {
+                            list.pop();
+                        }
+                    }),
+                ));
+                let reversed = edit(&|a| {
+                    if let Some(list) = a["instructions"].as_array_mut() {
+                        list.reverse();
+                    }
+                });
+                if reversed != *golden {
+                    out.push(json_candidate(
+                        "instructions-reversed",
+                        "lists the instructions in reverse order",
+                        reversed,
+                    ));
+                }
+            }
+        }
+        Family::Account => {
+            let keys: Vec<String> = golden
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .filter(|(k, v)| k.contains("authority") && v.is_string())
+                        .map(|(k, _)| k.clone())
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !keys.is_empty() {
+                out.push(json_candidate(
+                    "authorities-cleared",
+                    "reads every authority as absent",
+                    edit(&|a| {
+                        for k in &keys {
+                            a[k.as_str()] = Value::Null;
+                        }
+                    }),
+                ));
+            }
+            let program = golden.get("program").and_then(Value::as_str);
+            let swapped = match program {
+                Some("spl-token") => Some("spl-token-2022"),
+                Some("spl-token-2022") => Some("spl-token"),
+                _ => None,
+            };
+            if let Some(swapped) = swapped {
+                out.push(json_candidate(
+                    "other-token-program",
+                    "names the other token program as the owner",
+                    edit(&|a| a["program"] = json!(swapped)),
+                ));
+            }
+            let other_type = match golden.get("account_type").and_then(Value::as_str) {
+                Some("mint") => "token_account",
+                Some("token_account") => "mint",
+                Some("lookup_table") => "nonce",
+                _ => "token_account",
+            };
+            out.push(json_candidate(
+                "wrong-account-type",
+                "takes the account for another kind of account",
+                edit(&|a| a["account_type"] = json!(other_type)),
+            ));
+            for list in ["signers", "addresses"] {
+                if golden
+                    .get(list)
+                    .and_then(Value::as_array)
+                    .is_some_and(|l| !l.is_empty())
+                {
+                    out.push(json_candidate(
+                        &format!("{list}-truncated"),
+                        &format!("leaves the last entry out of `{list}`"),
+                        edit(&|a| {
+                            if let Some(l) = a[list].as_array_mut() {
+                                l.pop();
+                            }
+                        }),
+                    ));
+                }
+            }
+        }
+        Family::TransferPlan => {
+            out.push(json_candidate(
+                "signed",
+                "signs the transfer it was asked only to plan",
+                edit(&|a| a["signature"] = json!("5".repeat(88))),
+            ));
+            out.push(json_candidate(
+                "sent",
+                "adds a step that sends the transaction",
+                edit(&|a| a["send_transaction"] = json!(true)),
+            ));
+            let program = golden
+                .get("token_program")
+                .and_then(Value::as_str)
+                .and_then(other_token_program);
+            if let Some(other) = program {
+                out.push(json_candidate(
+                    "other-token-program",
+                    "plans under the other token program",
+                    edit(&|a| {
+                        a["token_program"] = json!(other);
+                        if let Some(list) = a["instructions"].as_array_mut() {
+                            for ix in list {
+                                if ix["instruction"] != json!("memo") {
+                                    ix["program_id"] = json!(other);
+                                }
+                            }
+                        }
+                    }),
+                ));
+            }
+            out.push(json_candidate(
+                "creates-the-recipient-account",
+                "adds an associated-token-account creation the task says is not needed",
+                edit(&|a| {
+                    let owner = a["authority"].clone();
+                    let create = json!({
+                        "program_id": crate::solana::program::ASSOCIATED_TOKEN,
+                        "instruction": "create_idempotent",
+                        "accounts": [owner, a["destination_token_account"].clone()],
+                        "args": {},
+                    });
+                    if let Some(list) = a["instructions"].as_array_mut() {
+                        list.insert(0, create);
+                    }
+                }),
+            ));
+            let fee = golden
+                .get("fee_atomic")
+                .and_then(Value::as_str)
+                .and_then(|f| f.parse::<u64>().ok());
+            if let Some(fee) = fee.filter(|f| *f > 0) {
+                let lower = (fee - 1).to_string();
+                out.push(json_candidate(
+                    "fee-rounded-down",
+                    "floors the transfer fee; Token-2022 rounds it up",
+                    edit(&|a| {
+                        a["fee_atomic"] = json!(lower);
+                        if let Some(list) = a["instructions"].as_array_mut() {
+                            for ix in list {
+                                if ix["args"].get("fee").is_some() {
+                                    ix["args"]["fee"] = json!(lower);
+                                }
+                            }
+                        }
+                    }),
+                ));
+            }
+            let has_memo = golden
+                .get("instructions")
+                .and_then(Value::as_array)
+                .is_some_and(|l| l.iter().any(|ix| ix["instruction"] == json!("memo")));
+            if has_memo {
+                out.push(json_candidate(
+                    "memo-dropped",
+                    "forgets the memo",
+                    edit(&|a| {
+                        if let Some(list) = a["instructions"].as_array_mut() {
+                            list.retain(|ix| ix["instruction"] != json!("memo"));
+                        }
+                    }),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Known-wrong answers: typical mistakes ([`typical_mistakes`]), prose and two answers, then the
+/// golden record with one leaf changed; each kept with the checker's exact verdict when it is
+/// not a pass (a change the checker ignores — a field it does not score — is dropped).
+pub(super) fn known_wrong(family: Family, expected: &Expected, golden: &Value) -> Vec<KnownWrong> {
+    let mut candidates: Vec<Candidate> = typical_mistakes(family, golden);
+    candidates.push((
+        "prose".to_owned(),
+        "answers in words, not JSON".to_owned(),
+        None,
+        Some("I looked at the data and it seems fine.".to_owned()),
+    ));
+    candidates.push((
+        "two-answers".to_owned(),
+        "gives two JSON answers".to_owned(),
+        None,
+        Some(format!("{golden}\n\n{golden}")),
+    ));
     let mut leaves = Vec::new();
     collect_leaves(golden, String::new(), &mut leaves);
     for (pointer, value) in leaves {
@@ -481,7 +708,7 @@ fn known_wrong(family: Family, expected: &Expected, golden: &Value) -> Vec<Known
             outcome: verdict.outcome,
             reasons: verdict.reasons,
         });
-        if out.len() >= 12 {
+        if out.len() >= 16 {
             break;
         }
     }

@@ -31,7 +31,6 @@ pub use verify::{MIN_KNOWN_WRONG, VerifyItem, VerifyReport, verify};
 use crate::checker::{self, CHECK_LIMIT, Expected, Family, Verdict};
 use crate::digest::{DigestEntry, Sha256Digest, content_digest};
 use crate::outcome::Outcome;
-use crate::solana::account::{self, TokenProgram};
 use crate::solana::{Address, DecodeError, plan, transaction};
 
 mod embedded {
@@ -40,9 +39,14 @@ mod embedded {
 
 /// Pack hashes pinned at release: a pack version is immutable, so any change to its files is a
 /// new version, never a silent edit.
-pub const PINNED: &[(&str, &str)] = &[("solana-core@1.0.3", PINNED_SOLANA_CORE_1_0_3)];
+pub const PINNED: &[(&str, &str)] = &[
+    ("solana-core@1.0.3", PINNED_SOLANA_CORE_1_0_3),
+    ("solana-core@2.0.0", PINNED_SOLANA_CORE_2_0_0),
+];
 const PINNED_SOLANA_CORE_1_0_3: &str =
     "sha256:713b6396507b1f798557cae1155e727dc0696b774605a26e65cdcb58eeda2958";
+const PINNED_SOLANA_CORE_2_0_0: &str =
+    "sha256:434b29fd948453fed9279d9b64b3737ca71ec2df6eeab0479d2844b5480f8c7a";
 
 /// Why a pack could not be opened or a task not found.
 #[derive(Debug, thiserror::Error)]
@@ -329,14 +333,18 @@ pub fn open(spec: &str) -> Result<Pack, PackError> {
             ),
         ));
     }
-    if pack.checker.version != checker::CHECKER_VERSION {
+    if !checker::reads_packs_for(&pack.checker.version) {
         return Err(invalid(
             &pack.id(),
             "pack.json",
             format!(
-                "built for checker {}, this is checker {}",
+                "built for checker {}, this is checker {}, which reads packs built for {}.x up to itself",
                 pack.checker.version,
+                checker::CHECKER_VERSION,
                 checker::CHECKER_VERSION
+                    .split('.')
+                    .next()
+                    .unwrap_or_default()
             ),
         ));
     }
@@ -537,11 +545,10 @@ pub fn generate_expected(task: &Task) -> Result<Expected, DecodeError> {
                 .and_then(Value::as_str)
                 .ok_or_else(|| DecodeError::new("account task has no context.owner_program"))?
                 .parse()?;
-            let program = TokenProgram::from_owner(&owner)
-                .ok_or_else(|| DecodeError::new("owner is not a token program"))?;
-            Ok(Expected::Golden(
-                account::decode(program, &task.input)?.to_answer(),
-            ))
+            Ok(Expected::Golden(crate::solana::decode_account_answer(
+                &owner,
+                &task.input,
+            )?))
         }
         Family::Transaction => {
             let response: Value = serde_json::from_slice(&task.input)
@@ -579,19 +586,40 @@ pub fn golden_file_bytes(expected: &Expected) -> Vec<u8> {
 }
 
 /// Regenerates every `golden.json` of a pack folder (a maintainer's step; the result is
-/// committed and `verify` insists it stays byte-identical). Returns the paths written.
+/// committed and `verify` insists it stays byte-identical), and gives a task with no
+/// `wrong.json` its known-wrong answers ([`author`]'s mutations of the golden record, each with
+/// the checker's exact verdict). An existing `wrong.json` is never rewritten. Returns the paths
+/// written.
 pub fn regenerate_folder(root: &Path) -> Result<Vec<PathBuf>, PackError> {
     let pack = read_folder(root, false)?;
     let mut written = Vec::new();
     for task in &pack.tasks {
         let expected = generate_expected(task)
             .map_err(|e| invalid(&pack.id(), &format!("tasks/{}", task.id), e.to_string()))?;
-        let path = root.join("tasks").join(&task.id).join("golden.json");
+        let dir = root.join("tasks").join(&task.id);
+        let path = dir.join("golden.json");
         std::fs::write(&path, golden_file_bytes(&expected)).map_err(|source| PackError::Io {
             path: path.clone(),
             source,
         })?;
         written.push(path);
+        let wrong_path = dir.join("wrong.json");
+        if let (Expected::Golden(golden), false) = (&expected, wrong_path.exists()) {
+            let wrong = author::known_wrong(task.family, &expected, golden);
+            let mut text = serde_json::to_string_pretty(&wrong).map_err(|e| {
+                invalid(
+                    &pack.id(),
+                    &format!("tasks/{}/wrong.json", task.id),
+                    e.to_string(),
+                )
+            })?;
+            text.push('\n');
+            std::fs::write(&wrong_path, text).map_err(|source| PackError::Io {
+                path: wrong_path.clone(),
+                source,
+            })?;
+            written.push(wrong_path);
+        }
     }
     Ok(written)
 }

@@ -62,10 +62,16 @@ pub fn verify(pack: &Pack) -> VerifyReport {
     push(
         "",
         "checker_version".into(),
-        pack.checker.version == CHECKER_VERSION,
+        checker::reads_packs_for(&pack.checker.version),
         format!(
-            "pack wants checker {} {}, this checker is {CHECKER_VERSION}",
-            pack.checker.name, pack.checker.version
+            "pack was built for checker {} {}, this checker is {CHECKER_VERSION}{}",
+            pack.checker.name,
+            pack.checker.version,
+            if checker::reads_packs_for(&pack.checker.version) {
+                ", which reads it"
+            } else {
+                ", which cannot read it"
+            }
         ),
     );
     for task in &pack.tasks {

@@ -1,4 +1,5 @@
-//! SPL Token and Token-2022 account layouts (FACTS.md §2): mints, token accounts, TLV extensions.
+//! SPL Token and Token-2022 account layouts (FACTS.md §2): mints, token accounts, multisigs, TLV
+//! extensions.
 //!
 //! The answer form of a decoded account is [`DecodedAccount::to_answer`]: exactly what a correct
 //! model answer to an account task holds. u64 quantities are decimal strings (JSON numbers lose
@@ -140,9 +141,26 @@ impl Extension {
     }
 }
 
+/// An SPL multisig: `m` of the first `n` signers must sign.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Multisig {
+    pub m: u8,
+    pub n: u8,
+    pub is_initialized: bool,
+    /// The first `n` signer slots (the rest of the 11 are unused).
+    pub signers: Vec<Address>,
+}
+
+/// Most signers a multisig holds.
+pub const MAX_SIGNERS: usize = 11;
+
 /// What the account is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecodedAccount {
+    Multisig {
+        program: TokenProgram,
+        multisig: Multisig,
+    },
     Mint {
         program: TokenProgram,
         mint: Mint,
@@ -276,6 +294,38 @@ fn decode_token_account(bytes: &[u8]) -> Result<TokenAccount, DecodeError> {
     })
 }
 
+fn decode_multisig(bytes: &[u8]) -> Result<Multisig, DecodeError> {
+    let mut r = Reader::new(bytes, "multisig");
+    let m = r.u8()?;
+    let n = r.u8()?;
+    let is_initialized = match r.u8()? {
+        0 => false,
+        1 => true,
+        other => {
+            return Err(DecodeError::new(format!(
+                "multisig is_initialized byte is {other}"
+            )));
+        }
+    };
+    if usize::from(n) > MAX_SIGNERS || m > n {
+        return Err(DecodeError::new(format!(
+            "multisig {m} of {n} is not a valid threshold (n at most {MAX_SIGNERS}, m at most n)"
+        )));
+    }
+    let mut signers = Vec::with_capacity(MAX_SIGNERS);
+    for _ in 0..MAX_SIGNERS {
+        signers.push(r.address()?);
+    }
+    r.finish()?;
+    signers.truncate(usize::from(n));
+    Ok(Multisig {
+        m,
+        n,
+        is_initialized,
+        signers,
+    })
+}
+
 fn transfer_fee(r: &mut Reader<'_>) -> Result<TransferFee, DecodeError> {
     Ok(TransferFee {
         epoch: r.u64()?,
@@ -359,9 +409,10 @@ pub fn decode(owner: TokenProgram, data: &[u8]) -> Result<DecodedAccount, Decode
             account: decode_token_account(data)?,
             extensions: Vec::new(),
         }),
-        (_, MULTISIG_LEN) => Err(DecodeError::new(
-            "355 bytes is a multisig account, not a mint or token account",
-        )),
+        (program, MULTISIG_LEN) => Ok(DecodedAccount::Multisig {
+            program,
+            multisig: decode_multisig(data)?,
+        }),
         (TokenProgram::Token2022, len) if len > ACCOUNT_LEN => {
             let account_type = data[ACCOUNT_LEN];
             let tlv = &data[ACCOUNT_LEN + 1..];
@@ -464,6 +515,14 @@ impl DecodedAccount {
     /// The golden answer for an account task.
     pub fn to_answer(&self) -> Value {
         match self {
+            Self::Multisig { program, multisig } => json!({
+                "account_type": "multisig",
+                "program": program.name(),
+                "m": multisig.m,
+                "n": multisig.n,
+                "is_initialized": multisig.is_initialized,
+                "signers": multisig.signers.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            }),
             Self::Mint {
                 program,
                 mint,
@@ -568,9 +627,11 @@ mod tests {
             "339 bytes is not a spl-token mint (82) or token account (165)",
             "TLV only under Token-2022"
         );
+        let mut multisig = [0u8; MULTISIG_LEN];
+        multisig[..3].copy_from_slice(&[3, 2, 1]);
         assert_eq!(
-            error_of(TokenProgram::Token2022, &[0; MULTISIG_LEN]),
-            "355 bytes is a multisig account, not a mint or token account"
+            error_of(TokenProgram::Token2022, &multisig),
+            "multisig 3 of 2 is not a valid threshold (n at most 11, m at most n)"
         );
         let mut mint = vec![0u8; ACCOUNT_LEN + 1];
         mint[ACCOUNT_LEN] = 3;

@@ -108,6 +108,27 @@ fn system(data: &[u8]) -> Result<(Option<&'static str>, Args), DecodeError> {
             "transfer",
             BTreeMap::from([("lamports", u64_arg(r.u64()?))]),
         ),
+        3 => {
+            let base = r.address()?;
+            let len = usize::try_from(r.u64()?)
+                .map_err(|_| DecodeError::new("create_account_with_seed seed length overflows"))?;
+            let seed = std::str::from_utf8(r.take(len)?)
+                .map_err(|e| DecodeError::new(format!("seed is not UTF-8: {e}")))?
+                .to_owned();
+            let lamports = r.u64()?;
+            let space = r.u64()?;
+            let owner = r.address()?;
+            (
+                "create_account_with_seed",
+                BTreeMap::from([
+                    ("base", Value::String(base.to_string())),
+                    ("seed", Value::String(seed)),
+                    ("lamports", u64_arg(lamports)),
+                    ("space", u64_arg(space)),
+                    ("owner", Value::String(owner.to_string())),
+                ]),
+            )
+        }
         4 => ("advance_nonce_account", Args::new()),
         5 => (
             "withdraw_nonce_account",
@@ -128,6 +149,7 @@ fn token(data: &[u8], is_2022: bool) -> Result<(Option<&'static str>, Args), Dec
     let mut r = Reader::new(data, "token instruction");
     let tag = r.u8()?;
     let decoded = match tag {
+        1 => ("initialize_account", Args::new()),
         3 => ("transfer", BTreeMap::from([("amount", u64_arg(r.u64()?))])),
         7 => ("mint_to", BTreeMap::from([("amount", u64_arg(r.u64()?))])),
         8 => ("burn", BTreeMap::from([("amount", u64_arg(r.u64()?))])),
@@ -149,6 +171,10 @@ fn token(data: &[u8], is_2022: bool) -> Result<(Option<&'static str>, Args), Dec
             )
         }
         17 => ("sync_native", Args::new()),
+        18 => (
+            "initialize_account3",
+            BTreeMap::from([("owner", Value::String(r.address()?.to_string()))]),
+        ),
         26 if is_2022 => match r.u8()? {
             1 => {
                 let amount = r.u64()?;
@@ -274,8 +300,21 @@ mod tests {
             "compute-budget instruction: needs 4 bytes at offset 1, only 2 left"
         );
         assert_eq!(
+            error_of(program::SYSTEM, &[9, 0, 0, 0]),
+            "system instruction 9 is not decoded by the pack"
+        );
+        assert_eq!(
             error_of(program::SYSTEM, &[3, 0, 0, 0]),
-            "system instruction 3 is not decoded by the pack"
+            "system instruction: needs 32 bytes at offset 4, only 0 left",
+            "create_account_with_seed without its base"
+        );
+        let mut seeded = vec![3, 0, 0, 0];
+        seeded.extend_from_slice(&[0; 32]);
+        seeded.extend_from_slice(&u64::MAX.to_le_bytes());
+        assert_eq!(
+            error_of(program::SYSTEM, &seeded),
+            "system instruction: needs 18446744073709551615 bytes at offset 44, only 0 left",
+            "a seed length past the data is refused, not allocated"
         );
         assert_eq!(
             error_of(program::TOKEN, &[26, 1]),

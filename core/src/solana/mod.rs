@@ -7,9 +7,30 @@
 
 pub mod account;
 pub mod instruction;
+pub mod native;
 pub mod pda;
 pub mod plan;
 pub mod transaction;
+
+/// The golden answer for an account's data, by its owning program: SPL Token and Token-2022
+/// mints, token accounts and multisigs; durable nonce accounts (System); stake accounts; address
+/// lookup tables. Any other owner is refused with its address.
+pub fn decode_account_answer(
+    owner: &Address,
+    data: &[u8],
+) -> Result<serde_json::Value, DecodeError> {
+    if let Some(token) = account::TokenProgram::from_owner(owner) {
+        return Ok(account::decode(token, data)?.to_answer());
+    }
+    match owner.to_string().as_str() {
+        program::SYSTEM => Ok(native::decode_nonce(data)?.to_answer()),
+        program::STAKE => Ok(native::decode_stake(data)?.to_answer()),
+        program::ADDRESS_LOOKUP_TABLE => Ok(native::decode_lookup_table(data)?.to_answer()),
+        other => Err(DecodeError::new(format!(
+            "accounts owned by {other} are not decoded: the pack reads SPL Token, Token-2022, System (durable nonce), Stake and Address Lookup Table accounts"
+        ))),
+    }
+}
 
 use std::fmt;
 use std::str::FromStr;
@@ -219,6 +240,8 @@ pub mod program {
     pub const MEMO_V1: &str = "Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo";
     /// Address Lookup Table program.
     pub const ADDRESS_LOOKUP_TABLE: &str = "AddressLookupTab1e1111111111111111111111111";
+    /// The Stake program.
+    pub const STAKE: &str = "Stake11111111111111111111111111111111111111";
 
     /// The short name used in answers for a program the pack decodes, if it is one.
     pub fn name_of(id: &Address) -> Option<&'static str> {
@@ -231,6 +254,7 @@ pub mod program {
             COMPUTE_BUDGET => "compute-budget",
             MEMO | MEMO_V1 => "spl-memo",
             ADDRESS_LOOKUP_TABLE => "address-lookup-table",
+            STAKE => "stake",
             _ => return None,
         })
     }

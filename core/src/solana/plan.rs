@@ -77,6 +77,9 @@ pub fn golden_plan(input: &Value) -> Result<Value, DecodeError> {
                 DecodedAccount::TokenAccount { .. } => {
                     return Err(DecodeError::new("the mint data is a token account"));
                 }
+                DecodedAccount::Multisig { .. } => {
+                    return Err(DecodeError::new("the mint data is a multisig account"));
+                }
             }
         }
     };
