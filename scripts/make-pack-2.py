@@ -173,6 +173,7 @@ NETWORK_WORDS = {
     'mainnet': 'Solana mainnet',
     'devnet': 'Solana devnet',
     'local': 'a local Solana test validator',
+    'unknown': 'a Solana cluster its source does not name',
 }
 
 # id, data file, network, title, note for provenance
@@ -201,8 +202,8 @@ ACCOUNTS = [
      'Interpret a USDC token account', 'Cluster inferred (USDC mainnet mint); the address is the owner\'s ATA (derived).'),
     ('acct-delegated-token-account', 'account_token_account_delegated_6uGCrv__solana-web3js-fixture.json', 'local',
      'Interpret a token account with a delegate', 'A test-validator fixture, probably created locally.'),
-    ('acct-delegated-raw', 'account_token_account_delegated_QqCCvs__p2p-solana-swift.json', 'mainnet',
-     'Interpret raw token-account bytes with a delegate', 'Raw data only: no address, slot or lamports, cluster not stated (labelled mainnet as the source\'s other fixtures; treat as unknown).'),
+    ('acct-delegated-raw', 'account_token_account_delegated_QqCCvs__p2p-solana-swift.json', 'unknown',
+     'Interpret raw token-account bytes with a delegate', 'Raw data only: no address, slot or lamports, and the source names no cluster.'),
     ('acct-multisig-2of2', 'account_spl_token_multisig_2of2_4Uh9vK__solana-web3js-fixture.json', 'local',
      'Interpret an SPL Token multisig account', 'A test-validator fixture.'),
     ('acct-nonce', 'account_nonce_AiZExP__solana-web3js-fixture.json', 'local',
@@ -290,6 +291,10 @@ PLANS = [
 ]
 
 
+# What each mint file's account task says of its source (devnet mocks and local fixtures say so).
+MINT_NOTES = {fname: note for (_, fname, _, _, note) in ACCOUNTS}
+
+
 def write_task(out, tid, task, input_name, input_bytes):
     d = os.path.join(out, 'tasks', tid)
     os.makedirs(d, exist_ok=True)
@@ -332,9 +337,12 @@ def main():
         data, owner, lamports, pubkey, slot = account(doc)
         owner = owner or OWNER_BY_FILE[fname]
         where = NETWORK_WORDS[net]
-        what = f'{where} account {pubkey}' if pubkey else f'an account on {where} (its address is not given)'
-        if where.startswith('Solana') and pubkey:
+        if not pubkey:
+            what = f'an account on {where} (its address is not given)'
+        elif where.startswith('Solana'):
             what = f'{where} account {pubkey}'
+        else:
+            what = f'account {pubkey} on {where}'
         ext = ', including every extension' if owner == TOKEN22 else ''
         fields = {TOKEN: TOKEN_FIELDS, TOKEN22: TOKEN_FIELDS, SYSTEM: NONCE_FIELDS, STAKE: STAKE_FIELDS, ALT: ALT_FIELDS}[owner]
         prompt = (f'The input is the raw data ({len(data)} bytes, base64) of {what}, owned by program {owner}. '
@@ -426,7 +434,8 @@ def main():
                          src['path'] + ' @ ' + (src.get('commit') or 'unpinned') + ' (' + (src.get('license') or '') +
                          '). The parties are real mainnet owners from the shared data: 9RvNi4p... owns USDC account HWbsF542... '
                          'and 3h1zGm... owns USDC ATA 3uetDD... (p2p-org/solana-swift @ aeb1ab9e); AC5RDfQ... and 12VFrc1... '
-                         'sign 66iwZv... and 2aoWC4... (cordialsys/crosschain @ 37ce3cd6).'),
+                         'sign 66iwZv... and 2aoWC4... (cordialsys/crosschain @ 37ce3cd6). About the mint bytes: '
+                         + MINT_NOTES[fname]),
                 'data_file': fname,
             },
             'reason_codes': ['wrong_asset', 'wrong_address', 'wrong_amount_atomic', 'wrong_fee', 'wrong_instruction',

@@ -599,6 +599,10 @@ pub struct DemoArgs {
     /// Repetitions.
     #[arg(long, default_value_t = DEFAULT_REPETITIONS, allow_negative_numbers = true)]
     pub reps: u32,
+    /// The pack to run: solana-core@1.0.3 (six tasks, the default) or solana-core@2.0.0 (46
+    /// tasks, where the paired test can reach significance), or a pack folder.
+    #[arg(long, value_name = "PACK", default_value = "solana-core@1.0.3")]
+    pub pack: String,
     /// Budget cap in USD for a real model.
     #[arg(long, value_name = "USD", default_value = "4", allow_negative_numbers = true, value_parser = MicroUsd::parse_usd)]
     pub cap_usd: MicroUsd,

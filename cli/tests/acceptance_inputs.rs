@@ -263,7 +263,7 @@ fn regression_an_unversioned_pack_suggests_its_versions() {
     let (code, _, err) = run(st(tmp.path(), &["pack", "show", "solana-core"]));
     assert_eq!(
         err,
-        "error: no pack `solana-core`: give an embedded pack (see `skilltrial pack list`) or a pack folder; did you mean solana-core@1.0.3?\n"
+        "error: no pack `solana-core`: give an embedded pack (see `skilltrial pack list`) or a pack folder; did you mean solana-core@1.0.3 or solana-core@2.0.0?\n"
     );
     assert_eq!(code, 2);
 }

@@ -35,7 +35,17 @@ fn pack_verify_passes_from_anywhere() {
     assert!(text.contains("0 failed"), "{text}");
     let doc = json(&run(&["pack", "verify", "solana-core@1.0.3", "--json"]));
     assert_eq!(doc["ok"], true);
-    assert_eq!(doc["checker_version"], "1.0.0");
+    assert_eq!(doc["checker_version"], "1.1.0");
+    // The larger pack verifies too, every claim of its 46 tasks.
+    let doc = json(&run(&["pack", "verify", "solana-core@2.0.0", "--json"]));
+    assert_eq!(doc["ok"], true, "{doc}");
+    let tasks: std::collections::BTreeSet<&str> = doc["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["task"].as_str().filter(|t| !t.is_empty()))
+        .collect();
+    assert_eq!(tasks.len(), 46);
 }
 
 #[test]

@@ -17,10 +17,16 @@ fn skilltrial(home: &Path, args: &[&str]) -> Output {
 }
 
 fn demo(home: &Path, out: &Path, reps: &str) -> Value {
+    demo_on(home, out, reps, "solana-core@1.0.3")
+}
+
+fn demo_on(home: &Path, out: &Path, reps: &str, pack: &str) -> Value {
     let result = skilltrial(
         home,
         &[
             "demo",
+            "--pack",
+            pack,
             "--reps",
             reps,
             "--out",
@@ -764,4 +770,108 @@ fn regression_verify_names_the_file_when_json_is_not_a_report() {
         ],
     );
     assert_eq!(ok.status.code(), Some(0), "{ok:?}");
+}
+
+/// Issue 16: on the 46-task pack the scripted demo reaches significance (B against the baseline
+/// and against A, after Holm), which six tasks never can, and `plan` states each pack's bound.
+#[test]
+fn the_larger_pack_s_demo_reaches_significance_and_plan_states_the_bound() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let out = tmp.path().join("out");
+    demo_on(&home, &out, "3", "solana-core@2.0.0");
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    Report::from_value(&file).unwrap().verify().unwrap();
+    assert_eq!(file["manifest"]["pack"]["id"], "solana-core@2.0.0");
+    assert_eq!(file["summary"]["executed"], 414);
+    let holm = |contrast: &str| -> f64 {
+        let pair = file["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["contrast"] == contrast)
+            .unwrap_or_else(|| panic!("no contrast {contrast}"));
+        pair["test"]["holm_p"]["value"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(holm("b-baseline") < 0.05, "B against the baseline");
+    assert!(holm("b-a") < 0.05, "B against A");
+    let caveat = file["summary"]["caveat"].as_str().unwrap();
+    assert!(
+        caveat.contains("Over 46 tasks the smallest p a contrast can reach is 1/35184372088832"),
+        "{caveat}"
+    );
+    // Outcomes of every kind: right, wrong, invalid and unsupported answers.
+    let arms = file["summary"]["arms"].as_array().unwrap();
+    for outcome in ["pass", "fail", "unsupported_case"] {
+        let total: u64 = arms.iter().map(|a| a[outcome].as_u64().unwrap()).sum();
+        assert!(total > 0, "no {outcome}");
+    }
+
+    // `plan` prints the bound beside the budget bounds, for either pack.
+    let bundles = support::root().join("fixtures/bundles");
+    let plan = |pack: &str, json: bool| {
+        let a = bundles.join("solana-reader-1.4.2");
+        let b = bundles.join("solana-reader-1.5.0");
+        let mut args = vec![
+            "plan",
+            "--pack",
+            pack,
+            "--model",
+            "gpt-4.1@2025-04-14",
+            "--a",
+            a.to_str().unwrap(),
+            "--b",
+            b.to_str().unwrap(),
+            "--cap-usd",
+            "40",
+            "--max-requests",
+            "500",
+        ];
+        if json {
+            args.push("--json");
+        }
+        let out = skilltrial(&home, &args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let six = plan("solana-core@1.0.3", false);
+    assert!(
+        six.contains("power     the smallest p the paired test can reach over 6 tasks is 1/32 (3/32 after Holm over 3 contrasts)"),
+        "{six}"
+    );
+    assert!(
+        six.contains("no contrast can read significant at 0.05"),
+        "{six}"
+    );
+    let doc: Value = serde_json::from_str(&plan("solana-core@2.0.0", true)).unwrap();
+    assert_eq!(doc["power"]["tasks"], 46);
+    assert_eq!(doc["power"]["contrasts"], 3);
+    assert_eq!(doc["power"]["smallest_p"]["text"], "1/35184372088832");
+    assert_eq!(doc["power"]["smallest_holm_p"]["text"], "3/35184372088832");
+    assert_eq!(doc["power"]["can_reach_0_05"], true);
+
+    // Bad input: an unknown pack and too many repetitions for the demo's cap, each named.
+    let bad = skilltrial(&home, &["demo", "--pack", "solana-core@9.9.9"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("no pack `solana-core@9.9.9`"), "{err}");
+    let bad = skilltrial(
+        &home,
+        &["demo", "--pack", "solana-core@2.0.0", "--reps", "4"],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("--reps 4") && err.contains("use --reps 3 or fewer"),
+        "{err}"
+    );
 }

@@ -144,6 +144,48 @@ pub fn smallest_two_sided_p(units: usize) -> Option<Fraction> {
     }))
 }
 
+/// What a paired comparison over `tasks` tasks with `contrasts` contrasts can show at best:
+/// every task moving the same way gives the smallest two-sided p, 2 / 2^tasks (the sign-flip
+/// test with repetitions; the exact McNemar test over one repetition's `tasks` discordant pairs
+/// gives the same), and Holm's adjustment multiplies the smallest of the contrasts by their
+/// number. A pack too small for that to fall below 0.05 can never show a significant contrast.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Power {
+    pub tasks: usize,
+    pub contrasts: usize,
+    pub smallest_p: Fraction,
+    pub smallest_holm_p: Fraction,
+}
+
+impl Power {
+    /// The best case for `tasks` tasks and `contrasts` contrasts; `None` for no task, no
+    /// contrast or more tasks than the exact tests take.
+    pub fn of(tasks: usize, contrasts: usize) -> Option<Self> {
+        let smallest_p = smallest_two_sided_p(tasks)?;
+        let m = u128::try_from(contrasts).ok().filter(|m| *m > 0)?;
+        let num = smallest_p.num.checked_mul(m)?;
+        let smallest_holm_p = if num >= smallest_p.den {
+            Fraction { num: 1, den: 1 }
+        } else {
+            reduce(Fraction {
+                num,
+                den: smallest_p.den,
+            })
+        };
+        Some(Self {
+            tasks,
+            contrasts,
+            smallest_p,
+            smallest_holm_p,
+        })
+    }
+
+    /// Whether some contrast could read significant at `alpha` (after Holm).
+    pub fn can_reach(&self, alpha: f64) -> bool {
+        self.smallest_holm_p.value() < alpha
+    }
+}
+
 /// The exact two-sided sign-flip permutation test of paired per-unit differences
 /// `diffs[t] = num_t / den_t` (the task is the unit): p = #{sign assignments with
 /// |Σ ±d_t| ≥ |Σ d_t|} / 2^T over all 2^T assignments.
@@ -378,6 +420,32 @@ mod tests {
         assert_eq!(smallest_two_sided_p(0), None);
         assert_eq!(smallest_two_sided_p(127), None);
         assert_eq!(sign_flip(&[(1, 1), (1, 0)]), None, "a zero denominator");
+    }
+
+    #[test]
+    fn power_says_what_a_pack_can_show() {
+        let six = Power::of(6, 3).unwrap();
+        assert_eq!(six.smallest_p, Fraction { num: 1, den: 32 });
+        assert_eq!(six.smallest_holm_p, Fraction { num: 3, den: 32 });
+        assert!(!six.can_reach(0.05), "3/32 > 0.05");
+        let many = Power::of(46, 3).unwrap();
+        assert_eq!(
+            many.smallest_p,
+            Fraction {
+                num: 1,
+                den: 1 << 45
+            }
+        );
+        assert!(many.can_reach(0.05));
+        assert_eq!(
+            Power::of(1, 3).unwrap().smallest_holm_p,
+            Fraction { num: 1, den: 1 },
+            "capped at 1"
+        );
+        assert_eq!(Power::of(6, 0), None);
+        assert_eq!(Power::of(0, 3), None);
+        // The McNemar test over one repetition reaches the same bound with every pair discordant.
+        assert_eq!(mcnemar_exact(6, 0), six.smallest_p);
     }
 
     /// Brute force over all 2^T assignments, the definition itself.

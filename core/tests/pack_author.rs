@@ -122,10 +122,15 @@ fn tasks_from_real_data_get_the_decoder_s_golden_and_verified_known_wrong_answer
     let task = mine.task("my-usdc").unwrap();
     assert_eq!(task.slot, Some(7));
     assert_eq!(task.provenance["commitment"], "finalized");
-    // The prompt asks what an embedded task of its family asks.
+    // The prompt asks what the larger embedded pack's task of its family and owner asks.
     let tail = |p: &str| p.split_once("\n\n").unwrap().1.to_owned();
-    assert_eq!(tail(&task.prompt), tail(&usdc.prompt));
-    assert_eq!(task.reason_codes, usdc.reason_codes);
+    let larger = pack::open("solana-core@2.0.0").unwrap();
+    let usdt = larger.task("acct-usdt-mint").unwrap();
+    assert_eq!(tail(&task.prompt), tail(&usdt.prompt));
+    assert_eq!(task.reason_codes, usdt.reason_codes);
+    let my_tx = mine.task("my-tx").unwrap();
+    let their_tx = larger.task("tx-v0-alt-usdc").unwrap();
+    assert_eq!(tail(&my_tx.prompt), tail(&their_tx.prompt));
 
     // An edited known-wrong verdict is caught by verify.
     let wrong_path = dir.join("tasks/my-usdc/wrong.json");
@@ -134,6 +139,44 @@ fn tasks_from_real_data_get_the_decoder_s_golden_and_verified_known_wrong_answer
     std::fs::write(&wrong_path, serde_json::to_vec_pretty(&wrong).unwrap()).unwrap();
     let edited = pack::open(dir.to_str().unwrap()).unwrap();
     assert!(!pack::verify(&edited).ok);
+}
+
+/// The native accounts of the larger pack (nonce, stake, lookup table) and a multisig, authored
+/// from the same bytes, get the embedded golden records and their program's answer format.
+#[test]
+fn native_accounts_are_authored_like_the_larger_pack_s() {
+    let larger = pack::open("solana-core@2.0.0").unwrap();
+    let tail = |p: &str| p.split_once("\n\n").unwrap().1.to_owned();
+    for id in [
+        "acct-nonce",
+        "acct-stake-deactivated",
+        "acct-alt-104",
+        "acct-multisig-2of2",
+    ] {
+        let embedded = larger.task(id).unwrap();
+        let owner = embedded.context["owner_program"].as_str().unwrap();
+        let made = author::account_task(
+            "mine",
+            "localnet",
+            &Account {
+                address: "11111111111111111111111111111112",
+                owner,
+                lamports: 1,
+                data: &embedded.input,
+                slot: 3,
+            },
+            &source(),
+        )
+        .unwrap();
+        assert_eq!(made.files["golden.json"], embedded.golden_bytes, "{id}");
+        assert!(made.known_wrong >= MIN_KNOWN_WRONG, "{id}");
+        let task: Value = serde_json::from_slice(&made.files["task.json"]).unwrap();
+        assert_eq!(
+            tail(task["prompt"].as_str().unwrap()),
+            tail(&embedded.prompt),
+            "{id}"
+        );
+    }
 }
 
 #[test]

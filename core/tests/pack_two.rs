@@ -114,6 +114,11 @@ fn every_task_says_where_its_data_came_from_and_on_which_network() {
                 "{} says it is a local fixture",
                 task.id
             ),
+            "unknown" => assert!(
+                task.prompt.contains("cluster its source does not name"),
+                "{} says its cluster is unknown",
+                task.id
+            ),
             other => panic!("{}: network `{other}`", task.id),
         }
     }

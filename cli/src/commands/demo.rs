@@ -97,7 +97,8 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
         bundles.push(b);
     }
     let (a, b) = (&bundles[0], &bundles[1]);
-    let pack = open_pack("solana-core@1.0.3")?;
+    // The demo's pack: the first released one by default, or any embedded pack or folder.
+    let pack = open_pack(&args.pack)?;
 
     // 2. The model: real when a key is set, else the built-in scripted one.
     let chosen = choose(args)?;
@@ -155,11 +156,20 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
             profile.id
         )));
     }
+    // The request cap fits the pack at the default repetitions (a larger pack needs more than
+    // the usual 100); more repetitions than that are refused below with what to change.
+    let per_rep = u32::try_from(pack.tasks.len().saturating_mul(3)).unwrap_or(u32::MAX);
+    let pack_cap = per_rep.saturating_mul(manifest::DEFAULT_REPETITIONS);
+    let max_requests = if unpriced {
+        Some(DEMO_UNPRICED_MAX_REQUESTS.max(pack_cap))
+    } else {
+        (pack_cap > manifest::DEFAULT_MAX_REQUESTS).then_some(pack_cap)
+    };
     let options = PlanOptions {
         repetitions: args.reps,
         seed: 20_261_129,
         cap: (!unpriced).then_some(cap),
-        max_requests: unpriced.then_some(DEMO_UNPRICED_MAX_REQUESTS),
+        max_requests,
         max_tokens: unpriced.then_some(DEMO_UNPRICED_MAX_TOKENS),
         max_output_tokens: None,
         endpoint,

@@ -9,6 +9,8 @@ use skilltrial_core::bundle::{self, Bundle};
 use skilltrial_core::manifest::{self, PlanOptions, Totals};
 use skilltrial_core::money::MicroUsd;
 use skilltrial_core::profile;
+use skilltrial_core::report::ExactFraction;
+use skilltrial_core::stats;
 use skilltrial_engine::engine;
 
 use crate::cli::{Global, PlanArgs};
@@ -22,11 +24,38 @@ struct PlanReport<'a> {
     manifest_hash: String,
     run: String,
     trials: u32,
+    /// The smallest p the paired test can reach on this plan (`null` with a single arm).
+    power: Option<PowerView>,
     totals: &'a Totals,
     cap_usd_micros: Option<u64>,
     requires_confirmation: bool,
     manifest: &'a manifest::Manifest,
     out: Option<String>,
+}
+
+/// [`stats::Power`] in the report's fraction form.
+#[derive(Debug, Serialize)]
+struct PowerView {
+    tasks: usize,
+    contrasts: usize,
+    smallest_p: ExactFraction,
+    smallest_holm_p: ExactFraction,
+    /// Whether any contrast could read significant at 0.05 after Holm's adjustment.
+    can_reach_0_05: bool,
+}
+
+impl PowerView {
+    fn of(manifest: &manifest::Manifest) -> Option<Self> {
+        let arms = manifest.arms.len();
+        let power = stats::Power::of(manifest.tasks.len(), arms * arms.saturating_sub(1) / 2)?;
+        Some(Self {
+            tasks: power.tasks,
+            contrasts: power.contrasts,
+            smallest_p: ExactFraction::of(power.smallest_p),
+            smallest_holm_p: ExactFraction::of(power.smallest_holm_p),
+            can_reach_0_05: power.can_reach(0.05),
+        })
+    }
 }
 
 fn import(path: &std::path::Path, label: &str) -> Result<Bundle, CliError> {
@@ -136,6 +165,7 @@ pub fn run(args: &PlanArgs, global: &Global) -> Result<Status, CliError> {
         manifest_hash: hash.to_string(),
         run: hash.hex(),
         trials: totals.trials,
+        power: PowerView::of(&manifest),
         totals: &totals,
         cap_usd_micros: manifest.budget.cap_usd_micros,
         requires_confirmation: manifest.budget.requires_confirmation,
@@ -220,6 +250,21 @@ fn render(r: &PlanReport<'_>) -> String {
         m.arms.len(),
         m.order.seed
     );
+    if let Some(p) = &r.power {
+        let _ = writeln!(
+            out,
+            "power     the smallest p the paired test can reach over {} tasks is {} ({} after Holm over {} contrasts), when every task moves the same way{}",
+            p.tasks,
+            p.smallest_p.text,
+            p.smallest_holm_p.text,
+            p.contrasts,
+            if p.can_reach_0_05 {
+                ""
+            } else {
+                ": no contrast can read significant at 0.05 with this many tasks (solana-core@2.0.0 has 46)"
+            }
+        );
+    }
     let _ = writeln!(
         out,
         "requests  at most {} (cap {} per run; up to {} automatic retries per trial of rate-limited or overloaded requests, which cost nothing, count against it)",

@@ -20,8 +20,9 @@ use crate::digest::Sha256Digest;
 use crate::outcome::Outcome;
 use crate::solana::DecodeError;
 
-/// The pack whose tasks give each family's answer format and reason codes.
-const TEMPLATE_PACK: &str = "solana-core@1.0.3";
+/// The pack whose tasks give each family's answer format and reason codes: the larger released
+/// pack, whose prompts cover every account layout and instruction the decoder reads.
+const TEMPLATE_PACK: &str = "solana-core@2.0.0";
 
 /// Why a pack or a task cannot be authored.
 #[derive(Debug, thiserror::Error)]
@@ -104,14 +105,26 @@ pub struct NewTask {
     pub known_wrong: usize,
 }
 
-/// The family's answer format (its prompt after the first paragraph) and reason codes.
-fn template(family: Family) -> Result<(String, Vec<String>), AuthorError> {
+/// The family's answer format (its prompt after the first paragraph) and reason codes; for an
+/// account, that of an account task with the same owning program (each program's task lists
+/// that program's account types and fields).
+fn template(family: Family, owner: Option<&str>) -> Result<(String, Vec<String>), AuthorError> {
     let pack = super::open(TEMPLATE_PACK)?;
     let task = pack
         .tasks
         .iter()
-        .find(|t| t.family == family)
-        .ok_or_else(|| invalid(format!("no template task for family {family:?}")))?;
+        .find(|t| {
+            t.family == family
+                && owner.is_none_or(|o| {
+                    t.context.get("owner_program").and_then(Value::as_str) == Some(o)
+                })
+        })
+        .ok_or_else(|| match owner {
+            Some(owner) => invalid(format!(
+                "accounts owned by {owner} are not decoded: the pack reads SPL Token, Token-2022, System (durable nonce), Stake and Address Lookup Table accounts"
+            )),
+            None => invalid(format!("no template task for family {family:?}")),
+        })?;
     let tail = task
         .prompt
         .split_once("\n\n")
@@ -146,7 +159,7 @@ pub fn account_task(
         slot,
     } = *account;
     check_name("task id", id)?;
-    let (tail, reasons) = template(Family::Account)?;
+    let (tail, reasons) = template(Family::Account, Some(owner))?;
     let extensions = if owner == crate::solana::program::TOKEN_2022 {
         ", including every extension"
     } else {
@@ -181,7 +194,7 @@ pub fn transaction_task(
     source: &Source,
 ) -> Result<NewTask, AuthorError> {
     check_name("task id", id)?;
-    let (tail, reasons) = template(Family::Transaction)?;
+    let (tail, reasons) = template(Family::Transaction, None)?;
     let slot = result
         .get("slot")
         .and_then(Value::as_u64)
@@ -237,7 +250,7 @@ pub fn transfer_task(
 ) -> Result<NewTask, AuthorError> {
     use crate::solana::account::{self, TokenProgram};
     check_name("task id", id)?;
-    let (tail, reasons) = template(Family::TransferPlan)?;
+    let (tail, reasons) = template(Family::TransferPlan, None)?;
     let owner: crate::solana::Address = t.mint_owner.parse()?;
     let program = TokenProgram::from_owner(&owner).ok_or_else(|| {
         invalid(format!(

@@ -46,7 +46,7 @@ pub const PINNED: &[(&str, &str)] = &[
 const PINNED_SOLANA_CORE_1_0_3: &str =
     "sha256:713b6396507b1f798557cae1155e727dc0696b774605a26e65cdcb58eeda2958";
 const PINNED_SOLANA_CORE_2_0_0: &str =
-    "sha256:434b29fd948453fed9279d9b64b3737ca71ec2df6eeab0479d2844b5480f8c7a";
+    "sha256:2c198775897d379fb00025b60ab5853a23ea181df7205f41799bb1bec895dcf1";
 
 /// Why a pack could not be opened or a task not found.
 #[derive(Debug, thiserror::Error)]

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use super::build::Observation;
 use super::{
-    Difference, ExactFraction, Excluded, Pair, PairTest, Rate, TaskDifference, count_of, reduced,
+    Difference, ExactFraction, Excluded, Pair, PairTest, Rate, TaskDifference, count_of,
+    fraction_text, reduced,
 };
 use crate::manifest::{Arm, Manifest};
 use crate::stats::{self, Fraction};
@@ -218,11 +219,22 @@ pub(super) fn caveat(manifest: &Manifest) -> String {
     } else {
         "Each test asks whether discordant pairs lean one way more than chance would; it says nothing about tasks outside this pack.".to_owned()
     };
-    if reps <= 3 {
-        s.push_str(&format!(
+    let arms = manifest.arms.len();
+    let power = stats::Power::of(manifest.tasks.len(), arms * arms.saturating_sub(1) / 2);
+    match power {
+        // Enough tasks for a consistent effect to show: say what the smallest p is.
+        Some(power) if power.can_reach(0.05) => s.push_str(&format!(
+            " Over {} tasks the smallest p a contrast can reach is {} ({} after Holm), so a small p here says a difference held across these tasks; each task's counts over {} are observed, not significance.",
+            power.tasks,
+            fraction_text(power.smallest_p),
+            fraction_text(power.smallest_holm_p),
+            count_of(u64::from(reps), "repetition", "repetitions")
+        )),
+        _ if reps <= 3 => s.push_str(&format!(
             " With {} these are counts and an observed difference, not significance.",
             count_of(u64::from(reps), "repetition", "repetitions")
-        ));
+        )),
+        _ => {}
     }
     s
 }
