@@ -122,7 +122,7 @@ TOKEN_FIELDS = '''Fields, by what the account is:
 - a mint: "mint_authority" (base58 address, or null when there is none), "supply" (raw atomic units, decimal string), "decimals" (integer), "is_initialized" (true or false), "freeze_authority" (address or null)
 - a token account: "mint", "owner" (addresses), "amount" (decimal string), "delegate" (address or null), "state" ("uninitialized", "initialized" or "frozen"), "is_native" (the rent-exempt reserve of a native SOL account as a decimal string, else null), "delegated_amount" (decimal string), "close_authority" (address or null)
 - a multisig: "m" and "n" (integers), "is_initialized" (true or false), "signers" (the first n signer addresses, in order)
-- "extensions" (spl-token-2022 mints and token accounts only): one object per TLV extension, in order, each {"type": snake_case extension name, ...its fields}:
+- "extensions" (spl-token-2022 mints and token accounts only): one object per TLV extension (in any order), each {"type": snake_case extension name, ...its fields}:
   - transfer_fee_config: "transfer_fee_config_authority" and "withdraw_withheld_authority" (address or null), "withheld_amount" (decimal string), "older_transfer_fee" and "newer_transfer_fee", each {"epoch": decimal string, "maximum_fee": decimal string, "transfer_fee_basis_points": integer}
   - interest_bearing_config: "rate_authority" (address or null), "initialization_timestamp", "pre_update_average_rate", "last_update_timestamp", "current_rate" (integers)
   - default_account_state: "state" ("uninitialized", "initialized" or "frozen")

@@ -124,7 +124,8 @@ pub enum Command {
     #[command(subcommand)]
     Runner(RunnerCommand),
     /// The whole local job on embedded defaults: validate the example bundles, plan and run a
-    /// 54-trial paired run, write the reports. Uses the scripted model unless a key is set.
+    /// paired run (54 trials on solana-core@1.0.3, 414 with --pack solana-core@2.0.0), write the
+    /// reports. Uses the scripted model unless a key is set.
     Demo(DemoArgs),
     /// Model keys in the OS keychain: set (key read from standard input), remove, status.
     #[command(subcommand)]

@@ -257,3 +257,87 @@ fn check_prints_text_unless_json() {
     assert_eq!(verdict["reasons"], serde_json::json!(["schema_violation"]));
     assert_eq!(verdict["details"][0]["field"], "account_type");
 }
+
+/// A hostile try of solana-core@2.0.0: a folder that fails `pack verify` is never planned,
+/// demoed or used to score, and a look-alike of a released id (another case, a Unicode hyphen, a
+/// build suffix, a path) or another version under a released name is refused by name.
+#[test]
+fn a_folder_that_fails_verification_or_looks_like_a_release_is_never_used() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/packs/solana-core@2.0.0");
+    let edit_pack_json = |dir: &std::path::Path, name: &str, version: &str| {
+        let path = dir.join("pack.json");
+        let mut doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        doc["name"] = name.into();
+        doc["version"] = version.into();
+        std::fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    };
+
+    // A consistent copy under its own name is a pack like any other ...
+    let mine = tmp.path().join("mine");
+    copy_dir(&src, &mine);
+    edit_pack_json(&mine, "my-pack", "1.0.0");
+    let answer = tmp.path().join("answer.json");
+    std::fs::write(
+        &answer,
+        std::fs::read(mine.join("tasks/acct-nonce/golden.json")).unwrap(),
+    )
+    .unwrap();
+    let check = |pack: &std::path::Path| {
+        run(&[
+            "check",
+            "--pack",
+            pack.to_str().unwrap(),
+            "--task",
+            "acct-nonce",
+            answer.to_str().unwrap(),
+        ])
+    };
+    assert_eq!(check(&mine).status.code(), Some(0));
+    // ... until a golden record is edited after it was built: then it scores nothing.
+    let golden = mine.join("tasks/acct-nonce/golden.json");
+    let edited = String::from_utf8(std::fs::read(&golden).unwrap())
+        .unwrap()
+        .replace("\"5000\"", "\"5001\"");
+    std::fs::write(&golden, &edited).unwrap();
+    std::fs::write(&answer, &edited).unwrap();
+    let out = check(&mine);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("fails") && err.contains("acct-nonce golden_regenerates"),
+        "{err}"
+    );
+    assert!(err.contains("skilltrial pack verify"), "{err}");
+    let demo = run(&["demo", "--pack", mine.to_str().unwrap(), "--scripted"]);
+    assert_eq!(
+        demo.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&demo.stderr)
+    );
+
+    // Look-alikes of a released id, and another version under a released name.
+    for (name, version, why) in [
+        ("Solana-Core", "2.0.0", "use 1-64 lowercase letters"),
+        ("solana\u{2010}core", "2.0.0", "use 1-64 lowercase letters"),
+        ("solana-core", "2.0.0+evil", "use 1-64 lowercase letters"),
+        ("../x", "2.0.0", "use 1-64 lowercase letters"),
+        ("solana-core", "", "use 1-64 lowercase letters"),
+        ("solana-core", "2.0.1", "reserved for released packs"),
+        ("solana-core", "v2.0.0", "reserved for released packs"),
+    ] {
+        let dir = tmp
+            .path()
+            .join(format!("look-{}", version.len() + name.len()));
+        let _ = std::fs::remove_dir_all(&dir);
+        copy_dir(&src, &dir);
+        edit_pack_json(&dir, name, version);
+        let out = check(&dir);
+        assert_eq!(out.status.code(), Some(1), "{name}@{version}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(why), "{name}@{version}: {err}");
+    }
+}

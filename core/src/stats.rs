@@ -234,7 +234,7 @@ pub fn sign_flip(diffs: &[(i64, u64)]) -> Option<Fraction> {
         .iter()
         .enumerate()
         .filter(|(f, _)| {
-            let sum = i128::from(span) - 2 * (*f as i128);
+            let sum = i128::from(span) - 2 * i128::try_from(*f).unwrap_or(i128::MAX);
             sum.unsigned_abs() >= observed
         })
         .map(|(_, w)| *w)
@@ -470,7 +470,7 @@ mod tests {
             })
             .count();
         reduce(Fraction {
-            num: extreme as u128,
+            num: u128::try_from(extreme).unwrap(),
             den: u128::from(total),
         })
     }
@@ -487,11 +487,12 @@ mod tests {
             state % m
         };
         for _ in 0..300 {
-            let t = 1 + next(14) as usize;
+            let t = 1 + usize::try_from(next(14)).unwrap();
             let diffs: Vec<(i64, u64)> = (0..t)
                 .map(|_| {
                     let den = 1 + next(4);
-                    let num = next(2 * den + 1) as i64 - den as i64;
+                    let num =
+                        i64::try_from(next(2 * den + 1)).unwrap() - i64::try_from(den).unwrap();
                     (num, den)
                 })
                 .collect();

@@ -530,3 +530,59 @@ fn no_prompt_of_any_arm_carries_an_expected_answer() {
         }
     }
 }
+
+/// A hostile try of checker 1.1.0: a name for a program the pack does not name, a serialized or
+/// sent transaction in a plan under any of its usual names, and a second object beside the
+/// fenced answer are never a pass.
+#[test]
+fn regression_named_unknown_programs_serialized_plans_and_prose_objects_do_not_pass() {
+    let p = pack();
+    let tx = p.task("tx-v0-alt-usdc").unwrap();
+    let mut answer = golden(&p, "tx-v0-alt-usdc");
+    answer["instructions"][2]["program"] = json!("jupiter");
+    let verdict = tx.check(&answer.to_string());
+    assert_eq!(verdict.outcome, Outcome::Fail);
+    assert_eq!(verdict.reasons, ["wrong_field"]);
+    assert_eq!(verdict.details[0].field, "instructions[2].program");
+
+    let plan = p.task("plan-t22-fee-memo").unwrap();
+    for (key, value, reason) in [
+        ("transaction", json!("AQAAAA=="), "signature_present"),
+        (
+            "serialized_transaction",
+            json!("AQAAAA=="),
+            "signature_present",
+        ),
+        ("tx_base64", json!("AQAAAA=="), "signature_present"),
+        (
+            "rpc",
+            json!({"method": "sendTransaction"}),
+            "sends_transaction",
+        ),
+        (
+            "steps",
+            json!(["sign", "sendTransaction"]),
+            "sends_transaction",
+        ),
+    ] {
+        let mut answer = golden(&p, "plan-t22-fee-memo");
+        answer[key] = value;
+        let verdict = plan.check(&answer.to_string());
+        assert_eq!(verdict.outcome, Outcome::Fail, "{key}");
+        assert!(
+            verdict.reasons.contains(&reason.to_owned()),
+            "{key}: {:?}",
+            verdict.reasons
+        );
+    }
+    // An object describing the unsigned transaction is not a serialized one.
+    let mut answer = golden(&p, "plan-t22-fee-memo");
+    answer["transaction"] = json!({"fee_payer": "12VFrc1dFynPzs4HBRdRoMKNm1jca2S2uhaNKCkdffwy"});
+    assert_eq!(plan.check(&answer.to_string()).outcome, Outcome::Pass);
+
+    let g = golden(&p, "acct-usdc-mint");
+    let text = format!("```json\n{g}\n```\nCorrection: {{\"decimals\": 9}}");
+    let verdict = p.task("acct-usdc-mint").unwrap().check(&text);
+    assert_eq!(verdict.outcome, Outcome::InvalidOutput);
+    assert_eq!(verdict.reasons, ["multiple_answers"]);
+}

@@ -10,7 +10,7 @@ use skilltrial_core::outcome::Outcome;
 
 use crate::cli::{CheckArgs, Global};
 use crate::commands::input;
-use crate::commands::pack::open;
+use crate::commands::pack::open_verified as open;
 use crate::exit::{CliError, Status};
 use crate::output;
 

@@ -18,7 +18,7 @@ use skilltrial_engine::engine::{self, RunOptions};
 use skilltrial_engine::scripted::ScriptedServer;
 
 use crate::cli::{DemoArgs, Global};
-use crate::commands::pack::open as open_pack;
+use crate::commands::pack::open_verified as open_pack;
 use crate::commands::report;
 use crate::exit::{CliError, Status};
 use crate::output;
@@ -156,10 +156,12 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
             profile.id
         )));
     }
-    // The request cap fits the pack at the default repetitions (a larger pack needs more than
-    // the usual 100); more repetitions than that are refused below with what to change.
+    // The request cap fits the pack at the default repetitions with a quarter to spare, so a
+    // request left unknown by a crash can be retried (a larger pack needs more than the usual
+    // 100); more repetitions than that are refused below with what to change.
     let per_rep = u32::try_from(pack.tasks.len().saturating_mul(3)).unwrap_or(u32::MAX);
-    let pack_cap = per_rep.saturating_mul(manifest::DEFAULT_REPETITIONS);
+    let trials = per_rep.saturating_mul(manifest::DEFAULT_REPETITIONS);
+    let pack_cap = trials.saturating_add(trials.div_ceil(4));
     let max_requests = if unpriced {
         Some(DEMO_UNPRICED_MAX_REQUESTS.max(pack_cap))
     } else {

@@ -42,6 +42,40 @@ pub fn open(spec: &str) -> Result<Pack, CliError> {
     })
 }
 
+/// Opens a pack to run or score with (`plan`, `demo`, `check`): a folder must also pass `pack
+/// verify`, so a golden record, a known-wrong verdict or an input edited after the pack was
+/// built never decides a score. Refused (exit 1) naming the first failed claims.
+pub fn open_verified(spec: &str) -> Result<Pack, CliError> {
+    let p = open(spec)?;
+    if !pack::is_path_spec(spec) {
+        return Ok(p);
+    }
+    let report = pack::verify(&p);
+    let failed: Vec<&pack::VerifyItem> = report.items.iter().filter(|i| !i.ok).collect();
+    if failed.is_empty() {
+        return Ok(p);
+    }
+    let shown: Vec<String> = failed
+        .iter()
+        .take(3)
+        .map(|i| {
+            let task = if i.task.is_empty() {
+                "(pack)"
+            } else {
+                i.task.as_str()
+            };
+            format!("{task} {}: {}", i.check, i.message)
+        })
+        .collect();
+    Err(CliError::Rejected(anyhow::anyhow!(
+        "pack {spec} fails {} of its {} claims ({}{}): run `skilltrial pack verify {spec}` for all of them, and `skilltrial pack build {spec}` after changing it",
+        failed.len(),
+        report.items.len(),
+        shown.join("; "),
+        if failed.len() > 3 { "; …" } else { "" }
+    )))
+}
+
 #[derive(Serialize)]
 struct Listed {
     pack: String,

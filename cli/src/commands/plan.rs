@@ -14,7 +14,7 @@ use skilltrial_core::stats;
 use skilltrial_engine::engine;
 
 use crate::cli::{Global, PlanArgs};
-use crate::commands::pack::open as open_pack;
+use crate::commands::pack::open_verified as open_pack;
 use crate::exit::{CliError, Status};
 use crate::output;
 use crate::state;
@@ -40,6 +40,9 @@ struct PowerView {
     contrasts: usize,
     smallest_p: ExactFraction,
     smallest_holm_p: ExactFraction,
+    /// `smallest_holm_p` as a float in scientific notation (the fraction's six-place `value`
+    /// reads 0.000000 for the larger pack).
+    smallest_holm_p_approx: String,
     /// Whether any contrast could read significant at 0.05 after Holm's adjustment.
     can_reach_0_05: bool,
 }
@@ -53,6 +56,7 @@ impl PowerView {
             contrasts: power.contrasts,
             smallest_p: ExactFraction::of(power.smallest_p),
             smallest_holm_p: ExactFraction::of(power.smallest_holm_p),
+            smallest_holm_p_approx: format!("{:.3e}", power.smallest_holm_p.value()),
             can_reach_0_05: power.can_reach(0.05),
         })
     }
@@ -253,16 +257,25 @@ fn render(r: &PlanReport<'_>) -> String {
     if let Some(p) = &r.power {
         let _ = writeln!(
             out,
-            "power     the smallest p the paired test can reach over {} tasks is {} ({} after Holm over {} contrasts), when every task moves the same way{}",
+            "power     the smallest p the paired test can reach over {} tasks is {} ({} after Holm over {}), when every task moves the same way{}",
             p.tasks,
             p.smallest_p.text,
             p.smallest_holm_p.text,
-            p.contrasts,
+            skilltrial_core::report::count_of(
+                u64::try_from(p.contrasts).unwrap_or(u64::MAX),
+                "contrast",
+                "contrasts"
+            ),
             if p.can_reach_0_05 {
-                ""
+                String::new()
             } else {
-                ": no contrast can read significant at 0.05 with this many tasks (solana-core@2.0.0 has 46)"
+                ": no contrast can read significant at 0.05 with this many tasks (solana-core@2.0.0 has 46)".to_owned()
             }
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "power     no paired test: a plan with the baseline alone has no contrast (add --a)"
         );
     }
     let _ = writeln!(

@@ -139,8 +139,9 @@ fn classify(e: &serde_json::Error) -> AnswerError {
     }
 }
 
-/// The fenced code blocks of a Markdown text: (info string, content).
-fn fenced_blocks(text: &str) -> Vec<(String, String)> {
+/// The fenced code blocks of a Markdown text, (info string, content), and the prose outside them.
+fn split_fences(text: &str) -> (Vec<(String, String)>, String) {
+    let mut prose = String::new();
     let mut blocks = Vec::new();
     let mut open: Option<(String, String, usize)> = None; // (info, content, fence length)
     for line in text.lines() {
@@ -163,10 +164,25 @@ fn fenced_blocks(text: &str) -> Vec<(String, String)> {
                 content.push_str(line);
                 content.push('\n');
             }
-            None => {}
+            None => {
+                prose.push_str(line);
+                prose.push('\n');
+            }
         }
     }
-    blocks
+    (blocks, prose)
+}
+
+/// Whether prose holds something a reader could take for a second answer: a JSON object.
+fn holds_an_object(prose: &str) -> bool {
+    prose.match_indices('{').any(|(at, _)| {
+        matches!(
+            serde_json::Deserializer::from_str(&prose[at..])
+                .into_iter::<Value>()
+                .next(),
+            Some(Ok(Value::Object(_)))
+        )
+    })
 }
 
 /// Extracts the answer object.
@@ -178,7 +194,8 @@ pub fn extract(text: &str) -> Result<Map<String, Value>, AnswerError> {
     let value = if trimmed.starts_with('{') {
         parse_one(trimmed)?
     } else {
-        let candidates: Vec<String> = fenced_blocks(text)
+        let (blocks, prose) = split_fences(text);
+        let candidates: Vec<String> = blocks
             .into_iter()
             .filter(|(info, content)| {
                 matches!(info.as_str(), "" | "json" | "jsonc" | "json5")
@@ -192,6 +209,8 @@ pub fn extract(text: &str) -> Result<Map<String, Value>, AnswerError> {
                     "expected a JSON object, or one ```json fenced block holding one".to_owned(),
                 ));
             }
+            // A JSON object in the prose beside the block could be read as the answer too.
+            [_] if holds_an_object(&prose) => return Err(AnswerError::MultipleAnswers),
             [one] => parse_one(one.trim())?,
             _ => return Err(AnswerError::MultipleAnswers),
         }
@@ -233,6 +252,23 @@ mod tests {
             let got = extract(text).unwrap_or_else(|e| panic!("{text:?}: {}", e.message()));
             assert_eq!(Value::Object(got), want, "{text:?}");
         }
+    }
+
+    #[test]
+    fn a_json_object_in_the_prose_beside_the_block_is_a_second_answer() {
+        for text in [
+            "```json\n{\"a\": 1}\n```\nCorrection: {\"a\": 2}",
+            "Maybe {\"a\": 2}.\n```json\n{\"a\": 1}\n```",
+        ] {
+            assert_eq!(
+                extract(text).unwrap_err().code(),
+                "multiple_answers",
+                "{text:?}"
+            );
+        }
+        // Braces that are not an object are prose.
+        let got = extract("Sets like {a, b} aside:\n```json\n{\"a\": 1}\n```\n").unwrap();
+        assert_eq!(Value::Object(got), serde_json::json!({"a": 1}));
     }
 
     #[test]

@@ -395,18 +395,28 @@ pub fn transaction(golden: &Object, answer: &Object, diff: &mut Diff) -> Checked
                         "a different program is invoked here",
                     );
                 } else {
-                    // The short program name is optional, but when given it must be right.
-                    if let (Some(Value::String(expected)), Some(Value::String(named))) =
-                        (g.get("program"), got.raw.get("program"))
-                        && expected != named
-                    {
-                        diff.push(
+                    // The short program name is optional, but when given it must be right: a
+                    // program the pack does not name is `null`, never a guess.
+                    match (g.get("program"), got.raw.get("program")) {
+                        (Some(Value::String(expected)), Some(Value::String(named)))
+                            if expected != named =>
+                        {
+                            diff.push(
+                                "wrong_field",
+                                &join(&path, "program"),
+                                &g["program"],
+                                got.raw.get("program"),
+                                format!("the program is {expected}"),
+                            );
+                        }
+                        (Some(Value::Null) | None, Some(Value::String(_))) => diff.push(
                             "wrong_field",
                             &join(&path, "program"),
-                            &g["program"],
+                            &Value::Null,
                             got.raw.get("program"),
-                            format!("the program is {expected}"),
-                        );
+                            "the pack does not name this program: `program` must be null",
+                        ),
+                        _ => {}
                     }
                     compare_instruction(g, got, &path, diff, &arg_reason);
                 }
@@ -446,6 +456,41 @@ fn signature_key(key: &str) -> bool {
         || k.starts_with("signed")
         || k.contains("signedtx")
         || k.contains("signedtransaction")
+        // A serialized transaction carries its signature slots: `serialized_transaction`,
+        // `tx_base64`, `raw_tx`, `wire_transaction` ...
+        || k.contains("serialized")
+        || matches!(
+            k.as_str(),
+            "txbase64" | "transactionbase64" | "txbase58" | "transactionbase58"
+        )
+        || k.starts_with("rawtx")
+        || k.starts_with("rawtransaction")
+        || k.starts_with("wiretransaction")
+}
+
+/// `transaction` or `tx` holding text: a serialized transaction (an object there may describe
+/// the unsigned transaction, which is fine).
+fn blob_key(key: &str, value: &Value) -> bool {
+    matches!(key.to_lowercase().as_str(), "transaction" | "tx")
+        && value.as_str().is_some_and(|s| !s.trim().is_empty())
+}
+
+/// A step named as a value (`"steps": ["sign", "sendTransaction"]`, `{"method":
+/// "sendTransaction"}`): which reason it is, if it signs or sends.
+fn step_value(text: &str) -> Option<(&'static str, &'static str)> {
+    let v = text.to_lowercase().replace(['_', '-', ' '], "");
+    match v.as_str() {
+        "sendtransaction"
+        | "sendrawtransaction"
+        | "sendandconfirmtransaction"
+        | "broadcast"
+        | "submittransaction"
+        | "signandsendtransaction" => Some(("sends_transaction", "a plan is never sent")),
+        "sign" | "signtransaction" | "signalltransactions" | "partialsign" => {
+            Some(("signature_present", "a plan is never signed"))
+        }
+        _ => None,
+    }
 }
 
 /// Whether a key would send the transaction: `send`, `broadcast`, `submit`, `sendTransaction` ...
@@ -478,7 +523,7 @@ fn scan_for_signing(value: &Value, path: &str, diff: &mut Diff) {
                 if PROSE_KEYS.contains(&key.to_lowercase().as_str()) {
                     continue;
                 }
-                if signature_key(key) && truthy(v) {
+                if (signature_key(key) && truthy(v)) || blob_key(key, v) {
                     diff.push(
                         "signature_present",
                         &field,
@@ -495,12 +540,20 @@ fn scan_for_signing(value: &Value, path: &str, diff: &mut Diff) {
                         "a plan is never sent",
                     );
                 }
-                scan_for_signing(v, &field, diff);
+                // An instruction's arguments are data (a memo may say anything).
+                if key != "args" {
+                    scan_for_signing(v, &field, diff);
+                }
             }
         }
         Value::Array(items) => {
             for (i, v) in items.iter().enumerate() {
                 scan_for_signing(v, &index(path, i), diff);
+            }
+        }
+        Value::String(text) => {
+            if let Some((reason, message)) = step_value(text) {
+                diff.push(reason, path, &Value::Null, Some(value), message);
             }
         }
         _ => {}

@@ -46,7 +46,7 @@ pub const PINNED: &[(&str, &str)] = &[
 const PINNED_SOLANA_CORE_1_0_3: &str =
     "sha256:713b6396507b1f798557cae1155e727dc0696b774605a26e65cdcb58eeda2958";
 const PINNED_SOLANA_CORE_2_0_0: &str =
-    "sha256:2c198775897d379fb00025b60ab5853a23ea181df7205f41799bb1bec895dcf1";
+    "sha256:1776ecf44b888027d786420d229cb102adf7dab75296c190d7e99b1a33a68cc0";
 
 /// Why a pack could not be opened or a task not found.
 #[derive(Debug, thiserror::Error)]
@@ -316,7 +316,29 @@ pub fn open(spec: &str) -> Result<Pack, PackError> {
         if !path.is_dir() {
             return Err(PackError::NotFound(spec.to_owned()));
         }
-        open_folder(path)?
+        let pack = open_folder(path)?;
+        // A released pack's name belongs to its releases: a folder named so must be one of
+        // them (and then have its pinned hash, below), never a look-alike version.
+        let released = PINNED.iter().any(|(id, _)| {
+            id.split_once('@')
+                .is_some_and(|(name, _)| name == pack.name)
+        });
+        if released && pack.pinned_hash().is_none() {
+            return Err(invalid(
+                &pack.id(),
+                "pack.json",
+                format!(
+                    "the name `{}` is reserved for released packs ({}): give your pack another name",
+                    pack.name,
+                    PINNED
+                        .iter()
+                        .map(|(id, _)| *id)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        pack
     } else {
         open_embedded(spec)?
     };
@@ -437,6 +459,10 @@ fn load(
     require_golden: bool,
 ) -> Result<Pack, PackError> {
     let meta: PackFile = json_file(label, &files, "pack.json")?;
+    for (what, value) in [("name", &meta.name), ("version", &meta.version)] {
+        author::check_name(&format!("pack {what}"), value)
+            .map_err(|e| invalid(label, "pack.json", e.to_string()))?;
+    }
     if meta.format != "skilltrial-pack-v1" {
         return Err(invalid(
             label,
