@@ -319,6 +319,37 @@ fn a_folder_that_fails_verification_or_looks_like_a_release_is_never_used() {
         String::from_utf8_lossy(&demo.stderr)
     );
 
+    // A task listed twice, and a pack with no task, are refused too.
+    let twice = tmp.path().join("twice");
+    copy_dir(&src, &twice);
+    edit_pack_json(&twice, "twice", "1.0.0");
+    let path = twice.join("pack.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    doc["tasks"] = serde_json::json!(["acct-nonce", "acct-nonce"]);
+    std::fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    let out = check(&twice);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("listed twice"));
+    doc["tasks"] = serde_json::json!([]);
+    std::fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    let out = check(&twice);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("has no task"));
+    // A FIFO in a pack folder is refused, never waited on.
+    #[cfg(unix)]
+    {
+        let fifo = mine.join("tasks/acct-nonce/extra");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let out = check(&mine);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("not a regular file"));
+    }
+
     // Look-alikes of a released id, and another version under a released name.
     for (name, version, why) in [
         ("Solana-Core", "2.0.0", "use 1-64 lowercase letters"),

@@ -546,8 +546,11 @@ fn regression_named_unknown_programs_serialized_plans_and_prose_objects_do_not_p
     assert_eq!(verdict.details[0].field, "instructions[2].program");
 
     let plan = p.task("plan-t22-fee-memo").unwrap();
+    let encoded = format!("AQ{}==", "A".repeat(120));
     for (key, value, reason) in [
-        ("transaction", json!("AQAAAA=="), "signature_present"),
+        ("transaction", json!(encoded), "signature_present"),
+        ("raw_tx", json!("AQAAAA=="), "signature_present"),
+        ("signatures", json!(["5".repeat(88)]), "signature_present"),
         (
             "serialized_transaction",
             json!("AQAAAA=="),
@@ -575,14 +578,46 @@ fn regression_named_unknown_programs_serialized_plans_and_prose_objects_do_not_p
             verdict.reasons
         );
     }
-    // An object describing the unsigned transaction is not a serialized one.
-    let mut answer = golden(&p, "plan-t22-fee-memo");
-    answer["transaction"] = json!({"fee_payer": "12VFrc1dFynPzs4HBRdRoMKNm1jca2S2uhaNKCkdffwy"});
-    assert_eq!(plan.check(&answer.to_string()).outcome, Outcome::Pass);
+    // Explanatory fields that only mention signing, and an object describing the unsigned
+    // transaction, are not a signature or a serialized transaction.
+    for (key, value) in [
+        (
+            "transaction",
+            json!({"fee_payer": "12VFrc1dFynPzs4HBRdRoMKNm1jca2S2uhaNKCkdffwy"}),
+        ),
+        ("transaction", json!("none (unsigned plan only)")),
+        ("num_required_signatures", json!(1)),
+        ("signature_required", json!(true)),
+        ("signature_note", json!("not signed")),
+        ("raw_tx_size", json!("300")),
+    ] {
+        let mut answer = golden(&p, "plan-t22-fee-memo");
+        answer[key] = value;
+        let verdict = plan.check(&answer.to_string());
+        assert_eq!(
+            verdict.outcome,
+            Outcome::Pass,
+            "{key}: {:?}",
+            verdict.details
+        );
+    }
+    // A non-string program name is wrong too.
+    let mut answer = golden(&p, "tx-v0-alt-usdc");
+    answer["instructions"][2]["program"] = json!(["unknown"]);
+    assert_eq!(tx.check(&answer.to_string()).reasons, ["wrong_field"]);
+    answer["instructions"][2]["program"] = Value::Null;
+    answer["instructions"][0]["program"] = json!(1);
+    assert_eq!(tx.check(&answer.to_string()).reasons, ["wrong_field"]);
 
     let g = golden(&p, "acct-usdc-mint");
     let text = format!("```json\n{g}\n```\nCorrection: {{\"decimals\": 9}}");
     let verdict = p.task("acct-usdc-mint").unwrap().check(&text);
     assert_eq!(verdict.outcome, Outcome::InvalidOutput);
     assert_eq!(verdict.reasons, ["multiple_answers"]);
+    // The prompt's own wording beside the fence is prose.
+    let text = format!("Unknown programs get \"args\": {{}}.\n```json\n{g}\n```");
+    assert_eq!(
+        p.task("acct-usdc-mint").unwrap().check(&text).outcome,
+        Outcome::Pass
+    );
 }

@@ -47,6 +47,11 @@ pub fn open(spec: &str) -> Result<Pack, CliError> {
 /// built never decides a score. Refused (exit 1) naming the first failed claims.
 pub fn open_verified(spec: &str) -> Result<Pack, CliError> {
     let p = open(spec)?;
+    if p.tasks.is_empty() {
+        return Err(CliError::Rejected(anyhow::anyhow!(
+            "pack {spec} has no task: add some with `skilltrial pack add-task {spec} …`"
+        )));
+    }
     if !pack::is_path_spec(spec) {
         return Ok(p);
     }

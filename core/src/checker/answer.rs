@@ -173,15 +173,18 @@ fn split_fences(text: &str) -> (Vec<(String, String)>, String) {
     (blocks, prose)
 }
 
-/// Whether prose holds something a reader could take for a second answer: a JSON object.
-fn holds_an_object(prose: &str) -> bool {
+/// Whether prose holds something a reader could take for a second answer: a JSON object that
+/// gives one of the answer's own top-level fields (`Correction: {"decimals": 9}`). An empty `{}`
+/// or an object about something else (the `{"unsupported": …}` form, an example) is prose.
+fn holds_a_rival(prose: &str, answer: &Map<String, Value>) -> bool {
     prose.match_indices('{').any(|(at, _)| {
-        matches!(
-            serde_json::Deserializer::from_str(&prose[at..])
-                .into_iter::<Value>()
-                .next(),
-            Some(Ok(Value::Object(_)))
-        )
+        match serde_json::Deserializer::from_str(&prose[at..])
+            .into_iter::<Value>()
+            .next()
+        {
+            Some(Ok(Value::Object(rival))) => rival.keys().any(|k| answer.contains_key(k)),
+            _ => false,
+        }
     })
 }
 
@@ -190,6 +193,8 @@ pub fn extract(text: &str) -> Result<Map<String, Value>, AnswerError> {
     if text.len() > MAX_ANSWER_BYTES {
         return Err(AnswerError::TooLarge(text.len()));
     }
+    // A byte-order mark some editors and tools put first is not part of the answer.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let trimmed = text.trim();
     let value = if trimmed.starts_with('{') {
         parse_one(trimmed)?
@@ -209,9 +214,17 @@ pub fn extract(text: &str) -> Result<Map<String, Value>, AnswerError> {
                     "expected a JSON object, or one ```json fenced block holding one".to_owned(),
                 ));
             }
-            // A JSON object in the prose beside the block could be read as the answer too.
-            [_] if holds_an_object(&prose) => return Err(AnswerError::MultipleAnswers),
-            [one] => parse_one(one.trim())?,
+            [one] => {
+                let value = parse_one(one.trim())?;
+                // A JSON object in the prose beside the block that gives one of the answer's
+                // fields could be read as the answer too.
+                if let Value::Object(answer) = &value
+                    && holds_a_rival(&prose, answer)
+                {
+                    return Err(AnswerError::MultipleAnswers);
+                }
+                value
+            }
             _ => return Err(AnswerError::MultipleAnswers),
         }
     };
@@ -248,6 +261,7 @@ mod tests {
             "  {\"a\":1}\n",
             "Here it is:\n```json\n{\"a\": 1}\n```\nDone.",
             "```\n{\"a\": 1}\n```",
+            "\u{feff}{\"a\":1}",
         ] {
             let got = extract(text).unwrap_or_else(|e| panic!("{text:?}: {}", e.message()));
             assert_eq!(Value::Object(got), want, "{text:?}");
@@ -266,9 +280,16 @@ mod tests {
                 "{text:?}"
             );
         }
-        // Braces that are not an object are prose.
-        let got = extract("Sets like {a, b} aside:\n```json\n{\"a\": 1}\n```\n").unwrap();
-        assert_eq!(Value::Object(got), serde_json::json!({"a": 1}));
+        // Braces that are not an object, an empty object and an object about something else
+        // are prose.
+        for text in [
+            "Sets like {a, b} aside:\n```json\n{\"a\": 1}\n```\n",
+            "Unknown programs get args {}.\n```json\n{\"a\": 1}\n```\n",
+            "Not {\"unsupported\": {\"needs\": \"script\"}} here:\n```json\n{\"a\": 1}\n```\n",
+        ] {
+            let got = extract(text).unwrap_or_else(|e| panic!("{text:?}: {}", e.message()));
+            assert_eq!(Value::Object(got), serde_json::json!({"a": 1}), "{text:?}");
+        }
     }
 
     #[test]

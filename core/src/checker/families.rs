@@ -397,26 +397,24 @@ pub fn transaction(golden: &Object, answer: &Object, diff: &mut Diff) -> Checked
                 } else {
                     // The short program name is optional, but when given it must be right: a
                     // program the pack does not name is `null`, never a guess.
-                    match (g.get("program"), got.raw.get("program")) {
-                        (Some(Value::String(expected)), Some(Value::String(named)))
-                            if expected != named =>
-                        {
-                            diff.push(
-                                "wrong_field",
-                                &join(&path, "program"),
-                                &g["program"],
-                                got.raw.get("program"),
-                                format!("the program is {expected}"),
-                            );
-                        }
-                        (Some(Value::Null) | None, Some(Value::String(_))) => diff.push(
+                    let named = got.raw.get("program").filter(|v| !v.is_null());
+                    match (g.get("program"), named) {
+                        (_, None) => {}
+                        (Some(expected @ Value::String(_)), Some(given)) if given == expected => {}
+                        (Some(expected @ Value::String(name)), Some(given)) => diff.push(
+                            "wrong_field",
+                            &join(&path, "program"),
+                            expected,
+                            Some(given),
+                            format!("the program is {name}"),
+                        ),
+                        (_, Some(given)) => diff.push(
                             "wrong_field",
                             &join(&path, "program"),
                             &Value::Null,
-                            got.raw.get("program"),
+                            Some(given),
                             "the pack does not name this program: `program` must be null",
                         ),
-                        _ => {}
                     }
                     compare_instruction(g, got, &path, diff, &arg_reason);
                 }
@@ -448,31 +446,49 @@ const PROSE_KEYS: &[&str] = &[
     "warnings",
 ];
 
-/// Whether a key would carry a signature: `signature(s)`, `signed`, `signed_transaction`,
-/// `signedTransactionBase64`, ...
-fn signature_key(key: &str) -> bool {
+/// Whether a key, with its value, carries a signature or a signed or serialized transaction.
+///
+/// Keys that name signed or serialized data (`signed`, `signedTransactionBase64`,
+/// `serialized_transaction`, `tx_base64`, `raw_tx`, `wire_transaction` …) count with any value
+/// that says something; keys that merely mention signatures (`signature`, `signatures`,
+/// `num_required_signatures`, `signature_note`) and a bare `transaction` / `tx` count only when
+/// they hold what looks like a signature or an encoded transaction (a long unbroken base58 or
+/// base64 string), so a count, a flag or a sentence about signing is not mistaken for one.
+fn carries_signature(key: &str, value: &Value) -> bool {
     let k = key.to_lowercase().replace(['_', '-'], "");
-    k.contains("signature")
-        || k.starts_with("signed")
-        || k.contains("signedtx")
-        || k.contains("signedtransaction")
-        // A serialized transaction carries its signature slots: `serialized_transaction`,
-        // `tx_base64`, `raw_tx`, `wire_transaction` ...
-        || k.contains("serialized")
-        || matches!(
-            k.as_str(),
-            "txbase64" | "transactionbase64" | "txbase58" | "transactionbase58"
-        )
-        || k.starts_with("rawtx")
-        || k.starts_with("rawtransaction")
-        || k.starts_with("wiretransaction")
+    let names_signed_data = k.starts_with("signed")
+        || k.starts_with("serialized")
+        || ["raw", "wire", "encoded"].iter().any(|prefix| {
+            k.strip_prefix(prefix).is_some_and(|rest| {
+                ["tx", "transaction"].iter().any(|stem| {
+                    rest.strip_prefix(stem).is_some_and(|end| {
+                        matches!(end, "" | "base64" | "base58" | "bytes" | "hex")
+                    })
+                })
+            })
+        })
+        || ["tx", "transaction"].iter().any(|stem| {
+            k.strip_prefix(stem)
+                .is_some_and(|rest| matches!(rest, "base64" | "base58" | "bytes" | "hex"))
+        });
+    if names_signed_data {
+        return truthy(value);
+    }
+    (k.contains("signature") || k == "transaction" || k == "tx") && looks_encoded(value)
 }
 
-/// `transaction` or `tx` holding text: a serialized transaction (an object there may describe
-/// the unsigned transaction, which is fine).
-fn blob_key(key: &str, value: &Value) -> bool {
-    matches!(key.to_lowercase().as_str(), "transaction" | "tx")
-        && value.as_str().is_some_and(|s| !s.trim().is_empty())
+/// A long unbroken base58 / base64 string (a signature is 87-88 base58 characters), or a list
+/// holding one.
+fn looks_encoded(value: &Value) -> bool {
+    match value {
+        Value::String(s) => {
+            s.len() >= 32
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+        }
+        Value::Array(items) => items.iter().any(looks_encoded),
+        _ => false,
+    }
 }
 
 /// A step named as a value (`"steps": ["sign", "sendTransaction"]`, `{"method":
@@ -523,7 +539,7 @@ fn scan_for_signing(value: &Value, path: &str, diff: &mut Diff) {
                 if PROSE_KEYS.contains(&key.to_lowercase().as_str()) {
                     continue;
                 }
-                if (signature_key(key) && truthy(v)) || blob_key(key, v) {
+                if carries_signature(key, v) {
                     diff.push(
                         "signature_present",
                         &field,

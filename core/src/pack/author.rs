@@ -63,12 +63,12 @@ pub fn check_name(what: &str, name: &str) -> Result<(), AuthorError> {
 pub fn pack_json(name: &str, version: &str, description: &str) -> Result<Vec<u8>, AuthorError> {
     check_name("pack name", name)?;
     check_name("pack version", version)?;
-    if super::PINNED
-        .iter()
-        .any(|(id, _)| *id == format!("{name}@{version}"))
-    {
+    if super::PINNED.iter().any(|(id, _)| {
+        id.split_once('@')
+            .is_some_and(|(released, _)| released == name)
+    }) {
         return Err(invalid(format!(
-            "{name}@{version} is a released pack's id: give your pack another name or version"
+            "the name `{name}` is reserved for released packs: give your pack another name"
         )));
     }
     let doc = json!({

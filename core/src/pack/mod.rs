@@ -46,7 +46,7 @@ pub const PINNED: &[(&str, &str)] = &[
 const PINNED_SOLANA_CORE_1_0_3: &str =
     "sha256:713b6396507b1f798557cae1155e727dc0696b774605a26e65cdcb58eeda2958";
 const PINNED_SOLANA_CORE_2_0_0: &str =
-    "sha256:1776ecf44b888027d786420d229cb102adf7dab75296c190d7e99b1a33a68cc0";
+    "sha256:a6b0b2eae1750e4b10f8e905a43c73bc7e888fb11ae658aa997b774cb37bbf25";
 
 /// Why a pack could not be opened or a task not found.
 #[derive(Debug, thiserror::Error)]
@@ -349,8 +349,9 @@ pub fn open(spec: &str) -> Result<Pack, PackError> {
             &pack.id(),
             "(pack)",
             format!(
-                "its files hash to {}, but release {} is pinned at {pinned}: a released pack never changes; give the copy a new version",
+                "its files hash to {}, but release {} is pinned at {pinned}: a released pack never changes (a file was added, removed or edited); use the embedded `{}` itself, or give your copy its own name",
                 pack.hash,
+                pack.id(),
                 pack.id()
             ),
         ));
@@ -400,8 +401,15 @@ pub fn open_folder(root: &Path) -> Result<Pack, PackError> {
     read_folder(root, true)
 }
 
+/// Largest file a pack folder may hold (the largest input, a lookup table's transactions, is
+/// tens of KiB).
+const MAX_PACK_FILE_BYTES: u64 = 16 << 20;
+/// Largest pack folder.
+const MAX_PACK_BYTES: u64 = 64 << 20;
+
 fn read_folder(root: &Path, require_golden: bool) -> Result<Pack, PackError> {
     let mut files = BTreeMap::new();
+    let mut total: u64 = 0;
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
         let entries = std::fs::read_dir(&dir).map_err(|source| PackError::Io {
@@ -417,7 +425,9 @@ fn read_folder(root: &Path, require_golden: bool) -> Result<Pack, PackError> {
             if path.is_dir() {
                 stack.push(path);
             } else {
-                let bytes = std::fs::read(&path).map_err(|source| PackError::Io {
+                // Only regular files, of bounded size: a FIFO, a device or a link to one would
+                // block or never end.
+                let meta = std::fs::metadata(&path).map_err(|source| PackError::Io {
                     path: path.clone(),
                     source,
                 })?;
@@ -426,6 +436,29 @@ fn read_folder(root: &Path, require_golden: bool) -> Result<Pack, PackError> {
                     .unwrap_or(&path)
                     .to_string_lossy()
                     .replace('\\', "/");
+                if !meta.is_file() {
+                    return Err(invalid(
+                        &root.display().to_string(),
+                        &rel,
+                        "not a regular file (a pack holds only files and folders)",
+                    ));
+                }
+                total = total.saturating_add(meta.len());
+                if meta.len() > MAX_PACK_FILE_BYTES || total > MAX_PACK_BYTES {
+                    return Err(invalid(
+                        &root.display().to_string(),
+                        &rel,
+                        format!(
+                            "too large: a pack file may hold {} MiB and a pack {} MiB",
+                            MAX_PACK_FILE_BYTES >> 20,
+                            MAX_PACK_BYTES >> 20
+                        ),
+                    ));
+                }
+                let bytes = std::fs::read(&path).map_err(|source| PackError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
                 files.insert(rel, bytes);
             }
         }
@@ -471,7 +504,15 @@ fn load(
         ));
     }
     let mut tasks = Vec::with_capacity(meta.tasks.len());
+    let mut seen = std::collections::BTreeSet::new();
     for id in &meta.tasks {
+        if !seen.insert(id) {
+            return Err(invalid(
+                label,
+                "pack.json",
+                format!("task `{id}` is listed twice: each task counts once"),
+            ));
+        }
         let dir = format!("tasks/{id}");
         let file: TaskFile = json_file(label, &files, &format!("{dir}/task.json"))?;
         if &file.id != id {

@@ -139,15 +139,25 @@ pub fn verify(pack: &Pack) -> VerifyReport {
             let mut want = wrong.reasons.clone();
             want.sort();
             want.dedup();
-            let ok = verdict.outcome == wrong.outcome && verdict.reasons == want;
+            let undeclared: Vec<&String> = want
+                .iter()
+                .filter(|r| !task.reason_codes.contains(r))
+                .collect();
+            let ok = verdict.outcome == wrong.outcome
+                && verdict.reasons == want
+                && undeclared.is_empty();
             push(
                 &task.id,
                 format!("known_wrong:{}", wrong.name),
                 ok,
-                format!(
-                    "got {} {:?}, must get {} {:?}",
-                    verdict.outcome, verdict.reasons, wrong.outcome, want
-                ),
+                if undeclared.is_empty() {
+                    format!(
+                        "got {} {:?}, must get {} {:?}",
+                        verdict.outcome, verdict.reasons, wrong.outcome, want
+                    )
+                } else {
+                    format!("reasons {undeclared:?} are not among the task's reason_codes")
+                },
             );
         }
     }
