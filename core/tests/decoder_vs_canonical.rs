@@ -688,8 +688,14 @@ fn every_plan_fixture_matches_a_plan_built_with_the_canonical_crates() {
                 )
                 .unwrap()
             }
-            None if token_program == spl_token_2022_interface::ID => {
-                spl_token_2022_interface::instruction::transfer_checked(
+            // Each token program's own interface builds its transfer_checked.
+            None => {
+                let build = if token_program == spl_token_2022_interface::ID {
+                    spl_token_2022_interface::instruction::transfer_checked
+                } else {
+                    spl_token_interface::instruction::transfer_checked
+                };
+                build(
                     &token_program,
                     &source,
                     &mint,
@@ -701,17 +707,6 @@ fn every_plan_fixture_matches_a_plan_built_with_the_canonical_crates() {
                 )
                 .unwrap()
             }
-            None => spl_token_interface::instruction::transfer_checked(
-                &token_program,
-                &source,
-                &mint,
-                &destination,
-                &sender,
-                &[],
-                amount,
-                decimals,
-            )
-            .unwrap(),
         });
         let instructions: Vec<serde_json::Value> = built
             .iter()

@@ -3,6 +3,9 @@
 //! excluded, overruns never pass, and no prompt ever carries an expected answer.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/claims.rs"]
+mod claims;
+
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -35,12 +38,7 @@ fn the_embedded_pack_verifies_every_claim() {
         );
     }
     let report = pack::verify(&p);
-    let failed: Vec<String> = report
-        .items
-        .iter()
-        .filter(|i| !i.ok)
-        .map(|i| format!("{} {}: {}", i.task, i.check, i.message))
-        .collect();
+    let failed = claims::failed(&report);
     assert!(failed.is_empty(), "{failed:#?}");
     assert!(report.items.iter().any(|i| i.check == "golden_regenerates"));
     assert_eq!(p.pinned_hash(), Some(p.hash.to_string().as_str()));
