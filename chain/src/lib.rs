@@ -106,4 +106,12 @@ mod tests {
             crate::constants::MAX_TRIALS
         );
     }
+
+    #[test]
+    fn core_and_the_program_agree_on_the_least_per_request_cap() {
+        assert_eq!(
+            skilltrial_core::hosted::MIN_PER_REQUEST_CAP,
+            crate::constants::MIN_PER_REQUEST_CAP
+        );
+    }
 }

@@ -10,13 +10,19 @@ use crate::money::{Lamports, MicroUsd};
 /// check that the two agree).
 pub const MAX_TRIALS: u16 = 100;
 
+/// The least per-request cap a run may open with, lamports (the program's `MIN_PER_REQUEST_CAP`,
+/// one signature's base fee; the chain crate's tests check that the two agree). A manifest
+/// whose largest request costs less at its rate still escrows this much per trial: the usage
+/// charged is the real one, and what is not used comes back.
+pub const MIN_PER_REQUEST_CAP: u64 = 5_000;
+
 /// What a manifest's hosted run escrows, before the operator's fee.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Terms {
     /// Trials in the plan (1 to [`MAX_TRIALS`]).
     pub planned_trials: u16,
     /// The most one trial may be charged for its usage: the largest trial's upper cost at the
-    /// pinned SOL/USD rate, rounded up to the lamport.
+    /// pinned SOL/USD rate, rounded up to the lamport, and at least [`MIN_PER_REQUEST_CAP`].
     pub per_request_cap: Lamports,
     /// That largest upper cost, in µUSD.
     pub largest_reserve: MicroUsd,
@@ -58,7 +64,7 @@ impl Terms {
         }
         Ok(Self {
             planned_trials,
-            per_request_cap,
+            per_request_cap: Lamports(per_request_cap.0.max(MIN_PER_REQUEST_CAP)),
             largest_reserve,
         })
     }

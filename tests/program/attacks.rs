@@ -769,12 +769,16 @@ async fn an_emptied_wallet_neither_blocks_finalize_nor_loses_its_refund() {
     assert!(!env.exists(&run).await);
 }
 
-/// 6. The runner's spending limit counts usage across runs: up to exactly the limit settles, one
-///    lamport more is refused (nothing moves), and the period resets exactly at start + period.
+/// 6. The runner's spending limit counts everything a settle moves out of escrows — usage and
+///    fees — across runs (V2-M1): up to exactly the limit settles, one lamport more is refused
+///    (nothing moves), a trial at usage 0 is refused once the limit is reached (a leaked key
+///    cannot charge never-run trials' fees beyond it), and the period resets exactly at
+///    start + period.
 #[tokio::test(flavor = "current_thread")]
-async fn the_spending_limit_spans_runs_and_resets_exactly_at_the_period_end() {
-    const LIMIT: u64 = 100_000;
+async fn the_spending_limit_counts_fees_spans_runs_and_resets_exactly_at_the_period_end() {
+    const LIMIT: u64 = 900_000;
     const PERIOD: i64 = 3_600;
+    assert_eq!(FEE, 200_000, "the figures below are worked for this fee");
     let mut env = start().await;
     let t0 = env.now().await + 10;
     env.set_time(t0).await;
@@ -788,17 +792,18 @@ async fn the_spending_limit_spans_runs_and_resets_exactly_at_the_period_end() {
     let user = env.user.insecure_clone();
     let runner = env.runner.insecure_clone();
     let deadline = t0 + 4 * PERIOD;
-    let (a, b) = (
+    let (a, b, c) = (
         pda::run(&user.pubkey(), &[61; 32]),
         pda::run(&user.pubkey(), &[62; 32]),
+        pda::run(&user.pubkey(), &[63; 32]),
     );
-    env.open(&user, [61; 32], 4, upper(4), deadline)
-        .await
-        .unwrap();
-    env.open(&user, [62; 32], 4, upper(4), deadline)
-        .await
-        .unwrap();
+    for (manifest, trials) in [([61; 32], 4), ([62; 32], 4), ([63; 32], 1)] {
+        env.open(&user, manifest, trials, upper(trials), deadline)
+            .await
+            .unwrap();
+    }
 
+    // 60,000 + 2 fees, then 40,000 + 1 fee: 700,000 of 900,000.
     env.settle(&runner, &a, &[(0, 30_000), (1, 30_000)])
         .await
         .unwrap();
@@ -806,17 +811,24 @@ async fn the_spending_limit_spans_runs_and_resets_exactly_at_the_period_end() {
     let vault = env.vault_state().await;
     assert_eq!(
         (vault.usage_period_start, vault.usage_in_period),
-        (t0, LIMIT)
+        (t0, 700_000)
     );
+    // One more fee fits exactly, one lamport of usage with it does not.
     custom(
         env.settle(&runner, &b, &[(1, 1)]).await,
         E::SpendingLimitExceeded,
     );
-    // A zero-usage trial still fits: the limit counts usage, not trials.
     env.settle(&runner, &a, &[(2, 0)]).await.unwrap();
+    assert_eq!(env.vault_state().await.usage_in_period, LIMIT);
+    // The limit is reached: a never-run trial charged at usage 0 moves its fee out of the
+    // user's escrow, so it is refused too, and nothing moves (the ledger checks every account).
+    custom(
+        env.settle(&runner, &c, &[(0, 0)]).await,
+        E::SpendingLimitExceeded,
+    );
     env.set_time(t0 + PERIOD - 1).await;
     custom(
-        env.settle(&runner, &b, &[(2, 1)]).await,
+        env.settle(&runner, &b, &[(2, 0)]).await,
         E::SpendingLimitExceeded,
     );
     env.set_time(t0 + PERIOD).await;
@@ -824,19 +836,24 @@ async fn the_spending_limit_spans_runs_and_resets_exactly_at_the_period_end() {
     let vault = env.vault_state().await;
     assert_eq!(
         (vault.usage_period_start, vault.usage_in_period),
-        (t0 + PERIOD, 1)
+        (t0 + PERIOD, FEE + 1)
     );
     env.settle(&runner, &a, &[(3, 49_999)]).await.unwrap();
     env.settle(&runner, &b, &[(2, 50_000)]).await.unwrap();
+    env.settle(&runner, &b, &[(3, 0)]).await.unwrap();
     assert_eq!(env.vault_state().await.usage_in_period, LIMIT);
     custom(
-        env.settle(&runner, &b, &[(3, 1)]).await,
+        env.settle(&runner, &c, &[(0, 0)]).await,
         E::SpendingLimitExceeded,
     );
     let vault = env.vault_state().await;
     assert_eq!(
-        (vault.total_usage, vault.total_trials_settled),
-        (60_000 + 40_000 + 1 + 49_999 + 50_000, 7)
+        (
+            vault.total_usage,
+            vault.total_fees,
+            vault.total_trials_settled
+        ),
+        (60_000 + 40_000 + 1 + 49_999 + 50_000, 8 * FEE, 8)
     );
 }
 

@@ -23,7 +23,7 @@ use solana_signer::Signer;
 
 use crate::harness::{
     Env, FEE, INTERVAL, MIN_DEADLINE, RATE, TIME_LOCK, custom, events, fund, native_layer,
-    print_cu, start, start_with, tx_fees, upper,
+    print_cu, start, start_with, system_transfer, tx_fees, upper,
 };
 use crate::helper_program::{self, forwarded, to_noop};
 
@@ -47,16 +47,6 @@ fn create_account(
     Instruction {
         program_id: SYSTEM_PROGRAM_ID,
         accounts: vec![AccountMeta::new(*from, true), AccountMeta::new(*new, true)],
-        data,
-    }
-}
-
-fn system_transfer(from: &Pubkey, to: &Pubkey, lamports: u64) -> Instruction {
-    let mut data = vec![2, 0, 0, 0];
-    data.extend_from_slice(&lamports.to_le_bytes());
-    Instruction {
-        program_id: SYSTEM_PROGRAM_ID,
-        accounts: vec![AccountMeta::new(*from, true), AccountMeta::new(*to, false)],
         data,
     }
 }
@@ -562,6 +552,32 @@ async fn the_interval_is_exact_and_an_empty_buyback_is_refused() {
         (vault.last_buyback_ts, vault.total_bought_back),
         (t0 + INTERVAL, 2_000)
     );
+}
+
+/// The burn index and the burn's bytes at their extremes: `burn_index = u16::MAX` (past any
+/// transaction) and a burn instruction with no data, only its tag, or an amount of zero are each
+/// refused with `BurnMissing` before the token program runs, and nothing moves.
+#[tokio::test(flavor = "current_thread")]
+async fn a_burn_index_at_u16_max_and_an_empty_burn_are_refused() {
+    let (mut env, mint, holding, _) = funded(start().await, &TOKEN, 10, |_| {}).await;
+    let me = env.runner.pubkey();
+    let supply = env.supply(&mint).await;
+    let good = burn_checked(&holding, &mint, &me, 1);
+    let ixs = vec![env.buyback_ix(&holding, 1_000, 1, u16::MAX), good.clone()];
+    custom(env.send_buyback(ixs, 1_000).await, E::BurnMissing);
+    for data in [vec![], vec![15], vec![8]] {
+        let empty = Instruction {
+            data,
+            ..good.clone()
+        };
+        let ixs = vec![env.buyback_ix(&holding, 1_000, 1, 1), empty];
+        custom(env.send_buyback(ixs, 1_000).await, E::BurnMissing);
+    }
+    let zero = burn_checked(&holding, &mint, &me, 0);
+    let ixs = vec![env.buyback_ix(&holding, 1_000, 1, 1), zero];
+    custom(env.send_buyback(ixs, 1_000).await, E::BurnMissing);
+    assert_eq!(env.supply(&mint).await, supply, "nothing burned");
+    assert_eq!(env.vault_state().await.total_bought_back, 0);
 }
 
 /// L-2: lamports donated to the fee vault change nothing: a buyback may release exactly the

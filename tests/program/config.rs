@@ -873,7 +873,8 @@ async fn revoking_the_runner_is_immediate_and_the_user_refunds_after_the_deadlin
 }
 
 /// A lower spending limit, proposed and applied through the time lock, binds the next settle:
-/// usage one lamport over it is refused (`SpendingLimitExceeded`) and exactly the limit passes.
+/// usage and fees one lamport over it are refused (`SpendingLimitExceeded`), exactly the limit
+/// passes, and then even a trial at usage 0 is refused (its fee counts).
 #[tokio::test(flavor = "current_thread")]
 async fn a_lower_spending_limit_applied_through_the_time_lock_binds_the_next_settle() {
     let mut env = start().await;
@@ -883,7 +884,7 @@ async fn a_lower_spending_limit_applied_through_the_time_lock_binds_the_next_set
         env.user.insecure_clone(),
         env.runner.insecure_clone(),
     );
-    let limit = 2 * CAP;
+    let limit = 2 * CAP + 3 * FEE;
     let lower = ConfigChange {
         usage_limit: Some(SpendingLimit {
             amount: limit,
@@ -913,7 +914,7 @@ async fn a_lower_spending_limit_applied_through_the_time_lock_binds_the_next_set
     let vault = env.vault_state().await;
     assert_eq!(vault.usage_in_period, limit);
     custom(
-        env.settle(&runner, &run, &[(3, 1)]).await,
+        env.settle(&runner, &run, &[(3, 0)]).await,
         E::SpendingLimitExceeded,
     );
 }

@@ -555,6 +555,17 @@ pub(crate) fn custom(result: Result<u64, String>, expected: impl Into<Refusal>) 
     }
 }
 
+/// System `Transfer` of `lamports` from `from` to `to`.
+pub(crate) fn system_transfer(from: &Pubkey, to: &Pubkey, lamports: u64) -> Instruction {
+    let mut data = vec![2, 0, 0, 0];
+    data.extend_from_slice(&lamports.to_le_bytes());
+    Instruction {
+        program_id: SYSTEM_PROGRAM_ID,
+        accounts: vec![AccountMeta::new(*from, true), AccountMeta::new(*to, false)],
+        data,
+    }
+}
+
 pub(crate) fn upper(trials: u16) -> u64 {
     (CAP + FEE) * u64::from(trials)
 }

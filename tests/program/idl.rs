@@ -60,15 +60,16 @@ fn the_committed_idl_matches_the_program_crate() {
         code += 1;
     }
     assert_eq!(in_idl, in_program);
-    assert_eq!(in_program.len(), 42, "every SkillTrialError variant");
+    assert_eq!(in_program.len(), 44, "every SkillTrialError variant");
     assert_eq!(u32::from(SkillTrialError::PayoutIsProgramAccount), 6041);
+    assert_eq!(u32::from(SkillTrialError::RequestCapTooLow), 6043);
 }
 
 /// The program's error with `code`, if any: every variant listed once, so a new variant that is
 /// not listed here makes the count assertion above fail.
 fn variant_for(code: u32) -> Option<skilltrial::error::SkillTrialError> {
     use skilltrial::error::SkillTrialError as E;
-    const ALL: [E; 42] = [
+    const ALL: [E; 44] = [
         E::TrialCountOutOfRange,
         E::ZeroRequestCap,
         E::EscrowTooSmall,
@@ -111,6 +112,8 @@ fn variant_for(code: u32) -> Option<skilltrial::error::SkillTrialError> {
         E::DefaultKey,
         E::PayoutIsSigner,
         E::PayoutIsProgramAccount,
+        E::AccountExists,
+        E::RequestCapTooLow,
     ];
     ALL.into_iter().find(|e| u32::from(*e) == code)
 }

@@ -16,6 +16,8 @@
 //!   re-opened runs, exact edges, pull refunds, the spending limit, events, the digest vs core;
 //! - `buyback` — fee-vault buybacks against the real SPL Token and Token-2022 programs;
 //! - `config` — governance: bounds, the time lock, revocation, rotation, the admin handover;
+//! - `exits` — the user's exits under a rent rise, pre-funded addresses with and without
+//!   SIMD-0312, a settle batch claiming `u32::MAX` trials;
 //! - `idl` — the committed IDL against the program crate;
 //! - `native` — the native fallback layer (`SKILLTRIAL_PROGRAM_LAYER=native`).
 #![cfg(feature = "chain")]
@@ -30,6 +32,7 @@ mod attacks;
 mod audit;
 mod buyback;
 mod config;
+mod exits;
 mod harness;
 mod helper_program;
 mod idl;

@@ -1,6 +1,7 @@
 //! A hosted run's life on the program: settle, cancel, finalize, refund, close; every refusal
 //! with its exact error; and the cost targets of a 54-trial run, batched and at the floor.
 
+use skilltrial::constants::MIN_PER_REQUEST_CAP;
 use skilltrial_chain::error::{AnchorError, SkillTrialError as E};
 use skilltrial_chain::pda;
 use skilltrial_program as skilltrial;
@@ -121,6 +122,9 @@ async fn every_refusal_returns_its_exact_error() {
         E::NotUpgradeAuthority,
     );
     env.config_init().await;
+    // Once only: the accounts exist.
+    let (admin, args) = (env.admin.insecure_clone(), env.init_args());
+    custom(env.config_init_with(&admin, args).await, E::AccountExists);
     let user = env.user.insecure_clone();
     let runner = env.runner.insecure_clone();
     let stranger = Keypair::new();
@@ -148,6 +152,20 @@ async fn every_refusal_returns_its_exact_error() {
     );
     let args = env.open_args([2; 32], 1, 0, FEE, deadline);
     custom(env.open_with(&user, args).await, E::ZeroRequestCap);
+    // A cap no runner can serve (1 lamport; one below the minimum) is refused by name; the
+    // minimum itself opens (below, on another manifest).
+    for cap in [1, MIN_PER_REQUEST_CAP - 1] {
+        let args = env.open_args([2; 32], 1, cap, cap + FEE, deadline);
+        custom(env.open_with(&user, args).await, E::RequestCapTooLow);
+    }
+    let args = env.open_args(
+        [4; 32],
+        1,
+        MIN_PER_REQUEST_CAP,
+        MIN_PER_REQUEST_CAP + FEE,
+        deadline,
+    );
+    env.open_with(&user, args).await.unwrap();
     // (cap + fee) × trials above u64::MAX: refused by checked arithmetic, not wrapped.
     let args = env.open_args([2; 32], 2, u64::MAX - FEE, u64::MAX, deadline);
     custom(env.open_with(&user, args).await, E::Overflow);
@@ -157,6 +175,11 @@ async fn every_refusal_returns_its_exact_error() {
     env.open(&user, manifest, 10, upper(10), deadline)
         .await
         .unwrap();
+    // One open run per wallet and manifest.
+    custom(
+        env.open(&user, manifest, 10, upper(10), deadline).await,
+        E::AccountExists,
+    );
 
     // Only the run's runner settles; no trial twice; none above the cap; none outside the plan.
     custom(

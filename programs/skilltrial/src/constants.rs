@@ -67,6 +67,12 @@ pub const MIN_USAGE_PERIOD_SECS: i64 = 60;
 /// See [`MIN_USAGE_PERIOD_SECS`].
 pub const MAX_USAGE_PERIOD_SECS: i64 = 30 * 24 * 60 * 60;
 
+/// The least per-request cap a run may open with: 5,000 lamports, one signature's base fee. A
+/// cap below it reserves dust that no model request fits in (the runner daemon refuses such a
+/// run, so the user would escrow for nothing); `skilltrial_core::hosted::Terms` rounds every
+/// manifest's cap up to it, so every plan the daemon accepts clears it.
+pub const MIN_PER_REQUEST_CAP: u64 = 5_000;
+
 /// Entries the buyback log keeps (a ring buffer).
 pub const BUYBACK_LOG_LEN: usize = 32;
 /// Layout version of the program's accounts (v2: bounded trust, pull refunds, settlement digest).

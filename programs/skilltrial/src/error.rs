@@ -98,6 +98,14 @@ pub enum SkillTrialError {
     PayoutIsSigner,
     #[msg("the runner's payout address must not be an account of this program")]
     PayoutIsProgramAccount,
+    #[msg(
+        "the account already exists: a run of this manifest is still open under this wallet (close or refund it first)"
+    )]
+    AccountExists,
+    #[msg(
+        "the per-request cap is below the program's minimum of 5,000 lamports (one signature fee): no runner can serve so little"
+    )]
+    RequestCapTooLow,
 }
 
 /// The code of the Anchor error `result` carries (tests of the state types assert exact codes).

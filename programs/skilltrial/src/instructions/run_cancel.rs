@@ -7,7 +7,6 @@ use anchor_lang::prelude::*;
 use crate::constants::RUN_SEED;
 use crate::error::SkillTrialError;
 use crate::events::RunCancelled;
-use crate::lamports;
 use crate::state::{Run, RunStatus};
 
 #[derive(Accounts)]
@@ -31,8 +30,9 @@ pub fn run_cancel(ctx: Context<RunCancel>) -> Result<()> {
     let at = Clock::get()?.unix_timestamp;
     let run = &mut ctx.accounts.run;
     run.status = RunStatus::Cancelled { at };
-    let info = run.to_account_info();
-    run.invariant(info.lamports(), lamports::rent_minimum(&info)?)?;
+    // The books only: this instruction moves no lamports but, at most, the whole balance
+    // (`Run::books`).
+    run.books()?;
     emit!(RunCancelled {
         run: run.key(),
         run_id: run.run_id,

@@ -7,8 +7,8 @@ use anchor_lang::prelude::*;
 use anchor_lang::system_program;
 
 use crate::constants::{
-    ACCOUNT_VERSION, CONFIG_ADDRESS, FEE_VAULT_ADDRESS, MAX_DEADLINE_SECS, MAX_TRIALS, RUN_SEED,
-    SETTLED_BITMAP_BYTES,
+    ACCOUNT_VERSION, CONFIG_ADDRESS, FEE_VAULT_ADDRESS, MAX_DEADLINE_SECS, MAX_TRIALS,
+    MIN_PER_REQUEST_CAP, RUN_SEED, SETTLED_BITMAP_BYTES,
 };
 use crate::error::SkillTrialError;
 use crate::events::RunOpened;
@@ -42,14 +42,15 @@ pub struct RunOpen<'info> {
     /// Keeps the run counter.
     #[account(mut, address = FEE_VAULT_ADDRESS)]
     pub fee_vault: Box<Account<'info, FeeVault>>,
+    /// The run's PDA, created by the handler on every cluster, pre-funded or not
+    /// (`lamports::create_pda`; Anchor's `init` would need SIMD-0312 for a pre-funded address).
+    /// CHECK: seeds checked here; `create_pda` refuses an account that already exists.
     #[account(
-        init,
-        payer = user,
-        space = 8 + Run::INIT_SPACE,
+        mut,
         seeds = [RUN_SEED, user.key().as_ref(), args.manifest_hash.as_ref()],
         bump
     )]
-    pub run: Box<Account<'info, Run>>,
+    pub run: UncheckedAccount<'info>,
     pub system_program: Program<'info, System>,
 }
 
@@ -71,6 +72,10 @@ impl RunOpen<'_> {
             SkillTrialError::TrialCountOutOfRange
         );
         require!(args.per_request_cap > 0, SkillTrialError::ZeroRequestCap);
+        require!(
+            args.per_request_cap >= MIN_PER_REQUEST_CAP,
+            SkillTrialError::RequestCapTooLow
+        );
         let upper = args
             .per_request_cap
             .checked_add(config.fee_per_trial)
@@ -91,12 +96,28 @@ impl RunOpen<'_> {
 }
 
 pub fn run_open(ctx: Context<RunOpen>, args: RunOpenArgs) -> Result<()> {
+    let user = ctx.accounts.user.to_account_info();
+    let info = ctx.accounts.run.to_account_info();
+    let user_key = ctx.accounts.user.key();
+    let bump = ctx.bumps.run;
+    lamports::create_pda(
+        &user,
+        &info,
+        &ctx.accounts.system_program.to_account_info(),
+        8 + Run::INIT_SPACE,
+        &[
+            RUN_SEED,
+            user_key.as_ref(),
+            args.manifest_hash.as_ref(),
+            &[bump],
+        ],
+    )?;
     system_program::transfer(
         CpiContext::new(
             ctx.accounts.system_program.key(),
             system_program::Transfer {
-                from: ctx.accounts.user.to_account_info(),
-                to: ctx.accounts.run.to_account_info(),
+                from: user,
+                to: info.clone(),
             },
         ),
         args.escrow,
@@ -104,33 +125,40 @@ pub fn run_open(ctx: Context<RunOpen>, args: RunOpenArgs) -> Result<()> {
     let now = Clock::get()?.unix_timestamp;
     let run_id = ctx.accounts.fee_vault.take_run_id()?;
     let config = &ctx.accounts.config;
-    let run = &mut ctx.accounts.run;
-    run.version = ACCOUNT_VERSION;
-    run.run_id = run_id;
-    run.user = ctx.accounts.user.key();
-    run.runner = config.runner;
-    run.manifest_hash = args.manifest_hash;
-    run.planned_trials = args.planned_trials;
-    run.per_request_cap = args.per_request_cap;
-    run.fee_per_trial = config.fee_per_trial;
-    run.escrowed = args.escrow;
-    run.settled_usage = 0;
-    run.settled_fees = 0;
-    run.settled_trials = 0;
-    run.settle_batches = 0;
-    run.settled_bitmap = [0; SETTLED_BITMAP_BYTES];
-    run.settle_digest = [0; 32];
-    run.status = RunStatus::Open;
-    run.opened_at = now;
-    run.deadline = args.deadline;
-    run.report_hash = [0; 32];
-    run.bump = ctx.bumps.run;
+    let run = Run {
+        version: ACCOUNT_VERSION,
+        run_id,
+        user: user_key,
+        runner: config.runner,
+        manifest_hash: args.manifest_hash,
+        planned_trials: args.planned_trials,
+        per_request_cap: args.per_request_cap,
+        fee_per_trial: config.fee_per_trial,
+        escrowed: args.escrow,
+        settled_usage: 0,
+        settled_fees: 0,
+        settled_trials: 0,
+        settle_batches: 0,
+        settled_bitmap: [0; SETTLED_BITMAP_BYTES],
+        settle_digest: [0; 32],
+        status: RunStatus::Open,
+        opened_at: now,
+        deadline: args.deadline,
+        report_hash: [0; 32],
+        bump,
+        reserved: [0; 32],
+    };
+    lamports::write_new(&info, &run)?;
 
-    // The escrow really arrived: the account holds its rent plus every escrowed lamport.
-    let info = run.to_account_info();
+    // The escrow really arrived: the account holds its rent plus every escrowed lamport (a
+    // stranger's earlier donation only adds to it, and goes back to the user with the rest).
     run.invariant(info.lamports(), lamports::rent_minimum(&info)?)?;
+    let vault_info = ctx.accounts.fee_vault.to_account_info();
+    ctx.accounts
+        .fee_vault
+        .invariant(vault_info.lamports(), lamports::rent_minimum(&vault_info)?)?;
     emit!(RunOpened {
-        run: run.key(),
+        run: info.key(),
         run_id,
         user: run.user,
         runner: run.runner,

@@ -4,8 +4,10 @@
 //! pay nothing.
 //!
 //! Bounded trust: the signer must be the runner the user agreed to *and* still the config's
-//! runner (a revoked or rotated key stops at once), and the usage settled over all runs per
-//! period stays within the config's spending limit. Each batch carries one hash over its trials'
+//! runner (a revoked or rotated key stops at once), and everything settled over all runs per
+//! period — usage and fees alike — stays within the config's spending limit: a trial charged at
+//! usage 0 still moves its fee out of the user's escrow, so a leaked key settling never-run
+//! trials is bounded by the same limit as one inflating usage. Each batch carries one hash over its trials'
 //! evidence records, folded with the `(trial, usage)` entries into the run's settlement digest
 //! (`crate::digest`), which the report lets anyone recompute.
 
@@ -125,7 +127,8 @@ pub fn run_settle(ctx: Context<RunSettle>, args: RunSettleArgs) -> Result<()> {
     let now = Clock::get()?.unix_timestamp;
     let limit = ctx.accounts.config.usage_limit;
     let vault = &mut ctx.accounts.fee_vault;
-    vault.spend(usage_total, limit.amount, limit.period_secs, now)?;
+    let leaving = lamports::sum(usage_total, fees)?;
+    vault.spend(leaving, limit.amount, limit.period_secs, now)?;
     vault.total_trials_settled = lamports::sum(vault.total_trials_settled, count)?;
     vault.total_usage = lamports::sum(vault.total_usage, usage_total)?;
     vault.total_fees = lamports::sum(vault.total_fees, fees)?;

@@ -27,12 +27,15 @@ pub struct BuybackRate {
     pub lamports: u64,
 }
 
-/// The most usage the runner may settle, over all runs, per period (Squads v4's spending limit).
+/// The most the runner may settle out of escrows, over all runs, per period — usage and fees
+/// together (Squads v4's spending limit). Fees count because a trial settled at usage 0 still
+/// moves its fee out of the user's escrow: a key that could settle fees unbounded could empty
+/// every open run's fee reserve for trials it never ran.
 #[derive(
     AnchorSerialize, AnchorDeserialize, Clone, Copy, Debug, Default, InitSpace, PartialEq, Eq,
 )]
 pub struct SpendingLimit {
-    /// Lamports of usage per period.
+    /// Lamports of usage plus fees per period.
     pub amount: u64,
     /// The period, seconds.
     pub period_secs: i64,
@@ -97,7 +100,7 @@ pub struct Config {
     pub min_deadline_secs: i64,
     /// How long appointments and buyback terms wait before `config_apply`.
     pub time_lock_secs: i64,
-    /// The runner's spending limit: usage settled over all runs per period.
+    /// The runner's spending limit: usage and fees settled over all runs per period.
     pub usage_limit: SpendingLimit,
     /// The $SKTRIAL mint that buybacks burn.
     pub sktrial_mint: Pubkey,

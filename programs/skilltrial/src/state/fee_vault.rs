@@ -34,7 +34,8 @@ pub struct FeeVault {
     pub last_buyback_ts: i64,
     /// Start of the runner's current spending-limit period.
     pub usage_period_start: i64,
-    /// Usage settled in the current period.
+    /// Lamports settled out of escrows in the current period: usage and fees together (the name
+    /// predates fees counting; the layout and the IDL keep it).
     pub usage_in_period: u64,
     /// Room for fields a later version adds without a migration.
     pub reserved: [u8; 32],
@@ -55,8 +56,9 @@ impl FeeVault {
         Ok(id)
     }
 
-    /// Books `usage` against the runner's spending limit at `now`: a new period starts once the
-    /// current one is over; the usage of one period never exceeds `limit`.
+    /// Books `usage` (a batch's usage plus its fees: all it moves out of the run) against the
+    /// runner's spending limit at `now`: a new period starts once the current one is over; what
+    /// one period settles never exceeds `limit`.
     pub fn spend(&mut self, usage: u64, limit: u64, period_secs: i64, now: i64) -> Result<()> {
         let ends = self
             .usage_period_start

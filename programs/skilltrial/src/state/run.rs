@@ -126,8 +126,24 @@ impl Run {
     /// Money is conserved: usage + fees never exceed the escrow; fees are exactly the fee times
     /// the trials settled; settled trials never exceed the plan; and the account really holds its
     /// rent plus the remainder (the books are checked against the lamports, not only themselves).
+    /// For the instructions that move lamports (`run_open`, `run_settle`).
     pub fn invariant(&self, lamports: u64, rent_exempt_minimum: u64) -> Result<()> {
-        let remaining = self.remaining()?;
+        self.books()?;
+        let needed = rent_exempt_minimum
+            .checked_add(self.remaining()?)
+            .ok_or(SkillTrialError::Overflow)?;
+        require!(lamports >= needed, SkillTrialError::AccountingBroken);
+        Ok(())
+    }
+
+    /// The books alone, without the lamport half of [`Run::invariant`]: for the instructions that
+    /// move no lamports out of the run but a whole-balance close (`run_cancel`, `run_finalize`,
+    /// `run_close`, `run_refund_expired`). Those are the user's ways out, and a rise of the Rent
+    /// sysvar after the run opened must never lock them: the account's rent minimum is read at
+    /// the time of the call, so a strict lamport check there could fail for every run at once,
+    /// while a close pays the whole balance whatever the minimum is.
+    pub fn books(&self) -> Result<()> {
+        self.remaining()?;
         require!(
             self.settled_trials <= self.planned_trials,
             SkillTrialError::TrialOutOfRange
@@ -145,10 +161,6 @@ impl Run {
             self.settled_usage <= usage_cap,
             SkillTrialError::ChargeAboveCap
         );
-        let needed = rent_exempt_minimum
-            .checked_add(remaining)
-            .ok_or(SkillTrialError::Overflow)?;
-        require!(lamports >= needed, SkillTrialError::AccountingBroken);
         Ok(())
     }
 }
