@@ -1096,3 +1096,61 @@ async fn governance_events_carry_the_values_sent() {
         );
     }
 }
+
+/// V2-I6: revocation is never blocked by the rest of the config. A stored config that breaks a
+/// bound (as one could after an upgrade tightened it: here a fee above `MAX_FEE_PER_TRIAL`,
+/// written into the account directly) refuses any other update with `InvalidConfig`, yet a
+/// revocation alone goes through and stops the runner at once.
+#[tokio::test(flavor = "current_thread")]
+async fn a_revocation_goes_through_a_config_that_breaks_a_later_bound() {
+    use anchor_lang::AccountSerialize;
+    let mut env = start().await;
+    env.config_init().await;
+    let (admin, user, runner) = (
+        env.admin.insecure_clone(),
+        env.user.insecure_clone(),
+        env.runner.insecure_clone(),
+    );
+    let manifest = [32u8; 32];
+    let run = pda::run(&user.pubkey(), &manifest);
+    let deadline = env.now().await + MIN_DEADLINE + 60;
+    env.open(&user, manifest, 2, upper(2), deadline)
+        .await
+        .unwrap();
+
+    let mut config = env.config_state().await;
+    config.fee_per_trial = skilltrial_program::constants::MAX_FEE_PER_TRIAL + 1;
+    let mut account = env
+        .ctx
+        .banks_client
+        .get_account(pda::config())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut data = Vec::new();
+    config.try_serialize(&mut data).unwrap();
+    account.data[..data.len()].copy_from_slice(&data);
+    env.ctx.set_account(&pda::config(), &account.into());
+
+    let other = ConfigUpdateArgs {
+        min_deadline_secs: Some(MIN_DEADLINE),
+        ..ConfigUpdateArgs::default()
+    };
+    custom(env.config_update(&admin, other).await, E::InvalidConfig);
+    let mixed = ConfigUpdateArgs {
+        revoke_runner: true,
+        min_deadline_secs: Some(MIN_DEADLINE),
+        ..ConfigUpdateArgs::default()
+    };
+    custom(env.config_update(&admin, mixed).await, E::InvalidConfig);
+    let revoke = ConfigUpdateArgs {
+        revoke_runner: true,
+        ..ConfigUpdateArgs::default()
+    };
+    env.config_update(&admin, revoke).await.unwrap();
+    assert!(!env.config_state().await.has_runner());
+    custom(
+        env.settle(&runner, &run, &[(0, 1_000)]).await,
+        E::RunnerRevoked,
+    );
+}

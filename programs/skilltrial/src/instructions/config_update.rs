@@ -63,7 +63,16 @@ pub fn config_update(ctx: Context<ConfigUpdate>, args: ConfigUpdateArgs) -> Resu
         require_keys_neq!(admin, Pubkey::default(), SkillTrialError::DefaultKey);
         config.pending_admin = (admin != config.admin).then_some(admin);
     }
-    config.invariant()?;
+    // A revocation alone is the emergency brake: it only narrows power, so it is never blocked
+    // by re-validating fields it does not touch (a bound tightened by a later upgrade that the
+    // stored config no longer meets must not keep a leaked key in office).
+    let revoke_only = revoke_runner
+        && fee_per_trial.is_none()
+        && min_deadline_secs.is_none()
+        && propose_admin.is_none();
+    if !revoke_only {
+        config.invariant()?;
+    }
     emit!(ConfigUpdated::of(config));
     Ok(())
 }
