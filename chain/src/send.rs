@@ -16,6 +16,12 @@
 //! 5. Only when it expired **and** a history search still does not find it is a new transaction
 //!    signed (back to 1, at most `MAX_SIGNINGS` times). A transaction that may still land is
 //!    never signed twice; a command killed anywhere is resumed by running it again.
+//!
+//! A transaction built from someone else's instructions (a buyback's swap route) is sent with a
+//! [`Vet`]: the message is compiled, every account key resolved through the lookup tables as
+//! the runtime resolves them ([`Resolved`]), and the check runs on that, at simulation and again
+//! on the very message about to be signed. Lookup tables named by someone else are read from the
+//! chain ([`fetch_tables`]), never taken on their word.
 
 use std::time::{Duration, Instant};
 
@@ -69,6 +75,82 @@ impl Default for Fees {
             ceiling: DEFAULT_PRICE_CEILING,
         }
     }
+}
+
+/// A check of a message about to be simulated or signed: its instructions after the
+/// compute-budget ones the sender puts first, every account key resolved through the lookup
+/// tables, with the message's own signer and writable flags. An `Err` names why it must not be
+/// signed; nothing is then simulated, signed or sent.
+pub type Vet<'v> = &'v dyn Fn(&[Instruction]) -> Result<(), String>;
+
+/// Why the lookup tables a transaction would load cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    /// The node could not be read.
+    #[error(transparent)]
+    Rpc(#[from] RpcFailure),
+    /// The table is not on the chain as claimed.
+    #[error("the lookup table {table}: {why}")]
+    Refused { table: Pubkey, why: String },
+}
+
+/// The lookup tables `claimed` names, as the chain holds them: each must exist, be owned by the
+/// address lookup table program, be active (not deactivating: it could vanish before the
+/// transaction lands) and hold every claimed address at the claimed index (a table only grows,
+/// so the chain may hold more). What a claim says is never used: the transaction is compiled
+/// with what this returns.
+pub fn fetch_tables(
+    chain: &Chain,
+    claimed: &[AddressLookupTableAccount],
+) -> Result<Vec<AddressLookupTableAccount>, TableError> {
+    use solana_address_lookup_table_interface::{program, state::AddressLookupTable};
+    let mut fetched = Vec::with_capacity(claimed.len());
+    for claim in claimed {
+        let refused = |why: String| TableError::Refused {
+            table: claim.key,
+            why,
+        };
+        let (owner, _, data) = chain
+            .account(&claim.key)?
+            .ok_or_else(|| refused("no such account on this cluster".to_owned()))?;
+        if owner != program::ID {
+            return Err(refused(format!(
+                "it is owned by {owner}, not the address lookup table program"
+            )));
+        }
+        let table = AddressLookupTable::deserialize(&data)
+            .map_err(|e| refused(format!("it is not a lookup table ({e})")))?;
+        if table.meta.deactivation_slot != u64::MAX {
+            return Err(refused(format!(
+                "it is deactivated (since slot {})",
+                table.meta.deactivation_slot
+            )));
+        }
+        if claim.addresses.len() > table.addresses.len() {
+            return Err(refused(format!(
+                "the answer claims {} addresses, the chain holds {}",
+                claim.addresses.len(),
+                table.addresses.len()
+            )));
+        }
+        for (index, (said, held)) in claim
+            .addresses
+            .iter()
+            .zip(table.addresses.iter())
+            .enumerate()
+        {
+            if said != held {
+                return Err(refused(format!(
+                    "address {index} is {held} on the chain, not {said} as the answer claims"
+                )));
+            }
+        }
+        fetched.push(AddressLookupTableAccount {
+            key: claim.key,
+            addresses: table.addresses.to_vec(),
+        });
+    }
+    Ok(fetched)
 }
 
 /// A transaction that landed.
@@ -186,12 +268,15 @@ impl<'a> Sender<'a> {
         instructions: &[Instruction],
         fees: Fees,
     ) -> Result<Sent, SendError> {
-        self.send_with_tables(intent, payer, signers, instructions, &[], fees)
+        self.send_with_tables(intent, payer, signers, instructions, &[], fees, &|_| Ok(()))
     }
 
     /// [`Sender::send`] as a version-0 transaction loading addresses from `tables` (a legacy
     /// one when `tables` is empty). The compute-budget instructions come first: the limit, then
-    /// the price when it is not zero ([`budget_prefix`]).
+    /// the price when it is not zero ([`budget_prefix`]). Nothing is simulated or signed unless
+    /// `vet` accepts the compiled message: it runs on the message compiled for simulation and
+    /// again on each message compiled for signing, after its keys are resolved through `tables`.
+    #[allow(clippy::too_many_arguments)]
     pub fn send_with_tables(
         &mut self,
         intent: &str,
@@ -200,6 +285,7 @@ impl<'a> Sender<'a> {
         instructions: &[Instruction],
         tables: &[AddressLookupTableAccount],
         fees: Fees,
+        vet: Vet<'_>,
     ) -> Result<Sent, SendError> {
         for _ in 0..MAX_SIGNINGS {
             // A transaction left pending by an earlier command is driven to its end first.
@@ -214,7 +300,7 @@ impl<'a> Sender<'a> {
                 }
             }
             let price = self.compute_unit_price(instructions, fees)?;
-            let units = self.simulate(payer, instructions, tables, price)?;
+            let units = self.simulate(payer, instructions, tables, price, vet)?;
             let limit = units
                 .saturating_mul(6)
                 .div_ceil(5)
@@ -223,7 +309,15 @@ impl<'a> Sender<'a> {
             let all = with_budget(instructions, limit, price);
             let chain = self.chain;
             let claim = self.outbox.claim(&self.cluster, intent, || {
-                sign(chain, payer, signers, &all, tables)
+                sign(
+                    chain,
+                    payer,
+                    signers,
+                    &all,
+                    tables,
+                    budget_prefix(price),
+                    vet,
+                )
             })??;
             let (entry, fresh) = match claim {
                 Claim::Existing(entry) => (entry, false),
@@ -282,9 +376,11 @@ impl<'a> Sender<'a> {
         instructions: &[Instruction],
         tables: &[AddressLookupTableAccount],
         price: u64,
+        vet: Vet<'_>,
     ) -> Result<u32, SendError> {
         let all = with_budget(instructions, MAX_COMPUTE_UNITS, price);
         let message = Compiled::new(&payer.pubkey(), &all, tables, Hash::default())?;
+        message.vet(tables, budget_prefix(price), vet)?;
         let wire = wire_bytes(
             &message.serialize(),
             &vec![Signature::default(); message.signer_keys().len()],
@@ -461,13 +557,16 @@ impl<'a> Sender<'a> {
     }
 }
 
-/// Signs `instructions` against a fresh blockhash.
+/// Signs `instructions` against a fresh blockhash, once `vet` accepts the compiled message
+/// (its instructions from `prefix` on).
 fn sign(
     chain: &Chain,
     payer: &Keypair,
     signers: &[&Keypair],
     instructions: &[Instruction],
     tables: &[AddressLookupTableAccount],
+    prefix: usize,
+    vet: Vet<'_>,
 ) -> Result<Signed, SendError> {
     let (blockhash, last_valid_block_height) =
         chain.latest_blockhash().map_err(SendError::BeforeSigning)?;
@@ -478,6 +577,7 @@ fn sign(
         tables,
         &blockhash,
         last_valid_block_height,
+        (prefix, vet),
     )
 }
 
@@ -498,11 +598,12 @@ pub fn sign_with_blockhash(
         &[],
         blockhash,
         last_valid_block_height,
+        (0, &|_| Ok(())),
     )
 }
 
 /// [`sign_with_blockhash`] for a version-0 message loading addresses from `tables` (legacy when
-/// `tables` is empty).
+/// `tables` is empty), once `vet` accepts the compiled message's instructions from `prefix` on.
 pub fn sign_with_tables(
     payer: &Keypair,
     signers: &[&Keypair],
@@ -510,11 +611,13 @@ pub fn sign_with_tables(
     tables: &[AddressLookupTableAccount],
     blockhash: &str,
     last_valid_block_height: u64,
+    (prefix, vet): (usize, Vet<'_>),
 ) -> Result<Signed, SendError> {
     let hash: Hash = blockhash
         .parse()
         .map_err(|_| SendError::Build(format!("{blockhash:?} is not a blockhash")))?;
     let message = Compiled::new(&payer.pubkey(), instructions, tables, hash)?;
+    message.vet(tables, prefix, vet)?;
     let data = message.serialize();
     let keys = message.signer_keys();
     let mut signatures = Vec::with_capacity(keys.len());
@@ -593,6 +696,99 @@ impl Compiled {
             Self::Legacy(message) => message.serialize(),
             Self::V0(message) => message.serialize(),
         }
+    }
+
+    /// Runs `vet` on the instructions from `prefix` on, as the runtime will see them.
+    fn vet(
+        &self,
+        tables: &[AddressLookupTableAccount],
+        prefix: usize,
+        vet: Vet<'_>,
+    ) -> Result<(), SendError> {
+        let resolved = self.resolve(tables).map_err(SendError::Build)?;
+        vet(resolved.get(prefix..).unwrap_or_default())
+            .map_err(|why| SendError::Refused(format!("{why}; nothing was signed")))
+    }
+
+    /// Its instructions with every account key resolved: the static keys, then each lookup's
+    /// writable entries, then each lookup's read-only entries (the runtime's order), read from
+    /// `tables`; the signer and writable flags are the message's, not the instruction's.
+    fn resolve(&self, tables: &[AddressLookupTableAccount]) -> Result<Vec<Instruction>, String> {
+        let (header, statics, compiled, lookups) = match self {
+            Self::Legacy(m) => (m.header, &m.account_keys, &m.instructions, &[][..]),
+            Self::V0(m) => (
+                m.header,
+                &m.account_keys,
+                &m.instructions,
+                m.address_table_lookups.as_slice(),
+            ),
+        };
+        let loaded = |writable: bool| -> Result<Vec<Pubkey>, String> {
+            let mut out = Vec::new();
+            for lookup in lookups {
+                let table = tables
+                    .iter()
+                    .find(|t| t.key == lookup.account_key)
+                    .ok_or_else(|| {
+                        format!("the lookup table {} is not loaded", lookup.account_key)
+                    })?;
+                let indexes = if writable {
+                    &lookup.writable_indexes
+                } else {
+                    &lookup.readonly_indexes
+                };
+                for index in indexes {
+                    out.push(*table.addresses.get(usize::from(*index)).ok_or_else(|| {
+                        format!("the lookup table {} has no entry {index}", table.key)
+                    })?);
+                }
+            }
+            Ok(out)
+        };
+        let (writable, readonly) = (loaded(true)?, loaded(false)?);
+        let signed = usize::from(header.num_required_signatures);
+        let signed_writable =
+            signed.saturating_sub(usize::from(header.num_readonly_signed_accounts));
+        let unsigned_writable = statics
+            .len()
+            .saturating_sub(usize::from(header.num_readonly_unsigned_accounts));
+        let meta = |index: u8| -> Result<crate::AccountMeta, String> {
+            let i = usize::from(index);
+            let (pubkey, is_writable) = if let Some(key) = statics.get(i) {
+                let writable = if i < signed {
+                    i < signed_writable
+                } else {
+                    i < unsigned_writable
+                };
+                (*key, writable)
+            } else if let Some(key) = writable.get(i - statics.len()) {
+                (*key, true)
+            } else {
+                let key = readonly
+                    .get(i - statics.len() - writable.len())
+                    .ok_or_else(|| format!("account index {i} is past the message's keys"))?;
+                (*key, false)
+            };
+            Ok(crate::AccountMeta {
+                pubkey,
+                is_signer: i < signed,
+                is_writable,
+            })
+        };
+        compiled
+            .iter()
+            .map(|ix| {
+                Ok(Instruction {
+                    program_id: meta(ix.program_id_index)?.pubkey,
+                    accounts: ix
+                        .accounts
+                        .iter()
+                        .map(|a| meta(*a))
+                        .collect::<Result<_, _>>()?,
+                    data: ix.data.clone(),
+                })
+            })
+            .collect()
     }
 
     /// The keys that must sign, in order.
@@ -822,8 +1018,16 @@ mod tests {
         };
         let all = with_budget(&[ix], 10_000, 1);
         let hash = Hash::new_unique().to_string();
-        let signed =
-            sign_with_tables(&payer, &[], &all, std::slice::from_ref(&table), &hash, 99).unwrap();
+        let signed = sign_with_tables(
+            &payer,
+            &[],
+            &all,
+            std::slice::from_ref(&table),
+            &hash,
+            99,
+            (0, &|_| Ok(())),
+        )
+        .unwrap();
         let wire = base64::engine::general_purpose::STANDARD
             .decode(&signed.wire_base64)
             .unwrap();
@@ -841,11 +1045,43 @@ mod tests {
         assert_eq!(budget_prefix(0), 1);
         assert_eq!(budget_prefix(1), 2);
         // Without tables, the same call signs a legacy message.
-        let legacy = sign_with_tables(&payer, &[], &all, &[], &hash, 99).unwrap();
+        let legacy = sign_with_tables(&payer, &[], &all, &[], &hash, 99, (0, &|_| Ok(()))).unwrap();
         let wire = base64::engine::general_purpose::STANDARD
             .decode(&legacy.wire_base64)
             .unwrap();
         assert_ne!(wire[1 + 64], 0x80);
+
+        // A vet sees the message's accounts as the tables resolve them: through the table it was
+        // compiled with, the instructions themselves; through a table holding another address at
+        // the same index (as the runtime would load it from the chain), that address.
+        let tables = std::slice::from_ref(&table);
+        let message = Compiled::new(&payer.pubkey(), &all, tables, Hash::new_unique()).unwrap();
+        assert_eq!(message.resolve(tables).unwrap(), all);
+        let stranger = Pubkey::new_unique();
+        let mut swapped = table.clone();
+        swapped.addresses[2] = stranger;
+        let resolved = message.resolve(&[swapped]).unwrap();
+        let far = &resolved[2].accounts[1];
+        assert_eq!(far.pubkey, stranger);
+        assert!(far.is_writable && !far.is_signer);
+        // It is shown what follows the compute-budget prefix, and its refusal signs nothing.
+        let refused = sign_with_tables(
+            &payer,
+            &[],
+            &all,
+            tables,
+            &hash,
+            99,
+            (2, &|rest| {
+                assert_eq!(rest.len(), 1);
+                Err("not this one".to_owned())
+            }),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&refused, SendError::Refused(why) if why == "not this one; nothing was signed"),
+            "{refused:?}"
+        );
     }
 
     #[test]

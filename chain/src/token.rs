@@ -1,6 +1,6 @@
 //! The SPL Token facts a buyback needs, from the token program's wire format (the interface
 //! crates speak another solana-pubkey major version): the program ids, the associated token
-//! account of an owner, `BurnChecked`, and the byte layouts of a mint and a token account
+//! account of an owner (under either token program), `BurnChecked`, and the byte layouts of a mint and a token account
 //! (read for balances and decimals, written for a local validator's genesis).
 
 use crate::{AccountMeta, Instruction, Pubkey, SYSTEM_PROGRAM_ID};
@@ -8,6 +8,9 @@ use crate::{AccountMeta, Instruction, Pubkey, SYSTEM_PROGRAM_ID};
 /// The SPL Token program.
 pub const TOKEN_PROGRAM_ID: Pubkey =
     Pubkey::from_str_const("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA");
+/// The Token-2022 program (the program also accepts a $SKTRIAL mint of it).
+pub const TOKEN_2022_PROGRAM_ID: Pubkey =
+    Pubkey::from_str_const("TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb");
 /// The Associated Token Account program.
 pub const ATA_PROGRAM_ID: Pubkey =
     Pubkey::from_str_const("ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL");
@@ -31,24 +34,38 @@ pub fn associated_account(owner: &Pubkey, mint: &Pubkey, token_program: &Pubkey)
     .0
 }
 
+/// Whether `program` is one of the two token programs.
+pub fn is_token_program(program: &Pubkey) -> bool {
+    *program == TOKEN_PROGRAM_ID || *program == TOKEN_2022_PROGRAM_ID
+}
+
 /// Creates `owner`'s associated token account of `mint` (paid by `payer`) unless it exists.
-pub fn create_associated_account(payer: &Pubkey, owner: &Pubkey, mint: &Pubkey) -> Instruction {
+/// `token_program` is the mint's owner: the account is derived under it and created by it, so
+/// a Token-2022 mint gets a Token-2022 account.
+pub fn create_associated_account(
+    payer: &Pubkey,
+    owner: &Pubkey,
+    mint: &Pubkey,
+    token_program: &Pubkey,
+) -> Instruction {
     Instruction {
         program_id: ATA_PROGRAM_ID,
         accounts: vec![
             AccountMeta::new(*payer, true),
-            AccountMeta::new(associated_account(owner, mint, &TOKEN_PROGRAM_ID), false),
+            AccountMeta::new(associated_account(owner, mint, token_program), false),
             AccountMeta::new_readonly(*owner, false),
             AccountMeta::new_readonly(*mint, false),
             AccountMeta::new_readonly(SYSTEM_PROGRAM_ID, false),
-            AccountMeta::new_readonly(TOKEN_PROGRAM_ID, false),
+            AccountMeta::new_readonly(*token_program, false),
         ],
         data: vec![CREATE_IDEMPOTENT],
     }
 }
 
-/// `BurnChecked`: `owner` burns `amount` of `mint` (of `decimals`) from `account`.
+/// `BurnChecked` through `token_program` (the mint's owner: the program refuses a burn through
+/// any other): `owner` burns `amount` of `mint` (of `decimals`) from `account`.
 pub fn burn_checked(
+    token_program: &Pubkey,
     account: &Pubkey,
     mint: &Pubkey,
     owner: &Pubkey,
@@ -60,7 +77,7 @@ pub fn burn_checked(
     data.extend_from_slice(&amount.to_le_bytes());
     data.push(decimals);
     Instruction {
-        program_id: TOKEN_PROGRAM_ID,
+        program_id: *token_program,
         accounts: vec![
             AccountMeta::new(*account, false),
             AccountMeta::new(*mint, false),
@@ -142,10 +159,19 @@ mod tests {
             derived.to_string(),
             "AyHWro8zumyZN68Mhuk6mhNUUQ2VX5qux2pMD4HnN3aJ"
         );
-        let create = create_associated_account(&owner, &owner, &mint);
+        let create = create_associated_account(&owner, &owner, &mint, &TOKEN_PROGRAM_ID);
         assert_eq!(create.accounts[1].pubkey, derived);
-        let burn = burn_checked(&derived, &mint, &owner, 3, 9);
+        let burn = burn_checked(&TOKEN_PROGRAM_ID, &derived, &mint, &owner, 3, 9);
         assert_eq!(burn.data, vec![15, 3, 0, 0, 0, 0, 0, 0, 0, 9]);
         assert!(burn.accounts[2].is_signer);
+        // A Token-2022 mint's account is another address, created and burned by Token-2022
+        // (today's main derived it under Token-2022 but created and burned through Token).
+        let derived_2022 = associated_account(&owner, &mint, &TOKEN_2022_PROGRAM_ID);
+        assert_ne!(derived_2022, derived);
+        let create = create_associated_account(&owner, &owner, &mint, &TOKEN_2022_PROGRAM_ID);
+        assert_eq!(create.accounts[1].pubkey, derived_2022);
+        assert_eq!(create.accounts[5].pubkey, TOKEN_2022_PROGRAM_ID);
+        let burn = burn_checked(&TOKEN_2022_PROGRAM_ID, &derived_2022, &mint, &owner, 3, 9);
+        assert_eq!(burn.program_id, TOKEN_2022_PROGRAM_ID);
     }
 }

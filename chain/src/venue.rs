@@ -92,8 +92,13 @@ pub fn buy(
             system_program: SYSTEM_PROGRAM_ID,
         }
         .to_account_metas(None),
-        data: instruction::Buy { amount_in, min_out }.data(),
+        data: buy_data(amount_in, min_out),
     }
+}
+
+/// `buy`'s instruction data: what a route's swap must carry to pay exactly `amount_in`.
+pub fn buy_data(amount_in: u64, min_out: u64) -> Vec<u8> {
+    instruction::Buy { amount_in, min_out }.data()
 }
 
 /// The pool account's bytes for `mint` with its vault at `vault` (a genesis seeds both).

@@ -2,7 +2,9 @@
 //! answer (tests/fixtures/jupiter_build_sol_usdc.json, built from a real mainnet Jupiter swap;
 //! its `_fixture` says how). Jupiter itself is never called: the request the venue sends, the
 //! route it reads, the buyback transaction composed around it and its size are checked here,
-//! and hostile answers are refused.
+//! and hostile answers are refused, each with its reason (the venue refuses before anything can
+//! be signed; tests/hosted/buyback.rs drives hostile answers through `runner buyback` on a real
+//! validator, lookup-table substitution among them, and checks nothing was sent).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{BufRead, BufReader, Write};
@@ -134,14 +136,19 @@ fn a_recorded_build_answer_becomes_one_buyback_transaction_that_fits() {
 
     // The buyback around it: the burn sits where `buyback_execute` says, and the whole
     // transaction, loading the route's accounts from its table, fits in one packet.
+    // The burn takes what the account held before (7 here) plus the route's minimum.
     let burn = Burn {
         runner: taker,
         token_account: USDC_ACCOUNT.parse().unwrap(),
         mint: usdc,
         decimals: 6,
+        token_program: TOKEN_PROGRAM_ID,
+        held: 7,
     };
     for price in [0, 1_000] {
         let instructions = compose(&burn, 991_250, &route, price).unwrap();
+        let tokens_burned = u64::from_le_bytes(instructions[0].data[16..24].try_into().unwrap());
+        assert_eq!(tokens_burned, 166_388 + 7);
         let prefix = send::budget_prefix(price);
         let burn_index =
             u16::from_le_bytes([instructions[0].data[8 + 16], instructions[0].data[8 + 17]]);
@@ -150,7 +157,7 @@ fn a_recorded_build_answer_becomes_one_buyback_transaction_that_fits() {
         assert_eq!(burn_ix.data[0], 15, "BurnChecked");
         assert_eq!(
             u64::from_le_bytes(burn_ix.data[1..9].try_into().unwrap()),
-            166_388
+            166_388 + 7
         );
         let mut all = vec![
             solana_compute_budget_interface::ComputeBudgetInstruction::set_compute_unit_limit(
@@ -177,6 +184,143 @@ fn a_recorded_build_answer_becomes_one_buyback_transaction_that_fits() {
         );
         println!("jupiter buyback transaction at price {price}: {size} bytes");
     }
+}
+
+/// The fixture with one more instruction in `field` (`setupInstructions` or
+/// `otherInstructions`): `program`, the accounts, base64 `data`.
+fn with_extra(field: &str, program: &str, accounts: &[(&str, bool, bool)], data: &[u8]) -> Value {
+    use base64::Engine as _;
+    let mut answer = fixture();
+    let accounts: Vec<Value> = accounts
+        .iter()
+        .map(|(k, signer, writable)| {
+            serde_json::json!({"pubkey": k, "isSigner": signer, "isWritable": writable})
+        })
+        .collect();
+    let extra = serde_json::json!({
+        "programId": program,
+        "accounts": accounts,
+        "data": base64::engine::general_purpose::STANDARD.encode(data),
+    });
+    match answer[field].as_array_mut() {
+        Some(list) => list.push(extra),
+        None => answer[field] = Value::Array(vec![extra]),
+    }
+    answer
+}
+
+/// The error a hostile answer is refused with (it must be refused).
+fn refusal(answer: &Value) -> String {
+    match route_from(200, answer).0 {
+        Err(e) => e,
+        Ok(route) => panic!("a hostile answer was accepted: {route:?}"),
+    }
+}
+
+/// V2-M2, point 2: System instructions that name only the runner, as a writable signer. Today's
+/// main let them through (its filter looked only at writable non-signers): `Assign` hands the
+/// hot key's lamports to another program, `Allocate` and `CreateAccountAllowPrefund` give it
+/// data so it can no longer pay fees.
+#[test]
+fn system_instructions_on_the_runner_s_own_key_are_refused() {
+    let system = "11111111111111111111111111111111";
+    let evil = Pubkey::new_unique();
+    let runner = [(TAKER, true, true)];
+    let mut assign = 1u32.to_le_bytes().to_vec();
+    assign.extend_from_slice(evil.as_ref());
+    let mut allocate = 8u32.to_le_bytes().to_vec();
+    allocate.extend_from_slice(&10_240u64.to_le_bytes());
+    let mut prefund = 13u32.to_le_bytes().to_vec();
+    prefund.extend_from_slice(&0u64.to_le_bytes());
+    prefund.extend_from_slice(&10_240u64.to_le_bytes());
+    prefund.extend_from_slice(evil.as_ref());
+    let mut assign_with_seed = 10u32.to_le_bytes().to_vec();
+    assign_with_seed.extend_from_slice(evil.as_ref());
+    for (field, data, name) in [
+        ("setupInstructions", assign, "Assign on"),
+        ("otherInstructions", allocate, "Allocate on"),
+        ("setupInstructions", prefund, "CreateAccountAllowPrefund on"),
+        ("otherInstructions", assign_with_seed, "AssignWithSeed on"),
+    ] {
+        let error = refusal(&with_extra(field, system, &runner, &data));
+        assert!(error.contains(&format!("{name} {TAKER}")), "{error}");
+        assert!(error.contains("refused"), "{error}");
+    }
+}
+
+/// V2-M2, point 4: a route that sets the transaction's compute-unit price spends the hot
+/// balance on priority fees; the daemon's sender sets the budget, a route never does.
+#[test]
+fn a_compute_budget_instruction_in_the_route_is_refused() {
+    let mut price = vec![3u8];
+    price.extend_from_slice(&u64::MAX.to_le_bytes());
+    let answer = with_extra(
+        "setupInstructions",
+        "ComputeBudget111111111111111111111111111111",
+        &[],
+        &price,
+    );
+    let error = refusal(&answer);
+    assert!(error.contains("compute budget"), "{error}");
+}
+
+/// V2-M2, point 3: the amounts. The wrap moves exactly the lamports the fee vault releases, the
+/// swap's own arguments sell exactly those, and it delivers into the runner's account.
+#[test]
+fn a_route_that_wraps_more_swaps_more_or_delivers_elsewhere_is_refused() {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    // Over-wrap: the answer's JSON says 991,250 but its transfer wraps one lamport more.
+    let mut overwrap = fixture();
+    let mut wrap = 2u32.to_le_bytes().to_vec();
+    wrap.extend_from_slice(&991_251u64.to_le_bytes());
+    overwrap["setupInstructions"][0]["data"] = Value::String(b64.encode(&wrap));
+    let error = refusal(&overwrap);
+    assert!(
+        error.contains("wraps 991251 lamports, not the 991250"),
+        "{error}"
+    );
+    // A second wrap of the same amount (twice the lamports into the swap's source).
+    let mut twice = fixture();
+    let first = twice["setupInstructions"][0].clone();
+    twice["setupInstructions"]
+        .as_array_mut()
+        .unwrap()
+        .push(first);
+    let error = refusal(&twice);
+    assert!(error.contains("wraps SOL 2 times"), "{error}");
+
+    // The swap's own in-amount differs from the answer's `inAmount` (which matches).
+    let mut data = b64
+        .decode(fixture()["swapInstruction"]["data"].as_str().unwrap())
+        .unwrap();
+    let at = data.len() - 19;
+    data[at..at + 8].copy_from_slice(&5_000_000_000u64.to_le_bytes());
+    let mut greedy = fixture();
+    greedy["swapInstruction"]["data"] = Value::String(b64.encode(&data));
+    let error = refusal(&greedy);
+    assert!(
+        error.contains("sell 5000000000 lamports, not 991250"),
+        "{error}"
+    );
+
+    // Output to an account that is not the runner's (the runner's account still listed as
+    // the swap's optional destination would not do either).
+    let stranger = Pubkey::new_unique().to_string();
+    let mut elsewhere = fixture();
+    elsewhere["swapInstruction"]["accounts"][3]["pubkey"] = Value::String(stranger.clone());
+    let error = refusal(&elsewhere);
+    assert!(
+        error.contains(&format!("delivers to {stranger}")),
+        "{error}"
+    );
+    let mut fee = fixture();
+    fee["swapInstruction"]["accounts"][6]["pubkey"] = Value::String(stranger.clone());
+    let error = refusal(&fee);
+    assert!(
+        error.contains(&format!("platform fee to {stranger}")),
+        "{error}"
+    );
 }
 
 #[test]
