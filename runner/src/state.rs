@@ -668,6 +668,45 @@ mod tests {
         assert_eq!(count, 3, "n1, n3 and the new n2");
     }
 
+    /// A state written before batches could be refused opens with the column added, its
+    /// batches unrefused.
+    #[test]
+    fn a_state_from_before_refused_batches_is_upgraded_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runner.sqlite");
+        let old = SCHEMA.replace(
+            "    -- Why the program refused it for good (the deadline passed, the cancel window closed):\n    -- never sent again, never charged. Added after the first release (see `open`).\n    refused   TEXT,\n",
+            "",
+        );
+        assert_ne!(old, SCHEMA, "the old schema lacks the column");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(&old).unwrap();
+            conn.execute(
+                "INSERT INTO runs VALUES ('R1', 'alice', 'm', 1, 2, 'executing', NULL, NULL, NULL, 1, 1)",
+                [],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO batches (run, seq, evidence, signature) VALUES ('R1', 1, '[]', 'sig')",
+                [],
+            )
+            .unwrap();
+        }
+        let mut s = SqliteState::open(&path).unwrap();
+        let batches = s.batches("R1").unwrap();
+        assert_eq!(batches[0].signature.as_deref(), Some("sig"));
+        assert_eq!(batches[0].refused, None);
+        s.add_batch("R1", 2, &[]).unwrap();
+        s.batch_refused("R1", 2, "the deadline passed").unwrap();
+        assert_eq!(
+            s.batches("R1").unwrap()[1].refused.as_deref(),
+            Some("the deadline passed")
+        );
+        drop(s);
+        SqliteState::open(&path).unwrap();
+    }
+
     #[test]
     fn sessions_expire_and_runs_batches_and_events_survive_a_reopen() {
         let dir = tempfile::tempdir().unwrap();
