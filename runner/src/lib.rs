@@ -24,6 +24,7 @@ pub mod api;
 pub mod buyback;
 pub mod client;
 pub mod page;
+pub mod profiles;
 pub mod rate;
 pub mod server;
 pub mod siws;
@@ -60,7 +61,8 @@ pub struct Config {
     pub commitment: Commitment,
     /// `mainnet`, `devnet`, `testnet` or `localnet`.
     pub chain_id: String,
-    /// The operator's model profiles file (the built-in ones are always served).
+    /// The operator's model profiles file, over the built-in ones; each is served only when the
+    /// daemon can call it ([`profiles`]).
     pub profiles: Option<PathBuf>,
     /// Runs executing at once.
     pub max_runs: usize,
@@ -115,6 +117,8 @@ pub struct App {
     /// Issues and recognises sign-in nonces (stored only once spent).
     pub challenges: siws::Challenges,
     pub store: Store,
+    /// The model profiles served, and those skipped with why: decided at start.
+    pub profiles: profiles::Profiles,
     state: Mutex<Box<dyn RunnerState>>,
     events: tokio::sync::broadcast::Sender<Event>,
     /// Set on Ctrl-C / SIGTERM: runs stop after the request in flight.
@@ -126,6 +130,9 @@ pub struct App {
     /// Runs waiting after a transient failure: when to try again, and how many failures in a row
     /// (the wait doubles with each, from [`RETRY_FIRST`] up to [`RETRY_MOST`]).
     retry_at: Mutex<BTreeMap<String, (Instant, u32)>>,
+    /// Set when the program refused a settlement for the runner's spending limit: no run sends a
+    /// request before the instant (the limit's period ends), with why.
+    dispatch_pause: Mutex<Option<(Instant, String)>>,
     /// The last buyback attempt's outcome, for `/v1/info`.
     last_buyback: Mutex<Option<Value>>,
     /// The state directory's lock: one daemon per state directory (it dies with the process).
@@ -187,6 +194,10 @@ impl App {
             .map_err(|e| e.to_string())?;
         let store = Store::open(&config.state_dir.join("store")).map_err(|e| e.to_string())?;
         let expect = siws::Expect::new(&config.origin, &config.chain_id)?;
+        let profiles = profiles::Profiles::load(config.profiles.as_deref())?;
+        for line in profiles.describe() {
+            log(&line);
+        }
         let (events, _) = tokio::sync::broadcast::channel(1024);
         Ok(Arc::new(Self {
             config,
@@ -194,12 +205,14 @@ impl App {
             expect,
             challenges: siws::Challenges::new()?,
             store,
+            profiles,
             state: Mutex::new(Box::new(state)),
             events,
             stop: Arc::new(AtomicBool::new(false)),
             closing: tokio::sync::watch::Sender::new(false),
             active: Mutex::new(BTreeSet::new()),
             retry_at: Mutex::new(BTreeMap::new()),
+            dispatch_pause: Mutex::new(None),
             last_buyback: Mutex::new(None),
             _lock: lock,
         }))
@@ -238,9 +251,36 @@ impl App {
 
     /// The ids of the model profiles served.
     pub fn profile_ids(&self) -> Vec<String> {
-        skilltrial_core::profile::all(self.config.profiles.as_deref())
-            .map(|all| all.into_iter().map(|p| p.id).collect())
-            .unwrap_or_default()
+        self.profiles.ids()
+    }
+
+    /// Holds every run's next request until `until` (the spending limit's period ends), saying
+    /// `why` once in the log: an exhausted limit pauses dispatch, it fails no run.
+    pub fn pause_dispatch(&self, until: Instant, why: &str) {
+        let mut pause = self
+            .dispatch_pause
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = Instant::now();
+        let fresh = pause.as_ref().is_none_or(|(at, _)| *at <= now);
+        if pause.as_ref().is_none_or(|(at, _)| *at < until) {
+            *pause = Some((until, why.to_owned()));
+        }
+        if fresh {
+            log(&format!(
+                "ALERT: {why}; no run sends a request for {} s, then settlement resumes",
+                until.saturating_duration_since(now).as_secs()
+            ));
+        }
+    }
+
+    /// Why requests are held now, and until when; `None` when they are not.
+    pub fn dispatch_paused(&self) -> Option<(Instant, String)> {
+        self.dispatch_pause
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+            .filter(|(until, _)| *until > Instant::now())
     }
 
     /// Records and broadcasts an event of `run` (a failure to record is only logged: the
@@ -284,6 +324,10 @@ impl App {
 
     pub fn batch_landed(&self, run: &str, seq: u32, signature: &str) -> Result<(), StateError> {
         self.state().batch_landed(run, seq, signature)
+    }
+
+    pub fn batch_refused(&self, run: &str, seq: u32, why: &str) -> Result<(), StateError> {
+        self.state().batch_refused(run, seq, why)
     }
 
     pub fn set_report(&self, run: &str, hash: &str) -> Result<(), StateError> {
@@ -358,6 +402,22 @@ impl App {
                     .remove(&run.address);
             }
             Err(worker::WorkError::Stopping) => {}
+            Err(worker::WorkError::Paused { until, why }) => {
+                self.retry_at
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(run.address.clone(), (until, 0));
+                let secs = until.saturating_duration_since(Instant::now()).as_secs();
+                log(&format!(
+                    "run {}: {why}; settling again in {secs} s",
+                    run.address
+                ));
+                self.event(
+                    &run.address,
+                    "notice",
+                    &serde_json::json!({"message": why, "retry_in_secs": secs}),
+                );
+            }
             Err(worker::WorkError::Waiting(why)) => {
                 self.retry_later(&run.address, false);
                 log(&format!("run {}: {why}", run.address));

@@ -142,17 +142,17 @@ fn asset(kind: &'static str, bytes: &'static [u8]) -> Response {
 async fn offer(State(app): State<Arc<App>>) -> Answer<Response> {
     let app2 = Arc::clone(&app);
     let offer = blocking(move || -> Answer<api::Offer> {
-        let profiles = skilltrial_core::profile::all(app2.config.profiles.as_deref())
-            .map_err(Failure::internal)?
-            .into_iter()
-            .filter(|p| p.price.is_some())
-            .filter_map(|mut profile| {
+        // Only the profiles the daemon serves (it can call them): nothing is offered that
+        // would be escrowed and never run.
+        let profiles = app2
+            .profiles
+            .served
+            .iter()
+            .filter_map(|served| {
+                let mut profile = served.profile.clone();
                 // Only the scheme, host, port and path: an operator's credentials stay here,
                 // and so do its file's path and the raw base URL (a manifest pins neither).
-                let endpoint = profile
-                    .endpoint()
-                    .ok()
-                    .and_then(|e| skilltrial_core::manifest::endpoint_of(&e).ok())?;
+                let endpoint = skilltrial_core::manifest::endpoint_of(&served.endpoint).ok()?;
                 profile.base_url = None;
                 if profile.origin != "builtin" {
                     profile.origin = "operator".to_owned();

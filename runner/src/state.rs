@@ -26,8 +26,9 @@ pub enum Phase {
     Finalizing,
     /// Finalized on-chain with the report hash; the report is kept for its owner.
     Finalized,
-    /// Stopped for good (the Run was refunded or closed under it, the deadline passed, or the
-    /// program refused a settlement): the detail says why.
+    /// Stopped for good without a finalization (the Run was refunded or closed under it, or the
+    /// program refused `run_finalize`): the detail says why. A refused settlement never leads
+    /// here: its trials go uncharged and the run is finalized.
     Failed,
 }
 
@@ -81,12 +82,22 @@ pub struct HostedRun {
     pub updated_at: i64,
 }
 
-/// A settlement batch: the evidence of the trials it charges, and its transaction once landed.
+/// A settlement batch: the evidence of the trials it charges, and its transaction once landed
+/// — or why the program refused it for good (its trials are never charged, the user takes their
+/// share back with the rest of the escrow).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Batch {
     pub seq: u32,
     pub evidence: Vec<EvidenceRecord>,
     pub signature: Option<String>,
+    pub refused: Option<String>,
+}
+
+impl Batch {
+    /// Neither landed nor refused for good: still to be sent.
+    pub fn is_pending(&self) -> bool {
+        self.signature.is_none() && self.refused.is_none()
+    }
 }
 
 /// One event of a run's live stream.
@@ -162,6 +173,8 @@ pub trait RunnerState: Send {
         evidence: &[EvidenceRecord],
     ) -> Result<(), StateError>;
     fn batch_landed(&mut self, address: &str, seq: u32, signature: &str) -> Result<(), StateError>;
+    /// Records that the program refused batch `seq` for good (`why`): it is never sent again.
+    fn batch_refused(&mut self, address: &str, seq: u32, why: &str) -> Result<(), StateError>;
 
     /// Appends an event; returns it with its sequence number.
     fn append_event(
@@ -212,6 +225,9 @@ CREATE TABLE IF NOT EXISTS batches (
     seq       INTEGER NOT NULL CHECK (seq >= 1),
     evidence  TEXT NOT NULL,
     signature TEXT,
+    -- Why the program refused it for good (the deadline passed, the cancel window closed):
+    -- never sent again, never charged. Added after the first release (see `open`).
+    refused   TEXT,
     PRIMARY KEY (run, seq)
 ) STRICT;
 CREATE TABLE IF NOT EXISTS events (
@@ -248,6 +264,20 @@ impl SqliteState {
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(fail)?;
         conn.execute_batch(SCHEMA).map_err(fail)?;
+        // A state written before batches could be refused lacks the column: add it (NULL for
+        // every batch it holds, which were never refused).
+        let has_refused: bool = conn
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('batches') WHERE name = 'refused'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(fail)?
+            > 0;
+        if !has_refused {
+            conn.execute_batch("ALTER TABLE batches ADD COLUMN refused TEXT")
+                .map_err(fail)?;
+        }
         Ok(Self {
             conn,
             path: path.to_path_buf(),
@@ -462,7 +492,7 @@ impl RunnerState for SqliteState {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT seq, evidence, signature FROM batches WHERE run = ?1 ORDER BY seq",
+                "SELECT seq, evidence, signature, refused FROM batches WHERE run = ?1 ORDER BY seq",
             )
             .map_err(|e| self.fail(e))?;
         let rows = stmt
@@ -471,17 +501,19 @@ impl RunnerState for SqliteState {
                     r.get::<_, i64>(0)?,
                     r.get::<_, String>(1)?,
                     r.get::<_, Option<String>>(2)?,
+                    r.get::<_, Option<String>>(3)?,
                 ))
             })
             .map_err(|e| self.fail(e))?
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.fail(e))?;
         rows.into_iter()
-            .map(|(seq, evidence, signature)| {
+            .map(|(seq, evidence, signature, refused)| {
                 Ok(Batch {
                     seq: u32::try_from(seq).map_err(|e| self.fail(e))?,
                     evidence: serde_json::from_str(&evidence).map_err(|e| self.fail(e))?,
                     signature,
+                    refused,
                 })
             })
             .collect()
@@ -508,6 +540,16 @@ impl RunnerState for SqliteState {
             .execute(
                 "UPDATE batches SET signature = ?3 WHERE run = ?1 AND seq = ?2",
                 params![address, seq, signature],
+            )
+            .map(drop)
+            .map_err(|e| self.fail(e))
+    }
+
+    fn batch_refused(&mut self, address: &str, seq: u32, why: &str) -> Result<(), StateError> {
+        self.conn
+            .execute(
+                "UPDATE batches SET refused = ?3 WHERE run = ?1 AND seq = ?2 AND signature IS NULL",
+                params![address, seq, why],
             )
             .map(drop)
             .map_err(|e| self.fail(e))
@@ -626,6 +668,45 @@ mod tests {
         assert_eq!(count, 3, "n1, n3 and the new n2");
     }
 
+    /// A state written before batches could be refused opens with the column added, its
+    /// batches unrefused.
+    #[test]
+    fn a_state_from_before_refused_batches_is_upgraded_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runner.sqlite");
+        let old = SCHEMA.replace(
+            "    -- Why the program refused it for good (the deadline passed, the cancel window closed):\n    -- never sent again, never charged. Added after the first release (see `open`).\n    refused   TEXT,\n",
+            "",
+        );
+        assert_ne!(old, SCHEMA, "the old schema lacks the column");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(&old).unwrap();
+            conn.execute(
+                "INSERT INTO runs VALUES ('R1', 'alice', 'm', 1, 2, 'executing', NULL, NULL, NULL, 1, 1)",
+                [],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO batches (run, seq, evidence, signature) VALUES ('R1', 1, '[]', 'sig')",
+                [],
+            )
+            .unwrap();
+        }
+        let mut s = SqliteState::open(&path).unwrap();
+        let batches = s.batches("R1").unwrap();
+        assert_eq!(batches[0].signature.as_deref(), Some("sig"));
+        assert_eq!(batches[0].refused, None);
+        s.add_batch("R1", 2, &[]).unwrap();
+        s.batch_refused("R1", 2, "the deadline passed").unwrap();
+        assert_eq!(
+            s.batches("R1").unwrap()[1].refused.as_deref(),
+            Some("the deadline passed")
+        );
+        drop(s);
+        SqliteState::open(&path).unwrap();
+    }
+
     #[test]
     fn sessions_expire_and_runs_batches_and_events_survive_a_reopen() {
         let dir = tempfile::tempdir().unwrap();
@@ -660,6 +741,19 @@ mod tests {
         let batches = s.batches("R1").unwrap();
         assert_eq!(batches[0].signature.as_deref(), Some("sig"));
         assert_eq!(batches[0].evidence[0].trial(), 3);
+        assert!(!batches[0].is_pending());
+        // A landed batch cannot be refused afterwards; a pending one can, for good.
+        s.batch_refused("R1", 1, "too late").unwrap();
+        assert_eq!(s.batches("R1").unwrap()[0].refused, None);
+        let record = EvidenceRecord::new(4, "att2".into(), None, 1, "cd".repeat(32)).unwrap();
+        s.add_batch("R1", 2, &[record]).unwrap();
+        assert!(s.batches("R1").unwrap()[1].is_pending());
+        s.batch_refused("R1", 2, "the deadline passed").unwrap();
+        drop(s);
+        let s = SqliteState::open(&path).unwrap();
+        let batches = s.batches("R1").unwrap();
+        assert_eq!(batches[1].refused.as_deref(), Some("the deadline passed"));
+        assert!(!batches[1].is_pending());
         let events = s.events_after("R1", 1).unwrap();
         assert_eq!(events.len(), 1);
         assert_eq!(events[0].seq, 2);

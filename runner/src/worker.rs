@@ -21,7 +21,7 @@ use skilltrial_chain::cli_config::Commitment;
 use skilltrial_chain::ix::{self, RunFinalizeArgs, RunSettleArgs, TrialCharge};
 use skilltrial_chain::outbox::{EntryState, Outbox};
 use skilltrial_chain::rpc::Chain;
-use skilltrial_chain::send::Sender;
+use skilltrial_chain::send::{SendError, Sender};
 use skilltrial_chain::{Pubkey, anchor_key, pda};
 use skilltrial_core::hosted::Terms;
 use skilltrial_core::manifest;
@@ -30,6 +30,7 @@ use skilltrial_core::report::Report;
 use skilltrial_core::settlement::{EvidenceRecord, SettledBatch, Settlement, batch_evidence_hash};
 use skilltrial_engine::engine::{self, Gate, Inputs, RunOptions};
 use skilltrial_engine::journal::Journal;
+use skilltrial_engine::provider::{CallError, ModelRequest, ModelResponse, Provider};
 use skilltrial_engine::store::Store;
 use solana_signer::Signer;
 
@@ -53,6 +54,14 @@ pub enum WorkError {
     /// [`crate::RETRY_FIRST`], without the back-off of failures.
     #[error("{0}")]
     Waiting(String),
+    /// Nothing failed: the program refused a settlement for the runner's spending limit. Tried
+    /// again at `until` (the limit's period ends, or the run's deadline passes), without the
+    /// back-off of failures; meanwhile no run sends a request ([`App::pause_dispatch`]).
+    #[error("{why}")]
+    Paused {
+        until: std::time::Instant,
+        why: String,
+    },
     /// The daemon is stopping.
     #[error("the daemon is stopping")]
     Stopping,
@@ -73,9 +82,10 @@ fn now() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
-/// Whether the daemon executes `manifest`: its model must be one of the operator's profiles,
-/// exactly (provider, model, endpoint and price), so that a user can never point the operator's
-/// key at an endpoint of their own; a scripted model is the CLI's demo, not a hosted run.
+/// Whether the daemon executes `manifest`: its model must be one of the profiles this daemon
+/// serves — it holds the key and can call it ([`crate::profiles`]) — exactly (provider, model,
+/// endpoint and price), so that a user can never point the operator's key at an endpoint of
+/// their own; a scripted model is the CLI's demo, not a hosted run.
 pub fn served(
     app: &App,
     m: &manifest::Manifest,
@@ -86,15 +96,8 @@ pub fn served(
                 .to_owned(),
         );
     }
-    let profile = skilltrial_core::profile::find(&m.model.profile, app.config.profiles.as_deref())
-        .map_err(|_| {
-            format!(
-                "model profile `{}` is not served by this runner (it serves: {})",
-                m.model.profile,
-                app.profile_ids().join(", ")
-            )
-        })?;
-    let endpoint = profile.endpoint().map_err(|e| e.to_string())?;
+    let served = app.profiles.find(&m.model.profile)?;
+    let (profile, endpoint) = (served.profile.clone(), served.endpoint.clone());
     if profile.provider != m.model.provider
         || profile.model != m.model.model
         || endpoint != m.model.endpoint
@@ -110,8 +113,9 @@ pub fn served(
 
 /// Checks what the daemon is asked to run, from the manifest alone: stored and valid (the
 /// engine's own loading: canonical, its pack and bundles present and hashing right, this
-/// binary's checker and template), served, and fit for escrow. Returns its inputs and terms.
-/// A run already registered is checked with this alone: what it was admitted under stays.
+/// binary's checker and template) and fit for escrow. Returns its inputs and terms. A run
+/// already registered is checked with this alone: what it was admitted under stays (whether its
+/// profile is still served decides only whether it can still be executed, see [`work`]).
 pub fn check_manifest(app: &App, manifest_hex: &str) -> Result<(Inputs, Terms), String> {
     examine(app, manifest_hex, None)
 }
@@ -125,8 +129,9 @@ pub enum Admission {
     Register,
 }
 
-/// [`check_manifest`], and what the daemon admits only new: the bounds `plan` holds a manifest
-/// to on the runner's profile (core's own check), and a SOL/USD pin the operator accepts.
+/// [`check_manifest`], and what the daemon admits only new: a profile it serves, the bounds
+/// `plan` holds a manifest to on that profile (core's own check), and a SOL/USD pin the
+/// operator accepts.
 pub fn admit_manifest(
     app: &App,
     manifest_hex: &str,
@@ -142,9 +147,9 @@ fn examine(
 ) -> Result<(Inputs, Terms), String> {
     let inputs = engine::load_inputs(&app.store, manifest_hex).map_err(|e| e.to_string())?;
     let m = &inputs.manifest;
-    let profile = served(app, m)?;
     let bounds = |e: manifest::PlanError| format!("manifest {manifest_hex}: {e}");
     if admission.is_some() {
+        let profile = served(app, m)?;
         // Before the plan is computed from it: a bound names its field, not a symptom.
         manifest::check_planned(m, &profile).map_err(bounds)?;
     }
@@ -317,8 +322,11 @@ const GATE_GO: u8 = 0;
 const GATE_UNREADABLE: u8 = 1;
 const GATE_DEADLINE: u8 = 2;
 const GATE_GONE: u8 = 3;
+const GATE_PAUSED: u8 = 4;
 
-/// Drives `run` as far as it can go now.
+/// Drives `run` as far as it can go now. The Run account is read first, before a provider is
+/// built or anything sent: a run refunded or closed under the daemon ends here, one finalized
+/// already is recorded so.
 pub fn work(app: &Arc<App>, run: &HostedRun) -> Result<(), WorkError> {
     let address: Pubkey = run
         .address
@@ -340,6 +348,9 @@ pub fn work(app: &Arc<App>, run: &HostedRun) -> Result<(), WorkError> {
         terms,
         chain: &chain,
     };
+    if ctx.standing(&mut outbox)? == Standing::Finalized {
+        return Ok(());
+    }
 
     if run.phase == Phase::Executing {
         ctx.execute(&mut journal, &payloads, &mut outbox)?;
@@ -359,14 +370,75 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// Where the Run account stands, read before anything is built or sent. `Open` covers a
+    /// cancelled run too (its trials close `not_run` at the first dispatch, and what ran is
+    /// settled within the cancel window). A Run finalized by this daemon's own transaction is
+    /// recorded as finalized; one refunded or closed under the daemon ends the run (`failed`,
+    /// with why), so that its followers are told and nothing waits for an account that is gone.
+    fn standing(&self, outbox: &mut Outbox) -> Result<Standing, WorkError> {
+        let name = &self.run.address;
+        let cluster = self.chain.genesis_hash().map_err(transient)?;
+        if let Some(signature) = landed(outbox, &cluster, &format!("finalize:{name}"))? {
+            self.app.finalized(name, &signature).map_err(transient)?;
+            return Ok(Standing::Finalized);
+        }
+        let live = match self.chain.run(&self.address).map_err(transient)? {
+            Some(live) => Some(live),
+            // Not seen at the daemon's commitment: gone, unless the finalized view still has it.
+            None => Chain::new(&self.app.config.rpc_url, Commitment::Finalized)
+                .run(&self.address)
+                .map_err(transient)?,
+        };
+        let Some(live) = live else {
+            return Err(WorkError::Fatal(format!(
+                "the Run account {name} no longer exists (its owner refunded it after the deadline, or closed it): nothing is left to settle or finalize"
+            )));
+        };
+        match live.account.run.status {
+            skilltrial_chain::account::RunStatus::Finalized { .. } => Err(WorkError::Fatal(
+                "the Run was finalized by another runner key (the config's runner changed): this runner settles and finalizes nothing more".to_owned(),
+            )),
+            _ => Ok(Standing::Open),
+        }
+    }
+
+    /// The provider of the run's model, or why the daemon cannot call it (its profile is no
+    /// longer served, no key, a bad endpoint): then a stand-in that is never asked, because the
+    /// gate cancels the run before its first dispatch.
+    fn provider(&self) -> (Box<dyn Provider>, Option<String>) {
+        let m = &self.inputs.manifest;
+        let built = served(self.app, m).and_then(|_| {
+            skilltrial_engine::provider::for_manifest(m)
+                .map_err(|e| format!("the operator's model key: {e}"))
+        });
+        match built {
+            Ok(provider) => (provider, None),
+            Err(why) => (
+                Box::new(Uncallable {
+                    kind: m.model.provider,
+                    why: why.clone(),
+                }),
+                Some(why),
+            ),
+        }
+    }
+
     fn execute(
         &self,
         journal: &mut Journal,
         payloads: &Store,
         outbox: &mut Outbox,
     ) -> Result<(), WorkError> {
-        let provider = skilltrial_engine::provider::for_manifest(&self.inputs.manifest)
-            .map_err(|e| WorkError::Transient(format!("the operator's model key: {e}")))?;
+        let (provider, uncallable) = self.provider();
+        if let Some(why) = &uncallable {
+            let message = format!(
+                "this runner cannot call the run's model ({why}): every trial not yet sent closes not_run (reason `cancelled`, by the runner) and is never charged; what ran is settled and the run finalized, so that its owner can close it and take the rest of the escrow back"
+            );
+            crate::log(&format!("run {}: {message}", self.run.address));
+            self.app
+                .event(&self.run.address, "notice", &json!({ "message": message }));
+        }
+        let uncallable = uncallable.is_some();
         let timeout_secs = i64::try_from(
             self.inputs
                 .manifest
@@ -378,6 +450,11 @@ impl Ctx<'_> {
         loop {
             // Whatever was executed and not yet settled (a restart's leftovers too) first.
             self.settle(journal, payloads, outbox)?;
+            // The runner's spending limit is used up: nothing is sent until its period ends
+            // (closing the trials of a run that cannot be called sends nothing).
+            if !uncallable && let Some((until, why)) = self.app.dispatch_paused() {
+                return Err(WorkError::Paused { until, why });
+            }
             let why = Arc::new(AtomicU8::new(GATE_GO));
             // The deadline is the cluster's: its clock, read once a chunk, as an offset from
             // this machine's (a cluster clock behind or ahead of it moves every decision).
@@ -388,11 +465,15 @@ impl Ctx<'_> {
                 .saturating_sub(now());
             let gate = {
                 let why = Arc::clone(&why);
+                let app = Arc::clone(self.app);
                 let url = self.app.config.rpc_url.clone();
                 let commitment = self.app.config.commitment;
                 let address = self.address;
                 let deadline = self.run.deadline;
                 move || {
+                    if uncallable {
+                        return Gate::Cancel;
+                    }
                     if now()
                         .saturating_add(skew)
                         .saturating_add(timeout_secs)
@@ -400,6 +481,10 @@ impl Ctx<'_> {
                         > deadline
                     {
                         why.store(GATE_DEADLINE, Ordering::SeqCst);
+                        return Gate::Stop;
+                    }
+                    if app.dispatch_paused().is_some() {
+                        why.store(GATE_PAUSED, Ordering::SeqCst);
                         return Gate::Stop;
                     }
                     match Chain::new(&url, commitment).run(&address) {
@@ -499,6 +584,7 @@ impl Ctx<'_> {
                             "the Run account was refunded or closed under the run".to_owned(),
                         ));
                     }
+                    GATE_PAUSED => {} // the next chunk waits for the spending limit's period
                     _ => {
                         return Err(WorkError::Transient(
                             "the Run account could not be read before a dispatch".to_owned(),
@@ -568,10 +654,11 @@ impl Ctx<'_> {
                     seq,
                     evidence: chunk.to_vec(),
                     signature: None,
+                    refused: None,
                 });
             }
         }
-        let pending: Vec<_> = batches.iter().filter(|b| b.signature.is_none()).collect();
+        let pending: Vec<_> = batches.iter().filter(|b| b.is_pending()).collect();
         if pending.is_empty() {
             return Ok(());
         }
@@ -588,7 +675,13 @@ impl Ctx<'_> {
                         &payout,
                         settle_args(self.run.run_id, &batch.evidence),
                     );
-                    self.send(outbox, &intent, instruction)?
+                    match self.send_settle(outbox, &intent, instruction, batch)? {
+                        Ok(signature) => signature,
+                        Err(why) => {
+                            self.refuse_batch(batch, &why)?;
+                            continue;
+                        }
+                    }
                 }
             };
             self.app
@@ -608,25 +701,166 @@ impl Ctx<'_> {
         Ok(())
     }
 
+    /// Sends `instruction` under `intent`: its signature once landed, the sender's error
+    /// otherwise.
+    fn send_raw(
+        &self,
+        outbox: &mut Outbox,
+        intent: &str,
+        instruction: skilltrial_chain::Instruction,
+    ) -> Result<String, SendError> {
+        let progress = |_: &str| {};
+        let mut sender = Sender::new(self.chain, outbox, &progress)?;
+        sender
+            .send(
+                intent,
+                &self.app.runner,
+                &[],
+                &[instruction],
+                self.app.config.fees,
+            )
+            .map(|sent| sent.signature.to_string())
+    }
+
+    /// [`Self::send_raw`] for a finalize or a re-sent batch: a refusal by the program ends
+    /// the run (`Fatal`); anything that may pass (the node, an expiry) is tried again.
     fn send(
         &self,
         outbox: &mut Outbox,
         intent: &str,
         instruction: skilltrial_chain::Instruction,
     ) -> Result<String, WorkError> {
-        let progress = |_: &str| {};
-        let mut sender = Sender::new(self.chain, outbox, &progress).map_err(transient)?;
-        match sender.send(
-            intent,
-            &self.app.runner,
-            &[],
-            &[instruction],
-            self.app.config.fees,
-        ) {
-            Ok(sent) => Ok(sent.signature.to_string()),
-            Err(e) if e.may_still_land() => Err(WorkError::Transient(e.explain())),
-            Err(e) => Err(WorkError::Fatal(format!("{intent}: {}", e.explain()))),
+        self.send_raw(outbox, intent, instruction)
+            .map_err(|e| match refusal_of(&e) {
+                SettleRefusal::Passing(why) => WorkError::Transient(why),
+                _ => WorkError::Fatal(format!("{intent}: {}", e.explain())),
+            })
+    }
+
+    /// Sends settlement `batch`: `Ok(Ok(signature))` once landed, `Ok(Err(why))` when the
+    /// program refused it for good (its trials can no longer be charged: the run goes on to be
+    /// finalized with what was settled, and the user takes the rest back). A refusal that
+    /// passes with time — the runner's spending limit, the operator's funds below rent or fees,
+    /// an unanswering node — leaves the batch pending and the run waiting; it never fails it.
+    fn send_settle(
+        &self,
+        outbox: &mut Outbox,
+        intent: &str,
+        instruction: skilltrial_chain::Instruction,
+        batch: &Batch,
+    ) -> Result<Result<String, String>, WorkError> {
+        let e = match self.send_raw(outbox, intent, instruction) {
+            Ok(signature) => return Ok(Ok(signature)),
+            Err(e) => e,
+        };
+        let name = &self.run.address;
+        match refusal_of(&e) {
+            SettleRefusal::Passing(why) => Err(WorkError::Transient(why)),
+            SettleRefusal::SpendingLimit => self.limit_reached(batch),
+            SettleRefusal::TooLate(why) => Ok(Err(why)),
+            SettleRefusal::OperatorFunds(why) => {
+                crate::log(&format!(
+                    "ALERT: run {name}: settlement batch {} refused: {why}: fund the runner's key and its payout address (each above rent); the run's settlement waits",
+                    batch.seq
+                ));
+                Err(WorkError::Transient(format!(
+                    "settlement waits for the operator: {why}"
+                )))
+            }
+            SettleRefusal::Other(why) => {
+                // Nothing else the program says of a settlement passes with time: its trials
+                // are not charged (the user's favour) and the run is finalized, never left open.
+                crate::log(&format!(
+                    "ALERT: run {name}: settlement batch {} refused by the program, not charged: {why}",
+                    batch.seq
+                ));
+                Ok(Err(format!("the program refused it: {why}")))
+            }
         }
+    }
+
+    /// Records `batch` as refused for good, and tells the run's owner which trials are not
+    /// charged and why.
+    fn refuse_batch(&self, batch: &Batch, why: &str) -> Result<(), WorkError> {
+        let name = &self.run.address;
+        self.app
+            .batch_refused(name, batch.seq, why)
+            .map_err(transient)?;
+        let trials: Vec<u16> = batch.evidence.iter().map(EvidenceRecord::trial).collect();
+        let message = format!(
+            "settlement batch {} ({} trials) can no longer be charged ({why}): those trials cost nothing; the run is finalized with what was settled and its owner takes the rest back",
+            batch.seq,
+            trials.len()
+        );
+        crate::log(&format!("run {name}: {message}"));
+        self.app.event(
+            name,
+            "notice",
+            &json!({"message": message, "batch": batch.seq, "trials": trials, "charged": false}),
+        );
+        Ok(())
+    }
+
+    /// The program refused `batch` for the runner's spending limit. When the batch alone is
+    /// above the whole limit it can never be charged (refused for good). Otherwise every run's
+    /// dispatch pauses until the limit's period ends (the fee vault's `usage_period_start` plus
+    /// the config's period), and this run tries again then — or once its deadline has passed,
+    /// when the program refuses any settlement and the run is finalized with what was settled.
+    /// Usage and fees are both counted against the limit here, as the program counts them.
+    fn limit_reached(&self, batch: &Batch) -> Result<Result<String, String>, WorkError> {
+        let config = self
+            .chain
+            .config()
+            .map_err(transient)?
+            .ok_or_else(|| transient("the program has no config on this cluster"))?;
+        let (vault, _) = self
+            .chain
+            .fee_vault()
+            .map_err(transient)?
+            .ok_or_else(|| transient("the program has no fee vault on this cluster"))?;
+        let fee = self
+            .chain
+            .run(&self.address)
+            .map_err(transient)?
+            .map_or(config.fee_per_trial, |live| live.account.run.fee_per_trial);
+        let limit = config.usage_limit;
+        let charged = batch_charge(&batch.evidence, fee);
+        if charged.is_none_or(|c| c > limit.amount) {
+            return Ok(Err(format!(
+                "this batch alone charges {} lamports of usage and fees, above the runner's whole spending limit of {} lamports per {} s: lower --batch, or raise the limit",
+                charged.map_or_else(|| "more than u64".to_owned(), |c| c.to_string()),
+                limit.amount,
+                limit.period_secs
+            )));
+        }
+        let cluster_now = self.chain.cluster_time().map_err(transient)?;
+        let ends = vault.usage_period_start.saturating_add(limit.period_secs);
+        // One second past the end: the program opens the next period at `now >= ends`.
+        let wait = secs(ends.saturating_sub(cluster_now).saturating_add(1));
+        let past_deadline = secs(
+            self.run
+                .deadline
+                .saturating_sub(cluster_now)
+                .saturating_add(1),
+        );
+        let now = std::time::Instant::now();
+        self.app.pause_dispatch(
+            now + wait,
+            &format!(
+                "the program refused a settlement: the runner's spending limit of {} lamports per {} s is used up until {}",
+                limit.amount,
+                limit.period_secs,
+                skilltrial_core::time::rfc3339(ends)
+            ),
+        );
+        Err(WorkError::Paused {
+            until: now + wait.min(past_deadline),
+            why: format!(
+                "the runner's spending limit for this period is used up: settlement batch {} and new requests wait until it ends ({}); nothing is lost",
+                batch.seq,
+                skilltrial_core::time::rfc3339(ends)
+            ),
+        })
     }
 
     /// Seals the report with its settlement, keeps it, and finalizes the Run with its hash.
@@ -652,6 +886,7 @@ impl Ctx<'_> {
         } else {
             let mut report = self.report(journal, payloads)?;
             skilltrial_core::report::HOSTED_WARNING.clone_into(&mut report.warning);
+            // What landed, and nothing the program refused for good (never charged).
             let batches = self.app.batches(name).map_err(transient)?;
             report.settlement = Some(Settlement::new(
                 skilltrial_chain::PROGRAM_ID.to_string(),
@@ -659,6 +894,7 @@ impl Ctx<'_> {
                 self.run.run_id,
                 batches
                     .into_iter()
+                    .filter(|b| b.signature.is_some())
                     .map(|b| SettledBatch::new(b.evidence, b.signature))
                     .collect(),
             ));
@@ -712,7 +948,15 @@ impl Ctx<'_> {
     /// the difference named when it holds something else.
     fn reconcile(&self, outbox: &mut Outbox) -> Result<(), WorkError> {
         let name = &self.run.address;
-        let batches = self.app.batches(name).map_err(transient)?;
+        // The batches that landed (the settlement settles every other one first, or records
+        // it refused for good, never charged).
+        let batches: Vec<Batch> = self
+            .app
+            .batches(name)
+            .map_err(transient)?
+            .into_iter()
+            .filter(|b| b.signature.is_some())
+            .collect();
         let ours: Vec<&[EvidenceRecord]> = batches.iter().map(|b| b.evidence.as_slice()).collect();
         let held = |chain: &Chain| -> Result<Reconciled, WorkError> {
             let live = chain.run(&self.address).map_err(transient)?.ok_or_else(|| {
@@ -896,6 +1140,134 @@ fn landed(outbox: &Outbox, cluster: &str, intent: &str) -> Result<Option<String>
         .map(|e| e.signature))
 }
 
+/// Where a Run account stands for the daemon, read before a run's work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Standing {
+    /// Open or cancelled: there is work to do.
+    Open,
+    /// Finalized by this daemon's own `run_finalize` (now recorded).
+    Finalized,
+}
+
+/// The stand-in provider of a run whose model the daemon cannot call. The gate cancels the run
+/// before any dispatch, so it is never asked; were it asked, the request would end as an
+/// infrastructure error, which charges nothing.
+struct Uncallable {
+    kind: skilltrial_core::profile::ProviderKind,
+    why: String,
+}
+
+impl Provider for Uncallable {
+    fn kind(&self) -> skilltrial_core::profile::ProviderKind {
+        self.kind
+    }
+    fn body(&self, _request: &ModelRequest) -> Vec<u8> {
+        Vec::new()
+    }
+    fn call(&self, _request: &ModelRequest) -> Result<ModelResponse, CallError> {
+        Err(CallError::NotDelivered {
+            message: self.why.clone(),
+        })
+    }
+}
+
+/// What a refused settlement means for its run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SettleRefusal {
+    /// Nothing the program said: the node, an expiry, a transaction that may still land. Tried
+    /// again later.
+    Passing(String),
+    /// `SpendingLimitExceeded`: the runner's limit for this period is used up.
+    SpendingLimit,
+    /// `DeadlinePassed` or `CancelWindowClosed`: the batch can never be charged.
+    TooLate(String),
+    /// The runner's key or its payout address lacks the lamports for rent or fees: the
+    /// operator's to fix.
+    OperatorFunds(String),
+    /// Any other refusal by the program, which no wait changes.
+    Other(String),
+}
+
+/// Classifies a failed send of a settlement or a finalize.
+pub fn refusal_of(e: &SendError) -> SettleRefusal {
+    match e {
+        SendError::Refused(text) | SendError::FailedOnChain { reason: text, .. } => {
+            classify_refusal(text)
+        }
+        SendError::Build(text) => {
+            SettleRefusal::Other(format!("the transaction could not be built: {text}"))
+        }
+        other => SettleRefusal::Passing(other.explain()),
+    }
+}
+
+/// Classifies a refusal by the program's error code (Anchor's: 6000 + the variant's index in
+/// `programs/skilltrial/src/error.rs`, taken from the program crate), or by the runtime's
+/// error for the operator's funds.
+pub fn classify_refusal(text: &str) -> SettleRefusal {
+    use skilltrial_chain::error::SkillTrialError;
+    if ["InsufficientFundsForRent", "InsufficientFundsForFee"]
+        .iter()
+        .any(|e| text.contains(e))
+    {
+        return SettleRefusal::OperatorFunds(text.to_owned());
+    }
+    let Some(code) = program_code(text) else {
+        return SettleRefusal::Passing(text.to_owned());
+    };
+    if code == u32::from(SkillTrialError::SpendingLimitExceeded) {
+        SettleRefusal::SpendingLimit
+    } else if code == u32::from(SkillTrialError::DeadlinePassed) {
+        SettleRefusal::TooLate("the run's deadline has passed: nothing settles after it".to_owned())
+    } else if code == u32::from(SkillTrialError::CancelWindowClosed) {
+        SettleRefusal::TooLate(
+            "the run was cancelled and its window for settling requests in flight has closed"
+                .to_owned(),
+        )
+    } else {
+        SettleRefusal::Other(text.to_owned())
+    }
+}
+
+/// The program error code a refusal's text names: Anchor's log line (`Error Number: 6029`), the
+/// transaction error (`"Custom":6029`, `Custom(6029)`), or a preflight's
+/// `custom program error: 0x178d`.
+pub fn program_code(text: &str) -> Option<u32> {
+    let digits = |rest: &str, radix: u32| {
+        let end = rest
+            .find(|c: char| !c.is_digit(radix))
+            .unwrap_or(rest.len());
+        u32::from_str_radix(&rest[..end], radix).ok()
+    };
+    for (marker, radix) in [
+        ("Error Number: ", 10),
+        ("\"Custom\":", 10),
+        ("Custom(", 10),
+        ("custom program error: 0x", 16),
+    ] {
+        if let Some(at) = text.find(marker)
+            && let Some(code) = digits(&text[at + marker.len()..], radix)
+        {
+            return Some(code);
+        }
+    }
+    None
+}
+
+/// What a batch charges against the spending limit: its usage and its fees, `None` above u64.
+fn batch_charge(evidence: &[EvidenceRecord], fee_per_trial: u64) -> Option<u64> {
+    let usage = evidence
+        .iter()
+        .try_fold(0u64, |sum, r| sum.checked_add(r.usage_lamports()))?;
+    let count = u64::try_from(evidence.len()).ok()?;
+    usage.checked_add(fee_per_trial.checked_mul(count)?)
+}
+
+/// `seconds` as a wait (none when not positive).
+fn secs(seconds: i64) -> std::time::Duration {
+    std::time::Duration::from_secs(u64::try_from(seconds).unwrap_or(0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -939,6 +1311,61 @@ mod tests {
             vec![record(2, 650)],
             vec![record(3, 700), record(5, 10)],
         ]
+    }
+
+    /// Regression (V2-L5): every settle refusal was `Fatal`. Each is now read by its program
+    /// code, as the three places the sender finds it write it.
+    #[test]
+    fn settle_refusals_are_classified_by_their_program_code() {
+        use skilltrial_chain::error::SkillTrialError;
+        let limit = u32::from(SkillTrialError::SpendingLimitExceeded);
+        // Simulation: Anchor's log line, as `describe_failure` quotes it.
+        let simulated = format!(
+            "the program refused it: Error Code: SpendingLimitExceeded. Error Number: {limit}. Error Message: the runner's spending limit for this period would be exceeded"
+        );
+        assert_eq!(program_code(&simulated), Some(limit));
+        assert_eq!(classify_refusal(&simulated), SettleRefusal::SpendingLimit);
+        // Preflight: the node's words, in hex.
+        let preflight = format!(
+            "Transaction simulation failed: Error processing Instruction 1: custom program error: {limit:#x}"
+        );
+        assert_eq!(classify_refusal(&preflight), SettleRefusal::SpendingLimit);
+        // On-chain: the transaction error.
+        let deadline = u32::from(SkillTrialError::DeadlinePassed);
+        let failed = format!("{{\"InstructionError\":[1,{{\"Custom\":{deadline}}}]}}");
+        assert!(matches!(
+            classify_refusal(&failed),
+            SettleRefusal::TooLate(_)
+        ));
+        let window = u32::from(SkillTrialError::CancelWindowClosed);
+        assert!(matches!(
+            classify_refusal(&format!("Custom({window})")),
+            SettleRefusal::TooLate(_)
+        ));
+        let revoked = u32::from(SkillTrialError::RunnerRevoked);
+        assert!(matches!(
+            classify_refusal(&format!("Error Number: {revoked}.")),
+            SettleRefusal::Other(_)
+        ));
+        // The runtime's refusal for rent: the operator's to fix, never a lost charge.
+        assert!(matches!(
+            classify_refusal("{\"InsufficientFundsForRent\":{\"account_index\":4}}"),
+            SettleRefusal::OperatorFunds(_)
+        ));
+        // No program code: the node, not the program; tried again.
+        assert!(matches!(
+            classify_refusal("Blockhash not found"),
+            SettleRefusal::Passing(_)
+        ));
+        assert_eq!(program_code("custom program error: 0x"), None);
+    }
+
+    #[test]
+    fn a_batch_charges_its_usage_and_fees_against_the_limit() {
+        let batch = [record(0, 700), record(1, 650)];
+        assert_eq!(batch_charge(&batch, 5), Some(1_360));
+        assert_eq!(batch_charge(&batch, u64::MAX), None);
+        assert_eq!(secs(-3), std::time::Duration::ZERO);
     }
 
     #[test]

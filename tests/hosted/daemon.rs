@@ -24,7 +24,7 @@ use crate::harness::{Localnet, said};
 
 /// A daemon process and where it listens.
 pub(crate) struct Daemon {
-    child: Child,
+    pub(crate) child: Child,
     pub(crate) url: url::Url,
 }
 
@@ -50,7 +50,7 @@ pub(crate) fn operator_profile(net: &Localnet, id: &str, server: &ScriptedServer
 }
 
 /// Plans the example bundles against profile `id` at $150/SOL; returns the manifest hash.
-fn plan(
+pub(crate) fn plan(
     net: &Localnet,
     profiles: &std::path::Path,
     id: &str,
@@ -83,6 +83,21 @@ fn plan(
     plan["run"].as_str().unwrap().to_owned()
 }
 
+/// `submit` of `manifest` to the daemon at `url`, with a 15-minute deadline, approved (`--yes`
+/// last).
+pub(crate) fn submit_args<'a>(manifest: &'a str, url: &'a url::Url) -> [&'a str; 8] {
+    [
+        "submit",
+        "--manifest",
+        manifest,
+        "--runner",
+        url.as_str(),
+        "--deadline",
+        "15m",
+        "--yes",
+    ]
+}
+
 pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -92,7 +107,12 @@ pub(crate) fn free_port() -> u16 {
 }
 
 /// `status --remote --json` of `run` (and `extra`: `--follow`), as the user.
-fn status_command(net: &Localnet, daemon: &Daemon, run: &str, extra: &[&str]) -> Command {
+pub(crate) fn status_command(
+    net: &Localnet,
+    daemon: &Daemon,
+    run: &str,
+    extra: &[&str],
+) -> Command {
     let mut cmd = net.command(
         &net.user_keypair,
         &[
@@ -159,8 +179,45 @@ pub(crate) fn start_daemon_with(
     profiles: &PathBuf,
     extra: &[&str],
 ) -> Daemon {
+    start_daemon_launch(net, port, state, profiles, extra, &Launch::default())
+}
+
+/// How a daemon is started beyond its flags.
+#[derive(Debug, Default)]
+pub(crate) struct Launch<'a> {
+    /// Without the operator's Anthropic key in its environment.
+    pub(crate) without_anthropic_key: bool,
+    /// Where its log (stderr) goes: inherited when `None`.
+    pub(crate) log: Option<&'a std::path::Path>,
+}
+
+/// [`start_daemon_with`], as `launch` says. The daemon never has an OpenAI key (whatever the
+/// test's environment holds), so that which profiles it serves is the test's to say.
+pub(crate) fn start_daemon_launch(
+    net: &Localnet,
+    port: u16,
+    state: &PathBuf,
+    profiles: &PathBuf,
+    extra: &[&str],
+    launch: &Launch<'_>,
+) -> Daemon {
     let origin = format!("http://127.0.0.1:{port}");
-    let mut child = Command::new(skilltrial_e2e::skilltrial_bin().unwrap())
+    let stderr = launch.log.map_or_else(Stdio::inherit, |path| {
+        Stdio::from(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .unwrap(),
+        )
+    });
+    let mut command = Command::new(skilltrial_e2e::skilltrial_bin().unwrap());
+    if launch.without_anthropic_key {
+        command.env_remove("ANTHROPIC_API_KEY");
+    } else {
+        command.env("ANTHROPIC_API_KEY", "sk-ant-operator-test-key");
+    }
+    let mut child = command
         .args(["--json", "--home"])
         .arg(net.home())
         .args([
@@ -178,12 +235,13 @@ pub(crate) fn start_daemon_with(
         .args(extra)
         .args(["--url", &net.url, "--keypair"])
         .arg(&net.runner_keypair)
-        .env("ANTHROPIC_API_KEY", "sk-ant-operator-test-key")
+        .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_BASE_URL")
+        .env_remove("OPENAI_BASE_URL")
         .env("HOME", net.dir.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(stderr)
         .spawn()
         .unwrap();
     let mut line = String::new();
@@ -213,7 +271,7 @@ const KEY_REFUSED: usize = 2;
 
 /// Waits until the model server has received `count` requests; returns the attempt id of the
 /// last one.
-fn wait_requests(server: &ScriptedServer, count: usize) -> String {
+pub(crate) fn wait_requests(server: &ScriptedServer, count: usize) -> String {
     let started = Instant::now();
     loop {
         let requests = server.requests();
@@ -230,7 +288,7 @@ fn wait_requests(server: &ScriptedServer, count: usize) -> String {
 }
 
 /// `status --remote --json` of `run`, as the user.
-fn remote_status(net: &Localnet, daemon: &Daemon, run: &str) -> Value {
+pub(crate) fn remote_status(net: &Localnet, daemon: &Daemon, run: &str) -> Value {
     let out = status_command(net, daemon, run, &[]).output().unwrap();
     assert!(out.status.success(), "status --remote: {}", said(&out));
     let text = String::from_utf8(out.stdout).unwrap();
@@ -289,16 +347,7 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
     // --- submit: sign in, upload, escrow (one transaction), register.
     let user = net.user();
     let user_0 = net.balance(&user.pubkey());
-    let submit = [
-        "submit",
-        "--manifest",
-        &manifest,
-        "--runner",
-        daemon.url.as_str(),
-        "--deadline",
-        "15m",
-        "--yes",
-    ];
+    let submit = submit_args(&manifest, &daemon.url);
     // Without --yes and without a terminal to ask on, `submit` refuses before it signs in,
     // uploads or signs anything (acceptance L7).
     let unapproved = net.cli(&net.user_keypair, &submit[..submit.len() - 1]);

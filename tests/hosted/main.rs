@@ -17,6 +17,7 @@ mod buyback;
 mod daemon;
 mod harness;
 mod page;
+mod refusals;
 mod scenarios;
 
 /// One validator at a time: the tests below each start one, and two validators (with a daemon
@@ -96,6 +97,21 @@ fn the_new_run_page_in_a_real_browser() {
         return;
     }
     on_a_validator(&[], page::the_new_run_page_in_a_real_browser);
+}
+
+/// The daemon where it cannot do what was asked (issue #28, points 6 and 7): profiles it cannot
+/// call, a model it can no longer call, a settlement refused for the spending limit.
+#[test]
+fn the_runner_daemon_serves_what_it_can_and_settles_through_refusals() {
+    if std::env::var("SKILLTRIAL_PROGRAM_LAYER").as_deref() == Ok("native") {
+        return;
+    }
+    on_a_validator(&["--no-init"], |net| {
+        refusals::init_config(net);
+        refusals::only_the_profiles_it_can_call_are_offered(net);
+        refusals::a_run_whose_model_cannot_be_called_is_finalized(net);
+        refusals::a_spent_limit_pauses_dispatch_and_the_run_settles_after(net);
+    });
 }
 
 #[test]

@@ -320,6 +320,12 @@ pub fn status(args: &StatusArgs, global: &Global) -> Result<Status, CliError> {
         let view = client.run(run).map_err(client_error)?;
         if !global.json {
             output::text(&view_text(&view))?;
+            if view.phase == "finalized" {
+                // The last line says what the owner does next.
+                output::text(&format!(
+                    "run {run} is finalized: its report: skilltrial report {run} --remote --runner {url}; the rest of the escrow: skilltrial close {run}\n"
+                ))?;
+            }
         }
         if let Some(why) = failed {
             return Err(CliError::Rejected(anyhow::anyhow!(

@@ -272,23 +272,34 @@ pub enum SetupError {
 pub fn for_manifest(
     manifest: &skilltrial_core::manifest::Manifest,
 ) -> Result<Box<dyn Provider>, SetupError> {
-    let timeout = Duration::from_millis(manifest.limits.request_timeout_ms);
-    let endpoint = &manifest.model.endpoint;
-    let kind = manifest.model.provider;
+    for_model(
+        manifest.model.provider,
+        &manifest.model.endpoint,
+        Duration::from_millis(manifest.limits.request_timeout_ms),
+    )
+}
+
+/// Builds a `kind` provider for `endpoint`, with the key from the environment (or the keychain),
+/// under the rules of [`for_manifest`]: what a hosted runner checks of each profile at start.
+pub fn for_model(
+    kind: ProviderKind,
+    endpoint: &str,
+    timeout: Duration,
+) -> Result<Box<dyn Provider>, SetupError> {
     // A key never travels in cleartext to another machine.
     let key = crate::keys::lookup(kind)
         .map(|(key, _)| key)
         .filter(|_| may_carry_key(endpoint));
     if !may_carry_key(endpoint) && kind == ProviderKind::Anthropic {
         return Err(SetupError::PlainHttp {
-            endpoint: endpoint.clone(),
+            endpoint: endpoint.to_owned(),
         });
     }
     match kind {
         ProviderKind::Anthropic => {
             let key = key.ok_or_else(|| SetupError::NoKey {
                 env: kind.key_env(),
-                endpoint: endpoint.clone(),
+                endpoint: endpoint.to_owned(),
             })?;
             Ok(Box::new(
                 Anthropic::new(endpoint, key, timeout).map_err(SetupError::Client)?,
@@ -298,7 +309,7 @@ pub fn for_manifest(
             if key.is_none() && endpoint.starts_with("https://api.openai.com") {
                 return Err(SetupError::NoOpenAiKey {
                     env: kind.key_env(),
-                    endpoint: endpoint.clone(),
+                    endpoint: endpoint.to_owned(),
                 });
             }
             Ok(Box::new(
