@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use skilltrial_chain::Pubkey;
 use skilltrial_chain::anchor::AnchorMemo;
+use skilltrial_chain::constants::MIN_PER_REQUEST_CAP;
 use skilltrial_chain::ix::{self, RunFinalizeArgs, RunSettleArgs, TrialCharge};
 use skilltrial_chain::outbox::{Claim, EntryState, Outbox, Signed};
 use skilltrial_chain::send::{Fees, Sender};
@@ -833,8 +834,8 @@ pub fn a_killed_open_is_resumed_not_repeated(net: &Localnet) {
         ix::RunOpenArgs {
             manifest_hash: manifest,
             planned_trials: 18,
-            per_request_cap: 1_000,
-            escrow: 18 * (1_000 + fee),
+            per_request_cap: MIN_PER_REQUEST_CAP,
+            escrow: 18 * (MIN_PER_REQUEST_CAP + fee),
             deadline,
             expected_fee_per_trial: fee,
             expected_runner: net.runner.pubkey(),
@@ -858,14 +859,14 @@ pub fn a_killed_open_is_resumed_not_repeated(net: &Localnet) {
     let status = net.cli_json(&net.user_keypair, &["chain-status", &address.to_string()]);
     assert_eq!(
         status["escrowed_lamports"],
-        18 * (1_000 + fee),
+        18 * (MIN_PER_REQUEST_CAP + fee),
         "the recorded escrow, once"
     );
     assert_eq!(status["deadline_unix"], deadline);
-    let rent = net.balance(&address) - 18 * (1_000 + fee);
+    let rent = net.balance(&address) - 18 * (MIN_PER_REQUEST_CAP + fee);
     assert_eq!(
         before - net.balance(&user.pubkey()),
-        18 * (1_000 + fee) + rent + net.fee_of(&recorded),
+        18 * (MIN_PER_REQUEST_CAP + fee) + rent + net.fee_of(&recorded),
         "one escrow, one fee: the recorded transaction landed and nothing else was signed"
     );
     let outbox = Outbox::open(&net.home().join("chain-outbox.sqlite")).unwrap();
