@@ -200,8 +200,9 @@ pub struct BuybackArgs {
     /// this (the venue's minimum output), and the swap fails below it.
     #[arg(long, value_name = "BPS", default_value_t = 100, value_parser = clap::value_parser!(u16).range(0..=5_000))]
     pub buyback_slippage_bps: u16,
-    /// Jupiter's Swap API v2 base URL. Its key is read from JUPITER_API_KEY (never a flag).
-    #[arg(long, value_name = "URL", default_value = skilltrial_runner::buyback::JUPITER_URL)]
+    /// Jupiter's Swap API v2 base URL: https, or http on a loopback address only (a test
+    /// venue). Its key is read from JUPITER_API_KEY (never a flag).
+    #[arg(long, value_name = "URL", default_value = skilltrial_runner::buyback::JUPITER_URL, value_parser = venue_url)]
     pub jupiter_url: url::Url,
 }
 
@@ -830,6 +831,28 @@ fn buyback_rate(text: &str) -> Result<skilltrial_chain::ix::BuybackRate, String>
 }
 
 /// `LAMPORTS/SECS`.
+/// A buyback venue's base URL: https, or plain http only to this machine. Its answers are
+/// checked before anything is signed, but a route, a quote and the API key still should not
+/// cross a network in clear text or come from whoever sits on the path.
+fn venue_url(text: &str) -> Result<url::Url, String> {
+    let url: url::Url = text
+        .parse()
+        .map_err(|e| format!("{text:?} is not a URL: {e}"))?;
+    let loopback = match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    match url.scheme() {
+        "https" => Ok(url),
+        "http" if loopback => Ok(url),
+        other => Err(format!(
+            "{text:?} uses {other}: a venue URL must be https (plain http only on a loopback address, for a test venue)"
+        )),
+    }
+}
+
 fn usage_limit(text: &str) -> Result<skilltrial_chain::ix::SpendingLimit, String> {
     let refused = || "not LAMPORTS/SECS (e.g. 100000000000/86400)".to_owned();
     let (amount, period) = text.split_once('/').ok_or_else(refused)?;
@@ -1063,5 +1086,17 @@ mod tests {
             Ok((5, 60))
         );
         assert!(usage_limit("5:60").is_err());
+        assert!(venue_url("https://api.jup.ag/swap/v2").is_ok());
+        assert!(venue_url("http://127.0.0.1:9/x").is_ok());
+        assert!(venue_url("http://[::1]:9/x").is_ok());
+        assert!(venue_url("http://localhost:9").is_ok());
+        for bad in [
+            "http://api.jup.ag/swap/v2",
+            "ftp://127.0.0.1/",
+            "http://10.0.0.1/",
+            "nonsense",
+        ] {
+            assert!(venue_url(bad).is_err(), "{bad}");
+        }
     }
 }
