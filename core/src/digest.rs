@@ -10,11 +10,14 @@
 //! ```
 //!
 //! with one line per regular file, sorted by the path's UTF-8 bytes. Paths are relative to the
-//! bundle root, use `/` as the separator and never contain a control character (import rejects
-//! those), so a line can never be forged by a file name. Directories, timestamps, permissions,
-//! compression method and archive order never enter it: the same files as a folder and as a ZIP
-//! give the same digest. The format string MUST NOT change without bumping `v1`, since
-//! manifests pin digests.
+//! bundle root, use `/` as the separator and never contain a control character or a `\`
+//! (importing a bundle or a pack, from a folder, a ZIP or an upload, rejects those), so a line
+//! can never be forged by a file name. The listing does not rely on its callers for that: a path
+//! holding one anyway is listed escaped (`\` as `\\`, a control character as `\u{..}`), which
+//! leaves every valid path, and so every digest, as it was. Directories, timestamps,
+//! permissions, compression method and archive order never enter it: the same files as a folder
+//! and as a ZIP give the same digest. The format string MUST NOT change without bumping `v1`,
+//! since manifests pin digests.
 
 use std::fmt;
 
@@ -87,10 +90,24 @@ pub fn canonical_listing(entries: &[DigestEntry<'_>]) -> String {
         text.push(' ');
         text.push_str(&entry.size.to_string());
         text.push(' ');
-        text.push_str(entry.path);
+        push_path(&mut text, entry.path);
         text.push('\n');
     }
     text
+}
+
+/// Appends `path` as its listing line shows it: unchanged when valid, escaped otherwise, so that
+/// no path ends its line or forges another, and two paths never list alike.
+fn push_path(text: &mut String, path: &str) {
+    for c in path.chars() {
+        if c == '\\' {
+            text.push_str("\\\\");
+        } else if c.is_control() {
+            text.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            text.push(c);
+        }
+    }
 }
 
 /// The content digest of a set of files: SHA-256 of [`canonical_listing`].
@@ -153,6 +170,46 @@ mod tests {
             "skilltrial-content-v1\n\
              2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881 1 x\n"
         );
+    }
+
+    /// Regression (#28): a path holding a newline forged a line of the listing (a pack upload
+    /// with `x\n<hex> <size> golden.json` listed a file it did not hold). Import refuses such
+    /// paths; the listing escapes them anyway, one line per file.
+    #[test]
+    fn a_path_cannot_forge_a_listing_line() {
+        let sha256 = Sha256Digest::of(b"x");
+        let forged = format!("a\n{} 1 b", sha256.hex());
+        let entries = [
+            DigestEntry {
+                path: &forged,
+                size: 1,
+                sha256,
+            },
+            DigestEntry {
+                path: "c\r\0\u{1b}\\d",
+                size: 1,
+                sha256,
+            },
+        ];
+        let listing = canonical_listing(&entries);
+        assert_eq!(listing.lines().count(), 3, "{listing}");
+        assert!(listing.contains(" 1 a\\u{a}"), "{listing}");
+        assert!(
+            listing.contains(" 1 c\\u{d}\\u{0}\\u{1b}\\\\d\n"),
+            "{listing}"
+        );
+        // An escaped path and the text of its escape list apart.
+        let literal = DigestEntry {
+            path: "a\\u{a}",
+            size: 1,
+            sha256,
+        };
+        let newline = DigestEntry {
+            path: "a\n",
+            size: 1,
+            sha256,
+        };
+        assert_ne!(content_digest(&[literal]), content_digest(&[newline]));
     }
 
     #[test]

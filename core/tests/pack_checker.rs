@@ -470,6 +470,45 @@ fn a_folder_cannot_stand_in_for_a_released_pack() {
     assert_eq!(std::env::current_dir().unwrap(), cwd);
 }
 
+/// Regression (#28): a pack's paths were never checked, so an upload could hold `../../x`, an
+/// absolute path, a NUL, or a newline forging a line of the stored listing. A pack's paths now
+/// follow a bundle's rules, and the refusal names the path, escaped.
+#[test]
+fn a_pack_path_follows_a_bundles_rules() {
+    // Given the released pack's files, each with one hostile path added
+    let released = pack();
+    let forged = format!("tasks/x\n{} 1 tasks/x/golden.json", "0".repeat(64));
+    let cases = [
+        ("../../x", "../../x", "`..`"),
+        ("/etc/x", "/etc/x", "absolute"),
+        ("c:x", "c:x", "drive"),
+        ("a\\b", "a\\b", "normal form"),
+        ("./a", "./a", "normal form"),
+        ("nul\0", "nul\\u{0}", "control character"),
+        (forged.as_str(), "tasks/x\\u{a}0000", "control character"),
+    ];
+    for (path, shown, reason) in cases {
+        let mut files = released.files().clone();
+        files.insert(path.to_owned(), b"x".to_vec());
+        // Then it is refused, naming the path without letting it break a line
+        let err = pack::from_files(&released.id(), files)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(shown), "{path:?}: {err}");
+        assert!(err.contains(reason), "{path:?}: {err}");
+        assert!(
+            !err.contains('\n') && !err.contains('\0'),
+            "{path:?}: {err}"
+        );
+    }
+    // And the released files, untouched, are the pinned pack still
+    let again = pack::from_files(&released.id(), released.files().clone()).unwrap();
+    assert_eq!(
+        Some(again.hash.to_string().as_str()),
+        released.pinned_hash()
+    );
+}
+
 fn copy(src: &std::path::Path, dst: &std::path::Path) {
     std::fs::create_dir_all(dst).unwrap();
     for entry in std::fs::read_dir(src).unwrap() {

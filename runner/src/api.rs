@@ -149,7 +149,9 @@ pub struct RunView {
 pub struct ApiError {
     pub error: String,
     /// A stable name for the case: `unauthenticated`, `forbidden`, `not_found`, `invalid`,
-    /// `refused`, `unavailable`, `internal`.
+    /// `too_large`, `timeout` (a body that did not arrive in time), `busy` (as many uploads
+    /// read at once as the runner reads: retry after `Retry-After`), `refused`, `conflict`,
+    /// `unavailable`, `not_yet`, `internal`.
     pub code: String,
 }
 

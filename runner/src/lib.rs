@@ -23,6 +23,7 @@
 pub mod api;
 pub mod buyback;
 pub mod client;
+pub mod intake;
 pub mod page;
 pub mod profiles;
 pub mod rate;

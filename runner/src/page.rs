@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -37,6 +37,7 @@ use skilltrial_core::solana::transaction;
 
 use crate::App;
 use crate::api;
+use crate::intake::{Gates, Who};
 use crate::server::{
     Answer, Failure, MAX_SMALL_BODY, blocking, owned, posted, private_json, session,
 };
@@ -97,15 +98,15 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
     ),
 ];
 
-/// The page's routes.
-pub fn routes() -> Router<Arc<App>> {
+/// The page's routes; `gates` bound the bodies it takes.
+pub(crate) fn routes(gates: &Gates) -> Router<Arc<App>> {
     let mut router = Router::new()
         .route("/v1/offer", get(offer))
         .route("/v1/auth/session", get(signed_in))
         .route("/v1/chain/blockhash", get(blockhash))
         .route(
             "/v1/chain/send",
-            post(send).layer(DefaultBodyLimit::max(MAX_SMALL_BODY)),
+            gates.small(Who::Session, MAX_SMALL_BODY, post(send)),
         )
         .route("/v1/runs/{run}/verification", get(verification));
     for (path, kind, bytes) in ASSETS {

@@ -1,7 +1,8 @@
 //! The HTTP API ([`crate::api`] lists the routes). Every error is JSON `{error, code}` with a
-//! status that says whose move it is: 400/413/422 the request, 401 sign in, 403 another
-//! wallet's, 404 no such thing, 409 not yet (or, for a check, already done), 503 the chain did
-//! not answer.
+//! status that says whose move it is: 400/413/422 the request, 408 a body too slow, 401 sign
+//! in, 403 another wallet's, 404 no such thing, 409 not yet (or, for a check, already done),
+//! 503 the chain did not answer (or, `busy`, the runner reads as many uploads as it reads at
+//! once). Bodies are read only within [`crate::intake`]'s bounds.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -11,7 +12,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -25,6 +26,7 @@ use skilltrial_core::manifest::Manifest;
 use solana_signer::Signer;
 
 use crate::api::{self, ApiError};
+use crate::intake::{BodyBounds, Gates, Limit, Who};
 use crate::state::{Event, HostedRun};
 use crate::tree::{self, TreeLimits, TreeRefusal};
 use crate::{App, log, siws, worker};
@@ -118,38 +120,43 @@ fn sha256_hex(text: &str) -> String {
         .collect()
 }
 
-/// The router, with its state.
+/// The router, with its state and the default [`BodyBounds`].
 pub fn router(app: Arc<App>) -> Router {
+    router_with(app, BodyBounds::default())
+}
+
+/// The router, reading bodies within `bounds`. Every route that takes a body is gated
+/// ([`crate::intake`]): its session and declared length are checked before a byte is read.
+pub fn router_with(app: Arc<App>, bounds: BodyBounds) -> Router {
+    let gates = Gates::new(&app, bounds);
     Router::new()
         .route("/v1/info", get(info))
         .route("/v1/auth/challenge", get(challenge))
         .route(
             "/v1/auth/verify",
-            post(verify).layer(DefaultBodyLimit::max(MAX_SMALL_BODY)),
+            gates.small(Who::Anyone, MAX_SMALL_BODY, post(verify)),
         )
         .route(
             "/v1/trees",
-            post(upload_tree).layer(DefaultBodyLimit::max(max_tree_body())),
+            gates.large(Limit::Of(tree_body_limit), post(upload_tree)),
         )
         .route(
             "/v1/manifests",
-            post(upload_manifest).layer(DefaultBodyLimit::max(MAX_MANIFEST_BODY)),
+            gates.large(Limit::Bytes(MAX_MANIFEST_BODY), post(upload_manifest)),
         )
         .route(
             "/v1/runs",
-            get(my_runs)
-                .post(register)
-                .layer(DefaultBodyLimit::max(MAX_SMALL_BODY)),
+            get(my_runs).merge(gates.small(Who::Session, MAX_SMALL_BODY, post(register))),
         )
         .route(
             "/v1/runs/check",
-            post(check).layer(DefaultBodyLimit::max(MAX_SMALL_BODY)),
+            gates.small(Who::Session, MAX_SMALL_BODY, post(check)),
         )
         .route("/v1/runs/{run}", get(run_view))
         .route("/v1/runs/{run}/events", get(events))
         .route("/v1/runs/{run}/report.json", get(report_json))
         .route("/v1/runs/{run}/report.html", get(report_html))
-        .merge(crate::page::routes())
+        .merge(crate::page::routes(&gates))
         .fallback(|| async {
             Failure::new(
                 StatusCode::NOT_FOUND,
@@ -172,6 +179,24 @@ pub fn max_tree_body() -> usize {
     TreeLimits::pack()
         .max_body()
         .max(TreeLimits::bundle().max_body())
+}
+
+/// A tree's limits, by the kind its upload names.
+fn tree_limits(kind: &str) -> Answer<TreeLimits> {
+    match kind {
+        "bundle" => Ok(TreeLimits::bundle()),
+        "pack" => Ok(TreeLimits::pack()),
+        other => Err(Failure::invalid(format!(
+            "?kind=`{other}`: upload a `bundle` or a `pack`"
+        ))),
+    }
+}
+
+/// The largest body of the tree upload at `uri`: its kind's, known before the body is read.
+fn tree_body_limit(uri: &axum::http::Uri) -> Answer<usize> {
+    let q = Query::<TreeQuery>::try_from_uri(uri)
+        .map_err(|e| Failure::invalid(format!("the query is not ?kind=..&id=..: {e}")))?;
+    tree_limits(q.kind.as_deref().unwrap_or_default()).map(|l| l.max_body())
 }
 
 fn too_large(message: String) -> Failure {
@@ -421,15 +446,7 @@ async fn upload_tree(
     let wallet = session(&app, &headers, &Method::POST).await?;
     let kind = q.kind.unwrap_or_default();
     let id = q.id;
-    let limits = match kind.as_str() {
-        "bundle" => TreeLimits::bundle(),
-        "pack" => TreeLimits::pack(),
-        other => {
-            return Err(Failure::invalid(format!(
-                "?kind=`{other}`: upload a `bundle` or a `pack`"
-            )));
-        }
-    };
+    let limits = tree_limits(&kind)?;
     if body.len() > limits.max_body() {
         return Err(too_large(format!(
             "the body is {} bytes; a {} within `skilltrial validate`'s limits ({} files, {} bytes) takes at most {}",
@@ -517,6 +534,11 @@ async fn upload_tree(
                         "pack {id} stored under another digest"
                     )));
                 }
+                // A pack is this wallet's to run, as a bundle is: its tasks and golden records
+                // are the uploader's, and a hash alone must not run them.
+                app2.state()
+                    .hold(&wallet, &digest.hex())
+                    .map_err(Failure::internal)?;
                 Ok(api::Stored {
                     kind,
                     digest: digest.hex(),
@@ -548,18 +570,19 @@ async fn upload_manifest(
         .map_err(|e| Failure::invalid(format!("the manifest cannot be hashed: {e}")))?;
     let app2 = Arc::clone(&app);
     let terms = blocking(move || -> Answer<api::Terms> {
-        // Its bundles are this wallet's to run only if this wallet uploaded them: a manifest
-        // names bundles by digest, and a digest alone must not run another wallet's skill.
+        // Its pack and bundles are this wallet's to run only if this wallet uploaded them: a
+        // manifest names them by digest, and a digest alone must not run another wallet's
+        // skill or tasks.
+        let held = |digest: &str| {
+            let hex = skilltrial_engine::store::parse_hex(digest)
+                .map_or_else(|| digest.to_owned(), |d| d.hex());
+            app2.state()
+                .holds(&wallet, &hex)
+                .map_err(Failure::internal)
+        };
         for arm in &manifest.arms {
-            let digest = arm.bundle.as_ref().map(|b| {
-                skilltrial_engine::store::parse_hex(&b.digest)
-                    .map_or_else(|| b.digest.clone(), |d| d.hex())
-            });
-            if let (Some(b), Some(digest)) = (&arm.bundle, digest)
-                && !app2
-                    .state()
-                    .holds(&wallet, &digest)
-                    .map_err(Failure::internal)?
+            if let Some(b) = &arm.bundle
+                && !held(&b.digest)?
             {
                 return Err(Failure::new(
                     StatusCode::FORBIDDEN,
@@ -570,6 +593,16 @@ async fn upload_manifest(
                     ),
                 ));
             }
+        }
+        if !held(&manifest.pack.hash)? {
+            return Err(Failure::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                format!(
+                    "the manifest's pack `{}` ({}) was not uploaded by this wallet: upload it first (POST /v1/trees?kind=pack&id={}; `submit` and the page do)",
+                    manifest.pack.id, manifest.pack.hash, manifest.pack.id
+                ),
+            ));
         }
         let hash = app2
             .store

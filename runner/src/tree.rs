@@ -265,6 +265,9 @@ mod tests {
         };
         assert!(why.contains("together"), "{why}");
         assert!(limits.max_body() < 8 * 1024 * 1024);
+        // docs/runner.md (Bodies) states both.
+        assert_eq!(limits.max_body(), 7_092_908);
+        assert_eq!(TreeLimits::pack().max_body(), 23_393_624);
     }
 
     #[test]

@@ -5,8 +5,11 @@
 //! tested against a real local validator in `tests/hosted/daemon.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::io::{ErrorKind, Read as _, Write as _};
+use std::net::TcpStream;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -14,8 +17,10 @@ use skilltrial_chain::cli_config::Commitment;
 use skilltrial_core::manifest::{self, Manifest, PlanOptions, SolUsd};
 use skilltrial_core::money::MicroUsd;
 use skilltrial_runner::client::{Client, ClientError};
+use skilltrial_runner::intake::BodyBounds;
 use skilltrial_runner::rate::OperatorRate;
 use skilltrial_runner::state::{HostedRun, Phase, RunnerState, SqliteState};
+use skilltrial_runner::tree::TreeLimits;
 use skilltrial_runner::{App, Config, server};
 use solana_keypair::Keypair;
 use solana_signer::Signer;
@@ -32,6 +37,15 @@ fn serve() -> Served {
 /// A daemon whose state directory `prepare` fills first (runs already registered, as a
 /// restarted daemon finds them).
 fn serve_with(prepare: impl FnOnce(&Path)) -> Served {
+    serve_full(prepare, BodyBounds::default())
+}
+
+/// A daemon reading bodies within `bounds`.
+fn serve_bounded(bounds: BodyBounds) -> Served {
+    serve_full(|_| {}, bounds)
+}
+
+fn serve_full(prepare: impl FnOnce(&Path), bounds: BodyBounds) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let state_dir = dir.path().join("state");
     std::fs::create_dir_all(&state_dir).unwrap();
@@ -76,7 +90,7 @@ fn serve_with(prepare: impl FnOnce(&Path)) -> Served {
             .unwrap();
         runtime.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            axum::serve(listener, server::router(Arc::clone(&app)))
+            axum::serve(listener, server::router_with(Arc::clone(&app), bounds))
                 .await
                 .unwrap();
         });
@@ -650,9 +664,22 @@ fn tree_uploads_are_held_to_validates_limits_and_refusals_are_json() {
             .contains("more than 100 files"),
         "{doc}"
     );
-    // A 6 MB file, and 40 000 empty files: refused at once, by size or by count.
-    let (status, doc) = post("kind=bundle", tree(1, 6_000_000));
-    assert_eq!(status, 413, "{doc}");
+    // A 6 MB file, and 40 000 empty files: refused at once, by size or by count. (The 6 MB
+    // file's body is over any bundle's, so it is refused from its Content-Length and the
+    // connection closed: written by hand, since a client still sending sees a broken pipe.)
+    let six = tree(1, 6_000_000);
+    let mut stream = sent(
+        &served.base,
+        &head(
+            "/v1/trees?kind=bundle",
+            &[
+                format!("Authorization: Bearer {}", session.token),
+                format!("Content-Length: {}", six.len()),
+            ],
+        ),
+        &six.as_bytes()[..64 * 1024],
+    );
+    refused_and_closed(&mut stream, 413, "too_large");
     let started = std::time::Instant::now();
     let (status, doc) = post("kind=bundle", tree(40_000, 0));
     assert_eq!(status, 413, "{doc}");
@@ -953,4 +980,356 @@ fn the_new_run_page_is_served_under_its_policy_and_its_chain_routes_need_a_sessi
     let mine = cancel_by(&wallet);
     let (status, body) = send(serde_json::json!({"transaction": mine.wire_base64}));
     refused_with(status, &body, 503, "the cluster did not answer");
+}
+
+/// Regression (#28, point 10): a pack upload's paths were never checked (`../../x`, an absolute
+/// path, a NUL, and a newline that forged a line of the stored listing were all stored), and a
+/// wallet could run a manifest on a pack another wallet uploaded. A pack's paths now follow a
+/// bundle's rules, and a manifest runs only on a pack its wallet uploaded.
+#[test]
+fn a_pack_upload_follows_a_bundles_path_rules_and_belongs_to_its_uploader() {
+    // Given a daemon and a wallet holding the released pack's files.
+    let mut served_dir = std::path::PathBuf::new();
+    let served = serve_with(|state| served_dir = state.parent().unwrap().to_path_buf());
+    let mut owner = Client::new(&served.base).unwrap();
+    owner.sign_in(&Keypair::new()).unwrap();
+    let pack = skilltrial_core::pack::open("solana-core@1.0.3").unwrap();
+    let released: Vec<(String, Vec<u8>)> = pack
+        .files()
+        .iter()
+        .map(|(p, b)| (p.clone(), b.clone()))
+        .collect();
+
+    // When it uploads them with one hostile path added, then each is refused, naming the path
+    // escaped (no newline or NUL reaches the answer).
+    let forged = format!("tasks/x\n{} 1 tasks/x/golden.json", "0".repeat(64));
+    for (path, shown) in [
+        ("../../x", "../../x"),
+        ("/etc/passwd", "/etc/passwd"),
+        ("nul\0.json", "nul\\u{0}.json"),
+        (forged.as_str(), "tasks/x\\u{a}0000"),
+    ] {
+        let mut files = released.clone();
+        files.push((path.to_owned(), b"x".to_vec()));
+        match owner.upload_tree("pack", Some(&pack.id()), &files) {
+            Err(ClientError::Refused {
+                status, message, ..
+            }) => {
+                assert_eq!(status, 422, "{path:?}: {message}");
+                assert!(message.contains(shown), "{path:?}: {message}");
+                assert!(!message.contains(['\n', '\0']), "{path:?}: {message}");
+            }
+            other => panic!("{path:?}: {other:?}"),
+        }
+    }
+
+    // Given the owner's plan, its bundle and pack uploaded by the owner.
+    let m = planned_and_uploaded(&owner, &served_dir.join("profiles.toml"));
+    assert_eq!(
+        upload(&owner, &m).0,
+        503,
+        "the owner's manifest reaches the chain"
+    );
+
+    // When another wallet uploads the bundle but not the pack, then its manifest is refused,
+    // naming the pack.
+    let mut other = Client::new(&served.base).unwrap();
+    other.sign_in(&Keypair::new()).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    other
+        .upload_tree(
+            "bundle",
+            None,
+            &bundle_files(&root.join("fixtures/bundles/solana-reader-1.5.0")),
+        )
+        .unwrap();
+    let (status, message) = upload(&other, &m);
+    assert_eq!(status, 403, "{message}");
+    assert!(
+        message.contains("pack `solana-core@1.0.3`")
+            && message.contains("not uploaded by this wallet"),
+        "{message}"
+    );
+
+    // And once it uploads the pack itself, the same manifest passes that check.
+    other
+        .upload_tree("pack", Some(&pack.id()), &released)
+        .unwrap();
+    assert_eq!(upload(&other, &m).0, 503);
+}
+
+/// `POST target` with `headers` (each `Name: value`), as written by hand.
+fn head(target: &str, headers: &[String]) -> String {
+    let mut text = format!("POST {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    for header in headers {
+        text.push_str(header);
+        text.push_str("\r\n");
+    }
+    text.push_str("\r\n");
+    text
+}
+
+/// A connection on which `head` and `body` (perhaps only the start of what the head declares)
+/// are written. Reading it gives up after 30 s: a daemon still waiting for the rest of a body
+/// instead of answering fails there.
+fn sent(base: &url::Url, head: &str, body: &[u8]) -> TcpStream {
+    let mut stream = TcpStream::connect((base.host_str().unwrap(), base.port().unwrap())).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream
+        .set_write_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+    stream
+}
+
+/// A raw answer: its status, its head (lowercase) and its JSON body.
+struct Raw {
+    status: u16,
+    head: String,
+    body: Value,
+}
+
+/// The first answer on `stream`: its head and its body, once both are in. Panics when the
+/// daemon does not answer (still waiting for the rest of a body).
+fn answer(stream: &mut TcpStream) -> Raw {
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        if let Some((head, rest)) = text.split_once("\r\n\r\n") {
+            let head = head.to_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length: "))
+                .unwrap_or_else(|| panic!("no content-length: {head}"))
+                .parse()
+                .unwrap();
+            if rest.len() >= length {
+                let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+                let body =
+                    serde_json::from_str(&rest[..length]).unwrap_or_else(|e| panic!("{e}: {rest}"));
+                return Raw { status, head, body };
+            }
+        }
+        match stream.read(&mut buf) {
+            Ok(n) if n > 0 => bytes.extend_from_slice(&buf[..n]),
+            other => panic!("the daemon did not answer ({other:?}); it sent: {text:?}"),
+        }
+    }
+}
+
+/// The answer on `stream` is the API's refusal `code`, and the daemon then closed the
+/// connection (a reset counts: it closed with the unread body still queued).
+fn refused_and_closed(stream: &mut TcpStream, status: u16, code: &str) -> Raw {
+    let raw = answer(stream);
+    assert_eq!(raw.status, status, "{}", raw.body);
+    assert_eq!(raw.body["code"], code, "{}", raw.body);
+    assert!(raw.head.contains("connection: close"), "{}", raw.head);
+    let mut buf = [0u8; 8192];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => break,
+            Ok(_) => {}
+            Err(e) => panic!("the daemon kept the connection open after refusing it: {e}"),
+        }
+    }
+    raw
+}
+
+/// Regression (#28, point 11): an unauthenticated 20 MiB body was read whole before its `401`
+/// (six at once took the daemon from 118 to 207 MB), a chunked body was read to the route's
+/// largest limit, a slow body was waited for without end, and any number of uploads were read
+/// at once. Each is refused from its headers, or cut off, before the rest is read: the daemon
+/// answers while the client has sent only the start, and closes the connection.
+#[test]
+fn hostile_bodies_are_refused_before_they_are_read() {
+    // Given a daemon and a signed-in wallet.
+    let served = serve();
+    let base = &served.base;
+    let mut client = Client::new(base).unwrap();
+    let token = client.sign_in(&Keypair::new()).unwrap().token;
+    let bearer = format!("Authorization: Bearer {token}");
+    let start = vec![b'x'; 64 * 1024];
+
+    // When a body of 20 MiB comes without a session, with or without a Content-Length, then
+    // `401` after its first 64 KiB.
+    for framing in ["Content-Length: 20971520", "Transfer-Encoding: chunked"] {
+        let body = if framing.starts_with("Transfer") {
+            [format!("{:x}\r\n", start.len()).as_bytes(), &start].concat()
+        } else {
+            start.clone()
+        };
+        let mut stream = sent(
+            base,
+            &head("/v1/trees?kind=pack&id=p@1", &[framing.to_owned()]),
+            &body,
+        );
+        refused_and_closed(&mut stream, 401, "unauthenticated");
+    }
+
+    // When a signed-in wallet declares more than a bundle may hold, then `413` before the body.
+    let bundle_limit = TreeLimits::bundle().max_body();
+    let mut stream = sent(
+        base,
+        &head(
+            "/v1/trees?kind=bundle",
+            &[
+                bearer.clone(),
+                format!("Content-Length: {}", bundle_limit + 1),
+            ],
+        ),
+        &start,
+    );
+    let raw = refused_and_closed(&mut stream, 413, "too_large");
+    assert!(
+        raw.body["error"]
+            .as_str()
+            .unwrap()
+            .contains("nothing of it was read"),
+        "{}",
+        raw.body
+    );
+
+    // When it sends a bundle chunked, with no Content-Length, past the bundle's limit and then
+    // stops (the body not ended), then `413` once the limit is passed, not when the body ends.
+    let mut stream = sent(
+        base,
+        &head(
+            "/v1/trees?kind=bundle",
+            &[bearer.clone(), "Transfer-Encoding: chunked".to_owned()],
+        ),
+        b"",
+    );
+    let mut writer = stream.try_clone().unwrap();
+    let total = bundle_limit + 1024 * 1024;
+    let chunks = std::thread::spawn(move || {
+        let chunk = vec![b'x'; 64 * 1024];
+        let mut written = 0;
+        while written < total {
+            let frame = [format!("{:x}\r\n", chunk.len()).as_bytes(), &chunk, b"\r\n"].concat();
+            if writer.write_all(&frame).is_err() {
+                break;
+            }
+            written += chunk.len();
+        }
+    });
+    let raw = refused_and_closed(&mut stream, 413, "too_large");
+    assert!(
+        raw.body["error"].as_str().unwrap().contains("cut off"),
+        "{}",
+        raw.body
+    );
+    chunks.join().unwrap();
+
+    // When a Content-Length says less than what follows, then the body is what it said (`{}`,
+    // not a registration) and the rest is never read as part of it.
+    let mut stream = sent(
+        base,
+        &head(
+            "/v1/runs",
+            &[bearer.clone(), "Content-Length: 2".to_owned()],
+        ),
+        &[b"{}".as_slice(), &start].concat(),
+    );
+    let raw = answer(&mut stream);
+    assert_eq!(raw.status, 400, "{}", raw.body);
+    assert!(
+        raw.body["error"]
+            .as_str()
+            .unwrap()
+            .contains("missing field `manifest`"),
+        "{}",
+        raw.body
+    );
+
+    // When a Content-Length says more than ever comes, then `408` at the body's deadline.
+    let slow = serve_bounded(BodyBounds {
+        large_within: Duration::from_secs(2),
+        ..BodyBounds::default()
+    });
+    let mut slow_client = Client::new(&slow.base).unwrap();
+    let slow_token = slow_client.sign_in(&Keypair::new()).unwrap().token;
+    let mut stream = sent(
+        &slow.base,
+        &head(
+            "/v1/trees?kind=pack&id=p@1",
+            &[
+                format!("Authorization: Bearer {slow_token}"),
+                "Content-Length: 1048576".to_owned(),
+            ],
+        ),
+        &start,
+    );
+    refused_and_closed(&mut stream, 408, "timeout");
+}
+
+/// Regression (#28, point 11): any number of uploads were read at once, so N attackers could
+/// exhaust the daemon's memory. Beyond the bound, an upload is refused from its headers (`503
+/// busy`, `Retry-After`), and admitted again once a slot frees.
+#[test]
+fn uploads_read_at_once_are_bounded() {
+    // Given a daemon reading at most two uploads at once, and a signed-in wallet holding both
+    // (each declared 1 MiB, 64 KiB sent). A holder sends its body once the daemon asks for it
+    // (`Expect: 100-continue`): once the gate admitted it, holding its slot.
+    let served = serve_bounded(BodyBounds {
+        large_at_once: 2,
+        ..BodyBounds::default()
+    });
+    let base = &served.base;
+    let mut client = Client::new(base).unwrap();
+    let token = client.sign_in(&Keypair::new()).unwrap().token;
+    let upload = |more: &[&str]| {
+        let mut headers = vec![
+            format!("Authorization: Bearer {token}"),
+            "Content-Length: 1048576".to_owned(),
+        ];
+        headers.extend(more.iter().map(|h| (*h).to_owned()));
+        head("/v1/trees?kind=pack&id=p@1", &headers)
+    };
+    let start = vec![b'x'; 64 * 1024];
+    let holders: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut holder = sent(base, &upload(&["Expect: 100-continue"]), b"");
+            let mut asked = Vec::new();
+            let mut byte = [0u8; 1];
+            while !asked.ends_with(b"\r\n\r\n") {
+                holder.read_exact(&mut byte).unwrap();
+                asked.push(byte[0]);
+            }
+            assert!(
+                asked.starts_with(b"HTTP/1.1 100 Continue"),
+                "{}",
+                String::from_utf8_lossy(&asked)
+            );
+            holder.write_all(&start).unwrap();
+            holder
+        })
+        .collect();
+
+    // When a third upload comes, then it is refused from its headers: `503 busy`, retry later.
+    let busy = refused_and_closed(&mut sent(base, &upload(&[]), &start), 503, "busy");
+    assert!(busy.head.contains("retry-after: 5"), "{}", busy.head);
+
+    // And once the holders go, an upload is read again.
+    drop(holders);
+    let (again, tree) = (base.clone(), json!({"files": []}).to_string());
+    let admitted = within(30, "an upload admitted again", move || {
+        loop {
+            let response = http()
+                .post(again.join("v1/trees?kind=pack&id=p@1").unwrap())
+                .bearer_auth(&token)
+                .body(tree.clone())
+                .send()
+                .unwrap();
+            if response.status().as_u16() != 503 {
+                return response.status().as_u16();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    assert_eq!(admitted, 422, "an empty pack is judged on its content");
 }

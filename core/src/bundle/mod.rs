@@ -10,7 +10,7 @@ mod front_matter;
 mod grader;
 pub mod lint;
 mod markdown;
-mod path;
+pub(crate) mod path;
 mod scan;
 mod source;
 pub mod verdict;

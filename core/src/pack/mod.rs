@@ -28,6 +28,8 @@ use serde_json::Value;
 
 pub use verify::{MIN_KNOWN_WRONG, VerifyItem, VerifyReport, verify};
 
+use crate::bundle::display_safe;
+use crate::bundle::path as bundle_path;
 use crate::checker::{self, CHECK_LIMIT, Expected, Family, Verdict};
 use crate::digest::{DigestEntry, Sha256Digest, content_digest};
 use crate::outcome::Outcome;
@@ -491,6 +493,31 @@ fn load(
     files: BTreeMap<String, Vec<u8>>,
     require_golden: bool,
 ) -> Result<Pack, PackError> {
+    // A bundle's path rules, for the same reasons: a pack's paths enter its canonical listing
+    // (one line per file, which a newline in a path would forge) and name files a maintainer's
+    // folder or an upload was read from (`..`, an absolute path).
+    for path in files.keys() {
+        match bundle_path::normalize(path) {
+            Ok(normal) if &normal == path => {}
+            Ok(normal) => {
+                return Err(invalid(
+                    label,
+                    &display_safe(path),
+                    format!(
+                        "not in normal form (`{}`): a pack path is relative, `/`-separated, with no `.` or empty part",
+                        display_safe(&normal)
+                    ),
+                ));
+            }
+            Err((_, message)) => {
+                return Err(invalid(
+                    label,
+                    &display_safe(path),
+                    message.replace("bundle", "pack"),
+                ));
+            }
+        }
+    }
     let meta: PackFile = json_file(label, &files, "pack.json")?;
     for (what, value) in [("name", &meta.name), ("version", &meta.version)] {
         author::check_name(&format!("pack {what}"), value)
