@@ -166,8 +166,19 @@ pub fn chain_id_of(genesis: &str) -> &'static str {
 }
 
 impl App {
-    /// Opens the daemon's state under `config.state_dir`.
+    /// Opens the daemon's state under `config.state_dir`, serving the profiles it can call
+    /// ([`profiles::Profiles::load`]).
     pub fn open(config: Config, runner: Keypair) -> Result<Arc<Self>, String> {
+        let profiles = profiles::Profiles::load(config.profiles.as_deref())?;
+        Self::open_with(config, runner, profiles)
+    }
+
+    /// As [`App::open`], serving `profiles` as decided by the caller.
+    pub fn open_with(
+        config: Config,
+        runner: Keypair,
+        profiles: profiles::Profiles,
+    ) -> Result<Arc<Self>, String> {
         std::fs::create_dir_all(&config.state_dir)
             .map_err(|e| format!("{}: {e}", config.state_dir.display()))?;
         // Two daemons on one state would execute the same runs twice over: the second is
@@ -195,7 +206,6 @@ impl App {
             .map_err(|e| e.to_string())?;
         let store = Store::open(&config.state_dir.join("store")).map_err(|e| e.to_string())?;
         let expect = siws::Expect::new(&config.origin, &config.chain_id)?;
-        let profiles = profiles::Profiles::load(config.profiles.as_deref())?;
         for line in profiles.describe() {
             log(&line);
         }

@@ -18,6 +18,7 @@ use skilltrial_core::manifest::{self, Manifest, PlanOptions, SolUsd};
 use skilltrial_core::money::MicroUsd;
 use skilltrial_runner::client::{Client, ClientError};
 use skilltrial_runner::intake::BodyBounds;
+use skilltrial_runner::profiles::Profiles;
 use skilltrial_runner::rate::OperatorRate;
 use skilltrial_runner::state::{HostedRun, Phase, RunnerState, SqliteState};
 use skilltrial_runner::tree::TreeLimits;
@@ -63,7 +64,7 @@ fn serve_full(prepare: impl FnOnce(&Path), bounds: BodyBounds) -> Served {
         rpc_url: "http://127.0.0.1:9".to_owned(),
         commitment: Commitment::Confirmed,
         chain_id: "localnet".to_owned(),
-        profiles: Some(profiles),
+        profiles: Some(profiles.clone()),
         max_runs: 1,
         batch: 10,
         fees: skilltrial_chain::send::Fees::default(),
@@ -77,7 +78,11 @@ fn serve_full(prepare: impl FnOnce(&Path), bounds: BodyBounds) -> Served {
         chain_id: config.chain_id.clone(),
         ..config_defaults()
     };
-    let app = App::open(config, Keypair::new()).unwrap();
+    // The operator holds the loopback profile's key (none is put in this process's
+    // environment); every other check of what the daemon serves is the real one.
+    let served = Profiles::load_with(Some(&profiles), |_| true).unwrap();
+    assert!(served.find("loopback").is_ok(), "{:?}", served.skipped);
+    let app = App::open_with(config, Keypair::new(), served).unwrap();
     // One daemon per state directory.
     let refused = App::open(second, Keypair::new()).unwrap_err();
     assert!(refused.contains("another runner daemon"), "{refused}");
