@@ -202,6 +202,9 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
         .gossip_port(gossip_port)
         .rpc_config(solana_rpc::rpc::JsonRpcConfig {
             enable_rpc_transaction_history: true,
+            // Keep each transaction's log messages, inner instructions and return data, as an
+            // RPC node does: Anchor's event parser, explorers and `verify` read them.
+            enable_extended_tx_metadata_storage: true,
             ..solana_rpc::rpc::JsonRpcConfig::default_for_test()
         })
         .add_account(
