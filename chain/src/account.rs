@@ -181,6 +181,55 @@ pub struct Disagreement {
     pub account: String,
 }
 
+/// What a report is checked against on-chain: the Run account's books, or, once the account is
+/// closed, the same fields as its finalize transaction's `RunFinalized` event carries them
+/// ([`crate::history`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunBooks {
+    pub address: Pubkey,
+    pub run_id: u64,
+    pub manifest_hash: [u8; 32],
+    pub settle_digest: [u8; 32],
+    pub settle_batches: u16,
+    pub settled_trials: u16,
+    pub settled_usage: u64,
+    /// The report hash the runner anchored; `None` while the run is not finalized.
+    pub report_hash: Option<[u8; 32]>,
+}
+
+impl RunBooks {
+    /// The books of a Run account.
+    pub fn of_account(account: &RunAccount) -> Self {
+        let run = &account.run;
+        Self {
+            address: account.address,
+            run_id: run.run_id,
+            manifest_hash: run.manifest_hash,
+            settle_digest: run.settle_digest,
+            settle_batches: run.settle_batches,
+            settled_trials: run.settled_trials,
+            settled_usage: run.settled_usage,
+            report_hash: matches!(run.status, RunStatus::Finalized { .. })
+                .then_some(run.report_hash),
+        }
+    }
+
+    /// The books as the run's finalization recorded them (a finalized run's account can change
+    /// no more until it is closed, so they are the account's last).
+    pub fn of_finalized(event: &crate::history::RunFinalized) -> Self {
+        Self {
+            address: event.run,
+            run_id: event.run_id,
+            manifest_hash: event.manifest_hash,
+            settle_digest: event.settle_digest,
+            settle_batches: event.settle_batches,
+            settled_trials: event.settled_trials,
+            settled_usage: event.settled_usage,
+            report_hash: Some(event.report_hash),
+        }
+    }
+}
+
 /// Compares a report's settlement (already recomputed by `Settlement::verify`), its manifest
 /// hash and its report hash with the Run account: the address, the run id, the manifest the run
 /// escrowed for, the digest, the number of batches, the trials and usage settled, and — once
@@ -193,11 +242,27 @@ pub fn compare(
     report_hash: &[u8; 32],
     account: &RunAccount,
 ) -> Vec<Disagreement> {
-    let run = &account.run;
+    compare_books(
+        settlement,
+        check,
+        manifest_hash,
+        report_hash,
+        &RunBooks::of_account(account),
+    )
+}
+
+/// [`compare`] against a run's books, from its account or its finalization.
+pub fn compare_books(
+    settlement: &Settlement,
+    check: &SettlementCheck,
+    manifest_hash: &[u8; 32],
+    report_hash: &[u8; 32],
+    books: &RunBooks,
+) -> Vec<Disagreement> {
     let hex = |b: &[u8; 32]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
-    let status = match run.status {
-        RunStatus::Finalized { .. } => ("report hash", hex(report_hash), hex(&run.report_hash)),
-        RunStatus::Open | RunStatus::Cancelled { .. } => (
+    let status = match &books.report_hash {
+        Some(anchored) => ("report hash", hex(report_hash), hex(anchored)),
+        None => (
             "status",
             "finalized".to_owned(),
             "not finalized (no report hash anchored yet)".to_owned(),
@@ -207,7 +272,7 @@ pub fn compare(
         (
             "run address",
             settlement.run_address.clone(),
-            account.address.to_string(),
+            books.address.to_string(),
         ),
         (
             "program",
@@ -217,28 +282,32 @@ pub fn compare(
         (
             "run id",
             settlement.run_id.to_string(),
-            run.run_id.to_string(),
+            books.run_id.to_string(),
         ),
-        ("manifest hash", hex(manifest_hash), hex(&run.manifest_hash)),
+        (
+            "manifest hash",
+            hex(manifest_hash),
+            hex(&books.manifest_hash),
+        ),
         (
             "settlement digest",
             hex(&check.digest.0),
-            hex(&run.settle_digest),
+            hex(&books.settle_digest),
         ),
         (
             "settle batches",
             check.batches.to_string(),
-            run.settle_batches.to_string(),
+            books.settle_batches.to_string(),
         ),
         (
             "trials settled",
             check.records.to_string(),
-            run.settled_trials.to_string(),
+            books.settled_trials.to_string(),
         ),
         (
             "usage settled, lamports",
             check.usage_lamports.to_string(),
-            run.settled_usage.to_string(),
+            books.settled_usage.to_string(),
         ),
         status,
     ];

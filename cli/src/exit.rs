@@ -36,6 +36,9 @@ pub enum Status {
     Interrupted,
     /// `gate`: the evidence does not decide (exit 3).
     Inconclusive,
+    /// `verify`: nothing failed, but a transaction it must check is not finalized yet: run it
+    /// again later (exit 75, sysexits' "temporary failure").
+    Pending,
 }
 
 impl From<Status> for ExitCode {
@@ -46,6 +49,7 @@ impl From<Status> for ExitCode {
             Status::Environment => ExitCode::from(2),
             Status::Interrupted => ExitCode::from(INTERRUPTED_EXIT),
             Status::Inconclusive => ExitCode::from(INCONCLUSIVE_EXIT),
+            Status::Pending => ExitCode::from(PENDING_EXIT),
         }
     }
 }
@@ -56,6 +60,10 @@ pub const INTERRUPTED_EXIT: u8 = 130;
 
 /// The exit code of a `gate` whose evidence does not decide.
 pub const INCONCLUSIVE_EXIT: u8 = 3;
+
+/// The exit code of a `verify` that found nothing wrong but must wait for a transaction to be
+/// finalized (sysexits.h's `EX_TEMPFAIL`: try again later).
+pub const PENDING_EXIT: u8 = 75;
 
 /// An error that stopped a command before it could report normally.
 #[derive(Debug, thiserror::Error)]

@@ -289,9 +289,44 @@ fn regression_verify_json_names_every_mismatch_in_the_shape_of_a_success() {
         env.json(&["verify", path.to_str().unwrap(), "--json"]),
         serde_json::json!({
             "ok": true,
+            "pending": false,
             "report_hash": { "stated": report_hash, "recomputed": report_hash, "ok": true },
             "manifest_hash": { "stated": manifest_hash, "recomputed": manifest_hash, "ok": true },
+            "derived": { "ok": true, "differences": [] },
         })
+    );
+    // A summary its trials do not give, sealed again so both hashes recompute: still named.
+    let mut forged = skilltrial_core::report::Report::from_value(&doc).unwrap();
+    let pass = forged.summary.arms[1].pass;
+    forged.summary.arms[1].pass = pass + 3;
+    forged.seal().unwrap();
+    let forged_path = env.dir.path().join("forged.json");
+    std::fs::write(
+        &forged_path,
+        serde_json::to_string_pretty(&forged.to_value().unwrap()).unwrap(),
+    )
+    .unwrap();
+    let (code, stdout, _) = outcome(env.run(&["verify", forged_path.to_str().unwrap(), "--json"]));
+    assert_eq!(code, Some(1));
+    let got: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        (&got["ok"], &got["report_hash"]["ok"]),
+        (&Value::Bool(false), &Value::Bool(true))
+    );
+    assert_eq!(
+        got["derived"],
+        serde_json::json!({ "ok": false, "differences": [
+            { "path": "summary.arms[1].pass", "stated": (pass + 3).to_string(), "derived": pass.to_string() },
+        ]})
+    );
+    let (code, text, _) = outcome(env.run(&["verify", forged_path.to_str().unwrap()]));
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        text,
+        format!(
+            "MISMATCH: summary.arms[1].pass: the report states {}, its trials give {pass}\n",
+            pass + 3
+        )
     );
     // An edited manifest breaks both hashes, and both are named.
     let mut edited = doc.clone();

@@ -6,8 +6,8 @@
 
 use serde_json::Value;
 use skilltrial_core::canonical;
-use skilltrial_core::report::{FORMAT, Report};
-use skilltrial_core::state::AttemptState;
+use skilltrial_core::outcome::Outcome;
+use skilltrial_core::report::{FORMAT, Report, TrialOutcome, derivations, rederive};
 
 /// (name, file text, its report hash as written by the untyped v2 builder).
 const FIXTURES: [(&str, &str); 3] = [
@@ -89,61 +89,64 @@ fn regression_a_document_the_type_would_write_differently_is_not_a_report() {
 
 #[test]
 fn a_rebuilt_report_from_the_same_facts_has_the_same_bytes() {
-    // The builder is deterministic: the demo's partial report rebuilt from the facts it shows
-    // (trials and attempts) matches, member for member.
-    let report = Report::from_json(FIXTURES[1].1).unwrap();
-    let facts = skilltrial_core::report::RunFacts {
-        run: report.run.clone(),
-        manifest_hash: report.manifest_hash.clone(),
-        manifest: report.manifest.clone(),
-        families: report
-            .trials
-            .iter()
-            .filter_map(|t| Some((t.task.clone(), t.family.clone()?)))
-            .collect(),
-        trials: report
-            .trials
-            .iter()
-            .map(|t| skilltrial_core::report::TrialFacts {
-                index: t.index,
-                task: t.task.clone(),
-                arm: t.arm.clone(),
-                repetition: t.repetition,
-            })
-            .collect(),
-        attempts: report
-            .trials
-            .iter()
-            .flat_map(|t| {
-                t.attempts
-                    .iter()
-                    .map(|a| skilltrial_core::report::AttemptFacts {
-                        trial_index: t.index,
-                        // The file holds no dispatch times: an attempt past `planned` was
-                        // dispatched (here killed before its runner time was recorded).
-                        dispatched: a.state != AttemptState::Planned,
-                        record: a.clone(),
-                    })
-            })
-            .collect(),
-        spent_usd_micros: report.cost.spent_usd_micros,
-        reserved_usd_micros: report.cost.reserved_usd_micros,
-        verdicts_by: report.comparability.verdicts_by.clone(),
-    };
-    let mut rebuilt = skilltrial_core::report::build(facts);
-    // The fixture predates the arms' consistency member (and keeps its hash without it): the
-    // rebuilt report has it, nothing yet to count in a run with no task fully repeated.
-    for arm in &mut rebuilt.summary.arms {
-        let consistency = arm
-            .consistency
-            .take()
-            .expect("a rebuilt report has consistency");
-        assert_eq!((consistency.k, consistency.tasks), (3, 0), "{}", arm.arm);
+    // The builder is deterministic: each fixture rebuilt from the facts it shows (trials and
+    // attempts) matches member for member, so `verify` can hold a report to its own trials.
+    for (name, text) in FIXTURES {
+        let report = Report::from_json(text).unwrap();
+        assert_eq!(derivations(&report).unwrap(), [], "{name}");
+        let rebuilt = rederive(&report);
         assert_eq!(
-            (consistency.pass_hat_k, consistency.pass_at_k),
-            (None, None)
+            rebuilt.canonical().unwrap(),
+            report.canonical().unwrap(),
+            "{name}"
         );
     }
-    rebuilt.seal().unwrap();
-    assert_eq!(rebuilt.canonical().unwrap(), report.canonical().unwrap());
+}
+
+#[test]
+fn a_summary_its_trials_do_not_give_is_named_however_it_was_sealed() {
+    let report = Report::from_json(FIXTURES[0].1).unwrap();
+    // A forged count, sealed again: both hashes recompute, and the summary is not the trials'.
+    let mut forged = report.clone();
+    forged.summary.arms[0].pass += 1;
+    forged.seal().unwrap();
+    assert!(forged.verify().is_ok());
+    let found = derivations(&forged).unwrap();
+    assert_eq!(
+        found.iter().map(|d| d.path.as_str()).collect::<Vec<_>>(),
+        ["summary.arms[0].pass"]
+    );
+    assert_eq!(
+        found[0].to_string(),
+        format!(
+            "summary.arms[0].pass: the report states {}, its trials give {}",
+            report.summary.arms[0].pass + 1,
+            report.summary.arms[0].pass
+        )
+    );
+    // A trial's outcome that its latest attempt does not have.
+    let mut flipped = report.clone();
+    let trial = flipped
+        .trials
+        .iter_mut()
+        .find(|t| t.outcome == TrialOutcome::Done(Outcome::InvalidOutput))
+        .expect("the rich fixture has a trial with invalid output");
+    let index = trial.index;
+    trial.outcome = TrialOutcome::Done(Outcome::Pass);
+    let paths: Vec<String> = derivations(&flipped)
+        .unwrap()
+        .into_iter()
+        .map(|d| d.path)
+        .collect();
+    let position = report.trials.iter().position(|t| t.index == index).unwrap();
+    assert_eq!(paths, [format!("trials[{position}].outcome")]);
+    // A cost sum that is not the attempts'.
+    let mut padded = report;
+    padded.cost.input_tokens += 7;
+    let paths: Vec<String> = derivations(&padded)
+        .unwrap()
+        .into_iter()
+        .map(|d| d.path)
+        .collect();
+    assert_eq!(paths, ["cost.input_tokens"]);
 }

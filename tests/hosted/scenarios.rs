@@ -305,6 +305,64 @@ pub fn escrow_settle_cancel_finalize_close_then_anchor_and_verify(net: &Localnet
         "the vault got the fees"
     );
 
+    // --- after the close, `verify --run` answers from the chain's history alone: the finalize
+    // transaction's `RunFinalized` event.
+    let (code, doc, text) = verify(net, &report_path, &["--run", &address.to_string()]);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(doc["run_account"]["ok"], true, "{doc}");
+    assert_eq!(
+        doc["run_account"]["source"], "finalize_transaction",
+        "{doc}"
+    );
+    assert_eq!(
+        doc["run_account"]["finalize_signature"],
+        finalized.signature.to_string()
+    );
+    let out = net.cli(
+        &net.user_keypair,
+        &[
+            "verify",
+            report_path.to_str().unwrap(),
+            "--run",
+            &address.to_string(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.contains(&format!(
+            "run {address} (closed): its finalize transaction {} agrees",
+            finalized.signature
+        )),
+        "{text}"
+    );
+    // Another report of the same run (its answers edited, sealed again, its settlement intact):
+    // the report hash the finalization anchored is named.
+    let mut other = report.clone();
+    other.trials[0].attempts.last_mut().unwrap().error = Some("edited".to_owned());
+    other.seal().unwrap();
+    let other_path = write_report(net, "other-report.json", &other);
+    let (code, doc, text) = verify(net, &other_path, &["--run", &address.to_string()]);
+    assert_eq!(code, Some(1), "{text}");
+    let fields: Vec<&str> = doc["run_account"]["disagreements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["report hash"], "{doc}");
+    // A run id the address never had: nothing in its history finalized it, and that is said.
+    let mut stranger = report.clone();
+    stranger.settlement.as_mut().unwrap().run_id = run_id + 1_000;
+    stranger.seal().unwrap();
+    let stranger_path = write_report(net, "stranger-report.json", &stranger);
+    let (code, _, text) = verify(net, &stranger_path, &["--run", &address.to_string()]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains(&format!("no Run account for run id {}", run_id + 1_000)),
+        "{text}"
+    );
+
     anchor_and_verify(net, &report, &report_path);
 }
 
@@ -358,6 +416,39 @@ fn anchor_and_verify(net: &Localnet, report: &Report, report_path: &Path) {
         5_000 + (limit * 1_000).div_ceil(1_000_000)
     );
     assert!(anchored["memo"].as_str().unwrap().starts_with("st1:"));
+    // Landed, not yet final (a local validator finalizes some 13 s after confirming): not a
+    // mismatch, its own exit code, and nothing printed as a failure.
+    let at_once = [
+        "--signature",
+        signature.as_str(),
+        "--signer",
+        user.as_str(),
+        "--wait-secs",
+        "0",
+    ];
+    let (code, doc, text) = verify(net, report_path, &at_once);
+    assert_eq!(code, Some(75), "{text}");
+    assert_eq!(
+        (&doc["ok"], &doc["pending"]),
+        (&Value::Bool(false), &Value::Bool(true))
+    );
+    assert!(
+        matches!(
+            doc["anchor"]["pending"].as_str(),
+            Some("processed" | "confirmed")
+        ),
+        "{doc}"
+    );
+    assert_eq!(doc["anchor"]["problems"], serde_json::json!([]), "{doc}");
+    let mut args = vec!["verify", report_path.to_str().unwrap()];
+    args.extend_from_slice(&at_once);
+    let out = net.cli(&net.user_keypair, &args);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(75), "{}", said(&out));
+    assert!(
+        !text.contains("MISMATCH") && text.contains(&format!("PENDING: anchor {signature} is ")),
+        "{text}"
+    );
     let (code, doc, text) = verify_anchor(net, report_path, &signature, &user);
     assert_eq!(code, Some(0), "{text}");
     assert_eq!(doc["anchor"]["ok"], true, "{doc}");

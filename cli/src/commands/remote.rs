@@ -14,6 +14,7 @@ use solana_signer::Signer;
 
 use crate::cli::{Global, OpenArgs, ReportArgs, StatusArgs, SubmitArgs};
 use crate::commands::chain;
+use crate::commands::verify::Source;
 use crate::exit::{CliError, Status};
 use crate::output;
 use crate::state;
@@ -458,13 +459,18 @@ pub fn report(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
             "manifest_hash": manifest_hash.to_string(),
             "json": json_path.display().to_string(),
             "html": html_path.display().to_string(),
-            "run_account": if on_chain { "agrees" } else { "closed" },
+            "run_account": "agrees",
+            "run_account_source": match &on_chain {
+                Source::Account => "account",
+                Source::Finalization(_) => "finalize_transaction",
+            },
         }))?;
     } else {
-        let chain = if on_chain {
-            "the Run account agrees: run id, digest, batches, trials, usage and the anchored report hash"
-        } else {
-            "the Run account is closed, so its settlement was not compared"
+        let chain = match &on_chain {
+            Source::Account => "the Run account agrees: run id, digest, batches, trials, usage and the anchored report hash".to_owned(),
+            Source::Finalization(signature) => format!(
+                "the Run account is closed, and its finalize transaction {signature} agrees: run id, digest, batches, trials, usage and the anchored report hash"
+            ),
         };
         output::text(&format!(
             "report of run {run} (verified: report hash {report_hash}; {chain})\n  {}\n  {}\n",
@@ -475,21 +481,13 @@ pub fn report(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
     Ok(Status::Ok)
 }
 
-/// The downloaded report against its Run account, as `verify --run` compares them (the same
-/// code): `true` when the account agrees, `false` when it is closed (nothing to compare), an
-/// error naming each field where they disagree.
-fn on_chain(session: &chain::Session, run: &str, report: &Report) -> Result<bool, CliError> {
+/// The downloaded report against its Run, as `verify --run` compares them (the same code): its
+/// account, or once closed its finalize transaction; what agreed, or an error naming each field
+/// where they disagree.
+fn on_chain(session: &chain::Session, run: &str, report: &Report) -> Result<Source, CliError> {
     let address: skilltrial_chain::Pubkey = run
         .parse()
         .map_err(|_| CliError::Rejected(anyhow::anyhow!("`{run}` is not a Run account address")))?;
-    if session
-        .chain
-        .run(&address)
-        .map_err(chain::rpc_error)?
-        .is_none()
-    {
-        return Ok(false);
-    }
     let settlement = report.verify_settlement();
     if let Some(Err(e)) = &settlement {
         return Err(CliError::Rejected(anyhow::anyhow!(
@@ -499,7 +497,7 @@ fn on_chain(session: &chain::Session, run: &str, report: &Report) -> Result<bool
     let (checked, _) =
         crate::commands::verify::live_run_account(session, &address, report, settlement.as_ref())?;
     if checked.agrees() {
-        return Ok(true);
+        return Ok(checked.source);
     }
     let fields: Vec<String> = checked
         .disagreements

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use skilltrial_chain::account::{self, Disagreement};
 use skilltrial_chain::anchor::{AnchorMemo, check_transaction};
 use skilltrial_chain::cli_config::Commitment;
+use skilltrial_chain::history;
 use skilltrial_core::report::{self, Report};
 use skilltrial_core::settlement::{SettlementCheck, SettlementError};
 
@@ -100,6 +101,15 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
         Some(&report.manifest_hash),
         Some(report.manifest_digest().map_err(rejected)?.to_string()),
     );
+    // The members the builder derives must be what the report's own trials give: a summary
+    // edited and sealed again has hashes that recompute, and is still a forgery.
+    // They are derived with the manifest, so they are checked only when it recomputes (an edited
+    // manifest is already named, and everything derived from it would differ with it).
+    let derived = if manifest_hash["ok"] == true {
+        Some(report::derivations(&report).map_err(rejected)?)
+    } else {
+        None
+    };
     let settlement = report.verify_settlement();
     let settled_ok = settlement.as_ref().is_none_or(Result::is_ok);
     let session = if args.signature.is_some() || args.run.is_some() {
@@ -138,14 +148,23 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
     };
     let on_chain_ok = on_chain.as_ref().is_none_or(OnChain::agrees);
     let anchor_ok = anchor.as_ref().is_none_or(|a| a.problems.is_empty());
-    let ok = report_hash["ok"] == true
+    let failed = !(report_hash["ok"] == true
         && manifest_hash["ok"] == true
+        && derived.as_ref().is_none_or(Vec::is_empty)
         && settled_ok
         && on_chain_ok
-        && anchor_ok;
+        && anchor_ok);
+    // Nothing failed, but the anchor is not final: nothing is proven yet either.
+    let pending = anchor.as_ref().and_then(|a| a.pending);
+    let ok = !failed && pending.is_none();
     if global.json {
-        let mut doc =
-            json!({ "ok": ok, "report_hash": report_hash, "manifest_hash": manifest_hash });
+        let mut doc = json!({
+            "ok": ok,
+            "pending": !failed && pending.is_some(),
+            "report_hash": report_hash,
+            "manifest_hash": manifest_hash,
+            "derived": derived_json(derived.as_ref()),
+        });
         // Only a hosted run's report has the member, so a local report's output is unchanged.
         if let (Some(result), Some(section)) = (&settlement, &report.settlement) {
             doc["settlement"] = settlement_json(&section.digest_sha256, result);
@@ -157,11 +176,14 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
             doc["anchor"] = anchor.json();
         }
         output::json(&doc)?;
-    } else if ok {
+    } else if !failed {
         let mut out = format!(
             "ok: report hash {} and manifest hash {} recompute from the file\n",
             report_hash["stated"].as_str().unwrap_or(""),
             manifest_hash["stated"].as_str().unwrap_or("")
+        );
+        out.push_str(
+            "derived: the summary, pairs, task table, trial outcomes and cost sums are what its trials give\n",
         );
         if let Some(Ok(check)) = &settlement {
             let _ = writeln!(
@@ -176,16 +198,30 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
         if let Some(chain) = &on_chain {
             let _ = writeln!(
                 out,
-                "run account: {} agrees (run id, digest, batches, trials, usage and the anchored report hash)",
-                chain.address
+                "{} agrees (run id, digest, batches, trials, usage and the anchored report hash)",
+                chain.describe()
             );
         }
         if let Some(anchor) = &anchor {
-            let _ = writeln!(
-                out,
-                "anchor: transaction {} is finalized and carries {} in a top-level memo signed by {}",
-                anchor.signature, anchor.memo, anchor.signer
-            );
+            match anchor.pending {
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "anchor: transaction {} is finalized and carries {} in a top-level memo signed by {}",
+                        anchor.signature, anchor.memo, anchor.signer
+                    );
+                }
+                Some(level) => {
+                    let _ = writeln!(
+                        out,
+                        "PENDING: anchor {} is {} but not finalized after {} s: nothing is wrong and nothing is proven yet; run verify again shortly (exit {})",
+                        anchor.signature,
+                        level.as_str(),
+                        anchor.waited_secs,
+                        crate::exit::PENDING_EXIT
+                    );
+                }
+            }
         }
         output::text(&out)?;
     } else {
@@ -208,6 +244,17 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
                 said(&check["recomputed"])
             );
         }
+        let derived = derived.as_deref().unwrap_or_default();
+        for d in derived.iter().take(SHOWN_DERIVATIONS) {
+            let _ = writeln!(out, "MISMATCH: {}", d.shown());
+        }
+        if derived.len() > SHOWN_DERIVATIONS {
+            let _ = writeln!(
+                out,
+                "MISMATCH: … and {} more members its trials do not give (--json lists them all)",
+                derived.len() - SHOWN_DERIVATIONS
+            );
+        }
         if let Some(Err(e)) = &settlement {
             let _ = writeln!(out, "MISMATCH: {e}");
         }
@@ -227,14 +274,37 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
             for d in &chain.disagreements {
                 let _ = writeln!(
                     out,
-                    "MISMATCH: run account {}: {}: the report says {}, the account holds {}",
-                    chain.address, d.field, d.report, d.account
+                    "MISMATCH: {}: {}: the report says {}, the chain holds {}",
+                    chain.describe(),
+                    d.field,
+                    d.report,
+                    d.account
                 );
             }
         }
         output::text(&out)?;
     }
-    Ok(if ok { Status::Ok } else { Status::CheckFailed })
+    Ok(if failed {
+        Status::CheckFailed
+    } else if pending.is_some() {
+        Status::Pending
+    } else {
+        Status::Ok
+    })
+}
+
+/// The derived members that differ shown in text; `--json` lists every one.
+const SHOWN_DERIVATIONS: usize = 10;
+
+/// The derivation check as `--json` reports it: every member that differs; `ok` null when it
+/// was not checked (the manifest does not recompute).
+fn derived_json(derived: Option<&Vec<report::Derivation>>) -> Value {
+    let differences: Vec<Value> = derived
+        .into_iter()
+        .flatten()
+        .map(|d| json!({ "path": d.path, "stated": d.stated, "derived": d.derived }))
+        .collect();
+    json!({ "ok": derived.map(Vec::is_empty), "differences": differences })
 }
 
 /// The largest account file `--run-account` reads: a Run account is a few hundred bytes, which
@@ -245,6 +315,7 @@ const MAX_ACCOUNT_BYTES: u64 = 64 * 1024;
 /// compared at all when the report's own settlement does not recompute.
 pub(crate) struct OnChain {
     pub(crate) address: String,
+    pub(crate) source: Source,
     compared: bool,
     pub(crate) disagreements: Vec<Disagreement>,
 }
@@ -256,16 +327,33 @@ impl OnChain {
         self.compared && self.disagreements.is_empty()
     }
 
+    /// What the report was compared with, in words.
+    fn describe(&self) -> String {
+        match &self.source {
+            Source::Account => format!("run account {}", self.address),
+            Source::Finalization(signature) => format!(
+                "run {} (closed): its finalize transaction {signature}",
+                self.address
+            ),
+        }
+    }
+
     fn json(&self) -> Value {
         let disagreements: Vec<Value> = self
             .disagreements
             .iter()
             .map(|d| json!({ "field": d.field, "report": d.report, "account": d.account }))
             .collect();
+        let (source, signature) = match &self.source {
+            Source::Account => ("account", None),
+            Source::Finalization(signature) => ("finalize_transaction", Some(signature)),
+        };
         json!({
             "ok": self.compared.then_some(self.disagreements.is_empty()),
             "compared": self.compared,
             "address": self.address,
+            "source": source,
+            "finalize_signature": signature,
             "disagreements": disagreements,
         })
     }
@@ -302,11 +390,19 @@ fn run_account(
         .with_context(|| format!("cannot read {}", path.display()))?;
     let text = String::from_utf8(bytes).map_err(|_| rejected("not UTF-8 text".to_owned()))?;
     let account = account::run_from_cli_json(&text).map_err(|e| rejected(e.to_string()))?;
-    compare_run(&account, report, result, section, &rejected)
+    let books = account::RunBooks::of_account(&account);
+    compare_run(&books, Source::Account, report, result, section, &rejected)
 }
 
-/// Fetches the Run at `address` over RPC and compares it with the report; also returns the
-/// Run's user (whose anchor the memo must be, unless --signer says otherwise).
+/// The most transactions naming a closed Run's address that `--run` reads back through (newest
+/// first) looking for its finalization: a run is a handful (open, its batches, cancel,
+/// finalize, close), so this bounds only a re-used address's many lifetimes.
+const HISTORY_LIMIT: usize = 10_000;
+
+/// Compares the report with the Run at `address`: its account over RPC while it is open, else —
+/// closed, or re-opened as another run — its finalize transaction found in the cluster's
+/// history. Also returns the Run's user (whose anchor the memo must be, unless --signer says
+/// otherwise).
 pub(crate) fn live_run_account(
     session: &chain::Session,
     address: &skilltrial_chain::Pubkey,
@@ -318,38 +414,99 @@ pub(crate) fn live_run_account(
             "--run {address}: the report is not a hosted run's (it has no settlement to compare)"
         )));
     };
-    let key = *address;
-    let live = session
-        .chain
-        .run(&key)
-        .map_err(chain::rpc_error)?
-        .ok_or_else(|| {
-            CliError::Rejected(anyhow::anyhow!(
-                "--run {address}: {} has no Run account there (closed, or never opened on this cluster)",
-                session.chain.url()
-            ))
-        })?;
     let rejected = |why: String| CliError::Rejected(anyhow::anyhow!("--run {address}: {why}"));
-    let user = live.account.run.user;
-    Ok((
-        compare_run(&live.account, report, result, section, &rejected)?,
-        user,
-    ))
+    let live = session.chain.run(address).map_err(chain::rpc_error)?;
+    if let Some(live) = live.filter(|l| l.account.run.run_id == section.run_id) {
+        let user = live.account.run.user;
+        let books = account::RunBooks::of_account(&live.account);
+        return Ok((
+            compare_run(&books, Source::Account, report, result, section, &rejected)?,
+            user,
+        ));
+    }
+    let url = session.chain.url().to_owned();
+    let mut told = false;
+    let found = session
+        .chain
+        .find_finalization(
+            address,
+            section.run_id,
+            HISTORY_LIMIT,
+            session.chain.commitment(),
+            &mut |read| {
+            if !told && read > 20 {
+                crate::commands::progress::notice(&format!(
+                    "reading the transactions that name {address} for the finalization of run id {}…",
+                    section.run_id
+                ));
+                told = true;
+            }
+        },
+        )
+        .map_err(|e| match e {
+            history::HistoryError::Rpc(e) => chain::rpc_error(e),
+            other => rejected(other.to_string()),
+        })?;
+    match found {
+        history::Found::Finalized(found) => {
+            let books = &found.books;
+            // The event names the Run's own user and manifest: the address must be theirs.
+            let expected = skilltrial_chain::pda::run(&found.user, &books.manifest_hash);
+            if expected != *address {
+                return Err(rejected(format!(
+                    "its finalization {} names user {} and a manifest whose Run address is {expected}, not this one",
+                    found.signature, found.user
+                )));
+            }
+            Ok((
+                compare_run(
+                    books,
+                    Source::Finalization(found.signature.to_string()),
+                    report,
+                    result,
+                    section,
+                    &rejected,
+                )?,
+                found.user,
+            ))
+        }
+        history::Found::NotFinalized { opened } => Err(rejected(format!(
+            "run id {} was opened (transaction {opened}) and {url} holds no finalization of it: no report hash is anchored",
+            section.run_id
+        ))),
+        history::Found::Nothing { searched } => Err(rejected(format!(
+            "{url} has no Run account for run id {} there, and none of the {searched} finalized transactions it keeps that name the address finalized it (never opened on this cluster, or a node that keeps no history that old: ask one that does)",
+            section.run_id
+        ))),
+    }
 }
 
-/// The report against a Run account already read and checked as the program's.
+/// Where the books a report was compared with came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// The Run account itself.
+    Account,
+    /// The `RunFinalized` event of this finalize transaction (the account is closed or holds
+    /// another run).
+    Finalization(String),
+}
+
+/// The report against a run's books (its account, already read and checked as the program's, or
+/// its finalization).
 fn compare_run(
-    account: &account::RunAccount,
+    books: &account::RunBooks,
+    source: Source,
     report: &Report,
     result: &Result<SettlementCheck, SettlementError>,
     section: &skilltrial_core::settlement::Settlement,
     rejected: &dyn Fn(String) -> CliError,
 ) -> Result<OnChain, CliError> {
-    let address = account.address.to_string();
+    let address = books.address.to_string();
     let Ok(check) = result else {
         // The settlement itself is already reported as a mismatch: nothing sound to compare.
         return Ok(OnChain {
             address,
+            source,
             compared: false,
             disagreements: Vec::new(),
         });
@@ -361,8 +518,15 @@ fn compare_run(
     let (report_hash, manifest_hash) = hashes;
     Ok(OnChain {
         address,
+        source,
         compared: true,
-        disagreements: account::compare(section, check, &manifest_hash.0, &report_hash.0, account),
+        disagreements: account::compare_books(
+            section,
+            check,
+            &manifest_hash.0,
+            &report_hash.0,
+            books,
+        ),
     })
 }
 
@@ -371,14 +535,19 @@ struct AnchorCheck {
     signature: String,
     signer: skilltrial_chain::Pubkey,
     memo: String,
-    /// Every way it falls short; empty when it anchors this report.
+    /// Every way it falls short; empty when it anchors this report (or is still pending).
     problems: Vec<String>,
+    /// Where it stands when it landed but was not finalized within the wait: nothing can be
+    /// said of it yet.
+    pending: Option<Commitment>,
+    waited_secs: u64,
 }
 
 impl AnchorCheck {
     fn json(&self) -> Value {
         json!({
-            "ok": self.problems.is_empty(),
+            "ok": self.problems.is_empty() && self.pending.is_none(),
+            "pending": self.pending.map(Commitment::as_str),
             "signature": self.signature,
             "signer": self.signer.to_string(),
             "memo": self.memo,
@@ -406,13 +575,13 @@ fn anchor_check(
     };
     let started = std::time::Instant::now();
     let mut told = false;
-    let problems = loop {
+    let (problems, pending) = loop {
         if let Some(tx) = session
             .chain
             .transaction(parsed, Commitment::Finalized)
             .map_err(chain::rpc_error)?
         {
-            break check_transaction(&tx, &memo, &signer);
+            break (check_transaction(&tx, &memo, &signer), None);
         }
         let status = session
             .chain
@@ -422,13 +591,14 @@ fn anchor_check(
         // transaction is known to the node within seconds.
         let unseen_for_long = status.is_none() && started.elapsed().as_secs() >= wait_secs.min(15);
         if unseen_for_long || started.elapsed().as_secs() >= wait_secs {
-            break vec![match status {
-                None => format!("{} has no such transaction", session.chain.url()),
-                Some(s) => format!(
-                    "not finalized after {wait_secs} s (it is {}); try again shortly",
-                    s.level.as_str()
+            break match status {
+                None => (
+                    vec![format!("{} has no such transaction", session.chain.url())],
+                    None,
                 ),
-            }];
+                // Landed but not final: nothing is wrong yet, and nothing is proven.
+                Some(s) => (Vec::new(), Some(s.level)),
+            };
         }
         if !told {
             crate::commands::progress::notice(&format!(
@@ -443,6 +613,8 @@ fn anchor_check(
         signer,
         memo: memo.text(),
         problems,
+        pending,
+        waited_secs: wait_secs,
     })
 }
 

@@ -329,6 +329,168 @@ fn cost(
     }
 }
 
+/// The report its own trials give: [`build`] again on the facts the report states — its run,
+/// manifest, trials and their attempts, the ledger's money, the checkers — with what the trials
+/// do not decide (format, generator, warning, settlement, hash; when each attempt was dispatched)
+/// kept as stated. Every member the builder derives (the summary and its leader, the pairs, the
+/// task table, each trial's outcome and reasons, the cost's sums, the comparability's reported
+/// models) is then the trials' own: a report whose derived members differ from [`rederive`]'s
+/// was edited, however it was sealed.
+pub fn rederive(report: &Report) -> Report {
+    let facts = RunFacts {
+        run: report.run.clone(),
+        manifest_hash: report.manifest_hash.clone(),
+        manifest: report.manifest.clone(),
+        families: report
+            .trials
+            .iter()
+            .filter_map(|t| Some((t.task.clone(), t.family.clone()?)))
+            .collect(),
+        trials: report
+            .trials
+            .iter()
+            .map(|t| TrialFacts {
+                index: t.index,
+                task: t.task.clone(),
+                arm: t.arm.clone(),
+                repetition: t.repetition,
+            })
+            .collect(),
+        attempts: report
+            .trials
+            .iter()
+            .flat_map(|t| {
+                t.attempts.iter().map(|a| AttemptFacts {
+                    trial_index: t.index,
+                    // Only the count of dispatched attempts without a runner time depends on
+                    // it, and that count is kept as stated below.
+                    dispatched: false,
+                    record: a.clone(),
+                })
+            })
+            .collect(),
+        spent_usd_micros: report.cost.spent_usd_micros,
+        reserved_usd_micros: report.cost.reserved_usd_micros,
+        verdicts_by: report.comparability.verdicts_by.clone(),
+    };
+    let mut rebuilt = build(facts);
+    rebuilt.format.clone_from(&report.format);
+    rebuilt.generated_by = report.generated_by.clone();
+    rebuilt.warning.clone_from(&report.warning);
+    rebuilt.settlement.clone_from(&report.settlement);
+    rebuilt.report_hash.clone_from(&report.report_hash);
+    rebuilt.cost.runner_time_unmeasured_attempts = report.cost.runner_time_unmeasured_attempts;
+    // The file lists attempts by trial, the journal in dispatch order: the reserve still held is
+    // the same set in either order.
+    let mut stated = report.cost.unknown_holding_reserve.clone();
+    let mut derived = rebuilt.cost.unknown_holding_reserve.clone();
+    stated.sort_by(|a, b| a.attempt.cmp(&b.attempt));
+    derived.sort_by(|a, b| a.attempt.cmp(&b.attempt));
+    if stated == derived {
+        rebuilt
+            .cost
+            .unknown_holding_reserve
+            .clone_from(&report.cost.unknown_holding_reserve);
+    }
+    // A report written before consistency existed keeps its hash without it.
+    for (arm, stated) in rebuilt.summary.arms.iter_mut().zip(&report.summary.arms) {
+        if stated.consistency.is_none() && arm.arm == stated.arm {
+            arm.consistency = None;
+        }
+    }
+    rebuilt
+}
+
+/// One member where a report differs from what its trials give.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Derivation {
+    /// The member's path, as `summary.arms[1].pass`.
+    pub path: String,
+    /// What the report states there (JSON; `absent` when it has no such member).
+    pub stated: String,
+    /// What its trials give (JSON; `absent` likewise).
+    pub derived: String,
+}
+
+impl Derivation {
+    /// The difference in words with each side cut to at most 120 characters (a member may be a
+    /// long text).
+    pub fn shown(&self) -> String {
+        let cut = |s: &str| {
+            if s.chars().count() > 120 {
+                format!("{}…", s.chars().take(120).collect::<String>())
+            } else {
+                s.to_owned()
+            }
+        };
+        format!(
+            "{}: the report states {}, its trials give {}",
+            self.path,
+            cut(&self.stated),
+            cut(&self.derived)
+        )
+    }
+}
+
+impl std::fmt::Display for Derivation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: the report states {}, its trials give {}",
+            self.path, self.stated, self.derived
+        )
+    }
+}
+
+/// Where `report` differs from [`rederive`]: every leaf member that differs, in document order.
+pub fn derivations(report: &Report) -> Result<Vec<Derivation>, super::ReportError> {
+    let stated = report.to_value()?;
+    let derived = rederive(report).to_value()?;
+    let mut out = Vec::new();
+    differences(String::new(), Some(&stated), Some(&derived), &mut out);
+    Ok(out)
+}
+
+fn differences(
+    path: String,
+    stated: Option<&serde_json::Value>,
+    derived: Option<&serde_json::Value>,
+    out: &mut Vec<Derivation>,
+) {
+    use serde_json::Value;
+    if stated == derived {
+        return;
+    }
+    let join = |key: &str| {
+        if path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{path}.{key}")
+        }
+    };
+    match (stated, derived) {
+        (Some(Value::Object(a)), Some(Value::Object(b))) => {
+            let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for key in keys {
+                differences(join(key), a.get(key), b.get(key), out);
+            }
+        }
+        (Some(Value::Array(a)), Some(Value::Array(b))) if a.len() == b.len() => {
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                differences(format!("{path}[{i}]"), Some(x), Some(y), out);
+            }
+        }
+        _ => {
+            let said = |v: Option<&Value>| v.map_or_else(|| "absent".to_owned(), Value::to_string);
+            out.push(Derivation {
+                path,
+                stated: said(stated),
+                derived: said(derived),
+            });
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,7 +32,7 @@ use crate::settlement::Settlement;
 use crate::state::{AttemptState, RunStatus};
 use crate::stats::Fraction;
 
-pub use build::{AttemptFacts, RunFacts, TrialFacts, build};
+pub use build::{AttemptFacts, Derivation, RunFacts, TrialFacts, build, derivations, rederive};
 pub use seal::ReportError;
 
 /// The export format name. v2 (issue #9): p-values and Holm values as exact fractions with a

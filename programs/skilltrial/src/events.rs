@@ -88,14 +88,25 @@ pub struct RunCancelled {
     pub at: i64,
 }
 
+/// Everything a report is checked against, so that the finalize transaction alone verifies a
+/// report once the Run account is closed (`skilltrial verify --run` finds it by the run's
+/// address in the cluster's transaction history).
 #[event]
 pub struct RunFinalized {
     pub run: Pubkey,
     pub run_id: u64,
+    pub user: Pubkey,
     /// The config's runner that finalized (the run's own, or its successor after a rotation).
     pub runner: Pubkey,
+    pub manifest_hash: [u8; 32],
     pub report_hash: [u8; 32],
     pub settle_digest: [u8; 32],
+    pub settle_batches: u16,
+    pub settled_trials: u16,
+    pub planned_trials: u16,
+    pub escrowed: u64,
+    pub settled_usage: u64,
+    pub settled_fees: u64,
     /// Lamports the user's `run_close` will take back, above the rent.
     pub remainder: u64,
 }

@@ -60,9 +60,17 @@ pub fn run_finalize(ctx: Context<RunFinalize>, args: RunFinalizeArgs) -> Result<
     emit!(RunFinalized {
         run: run.key(),
         run_id: run.run_id,
+        user: run.user,
         runner: ctx.accounts.runner.key(),
+        manifest_hash: run.manifest_hash,
         report_hash: run.report_hash,
         settle_digest: run.settle_digest,
+        settle_batches: run.settle_batches,
+        settled_trials: run.settled_trials,
+        planned_trials: run.planned_trials,
+        escrowed: run.escrowed,
+        settled_usage: run.settled_usage,
+        settled_fees: run.settled_fees,
         remainder: run.remaining()?,
     });
     Ok(())
