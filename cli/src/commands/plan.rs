@@ -257,15 +257,17 @@ fn render(r: &PlanReport<'_>) -> String {
     if let Some(p) = &r.power {
         let _ = writeln!(
             out,
-            "power     the smallest p the paired test can reach over {} tasks is {} ({} after Holm over {}), when every task moves the same way{}",
+            "power     the smallest p the paired test can reach over {} tasks is {} ({} after Holm over {}; exactly {} and {}), when every task moves the same way{}",
             p.tasks,
-            p.smallest_p.text,
-            p.smallest_holm_p.text,
+            p.smallest_p.readable(),
+            p.smallest_holm_p.readable(),
             skilltrial_core::report::count_of(
                 u64::try_from(p.contrasts).unwrap_or(u64::MAX),
                 "contrast",
                 "contrasts"
             ),
+            p.smallest_p.text,
+            p.smallest_holm_p.text,
             if p.can_reach_0_05 {
                 String::new()
             } else {
