@@ -53,7 +53,7 @@ const CLI_INPUTS: &[&str] = &[
     "core/src",
     "engine/Cargo.toml",
     "engine/src",
-    "engine/migrations",
+    "migrations",
     "fixtures",
 ];
 

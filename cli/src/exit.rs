@@ -1,6 +1,6 @@
 //! The one map from outcomes and errors to exit codes, and how errors are shown.
 //!
-//! 0: success. 1: a check failed, or an input was read, judged and refused. 2: usage or
+//! 0: success, or the person declined at a prompt (nothing sent). 1: a check failed, or an input was read, judged and refused. 2: usage or
 //! environment error (a bad flag value, caught by clap; I/O, permissions, a missing file, a
 //! locked run, an unusable state directory, SQLite). 130: `run` stopped by Ctrl-C or SIGTERM
 //! (the run is resumable). `gate`: 0 cleared, 1 missed, 3 inconclusive, and every error 2 (so
@@ -74,6 +74,10 @@ pub enum CliError {
     /// An input was read but rejected (a malformed pack, an unreadable answer): exit 1.
     #[error("{0:#}")]
     Rejected(anyhow::Error),
+    /// The person said no at a prompt: not a failure, so exit 0, with the message (which says
+    /// that nothing was sent) in place of the command's output.
+    #[error("{0}")]
+    Declined(String),
 }
 
 impl CliError {
@@ -83,6 +87,7 @@ impl CliError {
         match self {
             CliError::Environment(e) => CliError::Environment(e.context(context)),
             CliError::Rejected(e) => CliError::Rejected(e.context(context)),
+            CliError::Declined(m) => CliError::Declined(m),
         }
     }
 
@@ -92,6 +97,7 @@ impl CliError {
         match self {
             CliError::Environment(_) => CliError::Environment(anyhow::Error::msg(message)),
             CliError::Rejected(_) => CliError::Rejected(anyhow::Error::msg(message)),
+            CliError::Declined(m) => CliError::Declined(m),
         }
     }
 }
@@ -246,6 +252,15 @@ pub fn report(error: &CliError, json: bool) -> ExitCode {
             emit_error("rejected", &chain_text(e), json);
             ExitCode::from(1)
         }
+        CliError::Declined(message) => {
+            if json {
+                let body = serde_json::json!({ "declined": true, "message": message });
+                let _ = writeln!(std::io::stdout().lock(), "{body}");
+            } else {
+                let _ = writeln!(std::io::stderr().lock(), "{message}");
+            }
+            ExitCode::SUCCESS
+        }
     }
 }
 
@@ -314,6 +329,7 @@ mod tests {
         match error.into() {
             CliError::Environment(e) => (2, chain_text(&e)),
             CliError::Rejected(e) => (1, chain_text(&e)),
+            CliError::Declined(m) => (0, m),
         }
     }
 

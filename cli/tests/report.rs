@@ -772,6 +772,121 @@ fn regression_verify_names_the_file_when_json_is_not_a_report() {
     assert_eq!(ok.status.code(), Some(0), "{ok:?}");
 }
 
+/// Issue #29, point 11: on the 46-task pack the summary text names at most 5 tasks per list, the
+/// clearest first, with the count and where every task is, and shows p as a number to read; the
+/// JSON keeps every task and the exact fractions, and the HTML report reads p too.
+fn a_big_summary_reads_well(home: &Path, summary: &Value, file: &Value, out: &Path) {
+    // The JSON summary (`demo --json`): every task, the exact p beside the readable one.
+    let pair = |contrast: &str| {
+        summary["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["contrast"] == contrast)
+            .unwrap()
+            .clone()
+    };
+    let b_base = pair("b-baseline");
+    assert_eq!(b_base["p"], "1/35184372088832");
+    assert_eq!(b_base["p_readable"], "2.8e-14");
+    assert_eq!(b_base["holm_p"], "3/35184372088832");
+    assert_eq!(b_base["holm_p_readable"], "8.5e-14");
+    let fixes: Vec<String> = summary["changes"]["b_vs_baseline"]["fixes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_owned())
+        .collect();
+    assert!(fixes.len() > 5, "{fixes:?}");
+    assert_eq!(
+        file["summary"]["changes"]["b_vs_baseline"]["fixes"],
+        summary["changes"]["b_vs_baseline"]["fixes"],
+        "the JSON keeps the full list, in the report's order"
+    );
+
+    // When the same run's summary is read as text (`report`, as `demo` prints it)
+    let again = home.parent().unwrap().join("again");
+    let text = skilltrial(home, &["report", "--out", again.to_str().unwrap()]);
+    assert!(text.status.success(), "{text:?}");
+    let text = String::from_utf8(text.stdout).unwrap();
+    // Then no list is a wall: each names at most 5 tasks, with the count and how many more
+    for line in text.lines() {
+        let Some((_, list)) = line
+            .split_once("fixes: ")
+            .or_else(|| line.split_once("breaks: "))
+        else {
+            continue;
+        };
+        let named = list
+            .split_once("clearest: ")
+            .map_or(list, |(_, l)| l.split(" (and ").next().unwrap());
+        assert!(named.split(", ").count() <= 5, "{line}\n{text}");
+    }
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("B vs baseline  fixes: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.starts_with(&format!(
+            "B vs baseline  fixes: {} tasks, the 5 clearest: ",
+            fixes.len()
+        )),
+        "{line}"
+    );
+    assert!(
+        line.ends_with(&format!("(and {} more)", fixes.len() - 5)),
+        "{line}"
+    );
+    assert!(
+        text.contains("every task: --json, or the report (report.json, report.html)"),
+        "{text}"
+    );
+    // ... the clearest first: no named task has a smaller pass-rate gap than one left unnamed
+    let gap = |task: &str| -> f64 {
+        let row = file["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["task"] == task)
+            .unwrap();
+        let rate = |arm: &str| {
+            row["arms"][arm]["pass"].as_f64().unwrap()
+                / row["arms"][arm]["executed"].as_f64().unwrap()
+        };
+        rate("b") - rate("baseline")
+    };
+    let named: Vec<&str> = line
+        .split_once("clearest: ")
+        .unwrap()
+        .1
+        .split(" (and ")
+        .next()
+        .unwrap()
+        .split(", ")
+        .collect();
+    let least_named = named.iter().map(|t| gap(t)).fold(f64::INFINITY, f64::min);
+    for task in fixes.iter().filter(|t| !named.contains(&t.as_str())) {
+        assert!(gap(task) <= least_named, "{task} is clearer than {named:?}");
+    }
+    // ... and p is a number to read in the contrast table
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("B − baseline"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        row.contains(" 2.8e-14 ") && row.ends_with(" 8.5e-14"),
+        "{row}"
+    );
+    assert!(!row.contains("35184372088832"), "{row}");
+
+    // The HTML report keeps full lists and reads p, with the exact fraction beside it.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("p = 2.8e-14 (1/35184372088832) · Holm-adjusted 8.5e-14 (3/35184372088832)"),
+        "the HTML report reads p"
+    );
+}
+
 /// Issue 16: on the 46-task pack the scripted demo reaches significance (B against the baseline
 /// and against A, after Holm), which six tasks never can, and `plan` states each pack's bound.
 #[test]
@@ -779,10 +894,11 @@ fn the_larger_pack_s_demo_reaches_significance_and_plan_states_the_bound() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let out = tmp.path().join("out");
-    demo_on(&home, &out, "3", "solana-core@2.0.0");
+    let summary = demo_on(&home, &out, "3", "solana-core@2.0.0");
     let file: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     Report::from_value(&file).unwrap().verify().unwrap();
+    a_big_summary_reads_well(&home, &summary, &file, &out);
     assert_eq!(file["manifest"]["pack"]["id"], "solana-core@2.0.0");
     assert_eq!(file["summary"]["executed"], 414);
     let holm = |contrast: &str| -> f64 {
@@ -845,8 +961,14 @@ fn the_larger_pack_s_demo_reaches_significance_and_plan_states_the_bound() {
     };
     let six = plan("solana-core@1.0.3", false);
     assert!(
-        six.contains("power     the smallest p the paired test can reach over 6 tasks is 1/32 (3/32 after Holm over 3 contrasts)"),
+        six.contains("power     the smallest p the paired test can reach over 6 tasks is 0.031 (0.094 after Holm over 3 contrasts; exactly 1/32 and 3/32)"),
         "{six}"
+    );
+    // (Issue #29: the larger pack's bound reads as a number, the exact fractions beside it.)
+    let big = plan("solana-core@2.0.0", false);
+    assert!(
+        big.contains("over 46 tasks is 2.8e-14 (8.5e-14 after Holm over 3 contrasts; exactly 1/35184372088832 and 3/35184372088832)"),
+        "{big}"
     );
     assert!(
         six.contains("no contrast can read significant at 0.05"),

@@ -389,12 +389,9 @@ fn run_refuses_a_manifest_whose_inputs_changed_or_are_missing() {
     );
 }
 
-#[test]
-fn an_unpriced_profile_needs_hard_caps_and_confirmation() {
-    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
-    let env = Env::with_price(&server, false);
-    let profiles = env.profiles();
-    let base = [
+/// `plan --json` of the baseline alone, one repetition, on the unpriced profile of `profiles`.
+fn unpriced_plan_args(profiles: &Path) -> [&str; 8] {
+    [
         "plan",
         "--model",
         "loopback",
@@ -403,7 +400,15 @@ fn an_unpriced_profile_needs_hard_caps_and_confirmation() {
         "--reps",
         "1",
         "--json",
-    ];
+    ]
+}
+
+#[test]
+fn an_unpriced_profile_needs_hard_caps_and_confirmation() {
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::with_price(&server, false);
+    let profiles = env.profiles();
+    let base = unpriced_plan_args(&profiles);
     let out = env.run(&base);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stdout).contains("--max-requests"));
@@ -418,6 +423,94 @@ fn an_unpriced_profile_needs_hard_caps_and_confirmation() {
     let out = env.run(&["run", "--manifest", &run, "--yes", "--json"]);
     assert!(out.status.success());
     assert_eq!(server.requests().len(), 6, "baseline only: 6 tasks x 1 rep");
+}
+
+#[test]
+fn regression_a_plan_pinning_a_sol_rate_names_submit_for_the_hosted_run() {
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server);
+    // Given a plan with a SOL/USD rate pinned (a hosted run's plan)
+    let args = env.plan_args(&["--reps", "1", "--cap-usd", "4", "--sol-usd", "150"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let text = env.text(&args);
+    // (The pin holds the time it was made, so this plan's id is read from its own text.)
+    let run = text
+        .lines()
+        .find_map(|l| l.strip_prefix("manifest  sha256:"))
+        .unwrap()
+        .to_owned();
+    // Then its hints name `submit` (which registers the run with a runner), not `open` alone
+    let submit = format!("skilltrial submit --manifest {run} --runner <runner URL>");
+    assert!(
+        text.contains(&format!("hosted    {submit}: uploads the inputs")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("next      {submit} (hosted)")),
+        "{text}"
+    );
+    assert!(!text.contains("skilltrial open"), "{text}");
+    // And a plan with no rate (no hosted run possible) names `run` alone
+    let args = env.plan_args(&["--reps", "1", "--cap-usd", "4"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let text = env.text(&args);
+    assert!(!text.contains("submit"), "{text}");
+    assert!(
+        text.contains("next      skilltrial run --manifest"),
+        "{text}"
+    );
+}
+
+/// `skilltrial <args>` on a real pty, `answer` typed at its prompt; `None` where `script` is
+/// missing.
+fn on_a_pty(env: &Env, args: &[&str], answer: &str) -> Option<std::process::Output> {
+    let command = format!(
+        "env -u ANTHROPIC_BASE_URL {} {} --home {}",
+        env!("CARGO_BIN_EXE_skilltrial"),
+        args.join(" "),
+        env.home().display()
+    );
+    support::pty::typed(
+        &command,
+        &support::root(),
+        &[("ANTHROPIC_API_KEY", SECRET)],
+        answer,
+    )
+}
+
+#[test]
+fn regression_at_the_confirm_prompt_y_runs_and_a_no_exits_0_with_nothing_sent() {
+    // Given an unpriced profile, whose run asks before it sends anything
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::with_price(&server, false);
+    let profiles = env.profiles();
+    let mut args = unpriced_plan_args(&profiles).to_vec();
+    args.extend(["--max-requests", "10", "--max-tokens", "400000"]);
+    let doc = env.json(&args);
+    let run = doc["run"].as_str().unwrap().to_owned();
+    // When the person answers "n": exit 0, said plainly, and no request leaves
+    let Some(out) = on_a_pty(&env, &["run", "--manifest", &run], "n\n") else {
+        return;
+    };
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("Type y (or yes) to run"), "{said}");
+    assert!(said.contains("not confirmed: nothing sent"), "{said}");
+    assert!(
+        !said.contains("error"),
+        "a no is an answer, not an error: {said}"
+    );
+    assert_eq!(server.requests().len(), 0);
+    // When the person answers "y" (as they would "yes"): the run goes
+    let out = on_a_pty(&env, &["run", "--manifest", &run], "y\n").unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert_eq!(server.requests().len(), 6, "baseline only: 6 tasks x 1 rep");
+    assert!(said.contains("finished"), "{said}");
 }
 
 #[test]

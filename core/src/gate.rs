@@ -602,9 +602,15 @@ fn passes_at_least(
         .p
         .as_ref()
         .map(|p| {
+            let exact = if p.readable() == p.text {
+                String::new()
+            } else {
+                format!("exactly {}; ", p.text)
+            };
             format!(
-                "{} p = {} (for reading, not part of the rule)",
-                pair.test.name, p.text
+                "{} p = {} ({exact}for reading, not part of the rule)",
+                pair.test.name,
+                p.readable()
             )
         })
         .into_iter()

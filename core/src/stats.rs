@@ -21,6 +21,46 @@ impl Fraction {
             self.num as f64 / self.den as f64
         }
     }
+
+    /// The number for reading, as text (a p-value beside its exact fraction, which the JSON
+    /// keeps): `0` and `1` exactly, two significant digits from 0.001 up (`0.0068`, `0.38`), and
+    /// scientific notation below (`2.8e-14`), where a fraction like `1/35184372088832` or a
+    /// run of zeros says nothing at a glance.
+    pub fn readable(self) -> String {
+        if self.num == 0 || self.den == 0 {
+            return "0".to_owned();
+        }
+        if self.num >= self.den {
+            return "1".to_owned();
+        }
+        let v = self.value();
+        if v < 0.001 {
+            return format!("{v:.1e}");
+        }
+        // Two significant digits: one decimal more than the first nonzero one's place.
+        let (decimals, scale): (usize, u128) = if v >= 0.1 {
+            (2, 100)
+        } else if v >= 0.01 {
+            (3, 1_000)
+        } else {
+            (4, 10_000)
+        };
+        // Rounded half up in integers (1/8 reads 0.13, not the float formatter's 0.12): a p
+        // that is exactly halfway never reads smaller than it is.
+        let rounded = self
+            .num
+            .checked_mul(scale)
+            .and_then(|n| n.checked_mul(2))
+            .and_then(|n| n.checked_add(self.den))
+            .zip(self.den.checked_mul(2))
+            .map(|(n, d)| n / d);
+        let text = match rounded {
+            Some(q) => format!("{}.{:0width$}", q / scale, q % scale, width = decimals),
+            None => format!("{v:.decimals$}"),
+        };
+        let text = text.trim_end_matches('0').trim_end_matches('.');
+        text.to_owned()
+    }
 }
 
 /// The two-sided 95% Wilson score interval for `k` successes in `n` trials.
@@ -282,6 +322,30 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn regression_a_p_value_reads_as_a_number_scientific_where_small() {
+        let r = |num, den| Fraction { num, den }.readable();
+        // The larger pack's p and Holm p (issue #29: printed as 1/35184372088832).
+        assert_eq!(r(1, 1 << 45), "2.8e-14");
+        assert_eq!(r(3, 1 << 45), "8.5e-14");
+        assert_eq!(r(1, 1 << 35), "2.9e-11");
+        assert_eq!(r(7, 1024), "0.0068");
+        assert_eq!(r(1, 32), "0.031");
+        assert_eq!(r(3, 32), "0.094");
+        assert_eq!(r(3, 8), "0.38");
+        assert_eq!(r(1, 2), "0.5");
+        // Exactly halfway rounds up, never down: a p never reads smaller than it is.
+        assert_eq!(r(1, 8), "0.13");
+        assert_eq!(r(1, 16), "0.063");
+        assert_eq!(r(3, 16), "0.19");
+        assert_eq!(r(999, 1000), "1");
+        assert_eq!(r(1, 1000), "0.001");
+        assert_eq!(r(1, 1001), "1.0e-3");
+        assert_eq!(r(0, 8), "0");
+        assert_eq!(r(8, 8), "1");
+        assert_eq!(r(0, 0), "0");
     }
 
     /// statsmodels.stats.proportion.proportion_confint(k, n, alpha=0.05, method='wilson')

@@ -31,15 +31,16 @@ use skilltrial_core::state::{UnknownState, short_id};
 /// (`runs.run_limit_ms`, `runs.executed_ms`); 3 — `attempts.runner_us`, the runner's own time
 /// per attempt; 4 — `CHECK`s on every stored state (attempt and check outcomes, not-run
 /// reasons), so that no text outside the enums can be written. Keep `MIGRATIONS` in file-number
-/// order.
+/// order; the files live in the workspace's `migrations/journal/` (the home of every database's
+/// migrations), named by path from this file so the crate builds wherever the workspace is.
 pub const SCHEMA_VERSION: u32 = 5;
 
 const MIGRATIONS: &[&str] = &[
-    include_str!("../migrations/0001_journal.sql"),
-    include_str!("../migrations/0002_run_clock.sql"),
-    include_str!("../migrations/0003_attempt_runner_time.sql"),
-    include_str!("../migrations/0004_state_checks.sql"),
-    include_str!("../migrations/0005_payload_content.sql"),
+    include_str!("../../migrations/journal/0001_journal.sql"),
+    include_str!("../../migrations/journal/0002_run_clock.sql"),
+    include_str!("../../migrations/journal/0003_attempt_runner_time.sql"),
+    include_str!("../../migrations/journal/0004_state_checks.sql"),
+    include_str!("../../migrations/journal/0005_payload_content.sql"),
 ];
 
 /// How long a connection waits for another process's write lock before failing. Set before any
@@ -1809,6 +1810,30 @@ impl Journal {
 mod tests {
     use super::{Journal, JournalError, NotRunReason, SCHEMA_VERSION};
     use skilltrial_core::outcome::Outcome;
+
+    /// Regression (the migrations moved to the workspace's `migrations/journal/`): every
+    /// numbered file there is embedded, in file-number order, and the schema version counts
+    /// them, so a file added without being listed (or listed out of order) fails here.
+    #[test]
+    fn every_migration_file_is_embedded_in_order() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations/journal");
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "sql"))
+            .collect();
+        files.sort();
+        let texts: Vec<String> = files
+            .iter()
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect();
+        assert_eq!(texts, super::MIGRATIONS, "{}", dir.display());
+        assert_eq!(files.len(), SCHEMA_VERSION as usize);
+        for (i, p) in files.iter().enumerate() {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(name.starts_with(&format!("{:04}_", i + 1)), "{name}");
+        }
+    }
 
     /// Many connections racing to create, switch to WAL and migrate one fresh journal all open
     /// it: none is told "database is locked" (SQLite answers that at once, without waiting,

@@ -17,6 +17,8 @@ mod buyback;
 mod daemon;
 mod harness;
 mod page;
+#[path = "../../cli/tests/support/pty.rs"]
+mod pty;
 mod refusals;
 mod scenarios;
 
@@ -79,6 +81,7 @@ fn hosted_runs_end_to_end_on_a_local_validator() {
     on_a_validator(&[], |net| {
         scenarios::escrow_settle_cancel_finalize_close_then_anchor_and_verify(net);
         scenarios::refund_after_a_short_deadline(net);
+        scenarios::open_asks_and_says_what_an_escrow_alone_leads_to(net);
         scenarios::a_second_wallet_is_refused(net);
         scenarios::the_outbox_resumes_and_never_signs_twice(net);
         scenarios::a_killed_open_is_resumed_not_repeated(net);

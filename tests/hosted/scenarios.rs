@@ -674,6 +674,74 @@ pub fn refund_after_a_short_deadline(net: &Localnet) {
     assert_eq!(out.status.code(), Some(1), "{}", said(&out));
 }
 
+/// `open --manifest <run> --runner <config's runner>` as the user on a real pty, `answer`
+/// typed at its prompt; `None` where `script` is missing.
+fn open_on_a_pty(net: &Localnet, run: &str, answer: &str) -> Option<std::process::Output> {
+    let command = format!(
+        "{} open --manifest {run} --runner {} --deadline 10m --home {} --url {} --keypair {}",
+        skilltrial_e2e::skilltrial_bin().unwrap().display(),
+        net.runner.pubkey(),
+        net.home().display(),
+        net.url,
+        net.user_keypair.display()
+    );
+    let home = net.dir.path().display().to_string();
+    crate::pty::typed(
+        &command,
+        &skilltrial_e2e::workspace_root(),
+        &[("HOME", home.as_str())],
+        answer,
+    )
+}
+
+/// Issue #29, point 10: `open` asks before it signs, a "n" there exits 0 having sent nothing,
+/// a "y" approves as "yes" does, and what `open` prints after escrowing promises no runner: a
+/// run is executed only once it is registered with one (`submit`).
+pub fn open_asks_and_says_what_an_escrow_alone_leads_to(net: &Localnet) {
+    let planned = plan_and_run(net, "6");
+    let user = net.user().pubkey();
+    let address = skilltrial_chain::pda::run(
+        &user,
+        &skilltrial_engine::store::parse_hex(&planned.run).unwrap().0,
+    );
+    let before = net.balance(&user);
+    // When the user answers "n" at the prompt: exit 0, said, nothing signed or sent
+    let Some(out) = open_on_a_pty(net, &planned.run, "n\n") else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    assert!(
+        said(&out).contains("Type y (or yes) to sign"),
+        "{}",
+        said(&out)
+    );
+    assert!(
+        said(&out).contains("not approved: nothing signed, nothing sent"),
+        "{}",
+        said(&out)
+    );
+    assert_eq!(net.balance(&user), before, "nothing was paid");
+    assert!(net.chain.run(&address).unwrap().is_none(), "no Run exists");
+    // When the user answers "y": the escrow is opened, and the text says what comes next
+    let out = open_on_a_pty(net, &planned.run, "y\n").unwrap();
+    let text = said(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(net.chain.run(&address).unwrap().is_some(), "{text}");
+    assert!(text.contains(&format!("opened run {address}")), "{text}");
+    assert!(
+        text.contains("escrowed only: no runner executes it until it is registered with one"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "skilltrial submit --manifest {} --runner <runner URL>",
+            planned.run
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("the runner executes it"), "{text}");
+}
+
 /// Another wallet cannot cancel, refund or close the user's run — refused by the CLI before
 /// signing, and by the program when sent anyway — and `open` with a runner the config does not
 /// name signs nothing.

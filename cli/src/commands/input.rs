@@ -40,9 +40,16 @@ pub fn file_or_folder(path: &Path, wanted: &str) -> Result<(), CliError> {
     }
 }
 
-/// Asks `question` on the terminal (stderr), followed by `prompt`; anything but `yes` is
-/// refused with `declined`. Without a terminal to ask on, refuses with `question` and
-/// `no_terminal` (which names the flag that approves in scripts).
+/// Whether a prompt's answer approves: `y` or `yes`, in any case, around any spaces.
+pub fn approves(answer: &str) -> bool {
+    let answer = answer.trim();
+    answer.eq_ignore_ascii_case("y") || answer.eq_ignore_ascii_case("yes")
+}
+
+/// Asks `question` on the terminal (stderr), followed by `prompt`; `y` or `yes` approves, and
+/// anything else is the person's answer, not a failure: [`CliError::Declined`] with `declined`
+/// (exit 0; it must say that nothing was sent). Without a terminal to ask on, refuses with
+/// `question` and `no_terminal` (which names the flag that approves in scripts).
 pub fn ask_yes(
     question: &str,
     prompt: &str,
@@ -60,9 +67,26 @@ pub fn ask_yes(
     let _ = err.flush();
     let mut answer = String::new();
     std::io::stdin().read_line(&mut answer)?;
-    if answer.trim() == "yes" {
+    if approves(&answer) {
         Ok(())
     } else {
-        Err(CliError::Environment(anyhow::anyhow!("{declined}")))
+        Err(CliError::Declined(declined.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::approves;
+
+    #[test]
+    fn y_approves_wherever_yes_does_and_nothing_else_does() {
+        for yes in ["y", "yes", "Y", "YES", "Yes", " y \n", "yes\r\n"] {
+            assert!(approves(yes), "{yes:?}");
+        }
+        for no in [
+            "", "\n", "n", "no", "N", "ye", "yess", "sure", "y es", "oui",
+        ] {
+            assert!(!approves(no), "{no:?}");
+        }
     }
 }

@@ -34,11 +34,16 @@ fn refused(message: String) -> CliError {
     CliError::Rejected(anyhow::anyhow!(message))
 }
 
-/// What `open` did: its JSON document and its text.
+/// What `open` did: its JSON document and its text (what the escrow is, nothing about who runs
+/// it: `submit` prints this text before saying the runner registered it).
 #[derive(Debug)]
 pub struct Opened {
     pub doc: serde_json::Value,
     pub text: String,
+    /// The Run account's address.
+    pub run: String,
+    /// The escrowed run's manifest hash.
+    pub manifest: String,
 }
 
 pub fn run(args: &OpenArgs, global: &Global) -> Result<Status, CliError> {
@@ -46,9 +51,21 @@ pub fn run(args: &OpenArgs, global: &Global) -> Result<Status, CliError> {
     if global.json {
         output::json(&opened.doc)?;
     } else {
-        output::text(&opened.text)?;
+        output::text(&format!("{}{}", opened.text, next_steps(&opened)))?;
     }
     Ok(Status::Ok)
+}
+
+/// What an escrow alone leads to. `open` registers the run with no runner, and a runner daemon
+/// executes only the runs registered with it (`submit`): saying "the runner executes it" here
+/// would promise what nothing has arranged.
+fn next_steps(opened: &Opened) -> String {
+    let run = &opened.run;
+    format!(
+        "  escrowed only: no runner executes it until it is registered with one; `skilltrial submit --manifest {} --runner <runner URL>` uploads its inputs and registers it (the escrow is not opened again)\n  \
+         watch it: skilltrial chain-status {run}; not run by the deadline, take it all back: skilltrial refund {run}\n",
+        opened.manifest
+    )
 }
 
 /// Opens the escrow of `args.manifest` (or finds it open), asking first unless `--yes`.
@@ -136,6 +153,8 @@ pub fn escrow(args: &OpenArgs, global: &Global) -> Result<Opened, CliError> {
                 "already open: run {run_address} escrows {} for this manifest and wallet (see `skilltrial chain-status {run_address}`)\n",
                 sol(r.escrowed)
             ),
+            run: run_address.to_string(),
+            manifest: inputs.hash.hex(),
         });
     }
 
@@ -233,10 +252,12 @@ pub fn escrow(args: &OpenArgs, global: &Global) -> Result<Opened, CliError> {
             "sol_usd": rate,
         }),
         text: format!(
-            "opened run {run_address}\n  escrowed {} (transaction {})\n  next: the runner executes it; watch with `skilltrial chain-status {run_address}`\n",
+            "opened run {run_address}\n  escrowed {} (transaction {})\n",
             sol(escrow),
             sent.signature
         ),
+        run: run_address.to_string(),
+        manifest: inputs.hash.hex(),
     })
 }
 
@@ -245,8 +266,8 @@ pub fn escrow(args: &OpenArgs, global: &Global) -> Result<Opened, CliError> {
 pub fn approve(question: &str) -> Result<(), CliError> {
     crate::commands::input::ask_yes(
         question,
-        " Type yes to sign: ",
+        " Type y (or yes) to sign: ",
         "Approve with --yes (there is no terminal to ask on); nothing was signed",
-        "not approved; nothing was signed",
+        "not approved: nothing signed, nothing sent",
     )
 }

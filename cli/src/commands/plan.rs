@@ -257,15 +257,17 @@ fn render(r: &PlanReport<'_>) -> String {
     if let Some(p) = &r.power {
         let _ = writeln!(
             out,
-            "power     the smallest p the paired test can reach over {} tasks is {} ({} after Holm over {}), when every task moves the same way{}",
+            "power     the smallest p the paired test can reach over {} tasks is {} ({} after Holm over {}; exactly {} and {}), when every task moves the same way{}",
             p.tasks,
-            p.smallest_p.text,
-            p.smallest_holm_p.text,
+            p.smallest_p.readable(),
+            p.smallest_holm_p.readable(),
             skilltrial_core::report::count_of(
                 u64::try_from(p.contrasts).unwrap_or(u64::MAX),
                 "contrast",
                 "contrasts"
             ),
+            p.smallest_p.text,
+            p.smallest_holm_p.text,
             if p.can_reach_0_05 {
                 String::new()
             } else {
@@ -314,9 +316,12 @@ fn render(r: &PlanReport<'_>) -> String {
         }
     }
     if let Some(rate) = &m.sol_usd {
+        // A hosted run needs a runner daemon to have it registered, which `submit` does (with
+        // the escrow); `open` alone escrows a run no runner executes.
         let _ = writeln!(
             out,
-            "SOL/USD   {} per SOL, pinned {} (source: {}); hosted: skilltrial open --manifest {} --runner <RUNNER>",
+            "SOL/USD   {} per SOL, pinned {} (source: {})\n\
+             hosted    skilltrial submit --manifest {} --runner <runner URL>: uploads the inputs to the runner daemon, escrows (asks first) and registers the run",
             MicroUsd(rate.usd_micros_per_sol),
             rate.at,
             rate.source,
@@ -330,6 +335,14 @@ fn render(r: &PlanReport<'_>) -> String {
             pin.sha256, r.run
         );
     }
-    let _ = writeln!(out, "next      skilltrial run --manifest {}", r.run);
+    if m.sol_usd.is_some() {
+        let _ = writeln!(
+            out,
+            "next      skilltrial submit --manifest {} --runner <runner URL> (hosted), or skilltrial run --manifest {} (on this machine)",
+            r.run, r.run
+        );
+    } else {
+        let _ = writeln!(out, "next      skilltrial run --manifest {}", r.run);
+    }
     out
 }

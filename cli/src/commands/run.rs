@@ -232,9 +232,9 @@ fn confirm(m: &manifest::Manifest) -> Result<(), CliError> {
     );
     crate::commands::input::ask_yes(
         &question,
-        "\nType yes to run: ",
+        "\nRun it? Type y (or yes) to run: ",
         "Confirm with --yes (no terminal to ask on).",
-        "not confirmed; nothing was sent",
+        "not confirmed: nothing sent (run it again and answer y, or give --yes)",
     )
 }
 

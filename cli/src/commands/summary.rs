@@ -3,8 +3,10 @@
 //! content, so the two modes never tell different stories.
 //!
 //! Layout: one row per arm (pass / executed and the 95% Wilson interval), what B fixes and breaks
-//! against A and each skill against the baseline, one row per paired contrast (p and Holm as
-//! exact fractions), and the long statement of what the tests can claim printed once.
+//! against A and each skill against the baseline (how many, and the [`SHOWN_TASKS`] clearest by
+//! name: the full lists are in `--json` and the report), one row per paired contrast (p and Holm
+//! as numbers to read; the JSON keeps the exact fractions), and the long statement of what the
+//! tests can claim printed once.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -12,7 +14,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use skilltrial_core::bundle::display_safe;
-use skilltrial_core::report::{Changes, Leader};
+use skilltrial_core::report::{Changes, FixesBreaks, Leader, TaskRow};
 use skilltrial_core::state::RunStatus;
 use skilltrial_engine::journal::Journal;
 use skilltrial_engine::report::{self, Report};
@@ -28,7 +30,12 @@ pub struct RunSummary {
     pub executed: u64,
     pub scripted: bool,
     pub arms: Vec<ArmLine>,
+    /// Every task each contrast fixes and breaks, in the report's (pack) order.
     pub changes: Changes,
+    /// The same lists, the clearest change first ([`ranked`]): what the text names. Not in the
+    /// JSON, whose lists stay in the report's order.
+    #[serde(skip)]
+    pub ranked: Changes,
     pub compared_tasks: BTreeMap<String, usize>,
     pub pairs: Vec<PairLine>,
     pub caveat: String,
@@ -63,9 +70,19 @@ pub struct PairLine {
     pub y_only: u64,
     pub excluded: u64,
     pub test: String,
+    /// The exact p, as the report writes it (`1/35184372088832`).
     pub p: Option<String>,
     pub holm_p: Option<String>,
+    /// The same as numbers to read (`2.8e-14`), as the text shows them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_readable: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holm_p_readable: Option<String>,
 }
+
+/// How many tasks of a fixes or breaks list the text names; it counts the rest and says where the
+/// full list is.
+pub const SHOWN_TASKS: usize = 5;
 
 impl RunSummary {
     /// As JSON with its members sorted, as every JSON output of the CLI.
@@ -115,6 +132,8 @@ pub fn of_report(r: &Report) -> RunSummary {
             test: p.test.name.clone(),
             p: p.test.p.as_ref().map(|f| f.text.clone()),
             holm_p: p.test.holm_p.as_ref().map(|f| f.text.clone()),
+            p_readable: p.test.p.as_ref().map(|f| f.readable()),
+            holm_p_readable: p.test.holm_p.as_ref().map(|f| f.readable()),
         })
         .collect();
     RunSummary {
@@ -126,6 +145,7 @@ pub fn of_report(r: &Report) -> RunSummary {
         scripted: r.comparability.model.scripted,
         arms,
         changes: r.summary.changes.clone(),
+        ranked: ranked(&r.summary.changes, &r.tasks),
         compared_tasks: r
             .compared_tasks()
             .into_iter()
@@ -136,6 +156,71 @@ pub fn of_report(r: &Report) -> RunSummary {
         leader: r.summary.leader.clone(),
         report_hash: r.report_hash.clone(),
         manifest_hash: r.manifest_hash.clone(),
+    }
+}
+
+/// `changes` with each list ordered the clearest change first: by the gap between the two arms'
+/// pass rates on the task (passed 3/3 against 0/3 before 2/3 against 1/3), then by the
+/// repetitions behind the smaller side, then in pack order. That is the order in which a reader
+/// should look at them: a task an arm always passes and the other always fails is the least
+/// likely to be noise.
+pub fn ranked(changes: &Changes, tasks: &[TaskRow]) -> Changes {
+    let rate = |task: &str, arm: &str| -> Option<(f64, u64)> {
+        let cell = tasks.iter().find(|t| t.task == task)?.arms.get(arm)?;
+        (cell.executed > 0).then(|| (cell.pass as f64 / cell.executed as f64, cell.executed))
+    };
+    // `better` passes the task, `worse` fails it.
+    let order = |list: &[String], better: &str, worse: &str| -> Vec<String> {
+        let mut keyed: Vec<(f64, u64, usize, &String)> = list
+            .iter()
+            .enumerate()
+            .map(|(i, task)| match (rate(task, better), rate(task, worse)) {
+                (Some((b, nb)), Some((w, nw))) => (b - w, nb.min(nw), i, task),
+                _ => (0.0, 0, i, task),
+            })
+            .collect();
+        keyed.sort_by(|x, y| y.0.total_cmp(&x.0).then(y.1.cmp(&x.1)).then(x.2.cmp(&y.2)));
+        keyed.into_iter().map(|k| k.3.clone()).collect()
+    };
+    let lists = |lists: Option<&FixesBreaks>, x: &str, y: &str| {
+        lists.map(|l| FixesBreaks {
+            fixes: order(&l.fixes, x, y),
+            breaks: order(&l.breaks, y, x),
+        })
+    };
+    Changes {
+        b_vs_a: lists(changes.b_vs_a.as_ref(), "b", "a"),
+        b_vs_baseline: lists(changes.b_vs_baseline.as_ref(), "b", "baseline"),
+        a_vs_baseline: lists(changes.a_vs_baseline.as_ref(), "a", "baseline"),
+    }
+}
+
+/// A fixes or breaks list as the text says it: every task by name up to [`SHOWN_TASKS`]; past
+/// that, how many, the first [`SHOWN_TASKS`] by name and how many more (and `true`: the caller
+/// says where the full list is).
+fn task_list(tasks: &[String]) -> (String, bool) {
+    if tasks.is_empty() {
+        return ("—".to_owned(), false);
+    }
+    // A task id comes from the pack, which may be a user's own: nothing in it may drive the
+    // terminal.
+    let named: Vec<String> = tasks
+        .iter()
+        .take(SHOWN_TASKS)
+        .map(|t| display_safe(t))
+        .collect();
+    let more = tasks.len().saturating_sub(SHOWN_TASKS);
+    if more == 0 {
+        (named.join(", "), false)
+    } else {
+        (
+            format!(
+                "{} tasks, the {SHOWN_TASKS} clearest: {} (and {more} more)",
+                tasks.len(),
+                named.join(", ")
+            ),
+            true,
+        )
     }
 }
 
@@ -261,7 +346,14 @@ fn table(s: &RunSummary, header: bool) -> String {
         );
     } else if s.changes != Changes::default() {
         let _ = writeln!(out);
-        for (key, x, y, lists) in s.changes.each() {
+        // A summary read back from JSON has no ranking: its lists in the report's order.
+        let shown = if s.ranked == Changes::default() {
+            &s.changes
+        } else {
+            &s.ranked
+        };
+        let mut cut = false;
+        for (key, x, y, lists) in shown.each() {
             let Some(c) = lists else { continue };
             let label = format!("{} vs {}", arm_label(x), arm_label(y));
             // No task has a result in both arms yet: empty lists would read as "fixes nothing".
@@ -272,19 +364,20 @@ fn table(s: &RunSummary, header: bool) -> String {
                 );
                 continue;
             }
-            let list = |tasks: &[String]| {
-                if tasks.is_empty() {
-                    "—".to_owned()
-                } else {
-                    tasks.join(", ")
-                }
-            };
+            let (fixes, fixes_cut) = task_list(&c.fixes);
+            let (breaks, breaks_cut) = task_list(&c.breaks);
+            cut |= fixes_cut || breaks_cut;
             let _ = writeln!(
                 out,
-                "{label:<14} fixes: {}\n{:<14} breaks: {}",
-                list(&c.fixes),
-                "",
-                list(&c.breaks)
+                "{label:<14} fixes: {fixes}\n{:<14} breaks: {breaks}",
+                ""
+            );
+        }
+        if cut {
+            let _ = writeln!(
+                out,
+                "{:<14} every task: --json, or the report (report.json, report.html)",
+                ""
             );
         }
     }
@@ -308,8 +401,8 @@ fn table(s: &RunSummary, header: bool) -> String {
                 p.x_only,
                 p.y_only,
                 p.excluded,
-                or_dash(p.p.as_deref()),
-                or_dash(p.holm_p.as_deref())
+                or_dash(p.p_readable.as_deref().or(p.p.as_deref())),
+                or_dash(p.holm_p_readable.as_deref().or(p.holm_p.as_deref()))
             );
         }
         // The test and its caveat, once for every contrast.

@@ -1,7 +1,8 @@
 //! Flags raised on import, and the rules that raise them (documented in docs/bundles.md):
 //!
 //! - `grader`: text that addresses whoever scores the answer, in any text file, in prose, code,
-//!   comments or assets alike (see [`super::grader`]).
+//!   comments or assets alike (see [`super::grader`]); outside Markdown, comments of any syntax
+//!   are also read without it, so a sentence a comment wraps or decorates reads whole.
 //! - `hidden_text`: text the model reads but a human reviewer does not see: HTML comments and
 //!   hidden HTML in Markdown prose, Markdown comment idioms (`[//]: # (...)`), and invisible
 //!   characters (zero-width, bidi controls, tag characters) in any text file.
@@ -172,6 +173,100 @@ fn excerpt(line: &str) -> String {
     display_safe(&shown)
 }
 
+/// Line-comment markers, longest first: what a comment line starts with, in the languages a
+/// bundle's assets and scripts are written in.
+const LINE_COMMENTS: &[&str] = &["///", "//!", "//", "#", "--", ";", "%", "'", "::"];
+
+/// Block comments: (opener, closer).
+const BLOCK_COMMENTS: &[(&str, &str)] = &[
+    ("<!--", "-->"),
+    ("<%--", "--%>"),
+    ("/*", "*/"),
+    ("{-", "-}"),
+    ("(*", "*)"),
+    ("{#", "#}"),
+];
+
+/// What a line says once its comment syntax is taken off: `Some(text)` for a line in a comment
+/// (empty for a line that is only syntax, ` *` or `#`, or blank inside a block comment), `None`
+/// for a line of anything else. `open` is the closer of the block comment the line is in.
+fn comment_text(line: &str, open: &mut Option<&'static str>) -> Option<String> {
+    let t = line.trim();
+    let strip = |mut body: &str| -> String {
+        // The decoration a block comment's inner lines carry (` * `), and a closer left at the
+        // end of a one-line comment.
+        body = body.trim_start_matches(['*', '!', '/']).trim();
+        for (_, closer) in BLOCK_COMMENTS {
+            body = body.strip_suffix(closer).unwrap_or(body);
+        }
+        body.trim().to_owned()
+    };
+    if let Some(closer) = *open {
+        return Some(match t.find(closer) {
+            Some(end) => {
+                *open = None;
+                strip(&t[..end])
+            }
+            None => strip(t),
+        });
+    }
+    for (opener, closer) in BLOCK_COMMENTS {
+        if let Some(start) = t.find(opener) {
+            let body = &t[start + opener.len()..];
+            return Some(match body.find(closer) {
+                Some(end) => strip(&body[..end]),
+                None => {
+                    *open = Some(closer);
+                    strip(body)
+                }
+            });
+        }
+    }
+    if let Some(body) = t
+        .get(..4)
+        .filter(|m| m.eq_ignore_ascii_case("rem "))
+        .and_then(|_| t.get(4..))
+    {
+        return Some(strip(body));
+    }
+    LINE_COMMENTS
+        .iter()
+        .find_map(|m| t.strip_prefix(m))
+        .map(|body| strip(body.trim_start_matches(['#', '-', ';', '%'])))
+}
+
+/// The text of every window of one to three consecutive lines of comment text (see
+/// [`comment_text`]) none of which is flagged yet, with the first window line: lines that are
+/// only comment syntax are skipped, not breaks, so a sentence a comment wraps reads whole.
+fn comment_windows(lines: &[&str], flagged: &BTreeSet<usize>) -> Vec<(usize, String)> {
+    let mut runs: Vec<Vec<(usize, String)>> = vec![Vec::new()];
+    let mut open = None;
+    for (i, line) in lines.iter().enumerate() {
+        match comment_text(line, &mut open) {
+            Some(text) if text.is_empty() => {}
+            Some(text) => {
+                if let Some(run) = runs.last_mut() {
+                    run.push((i + 1, text));
+                }
+            }
+            None => runs.push(Vec::new()),
+        }
+    }
+    let mut windows = Vec::new();
+    for run in runs {
+        for width in 1..=3 {
+            for window in run.windows(width) {
+                if window.iter().any(|(n, _)| flagged.contains(n)) {
+                    continue;
+                }
+                let text: Vec<&str> = window.iter().map(|(_, t)| t.as_str()).collect();
+                windows.push((window[0].0, text.join(" ")));
+            }
+        }
+    }
+    windows
+}
+
 /// Scans one text file for grader-aimed text, hidden text and (in Markdown prose) links.
 ///
 /// `exists` answers whether a bundle path exists, to tell broken internal links from good ones.
@@ -228,6 +323,18 @@ pub fn scan_text(path: &str, text: &str, exists: &dyn Fn(&str) -> bool) -> Vec<F
                 let joined = joined.join(" ");
                 grader_lines.extend(numbers);
                 push(FlagKind::Grader, start + 1, excerpt(&joined));
+            }
+        }
+    }
+
+    // Then comments, in every file but Markdown (whose comments are read whole below): a
+    // sentence inside one, wrapped over lines that comment syntax decorates (` * `, `#`, `//`)
+    // or that a blank line inside `<!-- … -->` or `/* … */` separates, read without the syntax.
+    if !markdown::is_markdown(path) {
+        for (first, text) in comment_windows(&lines, &grader_lines) {
+            if grader::addresses_grader(&text) {
+                grader_lines.insert(first);
+                push(FlagKind::Grader, first, excerpt(&text));
             }
         }
     }

@@ -452,6 +452,17 @@ fn pairs_view(h: &mut String, report: &Report) {
     h.push_str("</section>");
 }
 
+/// A p-value as a number to read, with its exact fraction beside it when they differ
+/// (`2.8e-14 (1/35184372088832)`), as the JSON keeps it.
+fn p_reading(p: &super::ExactFraction) -> String {
+    let readable = p.readable();
+    if readable == p.text {
+        readable
+    } else {
+        format!("{readable} ({})", p.text)
+    }
+}
+
 fn pair_section(h: &mut String, pair: &Pair) {
     let (xn, yn) = (pair.x.to_uppercase(), pair.y.to_uppercase());
     let _ = write!(
@@ -470,8 +481,8 @@ fn pair_section(h: &mut String, pair: &Pair) {
             .map_or_else(|| "—".to_owned(), |v| format!("{:+.0} pts", v * 100.0)),
         escape(&format!(
             "p = {} · Holm-adjusted {}",
-            or_dash(pair.test.p.as_ref().map(|p| &p.text)),
-            or_dash(pair.test.holm_p.as_ref().map(|p| &p.text))
+            or_dash(pair.test.p.as_ref().map(p_reading)),
+            or_dash(pair.test.holm_p.as_ref().map(p_reading))
         )),
         escape(&pair.statement)
     );

@@ -444,6 +444,15 @@ impl ExactFraction {
             value: format!("{:.6}", f.value()),
         }
     }
+
+    /// The number for reading ([`Fraction::readable`]: `2.8e-14`, `0.031`); `text` where the
+    /// members are not integers (a document from elsewhere).
+    pub fn readable(&self) -> String {
+        match (self.num.parse::<u128>(), self.den.parse::<u128>()) {
+            (Ok(num), Ok(den)) => Fraction { num, den }.readable(),
+            _ => self.text.clone(),
+        }
+    }
 }
 
 /// One row of the per-task table.
