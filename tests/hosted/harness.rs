@@ -28,6 +28,8 @@ pub struct Localnet {
     /// The runner's keypair file (in the ledger), for the daemon.
     pub runner_keypair: PathBuf,
     pub payout: Pubkey,
+    /// The line `skilltrial localnet --json` printed when ready.
+    pub info: Value,
     pub chain: Chain,
     /// A loopback model server (Anthropic wire format) the local runs are executed against.
     pub server: ScriptedServer,
@@ -117,6 +119,7 @@ impl Localnet {
             runner,
             runner_keypair,
             payout,
+            info,
             server,
             costs: std::cell::RefCell::new(Vec::new()),
         };

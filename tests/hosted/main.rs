@@ -13,6 +13,7 @@
 //! in the same invocation) and target/deploy/skilltrial.so (scripts/build-sbf.sh).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod anchor_client;
 mod buyback;
 mod daemon;
 mod harness;
@@ -112,6 +113,19 @@ fn the_runner_daemon_serves_what_it_can_and_settles_through_refusals() {
         refusals::a_run_whose_model_cannot_be_called_is_finalized(net);
         refusals::a_spent_limit_pauses_dispatch_and_the_run_settles_after(net);
     });
+}
+
+/// The official Anchor TypeScript client (tests/anchor-client) opens, cancels, closes a run,
+/// decodes accounts, events (from `getTransaction` logs and `logsSubscribe`) and errors by name.
+#[test]
+fn the_official_anchor_client_round_trips_on_localnet() {
+    if std::env::var("SKILLTRIAL_PROGRAM_LAYER").as_deref() == Ok("native") {
+        return;
+    }
+    on_a_validator(
+        &[],
+        anchor_client::open_cancel_finalize_close_with_the_official_client,
+    );
 }
 
 #[test]
