@@ -85,6 +85,16 @@ cargo fmt --all --check
 # dependency tree may need SQLite, an HTTP client, an async runtime, a keychain or Solana RPC.
 step "the New-run page: web/wasm for wasm32-unknown-unknown, its JS glue, the TypeScript; web/dist must be what they build"
 bash scripts/web.sh --check
+# The official Anchor TypeScript client (`@anchor-lang/core`, `@solana/web3.js`) that the hosted
+# tests drive against the local validator (tests/hosted/anchor_client.rs). Installed from its
+# lockfile once; kept while node_modules holds what that lockfile pins (npm came with the step
+# above).
+step "the Anchor TypeScript client test's packages (tests/anchor-client: npm ci unless current)"
+anchor_client=tests/anchor-client
+if ! cmp -s "$anchor_client/package-lock.json" "$anchor_client/node_modules/.installed-lock.json"; then
+    (cd "$anchor_client" && npm ci --no-audit --no-fund --loglevel=error)
+    cp "$anchor_client/package-lock.json" "$anchor_client/node_modules/.installed-lock.json"
+fi
 step "core and the page's wasm have no I/O crate in their tree"
 forbidden="$(cargo tree -p skilltrial-core -p skilltrial-web -e normal --target all --prefix none --locked \
     | grep -E '^(rusqlite|libsqlite3-sys|reqwest|hyper|tokio|mio|keyring|solana-rpc-client|solana-client|anchor-client) ' \

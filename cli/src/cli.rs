@@ -509,6 +509,12 @@ pub struct LocalnetArgs {
     /// The JSON-RPC port (the websocket is the next one).
     #[arg(long, value_name = "PORT", default_value_t = 8899)]
     pub rpc_port: u16,
+    /// The IPv4 address the validator's gossip, TPU and TVU sockets bind to, and that it
+    /// advertises in its RPC URL. Loopback by default: another address (this machine's on a LAN)
+    /// lets other machines reach it, and anyone there send it transactions. See docs/hosted.md
+    /// for what the validator library binds whatever this says.
+    #[arg(long, value_name = "IP", default_value = "127.0.0.1")]
+    pub bind: std::net::Ipv4Addr,
     /// The keypair to fund and make the config's admin (created, 0600, when the file does not
     /// exist). Default: the Solana CLI's (config.yml, else ~/.config/solana/id.json).
     #[arg(long, short = 'k', value_name = "KEYPAIR")]

@@ -28,6 +28,8 @@ pub struct Localnet {
     /// The runner's keypair file (in the ledger), for the daemon.
     pub runner_keypair: PathBuf,
     pub payout: Pubkey,
+    /// The line `skilltrial localnet --json` printed when ready.
+    pub info: Value,
     pub chain: Chain,
     /// A loopback model server (Anthropic wire format) the local runs are executed against.
     pub server: ScriptedServer,
@@ -55,8 +57,28 @@ impl Localnet {
 
     /// A validator started with `extra` flags (`--no-init`: no config).
     pub fn start_with(extra: &[&str]) -> Self {
+        Self::launch(extra, false)
+    }
+
+    /// As [`Self::start_with`], with `localnet`'s stderr in a file ([`Self::stderr`]) instead
+    /// of the test's.
+    pub fn start_logged(extra: &[&str]) -> Self {
+        Self::launch(extra, true)
+    }
+
+    /// What `localnet` wrote on stderr (started by [`Self::start_logged`]).
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("localnet.stderr")).unwrap_or_default()
+    }
+
+    fn launch(extra: &[&str], logged: bool) -> Self {
         let bin = skilltrial_e2e::skilltrial_bin().unwrap();
         let dir = tempfile::tempdir().unwrap();
+        let stderr = if logged {
+            Stdio::from(std::fs::File::create(dir.path().join("localnet.stderr")).unwrap())
+        } else {
+            Stdio::inherit()
+        };
         let user_keypair = dir.path().join("user.json");
         let other_keypair = dir.path().join("other.json");
         let port = free_port_pair();
@@ -72,7 +94,7 @@ impl Localnet {
             .current_dir(skilltrial_e2e::workspace_root())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .unwrap();
         let mut line = String::new();
@@ -117,6 +139,7 @@ impl Localnet {
             runner,
             runner_keypair,
             payout,
+            info,
             server,
             costs: std::cell::RefCell::new(Vec::new()),
         };
@@ -134,6 +157,11 @@ impl Localnet {
         )
         .unwrap();
         net
+    }
+
+    /// The `skilltrial localnet` process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn user(&self) -> Keypair {
@@ -289,18 +317,25 @@ impl Localnet {
 }
 
 impl Localnet {
-    /// After a scenario failed: whether `skilltrial localnet` has exited on its own (it does
-    /// when the validator stalls or dies: no new slot for 30 s), waiting up to 45 s for it to
-    /// notice. `Some(exit status)` when it exited, `None` while the validator still runs.
-    pub fn validator_died(&mut self) -> Option<std::process::ExitStatus> {
+    /// How `localnet` exited, waiting up to `limit` for it; `None` while it still runs.
+    pub fn exited_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
         let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(45) {
+        loop {
             if let Ok(Some(status)) = self.child.try_wait() {
                 return Some(status);
             }
+            if started.elapsed() >= limit {
+                return None;
+            }
             std::thread::sleep(Duration::from_millis(250));
         }
-        None
+    }
+
+    /// After a scenario failed: whether `skilltrial localnet` has exited on its own (it does
+    /// when a validator thread panics, or after 30 s without a new slot), waiting up to 45 s
+    /// for it to notice. `Some(exit status)` when it exited, `None` while the validator still runs.
+    pub fn validator_died(&mut self) -> Option<std::process::ExitStatus> {
+        self.exited_within(Duration::from_secs(45))
     }
 }
 

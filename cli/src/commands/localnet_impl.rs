@@ -15,8 +15,11 @@
 //!   mint, the shortest interval (60 s) and a floor of one base unit per lamport.
 //!
 //! It prints the RPC URL and the keys (`--json`: one line of JSON) and runs until Ctrl-C or
-//! SIGTERM, then stops the validator and exits 0. The ledger persists in `--ledger` (the config,
-//! runs and history with it) unless `--reset`.
+//! SIGTERM, then stops the validator and exits 0; a panic in any validator thread, or 30 s
+//! without a new slot or an answer, ends it with an error (exit 2) instead. Gossip, TPU and TVU
+//! bind to `--bind` (loopback by default); the library binds JSON-RPC and its websocket on every
+//! interface. The ledger persists in `--ledger` (the config, runs and history finalized by then
+//! with it) unless `--reset`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -134,6 +137,12 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
             "--rpc-port 0: give the port to listen on (8899 by default)".to_owned(),
         ));
     }
+    let bind = args.bind;
+    if bind.is_unspecified() || bind.is_broadcast() || bind.is_multicast() {
+        return Err(env_error(format!(
+            "--bind {bind}: give one address of this machine (the validator advertises it to its clients); 127.0.0.1, the default, keeps it to this machine"
+        )));
+    }
     let bounds = skilltrial_chain::constants::MIN_DEADLINE_FLOOR_SECS
         ..=skilltrial_chain::constants::MIN_DEADLINE_CEILING_SECS;
     if !bounds.contains(&args.min_deadline_secs) {
@@ -180,7 +189,8 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
         .checked_mul(LAMPORTS_PER_SOL)
         .ok_or_else(|| env_error(format!("--fund-sol {}: too much SOL", args.fund_sol)))?;
 
-    // Ports in use are refused up front, in words (the library would panic on them).
+    // Ports in use are refused up front, in words (the library would panic on them). The
+    // library binds JSON-RPC and its websocket on every interface: the port must be free on all.
     let pubsub_port = args.rpc_port.checked_add(1).ok_or_else(|| {
         env_error(format!(
             "--rpc-port {}: the websocket needs the next port",
@@ -188,17 +198,21 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
         ))
     })?;
     for port in [args.rpc_port, pubsub_port] {
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_err() {
+        if std::net::TcpListener::bind((std::net::Ipv4Addr::UNSPECIFIED, port)).is_err() {
             return Err(env_error(format!(
-                "port {port} on 127.0.0.1 is in use (another local validator?): stop it, or pass another --rpc-port"
+                "port {port} is in use (another local validator?): stop it, or pass another --rpc-port"
             )));
         }
     }
-    let gossip_port = free_gossip_port()?;
+    let gossip_port = free_gossip_port(bind)?;
     let mut genesis = TestValidatorGenesis::default();
     genesis
         .ledger_path(ledger)
         .rpc_port(args.rpc_port)
+        // Gossip, TPU, TVU and repair bind here (the library's default is loopback too, said
+        // explicitly so that `--bind` widens them all).
+        .bind_ip_addr(std::net::IpAddr::V4(bind))
+        .gossip_host(std::net::IpAddr::V4(bind))
         .gossip_port(gossip_port)
         .rpc_config(solana_rpc::rpc::JsonRpcConfig {
             enable_rpc_transaction_history: true,
@@ -263,6 +277,9 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
         })?
     }
     .map_err(|e| env_error(format!("the local validator did not start: {e}")))?;
+    // From here a panic in any of the validator's threads is a crash, as for Agave's own
+    // validators (which exit on any panic rather than limp along half dead).
+    let crash = Crash::watch();
     let url = validator.rpc_url();
 
     let chain = Chain::new(&url, Commitment::Confirmed);
@@ -293,6 +310,15 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
     let info = json!({
         "rpc_url": url,
         "websocket_url": validator.rpc_pubsub_url(),
+        "bind": bind.to_string(),
+        // Where each service listens: the library binds JSON-RPC and its websocket on every
+        // interface whatever `bind` says (solana-test-validator 4.2.2, `TestValidator::start`).
+        "listening": {
+            "rpc": format!("0.0.0.0:{}", args.rpc_port),
+            "websocket": format!("0.0.0.0:{pubsub_port}"),
+            "gossip": validator.gossip().to_string(),
+            "tpu_quic": validator.tpu_quic().to_string(),
+        },
         "program_id": PROGRAM_ID.to_string(),
         "wallet": wallet.pubkey().to_string(),
         "wallet_keypair": keypair_path.display().to_string(),
@@ -312,7 +338,8 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
         crate::output::text(&format!("{info}\n"))?;
     } else {
         crate::output::text(&format!(
-            "local validator ready\n  RPC URL   {url}   (use --url {url}, or -u l on the default port)\n  program   {}\n  $SKTRIAL  {} (buybacks through the pool {})\n  wallet    {} ({}), {}\n  runner    {} ({})\n  payout    {}\n  ledger    {}\nCtrl-C stops it.\n",
+            "local validator ready\n  RPC URL   {url}   (use --url {url}, or -u l on the default port)\n  listens   JSON-RPC and websocket on every interface (ports {} and {pubsub_port}); gossip and TPU on {bind}\n  program   {}\n  $SKTRIAL  {} (buybacks through the pool {})\n  wallet    {} ({}), {}\n  runner    {} ({})\n  payout    {}\n  ledger    {}\nCtrl-C stops it.\n",
+            args.rpc_port,
             PROGRAM_ID,
             mint,
             venue::pool_address(&mint),
@@ -325,16 +352,91 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
             ledger.display(),
         ))?;
     }
-    let stalled = watch(&chain, &stop);
-    crate::commands::progress::notice("stopping the local validator…");
-    drop(validator);
-    crate::commands::progress::notice("stopped");
-    match stalled {
-        None => Ok(Status::Ok),
-        Some(why) => Err(env_error(format!(
-            "{why}; it was stopped: start `skilltrial localnet` again (the ledger {} is kept)",
-            ledger.display()
-        ))),
+    let why = match watch(&chain, &stop, &crash) {
+        Ended::Stopped => {
+            crate::commands::progress::notice("stopping the local validator…");
+            drop(validator);
+            crate::commands::progress::notice("stopped");
+            return Ok(Status::Ok);
+        }
+        // Not closed: its close joins every thread and fails on the one that panicked (or
+        // waits on a thread that waits on it). The process ends with its threads, as Agave's
+        // validators do on a panic; the ledger keeps what was written.
+        Ended::Crashed(why) => {
+            std::mem::forget(validator);
+            why
+        }
+        // A wedged validator gets a few seconds to stop, then ends with the process: a thread
+        // that hangs must not keep this process (and the clients on its port) waiting.
+        Ended::Stalled(why) => {
+            let closed = close_within(validator, std::time::Duration::from_secs(10));
+            crate::commands::progress::notice(if closed {
+                "stopped"
+            } else {
+                "the validator did not stop within 10 s: exiting without it"
+            });
+            why
+        }
+    };
+    Err(env_error(format!(
+        "{why}; start `skilltrial localnet` again (the ledger {} is kept: finalized transactions survive, confirmed ones may not)",
+        ledger.display()
+    )))
+}
+
+/// Drops (stops) the validator on another thread, waiting at most `limit`: whether it stopped.
+fn close_within(
+    validator: solana_test_validator::TestValidator,
+    limit: std::time::Duration,
+) -> bool {
+    let (done, stopped) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("localnet-close".to_owned())
+        .spawn(move || {
+            drop(validator);
+            let _ = done.send(());
+        });
+    spawned.is_ok() && stopped.recv_timeout(limit).is_ok()
+}
+
+/// The first panic in any thread of this process once the validator runs, as the panic hook
+/// saw it: which thread, where, and what it said.
+struct Crash {
+    first: Arc<std::sync::Mutex<Option<String>>>,
+}
+
+impl Crash {
+    /// Installs the panic hook (keeping the previous one, which prints the panic as usual).
+    fn watch() -> Self {
+        let first = Arc::new(std::sync::Mutex::new(None::<String>));
+        let hook_first = Arc::clone(&first);
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            previous(info);
+            let thread = std::thread::current();
+            let said = format!(
+                "thread '{}' panicked at {}",
+                thread.name().unwrap_or("unnamed"),
+                info.location()
+                    .map_or_else(|| "?".to_owned(), ToString::to_string)
+            );
+            let message = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned());
+            if let Ok(mut slot) = hook_first.lock() {
+                slot.get_or_insert(match message {
+                    Some(message) => format!("{said}: {message}"),
+                    None => said,
+                });
+            }
+        }));
+        Self { first }
+    }
+
+    fn panicked(&self) -> Option<String> {
+        self.first.lock().ok().and_then(|slot| slot.clone())
     }
 }
 
@@ -342,14 +444,37 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
 /// gives it up: a panicked or wedged validator must not look alive to the clients waiting on it.
 const STALL_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Watches the running validator until Ctrl-C (`None`) or until it has produced no slot, or not
-/// answered, for [`STALL_AFTER`] (`Some`, saying which, already told on stderr).
-fn watch(chain: &Chain, stop: &AtomicBool) -> Option<String> {
+/// A 200 ms sleep that took longer than this means this process itself was not running (Ctrl-Z,
+/// a suspended machine): the validator did not run either, so the stall clock starts over.
+const SUSPENDED_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Why [`watch`] returned; a crash or stall says what happened (already told on stderr).
+enum Ended {
+    /// Ctrl-C or SIGTERM.
+    Stopped,
+    /// A thread panicked.
+    Crashed(String),
+    /// No new slot, or no answer, for [`STALL_AFTER`].
+    Stalled(String),
+}
+
+/// Watches the running validator until Ctrl-C, until one of its threads panics, or until it
+/// has produced no slot, or not answered, for [`STALL_AFTER`].
+fn watch(chain: &Chain, stop: &AtomicBool, crash: &Crash) -> Ended {
     let mut last: Option<u64> = None;
     let mut since = std::time::Instant::now();
     let mut checked = std::time::Instant::now();
     while !stop.load(Ordering::SeqCst) {
+        let asleep = std::time::Instant::now();
         std::thread::sleep(std::time::Duration::from_millis(200));
+        if asleep.elapsed() > SUSPENDED_AFTER {
+            since = std::time::Instant::now();
+        }
+        if let Some(panic) = crash.panicked() {
+            let why = format!("the local validator crashed: {panic}");
+            crate::commands::progress::notice(&format!("error: {why}"));
+            return Ended::Crashed(why);
+        }
         if checked.elapsed() < std::time::Duration::from_secs(2) {
             continue;
         }
@@ -368,12 +493,12 @@ fn watch(chain: &Chain, stop: &AtomicBool) -> Option<String> {
                     None => "the local validator stopped answering".to_owned(),
                 };
                 crate::commands::progress::notice(&format!("error: {why}"));
-                return Some(why);
+                return Ended::Stalled(why);
             }
             _ => {}
         }
     }
-    None
+    Ended::Stopped
 }
 
 /// $SKTRIAL's supply on a local cluster: 10^9 tokens of 6 decimals, all in the pool.
@@ -466,23 +591,23 @@ impl Drop for StdoutToStderr {
     }
 }
 
-/// A loopback port free for both UDP and TCP, for gossip (the library's default is a fixed
+/// A port of `bind` free for both UDP and TCP, for gossip (the library's default is a fixed
 /// port, which a second validator on the machine would collide with).
-fn free_gossip_port() -> Result<u16, CliError> {
+fn free_gossip_port(bind: std::net::Ipv4Addr) -> Result<u16, CliError> {
     for _ in 0..50 {
-        let udp = std::net::UdpSocket::bind("127.0.0.1:0")
-            .map_err(|e| env_error(format!("cannot bind a loopback UDP port: {e}")))?;
+        let udp = std::net::UdpSocket::bind((bind, 0))
+            .map_err(|e| env_error(format!("--bind {bind}: cannot bind a UDP port there ({e}): is it an address of this machine?")))?;
         let port = udp
             .local_addr()
             .map_err(|e| env_error(format!("cannot read a bound port: {e}")))?
             .port();
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+        if std::net::TcpListener::bind((bind, port)).is_ok() {
             return Ok(port);
         }
     }
-    Err(env_error(
-        "no loopback port is free for both UDP and TCP (gossip)".to_owned(),
-    ))
+    Err(env_error(format!(
+        "no port of {bind} is free for both UDP and TCP (gossip)"
+    )))
 }
 
 /// Runs the library's start, turning a panic inside it (a port taken between our check and its
