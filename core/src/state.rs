@@ -129,6 +129,9 @@ text_enum! {
         RequestCap => "not_run_request_cap",
         /// The run was cancelled before the trial was sent.
         Cancelled => "cancelled",
+        /// The runner cannot call the run's model at all (a hosted run whose profile its daemon
+        /// no longer serves: no key, the profile gone, its provider not buildable).
+        ModelUnavailable => "not_run_model_unavailable",
     }
 }
 
@@ -217,7 +220,7 @@ mod tests {
                     .map(|s| s.as_str())
                     .collect::<Vec<_>>()
             ),
-            "not_run_budget,not_run_time_limit,not_run_request_cap,cancelled"
+            "not_run_budget,not_run_time_limit,not_run_request_cap,cancelled,not_run_model_unavailable"
         );
         assert_eq!(
             texts(

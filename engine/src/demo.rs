@@ -374,6 +374,7 @@ mod tests {
         });
         ServerRequest {
             index: 0,
+            method: "POST".to_owned(),
             path: "/v1/chat/completions".to_owned(),
             headers: attempt
                 .map(|a| vec![(ATTEMPT_HEADER.to_owned(), a.to_owned())])

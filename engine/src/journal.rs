@@ -30,10 +30,12 @@ use skilltrial_core::state::{UnknownState, short_id};
 /// Log: 1 — first schema (runs, trials, attempts, ledger, checks, payloads); 2 — the run's clock
 /// (`runs.run_limit_ms`, `runs.executed_ms`); 3 — `attempts.runner_us`, the runner's own time
 /// per attempt; 4 — `CHECK`s on every stored state (attempt and check outcomes, not-run
-/// reasons), so that no text outside the enums can be written. Keep `MIGRATIONS` in file-number
-/// order; the files live in the workspace's `migrations/journal/` (the home of every database's
-/// migrations), named by path from this file so the crate builds wherever the workspace is.
-pub const SCHEMA_VERSION: u32 = 5;
+/// reasons), so that no text outside the enums can be written; 5 — `payloads.content`, a
+/// payload's bytes in the commit that records it; 6 — the not-run reason
+/// `not_run_model_unavailable`. Keep `MIGRATIONS` in file-number order; the files live in the
+/// workspace's `migrations/journal/` (the home of every database's migrations), named by path
+/// from this file so the crate builds wherever the workspace is.
+pub const SCHEMA_VERSION: u32 = 6;
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/journal/0001_journal.sql"),
@@ -41,6 +43,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/journal/0003_attempt_runner_time.sql"),
     include_str!("../../migrations/journal/0004_state_checks.sql"),
     include_str!("../../migrations/journal/0005_payload_content.sql"),
+    include_str!("../../migrations/journal/0006_model_unavailable.sql"),
 ];
 
 /// How long a connection waits for another process's write lock before failing. Set before any
@@ -2262,13 +2265,13 @@ mod tests {
         // When SkillTrial opens it
         let mut journal = Journal::open(&path).unwrap();
 
-        // Then it is at the current schema (5), with every row as it was (payloads gain an
+        // Then it is at the current schema (6), with every row as it was (payloads gain an
         // empty `content`: their bytes stay in the payload store) and foreign keys on and whole
         let version: u32 = journal
             .conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
-        assert_eq!((version, SCHEMA_VERSION), (5, 5));
+        assert_eq!((version, SCHEMA_VERSION), (6, 6));
         let mut expected = before.clone();
         for (table, rows) in &mut expected {
             if table == "payloads" {
@@ -2312,7 +2315,12 @@ mod tests {
             .filter(|a| a.outcome == Some(Outcome::NotRun))
             .map(|a| a.reasons[0].as_str())
             .collect();
-        let reasons: Vec<&str> = NotRunReason::ALL.iter().map(|r| r.as_str()).collect();
+        // Every reason a schema-3 journal could hold (`not_run_model_unavailable` came with 6).
+        let reasons: Vec<&str> = NotRunReason::ALL
+            .iter()
+            .filter(|r| **r != NotRunReason::ModelUnavailable)
+            .map(|r| r.as_str())
+            .collect();
         assert_eq!(not_run, reasons);
         let retry = &attempts[9];
         assert_eq!(
@@ -2391,6 +2399,16 @@ mod tests {
             )
             .unwrap();
         assert!(id.starts_with("0123456789ab-013-2-"), "{id}");
+        // (the reason schema 6 added too)
+        let id = journal
+            .record_not_run(
+                RUN,
+                13,
+                NotRunReason::ModelUnavailable,
+                "this runner cannot call the run's model",
+            )
+            .unwrap();
+        assert!(id.starts_with("0123456789ab-013-3-"), "{id}");
         journal.set_status(RUN, RunStatus::Stopped).unwrap();
         let verdict = skilltrial_core::checker::Verdict {
             outcome: Outcome::Pass,
@@ -2511,7 +2529,7 @@ mod tests {
         assert_eq!(
             err.to_string(),
             format!(
-                "journal {}: migrating it to schema 5 would leave a row of ledger whose attempts row is missing",
+                "journal {}: migrating it to schema {SCHEMA_VERSION} would leave a row of ledger whose attempts row is missing",
                 path.display()
             )
         );

@@ -22,6 +22,8 @@ use skilltrial_core::digest::Sha256Digest;
 pub struct ServerRequest {
     /// 0-based arrival index.
     pub index: u64,
+    /// The request line's method (`GET`, `POST`).
+    pub method: String,
     pub path: String,
     /// Header names (lowercase) and values.
     pub headers: Vec<(String, String)>,
@@ -238,7 +240,9 @@ fn read_request(reader: &mut BufReader<TcpStream>, counter: &AtomicU64) -> Optio
     }
     let mut lines = head.lines();
     let request_line = lines.next()?;
-    let path = request_line.split_whitespace().nth(1)?.to_owned();
+    let mut request_words = request_line.split_whitespace();
+    let method = request_words.next()?.to_owned();
+    let path = request_words.next()?.to_owned();
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(n, v)| (n.trim().to_lowercase(), v.trim().to_owned()))
@@ -256,6 +260,7 @@ fn read_request(reader: &mut BufReader<TcpStream>, counter: &AtomicU64) -> Optio
     Some(ServerRequest {
         // Numbered once whole, so that an idle kept-alive connection closing takes no number.
         index: counter.fetch_add(1, Ordering::SeqCst),
+        method,
         path,
         headers,
         body,

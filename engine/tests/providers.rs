@@ -544,19 +544,30 @@ fn regression_a_timeout_is_unknown_and_never_retried_by_the_engine() {
 }
 
 /// The hosted runner's gate is asked before every dispatch: `Cancel` records a cancel (every
-/// trial not yet sent closes `not_run`, reason `cancelled`); `Stop` pauses the run, resumable.
+/// trial not yet sent closes `not_run`, reason `cancelled`); `Stop` pauses the run, resumable;
+/// `Close` closes each trial it is asked about `not_run` with its own reason (the run is not
+/// cancelled: nobody cancelled it) and the run finishes.
 #[test]
-fn a_gate_cancels_or_stops_a_run_before_its_next_request() {
+fn a_gate_cancels_stops_or_closes_a_run_before_its_next_request() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     use skilltrial_engine::engine::{self, Gate, RunOptions};
+    use skilltrial_engine::journal::NotRunReason;
 
     let server = ScriptedServer::start(|_| Reply::Answer("{}".into())).unwrap();
     let (pack, a, b, m) = loopback_plan(&server.url());
     let provider = Anthropic::new(&server.url(), "k".into(), Duration::from_secs(10)).unwrap();
 
-    for (verdict, status) in [(Gate::Stop, "stopped"), (Gate::Cancel, "cancelled")] {
+    let unavailable = Gate::Close(
+        NotRunReason::ModelUnavailable,
+        "this runner cannot call the run's model".to_owned(),
+    );
+    for (verdict, status) in [
+        (Gate::Stop, "stopped"),
+        (Gate::Cancel, "cancelled"),
+        (unavailable, "finished"),
+    ] {
         let mut w = workspace(&pack, &a, &b, &m);
         let asked = Arc::new(AtomicU32::new(0));
         let counter = Arc::clone(&asked);
@@ -585,20 +596,30 @@ fn a_gate_cancels_or_stops_a_run_before_its_next_request() {
         assert_eq!(server.requests().len() - before, 5, "{verdict:?}");
         assert_eq!(summary.status, status, "{verdict:?}");
         let attempts = w.journal.attempts(&summary.run).unwrap();
-        match verdict {
-            Gate::Cancel => {
-                assert_eq!(summary.counts.get("not_run"), Some(&13), "{summary:?}");
-                let closed: Vec<_> = attempts
-                    .iter()
-                    .filter(|a| a.dispatched_at_ms.is_none())
-                    .collect();
-                assert_eq!(closed.len(), 13);
-                assert!(
-                    closed.iter().all(|a| a.reasons == ["cancelled"]),
-                    "{closed:?}"
-                );
-            }
-            _ => assert_eq!(summary.counts.get("pending"), Some(&13), "{summary:?}"),
+        if verdict == Gate::Stop {
+            assert_eq!(summary.counts.get("pending"), Some(&13), "{summary:?}");
+        } else {
+            // Every trial not sent is closed, with the gate's reason (and its message).
+            let (reason, message) = match &verdict {
+                Gate::Close(reason, message) => (reason.as_str(), Some(message.as_str())),
+                _ => ("cancelled", None),
+            };
+            assert_eq!(summary.counts.get("not_run"), Some(&13), "{summary:?}");
+            let closed: Vec<_> = attempts
+                .iter()
+                .filter(|a| a.dispatched_at_ms.is_none())
+                .collect();
+            assert_eq!(closed.len(), 13);
+            assert!(
+                closed.iter().all(|a| a.reasons == [reason]
+                    && message.is_none_or(|m| a.error.as_deref() == Some(m))),
+                "{closed:?}"
+            );
+            // Only a cancel is recorded as one.
+            assert_eq!(
+                w.journal.cancel_requested(&summary.run).unwrap(),
+                verdict == Gate::Cancel
+            );
         }
     }
 }

@@ -10,6 +10,8 @@
 //!
 //! - [`server`]: the HTTP API (axum), bound to loopback by default; its public origin is a
 //!   required setting (every sign-in message names it).
+//! - [`connections`]: the accept loop, holding connections to bounds (how many at once, how
+//!   long a request's head may take).
 //! - [`worker`]: one run: the engine in chunks, settlement batches, the report, `run_finalize`.
 //! - [`state`]: the daemon's state behind one trait, SQLite by default.
 //! - [`page`]: the New-run page, embedded, and the routes only it needs.
@@ -23,6 +25,7 @@
 pub mod api;
 pub mod buyback;
 pub mod client;
+pub mod connections;
 pub mod intake;
 pub mod page;
 pub mod profiles;

@@ -1080,6 +1080,7 @@ pub struct Ready {
 
 /// Serves until Ctrl-C or SIGTERM: binds, calls `ready`, resumes every run with work left, and
 /// on a stop lets each run finish the request in flight (journaled) before returning.
+/// Connections are served within [`crate::connections`]' bounds.
 pub fn serve(app: Arc<App>, ready: impl FnOnce(&Ready)) -> Result<(), String> {
     serve_until(app, ready, shutdown_signal())
 }
@@ -1124,14 +1125,17 @@ pub fn serve_until(
         };
         app.spawn_buybacks();
         let stopping = Arc::clone(&app);
-        axum::serve(listener, router(Arc::clone(&app)))
-            .with_graceful_shutdown(async move {
+        crate::connections::serve_connections(
+            listener,
+            router(Arc::clone(&app)),
+            crate::connections::ConnectionLimits::default(),
+            async move {
                 stop.await;
                 log("stopping: each run finishes its request in flight; event streams end");
                 stopping.begin_stop();
-            })
-            .await
-            .map_err(|e| format!("the HTTP server failed: {e}"))?;
+            },
+        )
+        .await;
         let _ = supervisor.join();
         Ok::<(), String>(())
     })?;

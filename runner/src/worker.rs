@@ -29,7 +29,7 @@ use skilltrial_core::money::MicroUsd;
 use skilltrial_core::report::Report;
 use skilltrial_core::settlement::{EvidenceRecord, SettledBatch, Settlement, batch_evidence_hash};
 use skilltrial_engine::engine::{self, Gate, Inputs, RunOptions};
-use skilltrial_engine::journal::Journal;
+use skilltrial_engine::journal::{Journal, NotRunReason};
 use skilltrial_engine::provider::{CallError, ModelRequest, ModelResponse, Provider};
 use skilltrial_engine::store::Store;
 use solana_signer::Signer;
@@ -404,7 +404,7 @@ impl Ctx<'_> {
 
     /// The provider of the run's model, or why the daemon cannot call it (its profile is no
     /// longer served, no key, a bad endpoint): then a stand-in that is never asked, because the
-    /// gate cancels the run before its first dispatch.
+    /// gate closes each trial before its dispatch.
     fn provider(&self) -> (Box<dyn Provider>, Option<String>) {
         let m = &self.inputs.manifest;
         let built = served(self.app, m).and_then(|_| {
@@ -430,15 +430,18 @@ impl Ctx<'_> {
         outbox: &mut Outbox,
     ) -> Result<(), WorkError> {
         let (provider, uncallable) = self.provider();
-        if let Some(why) = &uncallable {
+        // Each trial not yet sent closes with the reason and this message (a user's cancel, read
+        // at the same gate, still closes them `cancelled`).
+        let unavailable = uncallable.map(|why| {
             let message = format!(
-                "this runner cannot call the run's model ({why}): every trial not yet sent closes not_run (reason `cancelled`, by the runner) and is never charged; what ran is settled and the run finalized, so that its owner can close it and take the rest of the escrow back"
+                "this runner cannot call the run's model ({why}): every trial not yet sent closes not_run (reason `not_run_model_unavailable`) and is never charged; what ran is settled and the run finalized, so that its owner can close it and take the rest of the escrow back"
             );
             crate::log(&format!("run {}: {message}", self.run.address));
             self.app
                 .event(&self.run.address, "notice", &json!({ "message": message }));
-        }
-        let uncallable = uncallable.is_some();
+            format!("this runner cannot call the run's model: {why}")
+        });
+        let uncallable = unavailable.is_some();
         let timeout_secs = i64::try_from(
             self.inputs
                 .manifest
@@ -470,26 +473,31 @@ impl Ctx<'_> {
                 let commitment = self.app.config.commitment;
                 let address = self.address;
                 let deadline = self.run.deadline;
+                let unavailable = unavailable.clone();
                 move || {
-                    if uncallable {
-                        return Gate::Cancel;
-                    }
-                    if now()
-                        .saturating_add(skew)
-                        .saturating_add(timeout_secs)
-                        .saturating_add(SETTLE_MARGIN_SECS)
-                        > deadline
+                    // Closing a trial sends nothing: neither the deadline nor a pause holds it.
+                    if unavailable.is_none()
+                        && now()
+                            .saturating_add(skew)
+                            .saturating_add(timeout_secs)
+                            .saturating_add(SETTLE_MARGIN_SECS)
+                            > deadline
                     {
                         why.store(GATE_DEADLINE, Ordering::SeqCst);
                         return Gate::Stop;
                     }
-                    if app.dispatch_paused().is_some() {
+                    if unavailable.is_none() && app.dispatch_paused().is_some() {
                         why.store(GATE_PAUSED, Ordering::SeqCst);
                         return Gate::Stop;
                     }
                     match Chain::new(&url, commitment).run(&address) {
                         Ok(Some(live)) => match live.account.run.status {
-                            skilltrial_chain::account::RunStatus::Open => Gate::Go,
+                            skilltrial_chain::account::RunStatus::Open => match &unavailable {
+                                None => Gate::Go,
+                                Some(message) => {
+                                    Gate::Close(NotRunReason::ModelUnavailable, message.clone())
+                                }
+                            },
                             skilltrial_chain::account::RunStatus::Cancelled { .. } => Gate::Cancel,
                             _ => {
                                 why.store(GATE_GONE, Ordering::SeqCst);
@@ -1149,8 +1157,8 @@ enum Standing {
     Finalized,
 }
 
-/// The stand-in provider of a run whose model the daemon cannot call. The gate cancels the run
-/// before any dispatch, so it is never asked; were it asked, the request would end as an
+/// The stand-in provider of a run whose model the daemon cannot call. The gate closes every
+/// trial before its dispatch, so it is never asked; were it asked, the request would end as an
 /// infrastructure error, which charges nothing.
 struct Uncallable {
     kind: skilltrial_core::profile::ProviderKind,

@@ -17,6 +17,7 @@ use skilltrial_chain::cli_config::Commitment;
 use skilltrial_core::manifest::{self, Manifest, PlanOptions, SolUsd};
 use skilltrial_core::money::MicroUsd;
 use skilltrial_runner::client::{Client, ClientError};
+use skilltrial_runner::connections::{ConnectionLimits, serve_connections};
 use skilltrial_runner::intake::BodyBounds;
 use skilltrial_runner::profiles::Profiles;
 use skilltrial_runner::rate::OperatorRate;
@@ -47,6 +48,21 @@ fn serve_bounded(bounds: BodyBounds) -> Served {
 }
 
 fn serve_full(prepare: impl FnOnce(&Path), bounds: BodyBounds) -> Served {
+    serve_within(prepare, bounds, ConnectionLimits::default())
+}
+
+/// A daemon serving connections within `limits`.
+fn serve_limited(limits: ConnectionLimits) -> Served {
+    serve_within(|_| {}, BodyBounds::default(), limits)
+}
+
+/// A daemon as `skilltrial runner serve` runs it (its accept loop and router), with its bounds
+/// given and the state directory `prepare` filled first.
+fn serve_within(
+    prepare: impl FnOnce(&Path),
+    bounds: BodyBounds,
+    limits: ConnectionLimits,
+) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let state_dir = dir.path().join("state");
     std::fs::create_dir_all(&state_dir).unwrap();
@@ -95,9 +111,13 @@ fn serve_full(prepare: impl FnOnce(&Path), bounds: BodyBounds) -> Served {
             .unwrap();
         runtime.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            axum::serve(listener, server::router_with(Arc::clone(&app), bounds))
-                .await
-                .unwrap();
+            serve_connections(
+                listener,
+                server::router_with(Arc::clone(&app), bounds),
+                limits,
+                std::future::pending(),
+            )
+            .await;
         });
     });
     Served {
@@ -1337,4 +1357,158 @@ fn uploads_read_at_once_are_bounded() {
         }
     });
     assert_eq!(admitted, 422, "an empty pack is judged on its content");
+}
+
+/// Everything `stream` receives until the daemon closes it (a reset counts). Panics when it is
+/// still open after 60 s: the daemon kept a connection it should have closed.
+fn until_closed(stream: &mut TcpStream) -> Vec<u8> {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return bytes,
+            Ok(n) => bytes.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => return bytes,
+            Err(e) => panic!(
+                "the daemon kept the connection open ({e}); it sent: {:?}",
+                String::from_utf8_lossy(&bytes)
+            ),
+        }
+    }
+}
+
+fn connect(base: &url::Url) -> TcpStream {
+    TcpStream::connect((base.host_str().unwrap(), base.port().unwrap())).unwrap()
+}
+
+const GET_INFO: &str = "GET /v1/info HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+
+/// Regression (#28, point 11): axum's server set no deadline on a request's head, so a
+/// connection that sent half a head, sent it a byte at a time, or stayed idle after an answer
+/// held a socket and its memory for ever. Each is now closed at the head's deadline, a head over
+/// the bound is refused, and the daemon goes on answering.
+#[test]
+fn a_head_sent_slowly_or_never_and_an_idle_connection_are_closed_at_the_heads_deadline() {
+    // Given a daemon that waits 2 s for a request's head.
+    let served = serve_limited(ConnectionLimits {
+        head_within: Duration::from_secs(2),
+        ..ConnectionLimits::default()
+    });
+    let base = &served.base;
+
+    // When a connection sends half a head and nothing more, then the daemon closes it without
+    // an answer.
+    let mut half = connect(base);
+    half.write_all(b"GET /v1/info HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .unwrap();
+    assert_eq!(until_closed(&mut half), b"", "half a head was answered");
+
+    // When a head comes a byte every 200 ms (60 s for the whole), then the daemon closes the
+    // connection before it is whole: the deadline is the head's, not each byte's.
+    let mut drip = connect(base);
+    let mut writer = drip.try_clone().unwrap();
+    let slow_head = format!(
+        "GET /v1/info HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: {}\r\n\r\n",
+        "x".repeat(300)
+    );
+    let (finished_tx, finished_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for byte in slow_head.as_bytes() {
+            if writer.write_all(std::slice::from_ref(byte)).is_err() {
+                let _ = finished_tx.send(false);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let _ = finished_tx.send(true);
+    });
+    assert_eq!(
+        until_closed(&mut drip),
+        b"",
+        "a head sent slowly was answered"
+    );
+    assert!(
+        !finished_rx.recv().unwrap(),
+        "the daemon waited for the whole of a head sent a byte at a time"
+    );
+
+    // When a connection is answered and then stays idle, then the daemon closes it at the
+    // same deadline.
+    let mut idle = sent(base, GET_INFO, b"");
+    assert_eq!(answer(&mut idle).status, 200);
+    assert_eq!(until_closed(&mut idle), b"", "an idle connection got more");
+
+    // When a head is over the bound, then `431`, and the connection is closed.
+    let mut large = connect(base);
+    let too_large = format!(
+        "GET /v1/info HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Large: {}\r\n\r\n",
+        "x".repeat(skilltrial_runner::connections::MAX_HEAD_BYTES)
+    );
+    // The daemon may close before it has read all of it.
+    let _ = large.write_all(too_large.as_bytes());
+    let refused = String::from_utf8_lossy(&until_closed(&mut large)).into_owned();
+    assert!(refused.starts_with("HTTP/1.1 431"), "{refused}");
+
+    // Then the daemon still answers a request sent as clients send it.
+    let info = {
+        let base = base.clone();
+        within(60, "GET /v1/info after", move || {
+            Client::new(&base).unwrap().info()
+        })
+    };
+    assert_eq!(info.unwrap().chain_id, "localnet");
+}
+
+/// Regression (#28, point 11): axum's server accepted every connection, so connections held
+/// open took sockets and memory without bound. Past the bound a connection waits, unread, and
+/// is served once another ends; the daemon answers as before afterwards.
+#[test]
+fn connections_past_the_bound_wait_until_one_ends_and_are_then_served() {
+    // Given a daemon serving two connections at once (each may idle for two minutes), and two
+    // connections it answered and that stay open.
+    let served = serve_limited(ConnectionLimits {
+        at_once: 2,
+        head_within: Duration::from_secs(120),
+    });
+    let base = &served.base;
+    let mut holders: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut holder = sent(base, GET_INFO, b"");
+            assert_eq!(answer(&mut holder).status, 200);
+            holder
+        })
+        .collect();
+
+    // When a third connection sends a whole request, then it is not answered while both are
+    // open (its request waits in the listen queue, unread).
+    let mut third = sent(base, GET_INFO, b"");
+    third
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
+    let mut buf = [0u8; 1];
+    match third.read(&mut buf) {
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+        other => panic!("a connection past the bound was served: {other:?}"),
+    }
+
+    // When one of the two ends, then the third is answered.
+    drop(holders.pop());
+    third
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    assert_eq!(answer(&mut third).status, 200);
+
+    // And once it ends too, the daemon answers a request sent as clients send it.
+    drop(third);
+    let info = {
+        let base = base.clone();
+        within(60, "GET /v1/info after", move || {
+            Client::new(&base).unwrap().info()
+        })
+    };
+    assert_eq!(info.unwrap().chain_id, "localnet");
+    drop(holders);
 }

@@ -1,4 +1,4 @@
-//! The Jupiter venue against a loopback server answering `GET /swap/v2/build` with a recorded
+//! The Jupiter venue against a loopback server (the engine's scripted server) answering `GET /swap/v2/build` with a recorded
 //! answer (tests/fixtures/jupiter_build_sol_usdc.json, built from a real mainnet Jupiter swap;
 //! its `_fixture` says how). Jupiter itself is never called: the request the venue sends, the
 //! route it reads, the buyback transaction composed around it and its size are checked here,
@@ -7,13 +7,13 @@
 //! validator, lookup-table substitution among them, and checks nothing was sent).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
+use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use skilltrial_chain::token::{self, TOKEN_PROGRAM_ID};
 use skilltrial_chain::{Pubkey, send};
+use skilltrial_engine::scripted::{Reply, ScriptedServer};
 use skilltrial_runner::buyback::{Burn, Jupiter, Venue, compose};
 use solana_message::{Hash, v0};
 
@@ -30,33 +30,25 @@ fn fixture() -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-/// One request served per connection: `status` and `body`; the request's head is recorded.
-fn serve(status: u16, body: String) -> (String, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}/swap/v2", listener.local_addr().unwrap());
+/// A loopback Jupiter answering every request with `status` and `body`; each request's method,
+/// target and headers are recorded, as one lowercase text per request.
+fn serve(status: u16, body: String) -> (ScriptedServer, Arc<Mutex<Vec<String>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut head = String::new();
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                head.push_str(&line);
-            }
-            log.lock().unwrap().push(head);
-            let answer = format!(
-                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(answer.as_bytes());
+    let server = ScriptedServer::start(move |request| {
+        let mut head = format!("{} {}\r\n", request.method, request.path);
+        for (name, value) in &request.headers {
+            let _ = write!(head, "{name}: {value}\r\n");
         }
-    });
-    (base, seen)
+        log.lock().unwrap().push(head.to_ascii_lowercase());
+        Reply::Verbatim {
+            status,
+            headers: vec![("content-type".to_owned(), "application/json".to_owned())],
+            body: body.clone(),
+        }
+    })
+    .unwrap();
+    (server, seen)
 }
 
 fn route_from(
@@ -78,7 +70,8 @@ fn route_with(
     Result<skilltrial_runner::buyback::Route, String>,
     Vec<String>,
 ) {
-    let (base, seen) = serve(status, body);
+    let (server, seen) = serve(status, body);
+    let base = format!("{}/swap/v2", server.url());
     let jupiter = Jupiter::new(base.parse().unwrap(), key.map(str::to_owned)).unwrap();
     let route = jupiter
         .route(

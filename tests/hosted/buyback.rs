@@ -6,7 +6,6 @@
 //! the runner's account holds with the swap's output; the interval holds the next one back; a
 //! Token-2022 mint's account is created and burned through Token-2022.
 
-use std::io::{BufRead, BufReader, Write};
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
@@ -15,6 +14,7 @@ use skilltrial_chain::outbox::Outbox;
 use skilltrial_chain::send::{Fees, Sender};
 use skilltrial_chain::token::{self, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, WSOL_MINT};
 use skilltrial_chain::{AccountMeta, Instruction, Pubkey, SYSTEM_PROGRAM_ID, venue};
+use skilltrial_engine::scripted::{Reply, ScriptedServer};
 use skilltrial_runner::buyback::{Burn, JUPITER_PROGRAM, LocalPool, Venue, compose};
 use solana_address_lookup_table_interface::instruction as lookup;
 use solana_keypair::Keypair;
@@ -230,30 +230,19 @@ fn token_transfer(from: &Pubkey, to: &Pubkey, owner: &Pubkey, amount: u64) -> In
     }
 }
 
-/// A Jupiter `/build` endpoint on loopback answering, to every request, whatever `answer`
-/// holds at the time.
-fn jupiter_endpoint() -> (String, Arc<Mutex<String>>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}/swap/v2", listener.local_addr().unwrap());
+/// A Jupiter `/build` endpoint on loopback (the engine's scripted server) answering, to every
+/// request, whatever `answer` holds at the time; its base URL. It serves while the server lives.
+fn jupiter_endpoint() -> (ScriptedServer, String, Arc<Mutex<String>>) {
     let answer = Arc::new(Mutex::new(String::new()));
     let served = Arc::clone(&answer);
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
-                line.clear();
-            }
-            let body = served.lock().unwrap().clone();
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
-    (base, answer)
+    let server = ScriptedServer::start(move |_| Reply::Verbatim {
+        status: 200,
+        headers: vec![("content-type".to_owned(), "application/json".to_owned())],
+        body: served.lock().unwrap().clone(),
+    })
+    .unwrap();
+    let base = format!("{}/swap/v2", server.url());
+    (server, base, answer)
 }
 
 /// A `/build` answer for this cluster that passes every instruction check: wrap exactly
@@ -336,7 +325,7 @@ fn hostile_routes_are_refused_before_signing(net: &Localnet, mint: &Pubkey, lamp
     )
     .unwrap();
 
-    let (base, answer) = jupiter_endpoint();
+    let (_jupiter, base, answer) = jupiter_endpoint();
     let honest = localnet_answer(&runner, mint, lamports_in);
     let claims = |table: &Pubkey| {
         let mut a = honest.clone();

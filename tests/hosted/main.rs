@@ -143,6 +143,19 @@ fn localnet_binds_where_told_and_reports_a_crashed_validator() {
     localnet::binds_survives_a_pause_and_reports_a_crash();
 }
 
+/// A settlement refused for good (the Run's deadline passed first; issue #28, point 7). Apart
+/// from the rest: it waits about four minutes for the shortest deadline `submit` accepts.
+#[test]
+fn the_runner_daemon_finalizes_a_run_whose_deadline_passed_before_it_settled() {
+    if std::env::var("SKILLTRIAL_PROGRAM_LAYER").as_deref() == Ok("native") {
+        return;
+    }
+    on_a_validator(&["--no-init"], |net| {
+        refusals::init_config(net);
+        refusals::a_run_past_its_deadline_keeps_what_settled_and_the_daemon_goes_on(net);
+    });
+}
+
 #[test]
 fn an_operator_initializes_the_config_and_hands_over_the_admin_role() {
     if std::env::var("SKILLTRIAL_PROGRAM_LAYER").as_deref() == Ok("native") {

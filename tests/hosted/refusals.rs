@@ -4,12 +4,16 @@
 //! - it offers and accepts only the profiles it can call, and refuses any other before the user
 //!   signs anything;
 //! - a run whose model it can no longer call (restarted without its key) is finalized with every
-//!   trial `not_run` (or `unknown`, the one in flight at a kill) and the escrow comes back whole,
-//!   the user's cancel obeyed meanwhile, `--follow` ending;
+//!   trial `not_run`, reason `not_run_model_unavailable` (or `unknown`, the one in flight at a
+//!   kill), and the escrow comes back whole, the user's cancel obeyed meanwhile (its trials then
+//!   `cancelled`), `--follow` ending;
 //! - a settlement the program refuses for the spending limit pauses dispatch until the limit's
-//!   period ends, then settles and finalizes every executed trial: the run never fails.
+//!   period ends, then settles and finalizes every executed trial: the run never fails;
+//! - a settlement refused because the Run's deadline passed is not charged, nothing more is
+//!   sent, the run is finalized with what settled and its owner takes the rest back, and the
+//!   daemon serves the next run.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -114,6 +118,39 @@ fn follow_to_the_end(
     assert_eq!(last["kind"], "phase", "{last}");
     assert_eq!(last["data"]["phase"], "finalized", "{last}");
     events
+}
+
+/// The operator's profile `id`, served by `server`, and a manifest planned on it for each of
+/// `seeds` (one repetition, a $4 cap): distinct runs of the same user.
+fn planned<const N: usize>(
+    net: &Localnet,
+    id: &str,
+    server: &ScriptedServer,
+    seeds: [&str; N],
+) -> (PathBuf, [String; N]) {
+    let profiles = operator_profile(net, id, server);
+    let manifests = seeds.map(|seed| plan(net, &profiles, id, "1", "4", seed));
+    (profiles, manifests)
+}
+
+/// The model's answer "I do not know.", in Anthropic's wire format, reporting `input` and
+/// `output` tokens of usage.
+fn answered(input: u64, output: u64) -> Reply {
+    let body = serde_json::json!({
+        "id": "msg_fixed_usage",
+        "type": "message",
+        "role": "assistant",
+        "model": "loopback-model",
+        "content": [{"type": "text", "text": "I do not know."}],
+        "stop_reason": "end_turn",
+        "stop_sequence": null,
+        "usage": {"input_tokens": input, "output_tokens": output},
+    });
+    Reply::Verbatim {
+        status: 200,
+        headers: vec![("content-type".to_owned(), "application/json".to_owned())],
+        body: body.to_string(),
+    }
 }
 
 fn submit(net: &Localnet, manifest: &str, url: &url::Url) -> Value {
@@ -237,7 +274,8 @@ pub fn only_the_profiles_it_can_call_are_offered(net: &Localnet) {
 
 /// Regression (walk defect 2): restarted without its model key, the daemon left a registered
 /// run executing for ever — the worker built the provider before it read the run's status, so
-/// the user's cancel did nothing and `--follow` never ended.
+/// the user's cancel did nothing and `--follow` never ended. And (#28, point 6) the trials of
+/// such a run said `cancelled` when nobody had cancelled it: now they say why they were not run.
 pub fn a_run_whose_model_cannot_be_called_is_finalized(net: &Localnet) {
     let released = Arc::new(AtomicBool::new(false));
     let gate = Arc::clone(&released);
@@ -248,26 +286,32 @@ pub fn a_run_whose_model_cannot_be_called_is_finalized(net: &Localnet) {
         Reply::Answer("I do not know.".to_owned())
     })
     .unwrap();
-    let profiles = operator_profile(net, "loopback-held", &server);
-    let manifest = plan(net, &profiles, "loopback-held", "1", "4", "32");
+    let (profiles, manifests) = planned(net, "loopback-held", &server, ["32", "33"]);
     let state = net.dir.path().join("daemon-keyless-state");
     let port = free_port();
     let user = net.user();
     let user_0 = net.balance(&user.pubkey());
 
-    // Given a run registered and its first request in flight, and the daemon killed,
+    // Given two runs registered, each with its first request in flight, and the daemon killed,
     let mut daemon = start_daemon_with(net, port, &state, &profiles, &["--batch", "4"]);
-    let submitted = submit(net, &manifest, &daemon.url);
-    let run = submitted["run"].as_str().unwrap().to_owned();
-    let address: Pubkey = run.parse().unwrap();
-    let escrow = submitted["escrow"]["escrow_lamports"].as_u64().unwrap();
-    let open_fee = net.fee_of(submitted["escrow"]["signature"].as_str().unwrap());
-    let in_flight = wait_requests(&server, 1);
+    let mut runs = Vec::new();
+    let mut fees = 0;
+    for manifest in &manifests {
+        let submitted = submit(net, manifest, &daemon.url);
+        fees += net.fee_of(submitted["escrow"]["signature"].as_str().unwrap());
+        runs.push(submitted["run"].as_str().unwrap().to_owned());
+    }
+    wait_requests(&server, 2);
+    let in_flight: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.attempt.clone().unwrap())
+        .collect();
     daemon.child.kill().unwrap();
     daemon.child.wait().unwrap();
-    // and the user cancelling on-chain,
-    let cancelled = net.cli_json(&net.user_keypair, &["cancel", "--chain", &run]);
-    let cancel_fee = net.fee_of(cancelled["signature"].as_str().unwrap());
+    // and the user cancelling the first on-chain (not the second),
+    let cancelled = net.cli_json(&net.user_keypair, &["cancel", "--chain", &runs[0]]);
+    fees += net.fee_of(cancelled["signature"].as_str().unwrap());
 
     // When the daemon comes back without its model key,
     let log = net.dir.path().join("daemon-keyless.log");
@@ -282,64 +326,72 @@ pub fn a_run_whose_model_cannot_be_called_is_finalized(net: &Localnet) {
             log: Some(&log),
         },
     );
-    // Then `--follow` ends, with the run finalized and its owner told why.
-    let events = follow_to_the_end(
-        net,
-        &daemon,
-        &run,
-        Duration::from_secs(180),
-        "status --remote --follow of a run whose model cannot be called",
-    );
-    assert!(
-        events.iter().any(|e| e["kind"] == "notice"
-            && e["data"]["message"]
-                .as_str()
-                .is_some_and(|m| m.contains("cannot call the run's model")
-                    && m.contains("holds no anthropic key"))),
-        "{events:?}"
-    );
-    let view = remote_status(net, &daemon, &run);
-    assert_eq!(view["phase"], "finalized", "{view}");
-    assert_eq!(view["settled_trials"], 0, "{view}");
+    for (run, reason) in [
+        (&runs[0], "cancelled"),
+        (&runs[1], "not_run_model_unavailable"),
+    ] {
+        // Then `--follow` ends, with the run finalized and its owner told why.
+        let events = follow_to_the_end(
+            net,
+            &daemon,
+            run,
+            Duration::from_secs(180),
+            "status --remote --follow of a run whose model cannot be called",
+        );
+        assert!(
+            events.iter().any(|e| e["kind"] == "notice"
+                && e["data"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("cannot call the run's model")
+                        && m.contains("holds no anthropic key"))),
+            "{events:?}"
+        );
+        let view = remote_status(net, &daemon, run);
+        assert_eq!(view["phase"], "finalized", "{view}");
+        assert_eq!(view["settled_trials"], 0, "{view}");
+
+        // And every trial is `not_run` — `cancelled` in the run its owner cancelled, and
+        // `not_run_model_unavailable` naming why in the other — but the one in flight at the
+        // kill, `unknown` and never charged; the Run is finalized with the report's hash,
+        // nothing settled.
+        let report = download(
+            net,
+            &daemon.url,
+            run,
+            &net.dir.path().join(format!("keyless-report-{reason}")),
+        );
+        assert_eq!(report.trials.len(), 18);
+        let mut unknown = 0;
+        for trial in &report.trials {
+            let last = trial.attempts.last().unwrap();
+            if in_flight.contains(&last.id) {
+                assert_eq!(
+                    last.outcome.map(|o| o.as_str()),
+                    Some("unknown"),
+                    "{trial:?}"
+                );
+                unknown += 1;
+            } else {
+                assert_eq!(trial.outcome.as_str(), "not_run", "{trial:?}");
+                assert_eq!(trial.reasons, [reason], "{trial:?}");
+            }
+        }
+        assert_eq!(unknown, 1, "one request of each run was in flight");
+        let status = net.cli_json(&net.user_keypair, &["chain-status", run]);
+        assert_eq!(status["settled_trials"], 0, "{status}");
+        // And closing returns the whole escrow.
+        let closed = net.cli_json(&net.user_keypair, &["close", run]);
+        fees += net.fee_of(closed["signature"].as_str().unwrap());
+        let address: Pubkey = run.parse().unwrap();
+        assert_eq!(net.balance(&address), 0);
+    }
     assert!(
         std::fs::read_to_string(&log).unwrap().contains(
             "not serving model profile loopback-held: this daemon holds no anthropic key"
         ),
     );
-
-    // And every trial is `not_run` (cancelled), but the one in flight at the kill, `unknown`
-    // and never charged; the Run is finalized with the report's hash, nothing settled.
-    let report = download(
-        net,
-        &daemon.url,
-        &run,
-        &net.dir.path().join("keyless-report"),
-    );
-    assert_eq!(report.trials.len(), 18);
-    for trial in &report.trials {
-        let last = trial.attempts.last().unwrap();
-        if last.id == in_flight {
-            assert_eq!(
-                last.outcome.map(|o| o.as_str()),
-                Some("unknown"),
-                "{trial:?}"
-            );
-        } else {
-            assert_eq!(trial.outcome.as_str(), "not_run", "{trial:?}");
-            assert_eq!(trial.reasons, ["cancelled"], "{trial:?}");
-        }
-    }
-    let status = net.cli_json(&net.user_keypair, &["chain-status", &run]);
-    assert_eq!(status["settled_trials"], 0, "{status}");
-    // And closing returns the whole escrow: the user paid only the transactions.
-    let closed = net.cli_json(&net.user_keypair, &["close", &run]);
-    let close_fee = net.fee_of(closed["signature"].as_str().unwrap());
-    assert_eq!(net.balance(&address), 0);
-    assert_eq!(
-        user_0 - net.balance(&user.pubkey()),
-        open_fee + cancel_fee + close_fee,
-        "the escrow of {escrow} lamports came back whole"
-    );
+    // The user paid only the transactions: both escrows came back whole.
+    assert_eq!(user_0 - net.balance(&user.pubkey()), fees);
     released.store(true, Ordering::SeqCst);
     drop(daemon);
     server.stop();
@@ -348,17 +400,6 @@ pub fn a_run_whose_model_cannot_be_called_is_finalized(net: &Localnet) {
 /// Regression (V2-L5): the daemon marked a run failed on any settle refusal, never finalized it,
 /// never charged its executed trials, and an exhausted spending limit failed every run in turn.
 pub fn a_spent_limit_pauses_dispatch_and_the_run_settles_after(net: &Localnet) {
-    let body = serde_json::json!({
-        "id": "msg_fixed_usage",
-        "type": "message",
-        "role": "assistant",
-        "model": "loopback-model",
-        "content": [{"type": "text", "text": "I do not know."}],
-        "stop_reason": "end_turn",
-        "stop_sequence": null,
-        "usage": {"input_tokens": 100, "output_tokens": 20},
-    })
-    .to_string();
     // When each request arrived (Unix seconds).
     let arrivals = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&arrivals);
@@ -369,11 +410,7 @@ pub fn a_spent_limit_pauses_dispatch_and_the_run_settles_after(net: &Localnet) {
                 .unwrap()
                 .as_secs(),
         );
-        Reply::Verbatim {
-            status: 200,
-            headers: vec![("content-type".to_owned(), "application/json".to_owned())],
-            body: body.clone(),
-        }
+        answered(100, 20)
     })
     .unwrap();
     let profiles = operator_profile(net, "loopback-fixed", &server);
@@ -463,6 +500,160 @@ pub fn a_spent_limit_pauses_dispatch_and_the_run_settles_after(net: &Localnet) {
         user_0 - net.balance(&user.pubkey()),
         18 * TRIAL_USAGE + 18 + open_fee + close_fee
     );
+    drop(daemon);
+    server.stop();
+}
+
+/// Regression (V2-L5, #28 point 7): a settlement the program refuses for good (`DeadlinePassed`:
+/// the Run's deadline came before the daemon could settle what ran) must not abandon the run.
+/// The refused batch is not charged and never sent again, nothing more is sent for the run, the
+/// Run is finalized with what had settled so that its owner takes the rest back, and the daemon
+/// goes on serving other runs. The deadline is the shortest `submit` accepts (4 minutes: one
+/// request's time, the settlement margins and the escrow's landing), so this scenario waits
+/// about that long.
+pub fn a_run_past_its_deadline_keeps_what_settled_and_the_daemon_goes_on(net: &Localnet) {
+    // Answers at once, but the eighth request and those after it wait for `released`.
+    let released = Arc::new(AtomicBool::new(false));
+    let gate = Arc::clone(&released);
+    let seen = Arc::new(Mutex::new(0u32));
+    let counter = Arc::clone(&seen);
+    let server = ScriptedServer::start(move |_| {
+        let nth = {
+            let mut seen = counter.lock().unwrap();
+            *seen += 1;
+            *seen
+        };
+        while nth >= 8 && !gate.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // One input and one output token a trial: far under the spending limit.
+        answered(1, 1)
+    })
+    .unwrap();
+    let (profiles, [late_manifest, other_manifest]) =
+        planned(net, "loopback-late", &server, ["34", "35"]);
+    let state = net.dir.path().join("daemon-late-state");
+    let port = free_port();
+    let user = net.user();
+    let user_0 = net.balance(&user.pubkey());
+
+    // Given a run with the shortest deadline, its first batch of 4 settled, trials 5 to 7
+    // answered but not yet settled, the 8th in flight, and the daemon killed then,
+    let mut daemon = start_daemon_with(net, port, &state, &profiles, &["--batch", "4"]);
+    let late = net.cli_json(
+        &net.user_keypair,
+        &[
+            "submit",
+            "--manifest",
+            &late_manifest,
+            "--runner",
+            daemon.url.as_str(),
+            "--deadline",
+            "4m",
+            "--yes",
+        ],
+    );
+    let run = late["run"].as_str().unwrap().to_owned();
+    let address: Pubkey = run.parse().unwrap();
+    let mut fees = net.fee_of(late["escrow"]["signature"].as_str().unwrap());
+    wait_requests(&server, 8);
+    daemon.child.kill().unwrap();
+    daemon.child.wait().unwrap();
+    released.store(true, Ordering::SeqCst);
+    let before = net.chain.run(&address).unwrap().unwrap().account.run;
+    assert_eq!(
+        before.settled_trials, 4,
+        "the first batch settled before the kill"
+    );
+    let short = &late_manifest[..12];
+    let sent_for_late = || {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.attempt.as_deref().is_some_and(|a| a.starts_with(short)))
+            .count()
+    };
+    assert_eq!(sent_for_late(), 8);
+
+    // When the daemon comes back after the Run's deadline (the cluster's clock),
+    let deadline = before.deadline;
+    let waited = Instant::now();
+    while net.chain.cluster_time().unwrap() <= deadline {
+        assert!(
+            waited.elapsed() < Duration::from_secs(600),
+            "the cluster's clock never passed the deadline {deadline}"
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    let daemon = start_daemon_with(net, port, &state, &profiles, &["--batch", "4"]);
+
+    // Then the run is finalized, its owner told that the refused batch costs nothing,
+    let events = follow_to_the_end(
+        net,
+        &daemon,
+        &run,
+        Duration::from_secs(180),
+        "status --remote --follow of a run past its deadline",
+    );
+    let refused = events
+        .iter()
+        .find(|e| e["kind"] == "notice" && e["data"]["charged"] == false)
+        .unwrap_or_else(|| panic!("no notice of the refused batch: {events:?}"));
+    // (trials 5 to 7; the 8th was in flight at the kill: `unknown`, never charged)
+    assert_eq!(
+        refused["data"]["trials"].as_array().map(Vec::len),
+        Some(3),
+        "{refused}"
+    );
+    assert!(
+        refused["data"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("deadline has passed"),
+        "{refused}"
+    );
+    // nothing more was sent for it, and only the first batch was charged.
+    assert_eq!(sent_for_late(), 8, "a request was sent past the deadline");
+    let after = net.chain.run(&address).unwrap().unwrap().account.run;
+    assert_eq!(
+        (after.settled_trials, after.settle_batches),
+        (4, 1),
+        "{after:?}"
+    );
+    let report = download(net, &daemon.url, &run, &net.dir.path().join("late-report"));
+    let settlement = report.settlement.as_ref().unwrap();
+    assert_eq!(settlement.batches.len(), 1);
+    let charged: u64 = settlement.batches[0]
+        .evidence
+        .iter()
+        .map(|r| r.usage_lamports())
+        .sum();
+    assert_eq!(charged, after.settled_usage);
+    assert_eq!(
+        after.settled_fees, 4,
+        "a fee of 1 lamport for each settled trial"
+    );
+    // And closing returns the rest: the owner paid the first batch and the transactions only.
+    let closed = net.cli_json(&net.user_keypair, &["close", &run]);
+    fees += net.fee_of(closed["signature"].as_str().unwrap());
+    assert_eq!(net.balance(&address), 0);
+    assert_eq!(
+        user_0 - net.balance(&user.pubkey()),
+        after.settled_usage + after.settled_fees + fees
+    );
+
+    // And the daemon goes on: another run is executed, settled whole and finalized.
+    let other = submit(net, &other_manifest, &daemon.url);
+    let other_run = other["run"].as_str().unwrap().to_owned();
+    follow_to_the_end(
+        net,
+        &daemon,
+        &other_run,
+        Duration::from_secs(300),
+        "status --remote --follow of a run after the refused one",
+    );
+    let view = remote_status(net, &daemon, &other_run);
+    assert_eq!(view["settled_trials"], 18, "{view}");
     drop(daemon);
     server.stop();
 }

@@ -239,6 +239,10 @@ pub enum Gate {
     /// Nothing more may be sent now (the check could not be made, or the time left is too
     /// short): the run stops, resumable, as after a Ctrl-C.
     Stop,
+    /// This trial can never be sent (a hosted run whose model its runner cannot call): it
+    /// closes `not_run` with this reason and message, never charged; the gate is asked again
+    /// for the next trial.
+    Close(NotRunReason, String),
 }
 
 /// A check made before every dispatch, outside the journal: the hosted runner re-reads the
@@ -487,6 +491,7 @@ pub fn run(
         let executed = executed_ms();
         let mut cancel_requested = journal.cancel_requested(&run_id)?;
         let mut gate_stop = false;
+        let mut gate_closed = None;
         if !cancel_requested && let Some(gate) = &options.gate {
             match gate() {
                 Gate::Go => {}
@@ -495,6 +500,7 @@ pub fn run(
                     cancel_requested = true;
                 }
                 Gate::Stop => gate_stop = true,
+                Gate::Close(reason, message) => gate_closed = Some((reason, message)),
             }
         }
         let limits = LimitsNow {
@@ -514,7 +520,11 @@ pub fn run(
                     .dispatch_limit
                     .is_some_and(|limit| dispatched_now >= limit),
         };
-        match admit(trial, &money, &manifest.budget, &limits) {
+        let admission = match gate_closed {
+            Some((reason, message)) => Admission::NotRun(reason, message),
+            None => admit(trial, &money, &manifest.budget, &limits),
+        };
+        match admission {
             Admission::Send => {}
             Admission::NotRun(reason, message) => {
                 dispatcher.write_verdict()?;
