@@ -229,6 +229,11 @@ pub struct ServeArgs {
     /// The operator's model profiles file (the built-in profiles are always served).
     #[arg(long, value_name = "FILE")]
     pub profiles: Option<PathBuf>,
+    /// Serve ONLY the built-in scripted demo model (profile `scripted@1`, free, no key, no model
+    /// server): to try the page and the whole hosted lifecycle. The page and every report of
+    /// its runs say the answers are scripted; no real profile is served beside it.
+    #[arg(long, conflicts_with = "profiles")]
+    pub demo_model: bool,
     /// Runs executing at once.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub max_runs: u16,

@@ -236,3 +236,86 @@ fn the_page_plans_the_manifest_the_cli_plans_from_the_same_inputs() {
     let err = skilltrial_web::plan_json(&request.to_string(), &rejected, &drop(&b)).unwrap_err();
     assert!(err.contains("bundle empty was rejected"), "{err}");
 }
+
+/// Issue #29, point 6: on the page the budget cap bounds what leaves the wallet, the runner's
+/// fees included (a 0.000001 SOL cap was accepted beside a 0.0125 SOL escrow).
+#[test]
+fn the_pages_cap_bounds_the_escrow_fees_included_and_a_cap_below_the_fees_is_refused() {
+    let a = workspace_root().join("fixtures/bundles/solana-reader-1.4.2");
+    let b = workspace_root().join("fixtures/bundles/solana-reader-1.5.0");
+    let drop = |root: &Path| {
+        let (paths, lengths, data) = as_dropped(root);
+        skilltrial_web::Dropped::from_folder("dropped", paths, lengths, &data)
+    };
+    let (a, b) = (drop(&a), drop(&b));
+    let request = |cap: &str| {
+        serde_json::json!({
+            "pack": "solana-core@1.0.3",
+            "profile": skilltrial_core::profile::find("claude-sonnet-4-5@2025-09-29", None).unwrap(),
+            "endpoint": "http://127.0.0.1:9/v1",
+            "repetitions": 1,
+            "seed": "7",
+            "cap_sol": cap,
+            "fee_per_trial_lamports": "50000",
+            "usd_micros_per_sol": "150000000",
+            "sol_usd_source": "runner at test",
+            "pinned_at": 1_800_000_000,
+        })
+        .to_string()
+    };
+    let lamports = |v: &Value, field: &str| v[field].as_str().unwrap().parse::<u64>().unwrap();
+
+    // Given a cap that holds the plan: the escrow is the model cap plus the fees, under the cap
+    let page: Value =
+        serde_json::from_str(&skilltrial_web::plan_json(&request("0.05"), &a, &b).unwrap())
+            .unwrap();
+    let escrow = &page["escrow"];
+    let trials = page["planned_trials"].as_u64().unwrap();
+    let per_request = page["per_request_cap_lamports"]
+        .as_str()
+        .unwrap()
+        .parse::<u64>()
+        .unwrap();
+    assert_eq!(lamports(escrow, "fees_lamports"), trials * 50_000);
+    assert_eq!(lamports(escrow, "model_lamports"), trials * per_request);
+    assert_eq!(
+        lamports(escrow, "escrow_lamports"),
+        lamports(escrow, "model_lamports") + lamports(escrow, "fees_lamports")
+    );
+    assert!(
+        lamports(escrow, "escrow_lamports") <= 50_000_000,
+        "{escrow}"
+    );
+    // and the manifest's model budget is what the cap leaves after the fees, at $150/SOL
+    let model_budget = (50_000_000 - trials * 50_000) * 150 / 1_000;
+    assert_eq!(
+        page["cap_usd_micros"].as_str().unwrap(),
+        model_budget.to_string()
+    );
+
+    // When the cap cannot cover the fees plus the program's minimum per-request cap
+    let err = skilltrial_web::plan_json(&request("0.000001"), &a, &b).unwrap_err();
+    // Then it is refused, naming the fees, the minimum and what to give
+    let least = trials * (50_000 + skilltrial_core::hosted::MIN_PER_REQUEST_CAP);
+    assert!(
+        err.contains("cannot cover this run's runner fees")
+            && err.contains("minimum per-request cap")
+            && err.contains(&format!(
+                "give at least {}",
+                skilltrial_web::sol_text(least)
+            )),
+        "{err}"
+    );
+
+    // When the cap covers the fees but not the plan's escrow: refused with the escrow needed
+    let short = skilltrial_web::sol_text(lamports(escrow, "escrow_lamports") - 1);
+    let err =
+        skilltrial_web::plan_json(&request(short.trim_end_matches(" SOL")), &a, &b).unwrap_err();
+    assert!(
+        err.contains(&format!(
+            "give at least {}",
+            escrow["escrow_sol"].as_str().unwrap()
+        )),
+        "{err}"
+    );
+}

@@ -59,7 +59,10 @@ impl Terms {
         let per_request_cap = rate
             .lamports(largest_reserve)
             .map_err(|e| TermsError::Rate(e.to_string()))?;
-        if per_request_cap.0 == 0 {
+        // A free priced model (the daemon's scripted demo model, an operator's own free one)
+        // still escrows the program's minimum per trial: its usage is charged at zero and
+        // comes back. Only a manifest without a price has nothing to bound an escrow by.
+        if per_request_cap.0 == 0 && manifest.budget.price.is_none() {
             return Err(TermsError::NothingToEscrow);
         }
         Ok(Self {

@@ -200,6 +200,10 @@ pub struct OfferedProfile {
     pub profile: skilltrial_core::profile::Profile,
     /// Where this runner sends its requests (scheme, host, port, path): what a manifest pins.
     pub endpoint: String,
+    /// The scripted demo model (`runner serve --demo-model`), not a real model: its manifests
+    /// and reports say `scripted`.
+    #[serde(default)]
+    pub demo: bool,
 }
 
 /// `GET /v1/chain/blockhash`.
@@ -207,6 +211,28 @@ pub struct OfferedProfile {
 pub struct Blockhash {
     pub blockhash: String,
     pub last_valid_block_height: u64,
+    /// The cluster's clock (Unix seconds, the block time of its latest slot): what the program
+    /// judges deadlines by, so the page sets them from it, never from the browser's clock.
+    #[serde(default)]
+    pub cluster_time: i64,
+}
+
+/// `GET /v1/runs/{run}/funds`: where a run's lamports are, read from the chain.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Funds {
+    /// The live Run account's money, or `None` once it is gone.
+    pub account: Option<HeldFunds>,
+}
+
+/// A live Run account's lamports.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HeldFunds {
+    pub escrowed: u64,
+    pub settled_usage: u64,
+    pub settled_fees: u64,
+    /// The account's balance: what is still held (the escrow's remainder) plus its rent, all of
+    /// which returns to the owner on close.
+    pub lamports: u64,
 }
 
 /// `POST /v1/chain/send` body.

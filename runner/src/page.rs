@@ -9,6 +9,7 @@
 //! | `GET /v1/chain/blockhash` | session | a recent blockhash for the wallet's transaction |
 //! | `POST /v1/chain/send` | session | relay a transaction the session's wallet signed |
 //! | `GET /v1/runs/{run}/verification[?anchor=SIG]` | its owner | `verify --run` of its report |
+//! | `GET /v1/runs/{run}/funds` | its owner | its lamports on-chain (escrowed, paid out, held) |
 //!
 //! The page computes the manifest, its hash and the escrow itself (the project's Rust, compiled
 //! to wasm) and builds `run_open` from the committed IDL, so what the wallet signs does not
@@ -108,7 +109,8 @@ pub(crate) fn routes(gates: &Gates) -> Router<Arc<App>> {
             "/v1/chain/send",
             gates.small(Who::Session, MAX_SMALL_BODY, post(send)),
         )
-        .route("/v1/runs/{run}/verification", get(verification));
+        .route("/v1/runs/{run}/verification", get(verification))
+        .route("/v1/runs/{run}/funds", get(funds));
     for (path, kind, bytes) in ASSETS {
         router = router.route(path, get(move || async move { asset(kind, bytes) }));
     }
@@ -158,7 +160,12 @@ async fn offer(State(app): State<Arc<App>>) -> Answer<Response> {
                 if profile.origin != "builtin" {
                     profile.origin = "operator".to_owned();
                 }
-                Some(api::OfferedProfile { profile, endpoint })
+                let demo = app2.profiles.is_demo(&profile.id);
+                Some(api::OfferedProfile {
+                    profile,
+                    endpoint,
+                    demo,
+                })
             })
             .collect();
         let config = app2
@@ -202,12 +209,19 @@ fn unavailable(message: String) -> Failure {
 async fn blockhash(State(app): State<Arc<App>>, headers: HeaderMap) -> Answer<Response> {
     session(&app, &headers, &Method::GET).await?;
     let app2 = Arc::clone(&app);
-    let (blockhash, last_valid_block_height) = blocking(move || app2.chain().latest_blockhash())
-        .await?
-        .map_err(|e| unavailable(e.to_string()))?;
+    let ((blockhash, last_valid_block_height), cluster_time) = blocking(move || {
+        let chain = app2.chain();
+        Ok::<_, skilltrial_chain::rpc::RpcFailure>((
+            chain.latest_blockhash()?,
+            chain.cluster_time()?,
+        ))
+    })
+    .await?
+    .map_err(|e| unavailable(e.to_string()))?;
     Ok(private_json(api::Blockhash {
         blockhash,
         last_valid_block_height,
+        cluster_time,
     }))
 }
 
@@ -318,6 +332,39 @@ async fn send(
     Ok(private_json(relayed))
 }
 
+/// The transaction signature a query parameter `name` holds.
+fn signature_param(name: &str, text: &str) -> Answer<solana_signature::Signature> {
+    text.parse()
+        .map_err(|_| Failure::invalid(format!("{name} `{text}` is not a transaction signature")))
+}
+
+/// Where the run's lamports are, from the chain: the live Run account's escrow, settlements and
+/// balance (all of which its close returns to the owner), or `None` once it is gone.
+async fn funds(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Path(address): Path<String>,
+) -> Answer<Response> {
+    let run = owned(&app, &headers, &address).await?;
+    let app2 = Arc::clone(&app);
+    let funds = blocking(move || -> Answer<api::Funds> {
+        let chain = app2.chain();
+        let key = run.address.parse().map_err(Failure::internal)?;
+        let account = match chain.run(&key) {
+            Ok(live) => live.map(|live| api::HeldFunds {
+                escrowed: live.account.run.escrowed,
+                settled_usage: live.account.run.settled_usage,
+                settled_fees: live.account.run.settled_fees,
+                lamports: live.lamports,
+            }),
+            Err(e) => return Err(unavailable(e.to_string())),
+        };
+        Ok(api::Funds { account })
+    })
+    .await??;
+    Ok(private_json(funds))
+}
+
 #[derive(Debug, serde::Deserialize)]
 struct VerificationQuery {
     anchor: Option<String>,
@@ -355,11 +402,7 @@ async fn verification(
     }
     let anchor = q
         .anchor
-        .map(|s| {
-            s.parse::<solana_signature::Signature>().map_err(|_| {
-                Failure::invalid(format!("anchor `{s}` is not a transaction signature"))
-            })
-        })
+        .map(|s| signature_param("anchor", &s))
         .transpose()?;
     let app2 = Arc::clone(&app);
     let checks = blocking(move || -> Answer<Vec<api::VerifiedCheck>> {

@@ -4,14 +4,25 @@
 //! provider builds. Every other profile (a built-in one whose provider has no key here, above all)
 //! is skipped with its reason, so that no user escrows a run the daemon could never execute.
 //!
+//!
+//! A daemon started with `--demo-model` ([`Profiles::demo_model`]) serves the built-in scripted
+//! model instead, and nothing else: no key, no model server, free usage, every manifest and
+//! report of it marked `scripted`. Never mixed with real profiles, so that no one mistakes its
+//! answers for a model's.
+//!
 //! **Invariant:** nothing here reads or keeps a key's value: only whether one is held, and where.
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use skilltrial_core::profile::{Profile, ProfileError, ProviderKind};
+use skilltrial_engine::demo;
+use skilltrial_engine::engine::Inputs;
 use skilltrial_engine::keys::{self, KeySource};
 use skilltrial_engine::provider;
+use skilltrial_engine::scripted::{Reply, ScriptedServer, ServerRequest};
 
 /// A profile the daemon serves, with the endpoint its runs are pinned to (resolved at start).
 #[derive(Debug, Clone)]
@@ -26,9 +37,108 @@ pub struct Profiles {
     pub served: Vec<ServedProfile>,
     /// `(profile id, why it is not served)`.
     pub skipped: Vec<(String, String)>,
+    /// The scripted demo model, when the daemon serves it (then it is all it serves).
+    pub demo: Option<Arc<DemoModel>>,
+}
+
+/// The scripted demo model of `runner serve --demo-model`: the CLI demo's script, served on a
+/// loopback port of the daemon's own over the OpenAI wire format. The script places each
+/// request by its run's plan, which the worker hands over before the run's first request
+/// ([`DemoModel::prepare`]).
+pub struct DemoModel {
+    server: ScriptedServer,
+    plans: demo::Plans,
+    /// Each prepared run's pack, by the run key the attempt ids carry (12 hex of its hash).
+    packs: Arc<Mutex<HashMap<String, String>>>,
+}
+
+impl std::fmt::Debug for DemoModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DemoModel")
+            .field("url", &self.server.url())
+            .finish_non_exhaustive()
+    }
+}
+
+impl DemoModel {
+    /// Starts the script for every embedded pack on a loopback port.
+    fn start() -> Result<Self, String> {
+        let plans = demo::Plans::default();
+        let mut responders = HashMap::new();
+        for id in skilltrial_core::pack::embedded_ids() {
+            let pack = skilltrial_core::pack::open(&id).map_err(|e| format!("pack {id}: {e}"))?;
+            responders.insert(id, demo::responder(pack, plans.clone()));
+        }
+        let packs: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+        let placed = Arc::clone(&packs);
+        let server = ScriptedServer::start(move |request: &ServerRequest| {
+            let run = request
+                .header(provider::ATTEMPT_HEADER)
+                .and_then(|a| a.split('-').next())
+                .unwrap_or_default();
+            let pack = placed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(run)
+                .cloned();
+            match pack.and_then(|p| responders.get(&p)) {
+                Some(respond) => respond(request),
+                // Never guessed: an error status, so the trial is retried or errs, never scored.
+                None => Reply::Verbatim {
+                    status: 400,
+                    headers: vec![("content-type".to_owned(), "application/json".to_owned())],
+                    body: serde_json::json!({"error": {"type": "invalid_request_error",
+                        "message": format!("scripted demo model: run `{run}` was not prepared")}})
+                    .to_string(),
+                },
+            }
+        })
+        .map_err(|e| format!("the scripted demo model cannot listen on loopback: {e}"))?;
+        Ok(Self {
+            server,
+            plans,
+            packs,
+        })
+    }
+
+    /// Hands the script the plan of the run of `inputs`, before its first request.
+    pub fn prepare(&self, inputs: &Inputs) -> Result<(), String> {
+        let (trials, _) = skilltrial_core::manifest::trials(
+            &inputs.manifest,
+            &inputs.pack,
+            inputs.a.as_ref(),
+            inputs.b.as_ref(),
+        )
+        .map_err(|e| e.to_string())?;
+        let run = inputs.hash.hex();
+        self.plans.add(&run, &trials);
+        self.packs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(run.get(..12).unwrap_or(&run).to_owned(), inputs.pack.id());
+        Ok(())
+    }
 }
 
 impl Profiles {
+    /// The scripted demo model alone (`runner serve --demo-model`): profile `scripted@1`, free,
+    /// on a loopback port of this daemon. A run of it is `scripted` in its manifest and report.
+    pub fn demo_model() -> Result<Self, String> {
+        let model = DemoModel::start()?;
+        let profile = demo::profile(&model.server.url());
+        let endpoint = profile.endpoint().map_err(|e| e.to_string())?;
+        Ok(Self {
+            served: vec![ServedProfile { profile, endpoint }],
+            skipped: Vec::new(),
+            demo: Some(Arc::new(model)),
+        })
+    }
+
+    /// Whether `profile` is the daemon's scripted demo model.
+    pub fn is_demo(&self, profile: &str) -> bool {
+        self.demo.is_some() && self.served.iter().any(|s| s.profile.id == profile)
+    }
+
     /// The built-in profiles and the operator's `file`, each checked with [`callable`] against
     /// the keys this daemon holds (environment or OS keychain).
     pub fn load(file: Option<&Path>) -> Result<Self, String> {
@@ -89,6 +199,12 @@ impl Profiles {
             .map(|s| {
                 let endpoint = skilltrial_core::manifest::endpoint_of(&s.endpoint)
                     .unwrap_or_else(|_| "<endpoint>".to_owned());
+                if self.demo.is_some() {
+                    return format!(
+                        "serving ONLY the scripted demo model {} ({} at {endpoint}, --demo-model): its answers are scripted, not a real model's, and its usage is free",
+                        s.profile.id, s.profile.model
+                    );
+                }
                 let source = match keys::lookup(s.profile.provider).map(|(_, source)| source) {
                     Some(KeySource::Env) => s.profile.provider.key_env().to_owned(),
                     Some(KeySource::Keychain) => "the OS keychain".to_owned(),

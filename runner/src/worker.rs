@@ -90,11 +90,20 @@ pub fn served(
     app: &App,
     m: &manifest::Manifest,
 ) -> Result<skilltrial_core::profile::Profile, String> {
-    if m.model.scripted {
+    // The scripted model runs only on a daemon started with --demo-model, which serves nothing
+    // else; a manifest of its profile says it is scripted, so its report does too.
+    let demo = app.profiles.is_demo(&m.model.profile);
+    if m.model.scripted && !demo {
         return Err(
-            "the manifest pins the scripted demo model; a runner executes real model profiles only"
+            "the manifest pins the scripted demo model; this runner executes real model profiles only (a runner started with --demo-model serves the scripted one)"
                 .to_owned(),
         );
+    }
+    if demo && !m.model.scripted {
+        return Err(format!(
+            "profile `{}` is this runner's scripted demo model: its manifest must say it is scripted (the page marks it)",
+            m.model.profile
+        ));
     }
     let served = app.profiles.find(&m.model.profile)?;
     let (profile, endpoint) = (served.profile.clone(), served.endpoint.clone());
@@ -408,6 +417,9 @@ impl Ctx<'_> {
     fn provider(&self) -> (Box<dyn Provider>, Option<String>) {
         let m = &self.inputs.manifest;
         let built = served(self.app, m).and_then(|_| {
+            if let Some(demo) = &self.app.profiles.demo {
+                demo.prepare(self.inputs)?;
+            }
             skilltrial_engine::provider::for_manifest(m)
                 .map_err(|e| format!("the operator's model key: {e}"))
         });

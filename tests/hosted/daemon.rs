@@ -230,8 +230,12 @@ pub(crate) fn start_daemon_launch(
         ])
         .args(["--bind", &format!("127.0.0.1:{port}"), "--state"])
         .arg(state)
-        .arg("--profiles")
-        .arg(profiles)
+        // `--demo-model` in `extra` serves the scripted model alone: no profiles file beside it.
+        .args(if extra.contains(&"--demo-model") {
+            vec![]
+        } else {
+            vec![std::ffi::OsString::from("--profiles"), profiles.into()]
+        })
         .args(extra)
         .args(["--url", &net.url, "--keypair"])
         .arg(&net.runner_keypair)

@@ -104,6 +104,16 @@ fn the_new_run_page_in_a_real_browser() {
     on_a_validator(&[], page::the_new_run_page_in_a_real_browser);
 }
 
+/// The page against a daemon started with `--demo-model` (issue #29, point 9): no key, no model
+/// server; only the labelled scripted profile is offered, a run completes, its report says so.
+#[test]
+fn the_new_run_page_on_a_demo_model_daemon() {
+    if std::env::var("SKILLTRIAL_PROGRAM_LAYER").as_deref() == Ok("native") {
+        return;
+    }
+    on_a_validator(&[], page::the_page_on_a_demo_model_daemon);
+}
+
 /// The daemon where it cannot do what was asked (issue #28, points 6 and 7): profiles it cannot
 /// call, a model it can no longer call, a settlement refused for the spending limit.
 #[test]

@@ -128,6 +128,7 @@ pub fn the_new_run_page_in_a_real_browser(net: &Localnet) {
     let run_account = dir.join("run-account.json");
     let mut steps: Vec<Value> = Vec::new();
     let mut settled_before_close: Option<u64> = None;
+    let mut held_before_close: Option<u64> = None;
     // A script that never ends is killed after 15 minutes (its stdout then ends and the test
     // fails with what it saw), instead of hanging the suite.
     let (finished_tx, finished_rx) = std::sync::mpsc::channel::<()>();
@@ -162,6 +163,32 @@ pub fn the_new_run_page_in_a_real_browser(net: &Localnet) {
             let address: Pubkey = step["run"].as_str().unwrap().parse().unwrap();
             let run = net.chain.run(&address).unwrap().unwrap().account.run;
             settled_before_close = Some(run.settled_usage + run.settled_fees);
+            held_before_close = Some(net.balance(&address));
+            // The page's "Check it yourself" command works as printed, on this cluster (`-u l`
+            // names the default local port; this validator's URL stands in for it).
+            let printed: Vec<&str> = step["command"].as_str().unwrap().split(' ').collect();
+            assert_eq!(
+                printed[..],
+                [
+                    "skilltrial",
+                    "verify",
+                    &format!("skilltrial-report-{address}.json"),
+                    "--run",
+                    &address.to_string(),
+                    "-u",
+                    "l"
+                ]
+            );
+            let verify = net.cli(
+                &net.user_keypair,
+                &[
+                    "verify",
+                    step["exported"].as_str().unwrap(),
+                    "--run",
+                    printed[4],
+                ],
+            );
+            assert!(verify.status.success(), "verify --run: {}", said(&verify));
             std::fs::write(
                 &run_account,
                 skilltrial_chain::account::to_cli_json(&address, &run).unwrap(),
@@ -191,6 +218,19 @@ pub fn the_new_run_page_in_a_real_browser(net: &Localnet) {
         status.success() && !step("done").is_empty(),
         "the browser test failed (see target/page-screenshots/failure.*): {:?}",
         step("failed")
+    );
+
+    // --- every state walked fits a 390 px phone; a cap below the fees was refused
+    let widths = step("width");
+    assert!(widths.len() >= 10, "{widths:?}");
+    assert!(widths.iter().all(|w| w["width"].as_u64().unwrap() <= 390));
+    assert!(
+        step("cap-refused")[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot cover this run's runner fees"),
+        "{:?}",
+        step("cap-refused")
     );
 
     // --- the hostile ZIP: the page listed exactly the CLI's rejection codes
@@ -268,6 +308,26 @@ pub fn the_new_run_page_in_a_real_browser(net: &Localnet) {
     // --- the cancelled run stopped early
     let first: Pubkey = opened[0]["run"].as_str().unwrap().parse().unwrap();
     let first_run = net.chain.run(&first).unwrap().unwrap().account.run;
+    // and its escrow is what the page showed before the signature: model cap plus fees
+    let shown = &opened[0]["escrow"]["lamports"];
+    let lamports = |field: &str| shown[field].as_str().unwrap().parse::<u64>().unwrap();
+    assert_eq!(first_run.escrowed, lamports("escrow"), "{shown}");
+    assert_eq!(
+        lamports("model"),
+        first_run.per_request_cap * u64::from(first_run.planned_trials)
+    );
+    assert_eq!(
+        lamports("fees"),
+        first_run.fee_per_trial * u64::from(first_run.planned_trials)
+    );
+    assert!(lamports("escrow") <= lamports("cap"));
+    // Its deadline is said in cluster time.
+    assert!(
+        step("cancelled-finalized")[0]["deadline"]
+            .as_str()
+            .unwrap()
+            .contains("UTC (cluster time)")
+    );
     assert!(
         usize::from(first_run.settled_trials) < usize::from(first_run.planned_trials),
         "the cancel stopped the run: {} of {} settled",
@@ -312,6 +372,109 @@ pub fn the_new_run_page_in_a_real_browser(net: &Localnet) {
         first_held + first_out + second_out + signed * 5_000,
         "the wallet's spend, to the lamport"
     );
+    // --- the finish showed what the Run held, and after the close what came back, to the lamport
+    let held = held_before_close.expect("the finished run was read before its close");
+    assert_eq!(step("finished")[0]["held"], held.to_string());
+    assert_eq!(step("closed")[0]["returned"], held.to_string());
     drop(daemon);
     server.stop();
+}
+
+/// A daemon started with `--demo-model` (no key, no model server): the page offers only the
+/// labelled scripted profile, one run goes to the end, and its report says it is scripted.
+pub fn the_page_on_a_demo_model_daemon(net: &Localnet) {
+    let shots = skilltrial_e2e::workspace_root().join("target/page-screenshots/demo");
+    let _ = std::fs::remove_dir_all(&shots);
+    let state = net.dir.path().join("demo-daemon-state");
+    let port = free_port();
+    let unused = net.dir.path().join("no-profiles.toml");
+    let daemon = start_daemon_with(
+        net,
+        port,
+        &state,
+        &unused,
+        &["--demo-model", "--batch", "6"],
+    );
+    let wallet = Keypair::new();
+    let user = net.user();
+    net.send_as(
+        &user,
+        "fund the demo wallet",
+        &[system_transfer(
+            &user.pubkey(),
+            &wallet.pubkey(),
+            1_000_000_000,
+        )],
+    )
+    .unwrap();
+    let root = skilltrial_e2e::workspace_root();
+    let bytes = wallet.to_bytes();
+    let config = net.dir.path().join("demo-config.json");
+    std::fs::write(
+        &config,
+        json!({
+            "mode": "demo",
+            "url": daemon.url.as_str(),
+            "seed": &bytes[..32],
+            "publicKey": wallet.pubkey().to_bytes(),
+            "address": wallet.pubkey().to_string(),
+            "chromium": chromium(),
+            "shots": shots,
+            "bundleA": root.join("fixtures/bundles/solana-reader-1.4.2"),
+            "bundleBFolder": root.join("fixtures/bundles/solana-reader-1.5.0"),
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = Command::new("node")
+        .arg("tests/e2e.mjs")
+        .arg(&config)
+        .current_dir(root.join("web"))
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start node (scripts/web.sh installs it): {e}"));
+    let steps: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        .collect();
+    let step = |name: &str| steps.iter().find(|s| s["step"] == name).cloned();
+    #[allow(clippy::print_stderr)]
+    for s in &steps {
+        eprintln!("demo page: {s}");
+    }
+    assert!(
+        out.status.success() && step("done").is_some(),
+        "the demo walk failed (see target/page-screenshots/demo/failure.*): {:?}",
+        step("failed")
+    );
+    let opened = step("opened").unwrap();
+    let finished = step("finished").unwrap();
+    // The run went to the end on the chain, at the escrow shown, charging no usage
+    let address: Pubkey = finished["run"].as_str().unwrap().parse().unwrap();
+    let run = net.chain.run(&address).unwrap().unwrap().account.run;
+    assert!(
+        matches!(
+            run.status,
+            skilltrial_chain::account::RunStatus::Finalized { .. }
+        ),
+        "{:?}",
+        run.status
+    );
+    assert_eq!(run.settled_trials, run.planned_trials);
+    assert_eq!(run.settled_usage, 0, "the scripted model is free");
+    assert_eq!(
+        run.escrowed.to_string(),
+        opened["escrow"]["lamports"]["escrow"].as_str().unwrap()
+    );
+    // and its report says the answers came from the scripted model
+    assert_eq!(finished["scripted"], true, "{finished}");
+    assert!(
+        finished["banner"]
+            .as_str()
+            .unwrap()
+            .contains("scripted model"),
+        "{finished}"
+    );
+    drop(daemon);
 }

@@ -19,7 +19,8 @@ export interface Profile {
 }
 
 export interface Offer {
-  profiles: { profile: Profile; endpoint: string }[];
+  /// `demo`: the runner's scripted demo model (`runner serve --demo-model`), not a real model.
+  profiles: { profile: Profile; endpoint: string; demo?: boolean }[];
   packs: string[];
   fee_per_trial_lamports: number;
   default_deadline_secs: number;
@@ -55,6 +56,18 @@ export interface Progress {
   counts: Record<string, number>;
   spent: number;
   reserved: number;
+}
+
+/// `GET /v1/chain/blockhash`: `cluster_time` is the chain's clock (Unix seconds).
+export interface Blockhash {
+  blockhash: string;
+  last_valid_block_height: number;
+  cluster_time: number;
+}
+
+/// `GET /v1/runs/{run}/funds`, lamports read from the chain (`null` once the Run is gone).
+export interface Funds {
+  account: { escrowed: number; settled_usage: number; settled_fees: number; lamports: number } | null;
 }
 
 export interface Checked {

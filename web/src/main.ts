@@ -9,7 +9,6 @@
 import type { Wallet, WalletAccount } from "@wallet-standard/base";
 import init, {
   Dropped,
-  escrow as escrowOf,
   from_base64,
   money,
   open_transaction,
@@ -24,7 +23,9 @@ import {
   ApiError,
   call,
   post,
+  type Blockhash,
   type Checked,
+  type Funds,
   type Info,
   type Offer,
   type Progress,
@@ -78,7 +79,19 @@ interface Planned {
   per_request_cap_lamports: string;
   usd_micros_per_sol: string;
   cap_usd_micros: string | null;
-  /// Set by the page: the escrow shown, with the runner's fee.
+  scripted: boolean;
+  /// What leaves the wallet: the model cap plus the runner's fees, under the budget cap.
+  escrow: {
+    cap_lamports: string;
+    model_lamports: string;
+    fees_lamports: string;
+    escrow_lamports: string;
+    cap_sol: string;
+    model_sol: string;
+    fees_sol: string;
+    escrow_sol: string;
+  };
+  /// Set by the page: the escrow shown.
   escrow_lamports: string;
 }
 
@@ -105,7 +118,23 @@ const state: {
   run?: string;
   events?: EventSource;
   finished: boolean;
-} = { dropped: {}, seed: pending.seed ?? randomSeed(), finished: false };
+  /// A run of this wallet still executing (not finalized, failed or closed): while there is
+  /// one, no second escrow is one click away.
+  live: string | null;
+  /// Runs this page closed (the runner may list them until it notices).
+  closed: Set<string>;
+} = { dropped: {}, seed: pending.seed ?? randomSeed(), finished: false, live: null, closed: new Set() };
+
+/// The `-u` moniker of the runner's cluster, for the commands the page prints.
+function cluster(): string {
+  const id = state.info?.chain_id ?? "";
+  return { localnet: "l", devnet: "d", testnet: "t", mainnet: "m" }[id] ?? id;
+}
+
+/// Unix seconds of the cluster's clock as a date, said as such.
+function clusterDate(secs: number): string {
+  return `${new Date(secs * 1000).toISOString().replace("T", " ").slice(0, 16)} UTC (cluster time)`;
+}
 
 function randomSeed(): string {
   const words = new Uint32Array(2);
@@ -144,7 +173,13 @@ async function start(): Promise<void> {
   // The operator's own profiles first: the built-in ones follow.
   state.offer.profiles.sort((x, y) => Number(x.profile["origin"] === "builtin") - Number(y.profile["origin"] === "builtin"));
   for (const offered of state.offer.profiles) {
-    select.append(el("option", { value: offered.profile.id }, `${offered.profile.id} (${offered.profile.model})`));
+    const label = offered.demo
+      ? `${offered.profile.id}: DEMO, scripted answers, not a real model (free)`
+      : `${offered.profile.id} (${offered.profile.model})`;
+    select.append(el("option", { value: offered.profile.id }, label));
+  }
+  if (state.offer.profiles.some((p) => p.demo)) {
+    say("demo-note", "This runner serves only SkillTrial's scripted demo model (runner serve --demo-model): its answers are scripted, not a real model's, and every report of its runs says so. Use it to try the page; its results say nothing about any model.");
   }
   if (state.offer.profiles.length === 0) {
     say("plan-error", "This runner offers no priced model profile, so no hosted run can be planned here.");
@@ -165,20 +200,52 @@ async function start(): Promise<void> {
 /// The signed-in wallet's runs (the session cookie outlives a reload), and the run the address
 /// names (`#run=<address>`), watched again.
 async function showMyRuns(): Promise<void> {
+  const runs = await listRuns();
+  const named = /^#run=(\w+)$/.exec(location.hash)?.[1];
+  if (named && runs.some((r) => r.run === named)) watch(named);
+}
+
+/// Lists the signed-in wallet's runs (after every open, cancel, finalize and close); a run
+/// still executing keeps the approval locked.
+async function listRuns(): Promise<RunView[]> {
   const signedIn = await call<{ address: string | null }>("/v1/auth/session");
-  if (signedIn.address === null) return; // not signed in yet: nothing to show
+  if (signedIn.address === null) return []; // not signed in yet: nothing to show
   const runs = await call<RunView[]>("/v1/runs");
   const list = $("my-runs-list");
   list.replaceChildren(
     ...runs.map((r) => {
       const button = el("button", { type: "button" }, `Watch ${r.run.slice(0, 8)}…`);
       button.addEventListener("click", () => watch(r.run));
-      return el("li", {}, button, ` ${r.phase} · ${r.progress ? `${r.progress.done} of ${r.progress.total} done` : "not started"} · manifest ${r.manifest.slice(0, 12)}…`);
+      const phase = state.closed.has(r.run) ? "closed" : r.phase;
+      const done = r.progress ? `${r.progress.done} of ${r.progress.total} done` : "not started";
+      return el("li", { "data-run": r.run, "data-phase": phase }, button, ` ${phase} · ${done} · deadline ${clusterDate(r.deadline)}`);
     }),
   );
   $("my-runs").hidden = runs.length === 0;
-  const named = /^#run=(\w+)$/.exec(location.hash)?.[1];
-  if (named && runs.some((r) => r.run === named)) watch(named);
+  const live = runs.find((r) => isLive(r.run, r.phase));
+  setLive(live ? live.run : state.live !== null && runs.some((r) => r.run === state.live && isLive(r.run, r.phase)) ? state.live : null);
+  return runs;
+}
+
+function refreshRuns(): void {
+  void listRuns().catch((e: unknown) => say("fatal", `Your runs could not be listed: ${reason(e)}. Reload to try again.`));
+}
+
+function isLive(run: string, phase: string): boolean {
+  return !state.closed.has(run) && !["finalized", "failed", "closed"].includes(phase);
+}
+
+/// Locks (or unlocks) the approval while a run is live, saying why.
+function setLive(run: string | null): void {
+  state.live = run;
+  const button = $<HTMLButtonElement>("approve");
+  if (run !== null) {
+    button.disabled = true;
+    say("live-note", `Run ${run} is still live: wait until it is finalized (or cancel it below) before approving another escrow.`);
+  } else {
+    button.disabled = state.planned === undefined;
+    say("live-note", null);
+  }
 }
 
 function showWallets(wallets: readonly Wallet[]): void {
@@ -432,6 +499,8 @@ function replan(): void {
           repetitions: reps,
           seed: state.seed,
           cap_sol: cap === "" ? null : cap,
+          fee_per_trial_lamports: String(state.offer.fee_per_trial_lamports),
+          scripted: offered.demo === true,
           usd_micros_per_sol: rate(),
           sol_usd_source: `the runner's rate at ${state.info.origin}`,
           pinned_at: pinnedAt,
@@ -446,19 +515,19 @@ function replan(): void {
     return;
   }
   state.pinnedAt = pinnedAt;
-  const escrow = JSON.parse(
-    escrowOf(planned.per_request_cap_lamports, String(state.offer.fee_per_trial_lamports), planned.planned_trials),
-  ) as { lamports: string; sol: string };
-  planned.escrow_lamports = escrow.lamports;
+  const escrow = planned.escrow;
+  planned.escrow_lamports = escrow.escrow_lamports;
   state.planned = planned;
-  $<HTMLButtonElement>("approve").disabled = false;
+  setLive(state.live);
   $("p-trials").textContent = `${planned.trials} (${planned.pack}: baseline, A and B × tasks × ${reps})`;
   $("p-requests").textContent = String(planned.max_requests);
   $("p-tokens").textContent = `${planned.max_input_tokens} input, ${planned.max_output_tokens} output`;
   $("p-upper").textContent = moneyText(planned.upper_cost_usd_micros);
-  $("p-cap").textContent = moneyText(planned.cap_usd_micros);
-  $("p-escrow").textContent = `${escrow.sol}: ${planned.planned_trials} trials × (${sol(planned.per_request_cap_lamports)} cap + ${sol(String(state.offer.fee_per_trial_lamports))} fee). What is not used comes back.`;
-  $("p-deadline").textContent = `${Math.round(state.offer.default_deadline_secs / 3600)} h after the escrow lands; after it, you can take back everything still held.`;
+  $("p-cap").textContent = `${escrow.cap_sol}, fees included: the escrow fits under it; the model may spend ${moneyText(planned.cap_usd_micros)} of it`;
+  $("p-escrow").textContent = `${escrow.escrow_sol} (${escrow.escrow_lamports} lamports): what your wallet sends now, besides the transaction fee; what is not used comes back`;
+  $("p-model").textContent = `${escrow.model_sol}: ${planned.planned_trials} trials × ${sol(planned.per_request_cap_lamports)}, the most one trial's usage may be charged${planned.scripted ? " (the scripted demo model charges none)" : ""}`;
+  $("p-fees").textContent = `${escrow.fees_sol}: ${planned.planned_trials} trials × ${sol(String(state.offer.fee_per_trial_lamports))}, charged per executed trial`;
+  $("p-deadline").textContent = `${Math.round(state.offer.default_deadline_secs / 3600)} h after the escrow is signed, by the cluster's clock (not this browser's); after it, you can take back everything still held.`;
   $("p-hash").textContent = planned.hash;
   out.hidden = false;
 }
@@ -488,6 +557,10 @@ async function approve(): Promise<void> {
   const planned = state.planned;
   const { a, b } = state.dropped;
   if (!planned || !a || !b || !state.info || !state.offer) return;
+  if (state.live !== null) {
+    setLive(state.live);
+    return;
+  }
   // The runner takes a rate pinned within its maximum age: a plan left open longer is planned
   // again (a new hash) and shown before anything is signed.
   const age = Math.floor(Date.now() / 1000) - (state.pinnedAt ?? 0);
@@ -586,7 +659,10 @@ async function approve(): Promise<void> {
     current = "open";
     step(current, "active", "approve it in your wallet");
     rememberPending();
-    const { blockhash } = await call<{ blockhash: string }>("/v1/chain/blockhash");
+    const { blockhash, cluster_time: clusterNow } = await call<Blockhash>("/v1/chain/blockhash");
+    // The program judges the deadline by the cluster's clock, which may differ from this
+    // browser's: it is set from the chain's.
+    const deadlineAt = clusterNow + deadlineSecs;
     const built = JSON.parse(
       open_transaction(
         JSON.stringify({
@@ -596,7 +672,7 @@ async function approve(): Promise<void> {
           per_request_cap_lamports: planned.per_request_cap_lamports,
           fee_per_trial_lamports: String(terms.fee_per_trial_lamports),
           runner: state.info.runner,
-          deadline: Math.floor(Date.now() / 1000) + deadlineSecs,
+          deadline: deadlineAt,
           blockhash,
         }),
       ),
@@ -607,8 +683,7 @@ async function approve(): Promise<void> {
     if (built.escrow_lamports !== planned.escrow_lamports) {
       throw new Error(`the escrow built is ${built.escrow_lamports} lamports, not the ${planned.escrow_lamports} shown`);
     }
-    const deadline = new Date((Math.floor(Date.now() / 1000) + deadlineSecs) * 1000).toLocaleString();
-    step(current, "active", `approve it in your wallet: ${built.escrow_sol}, deadline ${deadline}`);
+    step(current, "active", `approve it in your wallet: ${built.escrow_sol}, deadline ${clusterDate(deadlineAt)}`);
     const sent = await signAndSend(wallet, account, state.chain ?? "", from_base64(built.transaction), "The escrow", (signed) => {
       escrowSigned = true;
       return relay(signed);
@@ -620,10 +695,12 @@ async function approve(): Promise<void> {
     const view = await registerWhenLanded(hash);
     step(current, "done", `run ${view.run} is ${view.phase}`);
     forgetPending();
+    setLive(view.run);
     // The next plan is another manifest, even with the same inputs.
     state.seed = randomSeed();
     replan();
     watch(view.run);
+    refreshRuns();
   } catch (e) {
     step(current, "failed", reason(e));
     let message: string;
@@ -639,7 +716,7 @@ async function approve(): Promise<void> {
       message = `${reason(e)}. Nothing was escrowed.`;
     }
     say("sign-error", message);
-    approveButton.disabled = false;
+    setLive(state.live);
     approveButton.focus();
   } finally {
     for (const part of frozen) part.inert = false;
@@ -718,6 +795,9 @@ function watch(run: string): void {
   $<HTMLButtonElement>("anchor").disabled = false;
   $<HTMLButtonElement>("close").disabled = false;
   $("f-closed").textContent = "";
+  $("f-returned").textContent = "";
+  $("f-funds").textContent = "";
+  $("w-deadline").textContent = "—";
   $("verification").removeAttribute("data-shown");
   state.run = run;
   // A reload comes back to the run.
@@ -756,6 +836,9 @@ function watch(run: string): void {
 
 function showView(view: RunView): void {
   showPhase(view.phase, view.detail);
+  $("w-deadline").textContent = `${clusterDate(view.deadline)}: the chain's clock decides; after it, you can take back everything still held`;
+  if (isLive(view.run, view.phase)) setLive(view.run);
+  else if (state.live === view.run) setLive(null);
   if (view.progress) showProgress(view.progress);
   if (view.phase === "finalized") void finish();
 }
@@ -813,12 +896,14 @@ function onEvent(kind: string, raw: string): void {
         state.events?.close();
         state.finished = true;
         $<HTMLButtonElement>("cancel").disabled = true;
+        if (state.live === state.run) setLive(null);
+        refreshRuns();
         if (phase === "finalized") void finish();
       }
       break;
     }
     case "notice":
-      addEvent(`${time} · ${String(d["message"])}`);
+      addNotice(time, String(d["message"]));
       break;
   }
 }
@@ -827,6 +912,28 @@ function addEvent(text: string): void {
   const list = $("events");
   list.append(el("li", {}, text));
   list.scrollTop = list.scrollHeight;
+}
+
+/// A notice; the same notice again (the runner says "waiting for the settlement to be
+/// finalized…" every few seconds) updates its one line, moved to the end, instead of adding
+/// another.
+function addNotice(time: string, message: string): void {
+  const list = $("events");
+  const seen = Array.from(list.children).find((li) => (li as HTMLElement).dataset["notice"] === message) as
+    | HTMLElement
+    | undefined;
+  if (seen) {
+    const times = Number(seen.dataset["times"] ?? "1") + 1;
+    seen.dataset["times"] = String(times);
+    seen.textContent = `${seen.dataset["first"] ?? time} · ${message} (×${times}, last at ${time})`;
+    list.append(seen);
+    list.scrollTop = list.scrollHeight;
+    return;
+  }
+  addEvent(`${time} · ${message}`);
+  const added = $("events").lastElementChild as HTMLElement;
+  added.dataset["notice"] = message;
+  added.dataset["first"] = time;
 }
 
 async function userTransaction(request: Record<string, unknown>, what: string): Promise<string> {
@@ -846,6 +953,7 @@ async function cancelRun(): Promise<void> {
   try {
     const signature = await userTransaction({ cancel: state.run }, "The cancel");
     addEvent(`cancelled on-chain (${signature}): no new trial starts; what ran is settled and the rest comes back`);
+    refreshRuns();
   } catch (e) {
     say("watch-error", `${reason(e)}. The run goes on; cancel again if you still want to.`);
     button.disabled = false;
@@ -871,11 +979,12 @@ async function finish(): Promise<void> {
   const json = $<HTMLAnchorElement>("export-json");
   json.href = `/v1/runs/${run}/report.json`;
   json.download = `skilltrial-report-${run}.json`;
-  $("verify-cmd").textContent = `skilltrial verify skilltrial-report-${run}.json --run ${run}`;
+  $("verify-cmd").textContent = verifyCommand(run);
   try {
     const view = await call<RunView>(`/v1/runs/${run}`);
     if (state.run !== run) return;
     $("f-summary").textContent = `Finalized: ${view.settled_trials} trials settled in ${view.settle_batches} batches; report ${view.report_hash ?? "?"}.`;
+    await showFunds(run);
     await verify();
   } catch (e) {
     if (state.run === run) say("finish-error", `The finished run could not be read: ${reason(e)}. Reload the page to try again.`);
@@ -932,18 +1041,56 @@ async function anchorReport(): Promise<void> {
   }
 }
 
+/// `skilltrial verify` of the exported report against the run, on the runner's cluster: it
+/// works as printed, before the close and after it (then from the chain's history).
+function verifyCommand(run: string): string {
+  return `skilltrial verify skilltrial-report-${run}.json --run ${run} -u ${cluster()}`;
+}
+
+/// The run's money as the chain holds it: escrowed, paid out, and what is still held (which
+/// the close returns).
+async function showFunds(run: string): Promise<void> {
+  const funds = await call<Funds>(`/v1/runs/${run}/funds`);
+  if (state.run !== run) return;
+  const held = funds.account;
+  $("f-funds").textContent = held
+    ? `On-chain: ${sol(String(held.escrowed))} escrowed; ${sol(String(held.settled_usage))} paid for usage; ${sol(String(held.settled_fees))} in runner fees; ${sol(String(held.lamports))} (${held.lamports} lamports) still held in the Run account, its rent included: all of it returns to your wallet when you take back the remainder.`
+    : "The Run account is no longer on the cluster (closed, or refunded after its deadline).";
+}
+
 async function closeRun(): Promise<void> {
   if (!state.run) return;
+  const run = state.run;
   const button = $<HTMLButtonElement>("close");
   button.disabled = true;
   say("finish-error", null);
   try {
-    const signature = await userTransaction({ close: state.run }, "Closing the run");
-    $("f-closed").textContent = `Closed in transaction ${signature}: the remainder and the Run account's rent are back in your wallet. The Run account is gone, so the check against it above no longer runs.`;
+    // What the Run holds just before its close is what the close returns (all of it).
+    const before = await call<Funds>(`/v1/runs/${run}/funds`);
+    const signature = await userTransaction({ close: run }, "Closing the run");
+    state.closed.add(run);
+    refreshRuns();
+    $("f-closed").textContent = `Closed in transaction ${signature}. The Run account is gone, so the page's check against it above no longer runs; the command below still verifies the report, from the chain's history.`;
+    void showReturned(run, before);
   } catch (e) {
     say("finish-error", `${reason(e)}. Nothing was closed; the remainder stays in the Run until you close it.`);
     button.disabled = false;
     button.focus();
+  }
+}
+
+/// What the close returned to the wallet: the Run account's whole balance, read from the chain
+/// just before the close, once the chain shows the account gone.
+async function showReturned(run: string, before: Funds): Promise<void> {
+  try {
+    const after = await call<Funds>(`/v1/runs/${run}/funds`);
+    if (state.run !== run || !before.account) return;
+    $("f-returned").textContent =
+      after.account === null
+        ? `Returned to your wallet: ${sol(String(before.account.lamports))} (${before.account.lamports} lamports), the Run account's whole balance on the chain just before the close; the account is now gone.`
+        : `The cluster still shows the Run account holding ${after.account.lamports} lamports: reload in a moment.`;
+  } catch (e) {
+    if (state.run === run) $("f-returned").textContent = `The run is closed; what it returned could not be read (${reason(e)}): your wallet's history shows it.`;
   }
 }
 

@@ -4,6 +4,10 @@
 // then signed; the trials watched live; a cancel midway; then a second run to the end: the
 // report opened and exported, anchored by the wallet, verified on-chain in the page.
 //
+// The whole walk is on a 390 px wide phone screen: at every screenshot the page is no wider.
+// With `"mode": "demo"` it walks a daemon started with --demo-model instead: only the labelled
+// scripted demo profile is offered, one run completes, and its report says it is scripted.
+//
 // `node tests/e2e.mjs <config.json>`, run by the Rust test tests/hosted/page.rs, which starts
 // the validator, the daemon and the model server, checks the chain afterwards, and paces the
 // model server by the lines this script prints on stdout (one JSON object per line).
@@ -39,7 +43,9 @@ const browser = await chromium.launch({
     "--disable-sync",
   ],
 });
-const context = await browser.newContext({ viewport: { width: 1200, height: 900 }, acceptDownloads: true });
+// A phone's screen (an iPhone 14's CSS width).
+const PHONE = 390;
+const context = await browser.newContext({ viewport: { width: PHONE, height: 844 }, acceptDownloads: true });
 await context.addInitScript({
   content: `globalThis.__testWalletConfig = ${JSON.stringify({
     seed: config.seed,
@@ -58,16 +64,111 @@ page.on("console", (m) => {
   if (m.type() === "error") problems.push(`console error: ${m.text()}`);
 });
 
+// Every state the walk shows fits the phone: nothing scrolls sideways.
 async function snap(name) {
   shot += 1;
   const path = join(config.shots, `${String(shot).padStart(2, "0")}-${name}.png`);
   await page.screenshot({ path, fullPage: true });
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  check(width <= PHONE, `${name}: the page is ${width} px wide on a ${PHONE} px screen`);
+  said({ step: "width", name, width });
   return path;
 }
 
 const text = (selector) => page.locator(selector).innerText();
 
 try {
+  if (config.mode === "demo") {
+    await demo();
+  } else {
+    await quickstart();
+  }
+  check(problems.length === 0, `the page logged no error: ${problems.join("; ")}`);
+  said({ step: "done", signed: await page.evaluate(() => globalThis.__testWallet.signed.length) });
+} catch (e) {
+  try {
+    await snap("failure");
+  } catch {}
+  writeFileSync(join(config.shots, "failure.txt"), `${e.stack ?? e}\n${problems.join("\n")}\n`);
+  said({ step: "failed", error: String(e.message ?? e), problems });
+  process.exitCode = 1;
+} finally {
+  stdin.close();
+  process.stdin.destroy();
+  await browser.close();
+}
+
+/// Both versions as folders (the directory pickers).
+async function pickBoth() {
+  const [chooserA] = await Promise.all([page.waitForEvent("filechooser"), page.locator("#dir-a-btn").click()]);
+  await chooserA.setFiles(config.bundleA);
+  const [chooserB] = await Promise.all([page.waitForEvent("filechooser"), page.locator("#dir-b-btn").click()]);
+  await chooserB.setFiles(config.bundleBFolder);
+}
+
+/// The escrow's parts as the plan shows them, in lamports.
+async function escrowShown() {
+  const lamports = (t) => {
+    const [whole, frac = ""] = t.match(/^([\d.]+) SOL/)[1].split(".");
+    return BigInt(whole) * 1_000_000_000n + BigInt(frac.padEnd(9, "0"));
+  };
+  const shown = { escrow: await text("#p-escrow"), model: await text("#p-model"), fees: await text("#p-fees"), cap: await text("#p-cap") };
+  const [escrow, model, fees, cap] = [shown.escrow, shown.model, shown.fees, shown.cap].map(lamports);
+  check(escrow === model + fees, `the escrow is the model cap plus the runner fees: ${JSON.stringify(shown)}`);
+  check(escrow <= cap, `the escrow fits under the budget cap: ${JSON.stringify(shown)}`);
+  return { ...shown, lamports: { escrow: String(escrow), model: String(model), fees: String(fees), cap: String(cap) } };
+}
+
+/// A daemon with --demo-model: one labelled profile, a run to the end, a labelled report.
+async function demo() {
+  await page.goto(config.url);
+  await page.getByRole("button", { name: "Connect SkillTrial Test Wallet" }).click();
+  await page.locator("#wallet-status", { hasText: config.address }).waitFor();
+  const options = await page.locator("#profile option").allInnerTexts();
+  check(options.length === 1 && /DEMO, scripted answers, not a real model/.test(options[0]), `only the labelled demo profile is offered: ${options.join(" | ")}`);
+  const note = await text("#demo-note");
+  check(/scripted demo model/.test(note), `the page says the runner serves the scripted demo model: ${note}`);
+  await pickBoth();
+  await page.fill("#reps", "1");
+  await page.fill("#cap", "0.05");
+  await page.locator("#plan-out").waitFor();
+  const escrow = await escrowShown();
+  await snap("demo-planned");
+  await page.locator("#approve").click();
+  await page.locator("#watch-section").waitFor({ timeout: 180_000 });
+  const run = await text("#w-run");
+  said({ step: "opened", run, hash: await text("#p-hash"), escrow, options, note });
+  await page.locator("#finish-section").waitFor({ timeout: 300_000 });
+  await page.locator("#verification li.ok", { hasText: "Run account" }).waitFor({ timeout: 120_000 });
+  await snap("demo-finished");
+  const report = await page.evaluate(async (r) => (await fetch(`/v1/runs/${r}/report.json`)).json(), run);
+  const [html] = await Promise.all([context.waitForEvent("page"), page.locator("#open-report").click()]);
+  await html.waitForLoadState();
+  const banner = await html.locator(".banner").first().innerText();
+  check(/Scripted model/.test(banner), `the report says its answers are scripted: ${banner}`);
+  await html.setViewportSize({ width: PHONE, height: 844 });
+  await html.close();
+  said({ step: "finished", run, scripted: report.comparability?.model?.scripted, model_label: report.comparability?.model_label ?? null, banner, outcomes: await text("#w-outcomes") });
+}
+
+/// While `run` is live the approval is locked, and says why.
+async function liveLocked(run) {
+  check(await page.locator("#approve").isDisabled(), "no second Approve and sign while a run is live");
+  const note = await text("#live-note");
+  check(note.includes(run) && /still live/.test(note), `the page says why: ${note}`);
+}
+
+/// The events' notices, each shown once however often it came: no two lines the same notice.
+async function collapsed() {
+  const lines = await page.locator("#events li[data-notice]").evaluateAll((items) => items.map((i) => [i.dataset.notice, i.textContent]));
+  const distinct = new Set(lines.map((l) => l[0]));
+  check(distinct.size === lines.length, `a repeated notice is one line: ${lines.map((l) => l[1]).join(" | ")}`);
+  const waiting = (await page.locator("#events li").allInnerTexts()).filter((t) => /waiting for the settlement/.test(t));
+  check(waiting.length <= 1, `"waiting for the settlement" is one line, not ${waiting.length}: ${waiting.join(" | ")}`);
+  return lines.map((l) => l[1]);
+}
+
+async function quickstart() {
   // ---- the page loads under its CSP, finds the runner and the wallet ----
   const response = await page.goto(config.url);
   const csp = response.headers()["content-security-policy"] ?? "";
@@ -165,13 +266,21 @@ try {
   await page.locator("#plan-error", { hasText: "not an amount of SOL" }).waitFor();
   await page.fill("#cap", "");
   await page.locator("#plan-error", { hasText: "give a budget cap with Budget cap (SOL)" }).waitFor();
+  // A cap that cannot even cover the runner's fees and the program's least per-request cap
+  await page.fill("#cap", "0.000001");
+  await page.locator("#plan-error", { hasText: "cannot cover this run's runner fees" }).waitFor();
+  const tooSmall = await text("#plan-error");
+  check(/minimum per-request cap/.test(tooSmall) && /give at least [\d.]+ SOL/.test(tooSmall), `the refusal says what to give: ${tooSmall}`);
+  check(await page.locator("#plan-out").isHidden(), "nothing can be approved under a cap too small");
+  said({ step: "cap-refused", message: tooSmall });
+  await snap("cap-too-small");
   await page.fill("#cap", "0.05");
   await page.locator("#plan-out").waitFor();
   await snap("planned");
   const first = {
     hash: await text("#p-hash"),
     trials: await text("#p-trials"),
-    escrow: await text("#p-escrow"),
+    escrow: await escrowShown(),
   };
   said({ step: "planned", ...first });
 
@@ -190,7 +299,10 @@ try {
   await page.keyboard.press("Enter");
   await page.locator("#watch-section").waitFor({ timeout: 180_000 });
   const run1 = await text("#w-run");
-  said({ step: "opened", run: run1, hash: first.hash, signed: await page.evaluate(() => globalThis.__testWallet.signed.length) });
+  said({ step: "opened", run: run1, hash: first.hash, escrow: first.escrow, signed: await page.evaluate(() => globalThis.__testWallet.signed.length) });
+  // While it is live, no second escrow is one click away; the wallet's runs list it.
+  await liveLocked(run1);
+  await page.locator(`#my-runs-list li[data-run="${run1}"]`).waitFor();
   await page.waitForFunction(() => Number(document.querySelector("#w-progress")?.value ?? 0) >= 3, null, { timeout: 240_000 });
   await snap("trials-landing");
 
@@ -198,6 +310,7 @@ try {
   await page.locator("#cancel").press("Enter");
   await page.locator("#events li", { hasText: "cancelled on-chain" }).waitFor({ timeout: 120_000 });
   said({ step: "cancelled", run: run1 });
+  await snap("cancelled");
   await page.locator("#finish-section").waitFor({ timeout: 300_000 });
   await page.locator("#verification li.ok", { hasText: "Run account" }).waitFor({ timeout: 120_000 });
   check((await page.locator("#verification li.bad").count()) === 0, `the cancelled run verifies: ${await text("#verification")}`);
@@ -205,7 +318,10 @@ try {
   check(/^\d+ of 36 trials ran; \d+ will not run$/.test(count), `the cancelled run's count says what ran: ${count}`);
   // The test wallet counts what it signed since the page loaded (a reload follows).
   const signedBefore = await page.evaluate(() => globalThis.__testWallet.signed.length);
-  said({ step: "cancelled-finalized", run: run1, count, outcomes: await text("#w-outcomes"), signed: signedBefore });
+  await page.locator(`#my-runs-list li[data-run="${run1}"][data-phase="finalized"]`).waitFor({ timeout: 30_000 });
+  check(await page.locator("#live-note").isHidden(), "a finalized run no longer locks the approval");
+  const notices = await collapsed();
+  said({ step: "cancelled-finalized", run: run1, count, outcomes: await text("#w-outcomes"), signed: signedBefore, deadline: await text("#w-deadline"), notices });
   await snap("cancelled-run-finished");
 
   // ---- a reload comes back to the run; the wallet's runs are listed ----
@@ -229,6 +345,7 @@ try {
   await page.waitForFunction((r) => document.querySelector("#w-run")?.textContent !== r, run1, { timeout: 180_000 });
   const run2 = await text("#w-run");
   said({ step: "opened", run: run2, hash: second.hash });
+  await liveLocked(run2);
   await page.locator("#finish-section").waitFor({ timeout: 300_000 });
   await page.locator("#verification li.ok", { hasText: "Run account" }).waitFor({ timeout: 120_000 });
   await snap("run-finished");
@@ -249,7 +366,12 @@ try {
   check(verification.every((v) => v.startsWith("✓")), `every check passes: ${verification.join(" | ")}`);
   const anchor = (await text("#f-anchor")).match(/in transaction (\w+)/)?.[1];
   check(anchor, "the page shows the anchor's transaction");
-  said({ step: "finished", run: run2, hash: second.hash, exported, anchor, verification });
+  await page.locator("#f-funds", { hasText: "still held" }).waitFor();
+  const held = (await text("#f-funds")).match(/\((\d+) lamports\) still held/)?.[1];
+  check(held, `the finish shows what the Run still holds: ${await text("#f-funds")}`);
+  const command = await text("#verify-cmd");
+  check(command === `skilltrial verify skilltrial-report-${run2}.json --run ${run2} -u l`, `the verify command names the cluster: ${command}`);
+  said({ step: "finished", run: run2, hash: second.hash, exported, anchor, verification, held, command, notices: await collapsed() });
   await snap("anchored-and-verified");
   await page.emulateMedia({ colorScheme: "dark" });
   await snap("anchored-dark");
@@ -260,20 +382,10 @@ try {
   await nextLine();
   await page.locator("#close").press("Enter");
   await page.locator("#f-closed", { hasText: "Closed in transaction" }).waitFor({ timeout: 120_000 });
-  said({ step: "closed", run: run2 });
+  await page.locator("#f-returned", { hasText: "Returned to your wallet" }).waitFor({ timeout: 120_000 });
+  const returned = (await text("#f-returned")).match(/\((\d+) lamports\)/)?.[1];
+  await page.locator(`#my-runs-list li[data-run="${run2}"][data-phase="closed"]`).waitFor({ timeout: 30_000 });
+  check((await text("#verify-cmd")) === command, "after the close the page prints the same verify command");
+  said({ step: "closed", run: run2, returned, command: await text("#verify-cmd") });
   await snap("closed");
-
-  check(problems.length === 0, `the page logged no error: ${problems.join("; ")}`);
-  said({ step: "done", signed: await page.evaluate(() => globalThis.__testWallet.signed.length) });
-} catch (e) {
-  try {
-    await snap("failure");
-  } catch {}
-  writeFileSync(join(config.shots, "failure.txt"), `${e.stack ?? e}\n${problems.join("\n")}\n`);
-  said({ step: "failed", error: String(e.message ?? e), problems });
-  process.exitCode = 1;
-} finally {
-  stdin.close();
-  process.stdin.destroy();
-  await browser.close();
 }

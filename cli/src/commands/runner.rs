@@ -162,8 +162,14 @@ fn serve(args: &ServeArgs, global: &Global) -> Result<Status, CliError> {
         fees: session.fees,
         rate,
     };
-    let app = skilltrial_runner::App::open(config, runner)
-        .map_err(|e| CliError::Environment(anyhow::anyhow!("{e}")))?;
+    let app = if args.demo_model {
+        let demo = skilltrial_runner::profiles::Profiles::demo_model()
+            .map_err(|e| CliError::Environment(anyhow::anyhow!("--demo-model: {e}")))?;
+        skilltrial_runner::App::open_with(config, runner, demo)
+    } else {
+        skilltrial_runner::App::open(config, runner)
+    }
+    .map_err(|e| CliError::Environment(anyhow::anyhow!("{e}")))?;
     let json = global.json;
     skilltrial_runner::server::serve(app, |ready| {
         // One line (a supervisor or a test reads it as the ready signal).

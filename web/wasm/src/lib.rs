@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use skilltrial_core::bundle::verdict::BundleReport;
 use skilltrial_core::bundle::{self, Bundle, Limits, Rejection, SourceKind};
-use skilltrial_core::hosted::Terms;
+use skilltrial_core::hosted::{MIN_PER_REQUEST_CAP, Terms};
 use skilltrial_core::manifest::{self, PlanOptions, SolUsd};
 use skilltrial_core::money::{LAMPORTS_PER_SOL, MicroUsd};
 use skilltrial_core::pack;
@@ -172,15 +172,37 @@ pub struct PlanRequest {
     pub repetitions: u32,
     /// Decimal text.
     pub seed: String,
-    /// The budget cap in SOL as the user typed it (`0.05`); converted to µUSD at the pinned
-    /// rate, rounded down, so the run never spends more than it says. None: no cap beyond the
-    /// plan's upper cost.
+    /// The budget cap in SOL as the user typed it (`0.05`). With `fee_per_trial_lamports` it
+    /// bounds what leaves the wallet, the runner's fees included: the run's escrow (model cap
+    /// plus fees) must fit under it, and what is left after the fees is the manifest's model
+    /// budget, converted to µUSD at the pinned rate, rounded down. Without a fee, it is the
+    /// model budget alone (the CLI's `--cap-usd`). None: no cap beyond the plan's upper cost.
     pub cap_sol: Option<String>,
+    /// The program's fee per executed trial, lamports as decimal text (the runner's offer).
+    #[serde(default)]
+    pub fee_per_trial_lamports: Option<String>,
+    /// The profile is the daemon's scripted demo model (`runner serve --demo-model`): the
+    /// manifest says so, and so does every report of it.
+    #[serde(default)]
+    pub scripted: bool,
     /// µUSD per SOL, decimal text: the runner's rate.
     pub usd_micros_per_sol: String,
     pub sol_usd_source: String,
     /// When the rate is pinned, Unix seconds.
     pub pinned_at: i64,
+}
+
+/// What the escrow is made of, in lamports, when the cap includes the runner's fees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Escrow {
+    /// The budget cap the user typed.
+    pub cap: u64,
+    /// The model cap: planned trials × the per-request cap.
+    pub model: u64,
+    /// The runner's fees: planned trials × the fee per executed trial.
+    pub fees: u64,
+    /// `model + fees`: what `run_open` moves out of the wallet.
+    pub total: u64,
 }
 
 /// The manifest the page approves and uploads, and what it means.
@@ -192,21 +214,107 @@ pub struct Planned {
     pub hash: [u8; 32],
     pub totals: manifest::Totals,
     pub terms: Terms,
+    /// Set when the cap includes the runner's fees.
+    pub escrow: Option<Escrow>,
 }
 
 impl PlanRequest {
-    /// The manifest for `a` and `b`, as `plan --a --b --sol-usd` builds it.
+    /// The manifest for `a` and `b`, as `plan --a --b --sol-usd` builds it; with a fee, a cap
+    /// that cannot hold the run's escrow is refused, saying what it must be.
     pub fn plan(&self, a: &Dropped, b: &Dropped) -> Result<Planned, String> {
         let (a, b) = (a.bundle()?, b.bundle()?);
         let pack = open_pack(&self.pack)?;
         let rate = MicroUsd(integer(&self.usd_micros_per_sol, "the SOL/USD rate")?);
         let cap = match self.cap_sol.as_deref().map(str::trim) {
             None | Some("") => None,
-            Some(text) => Some(usd_of_lamports(
-                lamports_of_sol(text, "the budget cap")?,
-                rate,
-            )?),
+            Some(text) => Some(lamports_of_sol(text, "the budget cap")?),
         };
+        let fee = self
+            .fee_per_trial_lamports
+            .as_deref()
+            .map(|f| integer::<u64>(f, "the fee per trial"))
+            .transpose()?;
+        let (cap, fee) = match (cap, fee) {
+            (Some(cap), Some(fee)) => (cap, fee),
+            (cap, _) => {
+                let cap = cap.map(|c| usd_of_lamports(c, rate)).transpose()?;
+                let built = self.build(&pack, a, b, rate, cap)?;
+                return built.finish();
+            }
+        };
+        // The trials do not depend on the cap: planned once to count them (with the whole cap,
+        // so that the plan's own refusals come first), then with the model's share of it.
+        let whole = self.build(&pack, a, b, rate, Some(usd_of_lamports(cap, rate)?))?;
+        let trials = u64::try_from(whole.trials.len()).map_err(|_| "too many trials")?;
+        let fees = trials
+            .checked_mul(fee)
+            .ok_or("the runner's fees overflow u64 lamports")?;
+        let least = trials
+            .checked_mul(MIN_PER_REQUEST_CAP)
+            .and_then(|m| m.checked_add(fees))
+            .ok_or("the least escrow overflows u64 lamports")?;
+        if cap < least {
+            return Err(format!(
+                "a budget cap of {} cannot cover this run's runner fees ({}: {trials} trials × {}) plus the program's minimum per-request cap ({}: {trials} × {}); give at least {}, or fewer repetitions",
+                sol_text(cap),
+                sol_text(fees),
+                sol_text(fee),
+                sol_text(trials.saturating_mul(MIN_PER_REQUEST_CAP)),
+                sol_text(MIN_PER_REQUEST_CAP),
+                sol_text(least),
+            ));
+        }
+        let model_usd = usd_of_lamports(cap - fees, rate)?;
+        if model_usd.0 == 0 {
+            return Err(format!(
+                "a budget cap of {} leaves {} for the model after the runner's fees, less than $0.000001 at the runner's rate; give more",
+                sol_text(cap),
+                sol_text(cap - fees)
+            ));
+        }
+        let planned = self.build(&pack, a, b, rate, Some(model_usd))?.finish()?;
+        let model = planned
+            .terms
+            .per_request_cap
+            .0
+            .checked_mul(u64::from(planned.terms.planned_trials))
+            .ok_or("the model cap overflows u64 lamports")?;
+        let total = planned
+            .terms
+            .escrow(fee)
+            .ok_or("the escrow overflows u64 lamports")?;
+        if total > cap {
+            return Err(format!(
+                "this plan escrows {} (model cap {}: {} trials × {} at most each, plus runner fees {}), more than the budget cap of {}; give at least {}, or fewer repetitions",
+                sol_text(total),
+                sol_text(model),
+                planned.terms.planned_trials,
+                sol_text(planned.terms.per_request_cap.0),
+                sol_text(fees),
+                sol_text(cap),
+                sol_text(total),
+            ));
+        }
+        let escrow = Escrow {
+            cap,
+            model,
+            fees,
+            total,
+        };
+        Ok(Planned {
+            escrow: Some(escrow),
+            ..planned
+        })
+    }
+
+    fn build(
+        &self,
+        pack: &pack::Pack,
+        a: &Bundle,
+        b: &Bundle,
+        rate: MicroUsd,
+        cap: Option<MicroUsd>,
+    ) -> Result<Built, String> {
         let options = PlanOptions {
             repetitions: self.repetitions,
             seed: integer(&self.seed, "the seed")?,
@@ -215,10 +323,10 @@ impl PlanRequest {
             max_tokens: None,
             max_output_tokens: None,
             endpoint: self.endpoint.clone(),
-            scripted: false,
+            scripted: self.scripted,
         };
         let mut manifest = manifest::build_named(
-            &pack,
+            pack,
             Some(a),
             Some(b),
             &self.profile,
@@ -237,18 +345,36 @@ impl PlanRequest {
             .map_err(|e| e.to_string())?,
         );
         let (trials, totals) =
-            manifest::trials(&manifest, &pack, Some(a), Some(b)).map_err(|e| e.to_string())?;
+            manifest::trials(&manifest, pack, Some(a), Some(b)).map_err(|e| e.to_string())?;
         manifest::check_token_cap(&manifest, &trials, manifest::Naming::Page)
             .map_err(|e| e.to_string())?;
-        let terms = Terms::of(&manifest, &trials).map_err(|e| e.to_string())?;
-        let text = manifest.canonical().map_err(|e| e.to_string())?;
-        let hash = manifest.hash().map_err(|e| e.to_string())?.0;
-        Ok(Planned {
+        Ok(Built {
             manifest,
+            trials,
+            totals,
+        })
+    }
+}
+
+/// A manifest and its trials, before its terms.
+struct Built {
+    manifest: manifest::Manifest,
+    trials: Vec<manifest::PlannedTrial>,
+    totals: manifest::Totals,
+}
+
+impl Built {
+    fn finish(self) -> Result<Planned, String> {
+        let terms = Terms::of(&self.manifest, &self.trials).map_err(|e| e.to_string())?;
+        let text = self.manifest.canonical().map_err(|e| e.to_string())?;
+        let hash = self.manifest.hash().map_err(|e| e.to_string())?.0;
+        Ok(Planned {
+            manifest: self.manifest,
             text,
             hash,
-            totals,
+            totals: self.totals,
             terms,
+            escrow: None,
         })
     }
 }
@@ -264,6 +390,18 @@ impl Planned {
             .zip(rate)
             .and_then(|(cost, rate)| rate.lamports(cost).ok())
             .map(|l| l.0.to_string());
+        let escrow = self.escrow.map(|e| {
+            json!({
+                "cap_lamports": e.cap.to_string(),
+                "model_lamports": e.model.to_string(),
+                "fees_lamports": e.fees.to_string(),
+                "escrow_lamports": e.total.to_string(),
+                "cap_sol": sol_text(e.cap),
+                "model_sol": sol_text(e.model),
+                "fees_sol": sol_text(e.fees),
+                "escrow_sol": sol_text(e.total),
+            })
+        });
         json!({
             "manifest": self.text,
             "hash": hex(&self.hash),
@@ -280,6 +418,8 @@ impl Planned {
             "usd_micros_per_sol": rate.map(|r| r.usd_micros_per_sol.to_string()),
             "cap_usd_micros": self.manifest.budget.cap_usd_micros.map(|c| c.to_string()),
             "pinned_at": rate.map(|r| r.at.clone()),
+            "scripted": self.manifest.model.scripted,
+            "escrow": escrow,
         })
     }
 }
