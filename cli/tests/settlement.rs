@@ -73,6 +73,7 @@ fn verify_recomputes_a_hosted_reports_settlement_and_names_an_edited_usage() {
         text,
         format!(
             "ok: report hash {} and manifest hash {} recompute from the file\n\
+             derived: the summary, pairs, task table, trial outcomes and cost sums are what its trials give\n\
              settlement: digest {digest} recomputed from 18 evidence records in 2 batches ({usage} lamports of usage)\n",
             report.report_hash.as_deref().unwrap(),
             report.manifest_hash
@@ -209,7 +210,7 @@ fn verify_compares_a_hosted_report_with_its_run_account() {
     let (code, out, err) = verify(&env, &report_path, &["--run-account", &arg]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(
-        out.contains(&format!("run account: {address} agrees")),
+        out.contains(&format!("run account {address} agrees")),
         "{out}"
     );
     let (code, out, _) = verify(&env, &report_path, &["--run-account", &arg, "--json"]);
