@@ -103,6 +103,9 @@ pub struct Listed {
     pub failed: bool,
 }
 
+/// How long a transaction the node listed may take to be returned by `getTransaction`.
+pub const LISTED_WAIT: std::time::Duration = std::time::Duration::from_secs(90);
+
 /// The most signatures one `getSignaturesForAddress` call returns.
 const PAGE: usize = 1_000;
 
@@ -122,8 +125,13 @@ pub struct Finalization {
 pub enum Found {
     /// Its finalize transaction, finalized.
     Finalized(Box<Finalization>),
-    /// It was opened (this transaction) and is not finalized in the history.
-    NotFinalized { opened: Signature },
+    /// It was opened (this transaction) and is not finalized in the history; `read` says what
+    /// the newer transactions held (signature: how many of the program's payloads, and their
+    /// first bytes), for the error.
+    NotFinalized {
+        opened: Signature,
+        read: Vec<String>,
+    },
     /// Nothing of this run in the `searched` transactions that name the address.
     Nothing { searched: usize },
 }
@@ -192,24 +200,36 @@ impl Chain {
             .collect()
     }
 
-    /// The program's event payloads in transaction `signature` at `commitment`; `None` when the
-    /// transaction failed on-chain (its logs prove nothing) or the node does not have it.
+    /// The program's event payloads in transaction `signature`, which `getSignaturesForAddress`
+    /// listed at `commitment`; `None` when it failed on-chain (its logs prove nothing). A node
+    /// can list a transaction before `getTransaction` returns it (its status store lags under
+    /// load): it is asked again for up to [`LISTED_WAIT`], never skipped.
     pub fn program_payloads(
         &self,
         signature: &Signature,
         commitment: Commitment,
     ) -> Result<Option<Vec<Vec<u8>>>, HistoryError> {
-        let Some(tx) = self.transaction(signature, at_least_confirmed(commitment))? else {
-            return Ok(None);
-        };
-        if !tx["meta"]["err"].is_null() {
-            return Ok(None);
-        }
         let refuse = |reason: String| HistoryError::Transaction {
             url: self.url().to_owned(),
             signature: signature.to_string(),
             reason,
         };
+        let started = std::time::Instant::now();
+        let tx = loop {
+            if let Some(tx) = self.transaction(signature, at_least_confirmed(commitment))? {
+                break tx;
+            }
+            if started.elapsed() >= LISTED_WAIT {
+                return Err(refuse(format!(
+                    "listed among the address's transactions, but getTransaction has not returned it after {} s: try again shortly",
+                    LISTED_WAIT.as_secs()
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        };
+        if !tx["meta"]["err"].is_null() {
+            return Ok(None);
+        }
         let Some(lines) = tx["meta"]["logMessages"].as_array() else {
             return Err(refuse(
                 "the node keeps no log messages for it (an RPC node without extended transaction metadata): use a node that serves them".to_owned(),
@@ -237,6 +257,7 @@ impl Chain {
     ) -> Result<Found, HistoryError> {
         let mut before: Option<Signature> = None;
         let mut searched = 0usize;
+        let mut read = Vec::new();
         while searched < limit {
             let page = self.signatures_for(
                 run,
@@ -275,8 +296,18 @@ impl Chain {
                 {
                     return Ok(Found::NotFinalized {
                         opened: listed.signature,
+                        read,
                     });
                 }
+                read.push(format!(
+                    "{}: {} payloads {:?}",
+                    listed.signature,
+                    payloads.len(),
+                    payloads
+                        .iter()
+                        .map(|p| (p.len(), p.get(..8).map(<[u8]>::to_vec)))
+                        .collect::<Vec<_>>()
+                ));
             }
             if page.len() < PAGE.min(limit) {
                 break;

@@ -375,6 +375,39 @@ fn anchor_and_verify(net: &Localnet, report: &Report, report_path: &Path) {
         &["anchor", report_path.to_str().unwrap()],
     );
     let signature = anchored["signature"].as_str().unwrap().to_owned();
+    // Landed, not yet final (a local validator finalizes some 13 s after confirming): not a
+    // mismatch, its own exit code, and nothing printed as a failure.
+    let at_once = [
+        "--signature",
+        signature.as_str(),
+        "--signer",
+        user.as_str(),
+        "--wait-secs",
+        "0",
+    ];
+    let (code, doc, text) = verify(net, report_path, &at_once);
+    assert_eq!(code, Some(75), "{text}");
+    assert_eq!(
+        (&doc["ok"], &doc["pending"]),
+        (&Value::Bool(false), &Value::Bool(true))
+    );
+    assert!(
+        matches!(
+            doc["anchor"]["pending"].as_str(),
+            Some("processed" | "confirmed")
+        ),
+        "{doc}"
+    );
+    assert_eq!(doc["anchor"]["problems"], serde_json::json!([]), "{doc}");
+    let mut args = vec!["verify", report_path.to_str().unwrap()];
+    args.extend_from_slice(&at_once);
+    let out = net.cli(&net.user_keypair, &args);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(75), "{}", said(&out));
+    assert!(
+        !text.contains("MISMATCH") && text.contains(&format!("PENDING: anchor {signature} is ")),
+        "{text}"
+    );
     assert_eq!(
         net.cost("anchor", &signature),
         5_000,
@@ -416,39 +449,6 @@ fn anchor_and_verify(net: &Localnet, report: &Report, report_path: &Path) {
         5_000 + (limit * 1_000).div_ceil(1_000_000)
     );
     assert!(anchored["memo"].as_str().unwrap().starts_with("st1:"));
-    // Landed, not yet final (a local validator finalizes some 13 s after confirming): not a
-    // mismatch, its own exit code, and nothing printed as a failure.
-    let at_once = [
-        "--signature",
-        signature.as_str(),
-        "--signer",
-        user.as_str(),
-        "--wait-secs",
-        "0",
-    ];
-    let (code, doc, text) = verify(net, report_path, &at_once);
-    assert_eq!(code, Some(75), "{text}");
-    assert_eq!(
-        (&doc["ok"], &doc["pending"]),
-        (&Value::Bool(false), &Value::Bool(true))
-    );
-    assert!(
-        matches!(
-            doc["anchor"]["pending"].as_str(),
-            Some("processed" | "confirmed")
-        ),
-        "{doc}"
-    );
-    assert_eq!(doc["anchor"]["problems"], serde_json::json!([]), "{doc}");
-    let mut args = vec!["verify", report_path.to_str().unwrap()];
-    args.extend_from_slice(&at_once);
-    let out = net.cli(&net.user_keypair, &args);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(out.status.code(), Some(75), "{}", said(&out));
-    assert!(
-        !text.contains("MISMATCH") && text.contains(&format!("PENDING: anchor {signature} is ")),
-        "{text}"
-    );
     let (code, doc, text) = verify_anchor(net, report_path, &signature, &user);
     assert_eq!(code, Some(0), "{text}");
     assert_eq!(doc["anchor"]["ok"], true, "{doc}");

@@ -416,7 +416,11 @@ pub(crate) fn live_run_account(
     };
     let rejected = |why: String| CliError::Rejected(anyhow::anyhow!("--run {address}: {why}"));
     let live = session.chain.run(address).map_err(chain::rpc_error)?;
-    if let Some(live) = live.filter(|l| l.account.run.run_id == section.run_id) {
+    // The account, while it holds the report's run — or when it is not the report's Run at all,
+    // which the comparison then names (address, run id, manifest). The history only for the
+    // report's own address, closed or re-opened as another run.
+    let own_address = address.to_string() == section.run_address;
+    if let Some(live) = live.filter(|l| l.account.run.run_id == section.run_id || !own_address) {
         let user = live.account.run.user;
         let books = account::RunBooks::of_account(&live.account);
         return Ok((
@@ -470,9 +474,10 @@ pub(crate) fn live_run_account(
                 found.user,
             ))
         }
-        history::Found::NotFinalized { opened } => Err(rejected(format!(
-            "run id {} was opened (transaction {opened}) and {url} holds no finalization of it: no report hash is anchored",
-            section.run_id
+        history::Found::NotFinalized { opened, read } => Err(rejected(format!(
+            "run id {} was opened (transaction {opened}) and {url} holds no finalization of it: no report hash is anchored (read after it: {})",
+            section.run_id,
+            read.join("; ")
         ))),
         history::Found::Nothing { searched } => Err(rejected(format!(
             "{url} has no Run account for run id {} there, and none of the {searched} finalized transactions it keeps that name the address finalized it (never opened on this cluster, or a node that keeps no history that old: ask one that does)",
