@@ -494,8 +494,13 @@ fn on_chain(session: &chain::Session, run: &str, report: &Report) -> Result<Sour
             "the runner's report of run {run}: its settlement does not recompute: {e}; nothing written"
         )));
     }
-    let (checked, _) =
-        crate::commands::verify::live_run_account(session, &address, report, settlement.as_ref())?;
+    let (checked, _) = crate::commands::verify::live_run_account(
+        session,
+        &address,
+        report,
+        settlement.as_ref(),
+        60,
+    )?;
     if checked.agrees() {
         return Ok(checked.source);
     }

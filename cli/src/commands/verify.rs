@@ -120,7 +120,13 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
     let (on_chain, run_user) = match (&args.run_account, &args.run, &session) {
         (Some(path), _, _) => (Some(run_account(path, &report, settlement.as_ref())?), None),
         (None, Some(address), Some(session)) => {
-            let (checked, user) = live_run_account(session, address, &report, settlement.as_ref())?;
+            let (checked, user) = live_run_account(
+                session,
+                address,
+                &report,
+                settlement.as_ref(),
+                args.wait_secs,
+            )?;
             (Some(checked), Some(user))
         }
         _ => (None, None),
@@ -408,6 +414,7 @@ pub(crate) fn live_run_account(
     address: &skilltrial_chain::Pubkey,
     report: &Report,
     settlement: Option<&Result<SettlementCheck, SettlementError>>,
+    wait_secs: u64,
 ) -> Result<(OnChain, skilltrial_chain::Pubkey), CliError> {
     let (Some(section), Some(result)) = (&report.settlement, settlement) else {
         return Err(CliError::Rejected(anyhow::anyhow!(
@@ -430,27 +437,36 @@ pub(crate) fn live_run_account(
     }
     let url = session.chain.url().to_owned();
     let mut told = false;
-    let found = session
-        .chain
-        .find_finalization(
-            address,
-            section.run_id,
-            HISTORY_LIMIT,
-            session.chain.commitment(),
-            &mut |read| {
-            if !told && read > 20 {
-                crate::commands::progress::notice(&format!(
-                    "reading the transactions that name {address} for the finalization of run id {}…",
-                    section.run_id
-                ));
-                told = true;
-            }
-        },
-        )
-        .map_err(|e| match e {
-            history::HistoryError::Rpc(e) => chain::rpc_error(e),
-            other => rejected(other.to_string()),
-        })?;
+    let started = std::time::Instant::now();
+    // A node indexes a transaction under its addresses a moment after it confirms it (longer under
+    // load): a run whose finalization is not listed yet is looked for again, up to --wait-secs.
+    let found = loop {
+        let found = session
+            .chain
+            .find_finalization(
+                address,
+                section.run_id,
+                HISTORY_LIMIT,
+                session.chain.commitment(),
+                &mut |_| {},
+            )
+            .map_err(|e| match e {
+                history::HistoryError::Rpc(e) => chain::rpc_error(e),
+                other => rejected(other.to_string()),
+            })?;
+        if matches!(found, history::Found::Finalized(_)) || started.elapsed().as_secs() >= wait_secs
+        {
+            break found;
+        }
+        if !told {
+            crate::commands::progress::notice(&format!(
+                "{address}: no finalization of run id {} in {url}'s history yet; looking again for up to {wait_secs} s…",
+                section.run_id
+            ));
+            told = true;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    };
     match found {
         history::Found::Finalized(found) => {
             let books = &found.books;
