@@ -117,6 +117,13 @@ fn build_cli(profile_dir: &Path) -> Result<(), String> {
     };
     // Cargo sets CARGO for the tests it runs; the same cargo builds the binary.
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    // The hosted tests start `skilltrial localnet`: a binary rebuilt for them must have it (a
+    // rebuild without it left every hosted test failing on a binary that cannot start one).
+    let features: &[&str] = if cfg!(feature = "validator") {
+        &["--features", "skilltrial-cli/localnet"]
+    } else {
+        &[]
+    };
     let status = Command::new(&cargo)
         .args([
             "build",
@@ -126,6 +133,7 @@ fn build_cli(profile_dir: &Path) -> Result<(), String> {
             "--profile",
             profile,
         ])
+        .args(features)
         .env("CARGO_TARGET_DIR", target_dir)
         .current_dir(workspace_root())
         .status()
@@ -134,7 +142,8 @@ fn build_cli(profile_dir: &Path) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "`cargo build -p skilltrial-cli --profile {profile}` failed ({status})"
+            "`cargo build -p skilltrial-cli --profile {profile} {}` failed ({status})",
+            features.join(" ")
         ))
     }
 }

@@ -301,13 +301,15 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "SIGNATURE", value_parser = signature, requires = "whose")]
     pub signature: Option<solana_signature::Signature>,
     /// The hosted run's Run account address: fetched over RPC and compared with the report
-    /// (manifest hash, report hash, settlement digest and counts).
+    /// (manifest hash, report hash, settlement digest and counts). Once the account is closed,
+    /// the same books are read from its `RunFinalized` event, found in the address's history.
     #[arg(long, value_name = "ADDRESS", value_parser = address)]
     pub run: Option<skilltrial_chain::Pubkey>,
     /// Whose anchor it must be (a wallet address). Default with --run: the Run's user.
     #[arg(long, value_name = "ADDRESS", requires = "signature", value_parser = address)]
     pub signer: Option<skilltrial_chain::Pubkey>,
-    /// How long to wait for the anchor to be finalized (seconds, at most 3600).
+    /// How long to wait (seconds, at most 3600) for the anchor to be finalized, and for a
+    /// closed run's finalize transaction to be listed by the node. Still pending then: exit 75.
     #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(0..=3600))]
     pub wait_secs: u64,
     #[command(flatten)]

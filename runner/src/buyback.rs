@@ -11,9 +11,10 @@
 //! `tokens_burned` must be fixed before signing. It is what the runner's token account held
 //! before (read just before signing: a fill above an earlier swap's minimum) plus the venue's
 //! minimum output (the quote less the slippage allowed). So the burn cannot succeed unless this
-//! swap delivered at least its minimum into that account, nothing earlier buybacks bought stays
-//! unburned, and after a buyback the runner holds at most what that one swap filled above its
-//! minimum (burned by the next). The program bounds the rest: at most `max_buyback_lamports`
+//! swap delivered at least its minimum into that account and nothing earlier buybacks bought
+//! stays unburned. What the swap filled above its minimum is burned by a second transaction once
+//! the first landed ([`burn_surplus`]; if that one cannot be made, the next buyback burns it).
+//! The program bounds the rest: at most `max_buyback_lamports`
 //! once per `buyback_interval_secs`, never more than the fees it booked, and never below the
 //! admin's floor rate (checked here first on the minimum output alone, so a bad quote costs no
 //! fee and an old balance never pays for a bad swap).
@@ -881,13 +882,122 @@ pub enum Outcome {
     /// The fees booked are below the operator's minimum.
     TooLittle { unreleased: u64, minimum: u64 },
     /// Bought and burned in `signature`: `tokens_burned` is the swap's minimum output plus
-    /// what the runner's token account held before.
+    /// what the runner's token account held before (what the program books); `surplus` is
+    /// what the swap delivered above its minimum, burned by the transaction right after.
     Done {
         signature: String,
         lamports_in: u64,
         quoted_out: u64,
         tokens_burned: u64,
+        surplus: Surplus,
     },
+}
+
+/// What a swap filled above its minimum output: unknown until the swap ran, so it is burned by
+/// a second transaction once the buyback landed ([`burn_surplus`]). Where that one cannot be
+/// made now, the tokens stay on the runner's account and the next buyback burns them with its
+/// own (it burns everything the account holds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Surplus {
+    /// The account held nothing after the buyback: the swap filled exactly its minimum.
+    Nothing,
+    /// `tokens` burned in `signature`.
+    Burned { signature: String, tokens: u64 },
+    /// Not burned now: why (the next buyback burns what the account holds).
+    Left { why: String },
+}
+
+impl Surplus {
+    /// The tokens burned after the buyback (0 unless [`Surplus::Burned`]).
+    pub fn burned(&self) -> u64 {
+        match self {
+            Surplus::Burned { tokens, .. } => *tokens,
+            Surplus::Nothing | Surplus::Left { .. } => 0,
+        }
+    }
+
+    /// The `--json` fields: `surplus_burned`, `surplus_signature` and `surplus_left` (the
+    /// reason nothing was burned now, or null).
+    pub fn json(&self) -> serde_json::Map<String, Value> {
+        let (signature, left) = match self {
+            Surplus::Nothing => (Value::Null, Value::Null),
+            Surplus::Burned { signature, .. } => (Value::from(signature.as_str()), Value::Null),
+            Surplus::Left { why } => (Value::Null, Value::from(why.as_str())),
+        };
+        let mut fields = serde_json::Map::new();
+        fields.insert("surplus_burned".into(), Value::from(self.burned()));
+        fields.insert("surplus_signature".into(), signature);
+        fields.insert("surplus_left".into(), left);
+        fields
+    }
+}
+
+impl std::fmt::Display for Surplus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Surplus::Nothing => write!(f, "the swap filled exactly its minimum"),
+            Surplus::Burned { signature, tokens } => {
+                write!(f, "{tokens} filled above the minimum burned in {signature}")
+            }
+            Surplus::Left { why } => write!(
+                f,
+                "what the swap filled above its minimum is not burned yet ({why}); the next buyback burns it"
+            ),
+        }
+    }
+}
+
+/// Burns everything `burn.token_account` holds once the buyback `after` landed: what its swap
+/// filled above the minimum the buyback burned. Its own transaction, under the intent
+/// `buyback-surplus:<after>` (a killed daemon resumes it, never burns twice for one buyback).
+fn burn_surplus(
+    chain: &Chain,
+    outbox: &mut Outbox,
+    runner: &Keypair,
+    burn: &Burn,
+    after: &str,
+    fees: Fees,
+    progress: &dyn Fn(&str),
+) -> Surplus {
+    let left = |why: String| Surplus::Left { why };
+    let held = match chain.account(&burn.token_account) {
+        Ok(Some((_, _, data))) => match token::read_account(&data) {
+            Some((_, _, amount)) => amount,
+            None => return left(format!("{} is not a token account", burn.token_account)),
+        },
+        Ok(None) => return left(format!("{} is gone", burn.token_account)),
+        Err(e) => return left(e.to_string()),
+    };
+    if held == 0 {
+        return Surplus::Nothing;
+    }
+    progress(&format!(
+        "buyback: burning the {held} tokens the swap filled above its minimum"
+    ));
+    let instruction = token::burn_checked(
+        &burn.token_program,
+        &burn.token_account,
+        &burn.mint,
+        &burn.runner,
+        held,
+        burn.decimals,
+    );
+    let sent = Sender::new(chain, outbox, progress).and_then(|mut sender| {
+        sender.send(
+            &format!("buyback-surplus:{after}"),
+            runner,
+            &[],
+            &[instruction],
+            fees,
+        )
+    });
+    match sent {
+        Ok(sent) => Surplus::Burned {
+            signature: sent.signature.to_string(),
+            tokens: held,
+        },
+        Err(e) => left(e.explain()),
+    }
 }
 
 /// The operator's terms for buybacks.
@@ -1102,11 +1212,16 @@ pub fn buyback_once(
             }
             e => transient(&e.explain()),
         })?;
+    let signature = sent.signature.to_string();
+    let surplus = burn_surplus(
+        chain, outbox, runner, &burn, &signature, terms.fees, progress,
+    );
     Ok(Outcome::Done {
-        signature: sent.signature.to_string(),
+        signature,
         lamports_in,
         quoted_out: route.quoted_out,
         tokens_burned,
+        surplus,
     })
 }
 

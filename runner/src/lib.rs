@@ -532,11 +532,16 @@ impl App {
                 lamports_in,
                 quoted_out,
                 tokens_burned,
+                surplus,
             }) => {
                 log(&format!(
-                    "buyback {signature}: {lamports_in} lamports of fees bought {tokens_burned} $SKTRIAL base units (quoted {quoted_out}), burned"
+                    "buyback {signature}: {lamports_in} lamports of fees bought {tokens_burned} $SKTRIAL base units (quoted {quoted_out}), burned; {surplus}"
                 ));
-                serde_json::json!({"outcome": "done", "signature": signature, "lamports_in": lamports_in, "quoted_out": quoted_out, "tokens_burned": tokens_burned})
+                let mut info = serde_json::json!({"outcome": "done", "signature": signature, "lamports_in": lamports_in, "quoted_out": quoted_out, "tokens_burned": tokens_burned});
+                if let Some(fields) = info.as_object_mut() {
+                    fields.extend(surplus.json());
+                }
+                info
             }
             Ok(buyback::Outcome::NotDue { next_at }) => {
                 serde_json::json!({"outcome": "not_due", "next_at": next_at})

@@ -898,38 +898,60 @@ impl Ctx<'_> {
         self.reconcile(outbox)?;
         let dir = run_dir(&self.app.config.state_dir, name);
         let json_path = dir.join("report.json");
-        let report = if json_path.is_file() {
-            // Written before an earlier finalize was signed: its hash is the one on-chain.
+        let cluster = self.chain.genesis_hash().map_err(transient)?;
+        let intent = format!("finalize:{name}");
+        // What landed, and nothing the program refused for good (never charged).
+        let batches = self.app.batches(name).map_err(transient)?;
+        let settlement = Settlement::new(
+            skilltrial_chain::PROGRAM_ID.to_string(),
+            name.clone(),
+            self.run.run_id,
+            batches
+                .into_iter()
+                .filter(|b| b.signature.is_some())
+                .map(|b| SettledBatch::new(b.evidence, b.signature))
+                .collect(),
+        );
+        let kept = if json_path.is_file() {
             let text = std::fs::read_to_string(&json_path).map_err(transient)?;
-            Report::from_json(&text)
-                .map_err(|e| WorkError::Fatal(format!("{}: {e}", json_path.display())))?
+            Some(
+                Report::from_json(&text)
+                    .map_err(|e| WorkError::Fatal(format!("{}: {e}", json_path.display())))?,
+            )
         } else {
-            let mut report = self.report(journal, payloads)?;
-            skilltrial_core::report::HOSTED_WARNING.clone_into(&mut report.warning);
-            // What landed, and nothing the program refused for good (never charged).
-            let batches = self.app.batches(name).map_err(transient)?;
-            report.settlement = Some(Settlement::new(
-                skilltrial_chain::PROGRAM_ID.to_string(),
-                name.clone(),
-                self.run.run_id,
-                batches
-                    .into_iter()
-                    .filter(|b| b.signature.is_some())
-                    .map(|b| SettledBatch::new(b.evidence, b.signature))
-                    .collect(),
-            ));
-            report.seal().map_err(|e| WorkError::Fatal(e.to_string()))?;
-            let value = report
-                .to_value()
-                .map_err(|e| WorkError::Fatal(e.to_string()))?;
-            let mut text = serde_json::to_string_pretty(&value).map_err(transient)?;
-            text.push('\n');
-            let html = skilltrial_core::report::html::render(&report);
-            skilltrial_engine::store::write_durably(&dir.join("report.html"), html.as_bytes())
-                .map_err(transient)?;
-            skilltrial_engine::store::write_durably(&json_path, text.as_bytes())
-                .map_err(transient)?;
-            report
+            None
+        };
+        // A finalize already signed carries the kept report's hash and may still land (or has):
+        // that report stands. Otherwise a kept report stands only while it states the
+        // settlement as it now is; one written before a batch was settled again is sealed anew.
+        let signed = outbox
+            .latest(&cluster, &intent)
+            .map_err(transient)?
+            .map(|e| e.state);
+        let report = match kept {
+            Some(kept) if kept_report_stands(kept.settlement.as_ref(), &settlement, signed) => kept,
+            kept => {
+                if kept.is_some() {
+                    crate::log(&format!(
+                        "run {name}: the kept report states a settlement that has changed since (a batch settled again); sealing it anew"
+                    ));
+                }
+                let mut report = self.report(journal, payloads)?;
+                skilltrial_core::report::HOSTED_WARNING.clone_into(&mut report.warning);
+                report.settlement = Some(settlement);
+                report.seal().map_err(|e| WorkError::Fatal(e.to_string()))?;
+                let value = report
+                    .to_value()
+                    .map_err(|e| WorkError::Fatal(e.to_string()))?;
+                let mut text = serde_json::to_string_pretty(&value).map_err(transient)?;
+                text.push('\n');
+                let html = skilltrial_core::report::html::render(&report);
+                skilltrial_engine::store::write_durably(&dir.join("report.html"), html.as_bytes())
+                    .map_err(transient)?;
+                skilltrial_engine::store::write_durably(&json_path, text.as_bytes())
+                    .map_err(transient)?;
+                report
+            }
         };
         let hash = report
             .report_hash
@@ -938,8 +960,6 @@ impl Ctx<'_> {
         let digest = skilltrial_engine::store::parse_hex(&hash)
             .ok_or_else(|| WorkError::Fatal(format!("report hash `{hash}` is not hex")))?;
         self.app.set_report(name, &hash).map_err(transient)?;
-        let cluster = self.chain.genesis_hash().map_err(transient)?;
-        let intent = format!("finalize:{name}");
         let signature = match landed(outbox, &cluster, &intent)? {
             Some(signature) => signature,
             None => {
@@ -1152,6 +1172,18 @@ fn settle_args(run_id: u64, evidence: &[EvidenceRecord]) -> RunSettleArgs {
 }
 
 /// The signature of `intent`'s transaction if the outbox saw it land.
+/// Whether a report kept from an earlier finalize attempt is the one to finalize with: always
+/// when that attempt's `run_finalize` was signed and may still land or has (`finalize`, the
+/// outbox state of its intent; it carries the kept report's hash), else only while the report
+/// states (`kept`, its settlement section) `settlement`, the batches as they landed now.
+fn kept_report_stands(
+    kept: Option<&Settlement>,
+    settlement: &Settlement,
+    finalize: Option<EntryState>,
+) -> bool {
+    matches!(finalize, Some(EntryState::Pending | EntryState::Landed)) || kept == Some(settlement)
+}
+
 fn landed(outbox: &Outbox, cluster: &str, intent: &str) -> Result<Option<String>, WorkError> {
     Ok(outbox
         .latest(cluster, intent)
@@ -1378,6 +1410,57 @@ mod tests {
             SettleRefusal::Passing(_)
         ));
         assert_eq!(program_code("custom program error: 0x"), None);
+    }
+
+    /// #29 point 4: a report kept from a finalize attempt that never signed is sealed anew when
+    /// a batch settled again since (its signature, or the batches, differ); once a finalize
+    /// with the kept report's hash was signed and may land, that report stands.
+    #[test]
+    fn a_kept_report_is_sealed_anew_unless_a_finalize_carries_its_hash() {
+        let section = |batches: &[Vec<EvidenceRecord>], signature: &str| {
+            Settlement::new(
+                skilltrial_chain::PROGRAM_ID.to_string(),
+                Pubkey::new_from_array([7; 32]).to_string(),
+                1,
+                batches
+                    .iter()
+                    .enumerate()
+                    .map(|(n, b)| SettledBatch::new(b.clone(), Some(format!("{signature}{n}"))))
+                    .collect(),
+            )
+        };
+        let all = ours();
+        let now = section(&all, "sig-");
+        // Written with the batches as they stand: it stands.
+        assert!(kept_report_stands(Some(&now), &now, None));
+        // The last batch was settled again under another signature, or was missing then.
+        let resettled = section(&all, "old-");
+        let short = section(&all[..2], "sig-");
+        for stale in [&resettled, &short] {
+            assert!(!kept_report_stands(Some(stale), &now, None));
+            assert!(!kept_report_stands(
+                Some(stale),
+                &now,
+                Some(EntryState::Expired)
+            ));
+            assert!(!kept_report_stands(
+                Some(stale),
+                &now,
+                Some(EntryState::Failed)
+            ));
+            assert!(kept_report_stands(
+                Some(stale),
+                &now,
+                Some(EntryState::Pending)
+            ));
+            assert!(kept_report_stands(
+                Some(stale),
+                &now,
+                Some(EntryState::Landed)
+            ));
+        }
+        // A kept report with no settlement section is never a hosted run's sealed report.
+        assert!(!kept_report_stands(None, &now, None));
     }
 
     #[test]

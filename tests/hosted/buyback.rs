@@ -163,8 +163,10 @@ pub fn buybacks_burn_what_the_fees_buy(net: &Localnet) {
     let moved = books(net, &mint);
     assert_eq!(moved.runner_tokens, held);
 
-    // The operator's buyback at the fresh price, with no slippage allowed (the pool is still):
-    // released, swapped and burned at once, and the runner's account is left empty.
+    // The operator's buyback at the fresh price with 1% slippage allowed: the pool is still, so
+    // it fills its whole quote, 1% above the minimum the buyback transaction burns. Released,
+    // swapped and burned at once; the fill above the minimum is burned right after, and the
+    // runner's account is left empty.
     let done = net.cli_json(
         runner,
         &[
@@ -173,26 +175,34 @@ pub fn buybacks_burn_what_the_fees_buy(net: &Localnet) {
             "--buyback-min-lamports",
             "1",
             "--buyback-slippage-bps",
-            "0",
+            "100",
         ],
     );
     assert_eq!(done["outcome"], "done", "{done}");
     let lamports = done["lamports_in"].as_u64().unwrap();
     let burned = done["tokens_burned"].as_u64().unwrap();
     let quoted = done["quoted_out"].as_u64().unwrap();
+    let surplus = done["surplus_burned"].as_u64().unwrap();
     assert_eq!(lamports, lamports_in);
-    assert_eq!(burned, held + quoted, "{done}");
+    let min_out = skilltrial_runner::buyback::less_slippage(quoted, 100).unwrap();
+    assert_eq!(burned, held + min_out, "{done}");
+    assert_eq!(surplus, quoted - min_out, "{done}");
+    assert!(surplus > 0, "{done}");
+    assert!(done["surplus_left"].is_null(), "{done}");
     let after = books(net, &mint);
     assert_eq!(after.bought_back, moved.bought_back + lamports);
+    // The program books what the buyback transaction burned; the surplus burn is its own.
     assert_eq!(after.burned, moved.burned + burned);
     assert_eq!(after.vault_lamports, moved.vault_lamports - lamports);
     assert_eq!(after.pool_sol, moved.pool_sol + lamports);
-    // The pool paid out exactly its quote; the burn took it and everything held before: no
-    // $SKTRIAL stays on the runner's hot key (V2-L4; today's main burned the minimum only and
-    // left the rest, and the 12,345 held, in the account).
+    // The pool paid out exactly its quote; the two burns took it and everything held before:
+    // no $SKTRIAL stays on the runner's hot key (V2-L4; an earlier main burned the minimum only
+    // and left the rest, and the 12,345 held, in the account).
     assert_eq!(after.pool_tokens, moved.pool_tokens - quoted);
-    assert_eq!(after.supply, moved.supply - burned);
+    assert_eq!(after.supply, moved.supply - held - quoted);
     assert_eq!(after.runner_tokens, 0);
+    let surplus_signature = done["surplus_signature"].as_str().unwrap();
+    net.cost("runner buyback surplus burn", surplus_signature);
     // The floor rate held on the swap alone: at least one base unit per lamport.
     assert!(u128::from(quoted) >= u128::from(lamports));
     let signature = done["signature"].as_str().unwrap();

@@ -85,13 +85,18 @@ fn buyback_now(args: &BuybackOnceArgs, global: &Global) -> Result<Status, CliErr
             lamports_in,
             quoted_out,
             tokens_burned,
-        } => (
-            json!({"outcome": "done", "signature": signature, "lamports_in": lamports_in, "quoted_out": quoted_out, "tokens_burned": tokens_burned, "venue": venue.name()}),
-            format!(
-                "bought back and burned {tokens_burned} $SKTRIAL base units with {lamports_in} lamports of fees through the {} (quoted {quoted_out}) in {signature}\n",
+            surplus,
+        } => {
+            let mut doc = json!({"outcome": "done", "signature": signature, "lamports_in": lamports_in, "quoted_out": quoted_out, "tokens_burned": tokens_burned, "venue": venue.name()});
+            if let Some(fields) = doc.as_object_mut() {
+                fields.extend(surplus.json());
+            }
+            let text = format!(
+                "bought back and burned {tokens_burned} $SKTRIAL base units with {lamports_in} lamports of fees through the {} (quoted {quoted_out}) in {signature}; {surplus}\n",
                 venue.name()
-            ),
-        ),
+            );
+            (doc, text)
+        }
         Outcome::NotDue { next_at } => (
             json!({"outcome": "not_due", "next_at": next_at}),
             format!(
