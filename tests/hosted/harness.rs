@@ -57,7 +57,16 @@ impl Localnet {
 
     /// A validator started with `extra` flags (`--no-init`: no config).
     pub fn start_with(extra: &[&str]) -> Self {
-        Self::launch(extra, false)
+        let started = std::time::Instant::now();
+        let net = Self::launch(extra, false);
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!(
+                "local validator ready in {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
+        net
     }
 
     /// As [`Self::start_with`], with `localnet`'s stderr in a file ([`Self::stderr`]) instead

@@ -165,9 +165,10 @@ fn success(h: &mut String, ledger: &Ledger) {
                         c.fixes.len(),
                         c.compared_tasks,
                         c.breaks.len(),
-                        c.holm_p
-                            .as_ref()
-                            .map_or_else(String::new, |p| format!(" · p (Holm) {}", esc(p))),
+                        c.holm_p.as_ref().map_or_else(String::new, |p| format!(
+                            " · p (Holm) {}",
+                            esc(&crate::report::p_text_reading(p))
+                        )),
                         list("fixes", &c.fixes),
                         list("breaks", &c.breaks)
                     );

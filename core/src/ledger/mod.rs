@@ -740,7 +740,7 @@ pub(crate) fn percent(value: &str) -> String {
         .map_or_else(|_| value.to_owned(), |v| format!("{:.0}%", v * 100.0))
 }
 
-/// `helps: +2 −0 (p 1/8)`.
+/// `helps: +2 −0 (p 0.13 (1/8))`.
 fn contrast_short(c: &ContrastCell) -> String {
     let mut s = format!(
         "{}: +{} −{}",
@@ -749,7 +749,7 @@ fn contrast_short(c: &ContrastCell) -> String {
         c.breaks.len()
     );
     if let Some(p) = &c.holm_p {
-        s.push_str(&format!(" (p {p})"));
+        s.push_str(&format!(" (p {})", crate::report::p_text_reading(p)));
     }
     s
 }

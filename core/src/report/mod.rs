@@ -659,6 +659,28 @@ pub fn fraction_text(f: Fraction) -> String {
     }
 }
 
+/// A p-value's report text (`3/16`, `1`, `1/35184372088832`) for reading: the number first,
+/// the exact text beside it when they differ (`0.19 (3/16)`, `2.8e-14 (1/35184372088832)`).
+/// Text that is not `num/den` of integers (`≈0.000012`, a document from elsewhere) is kept as
+/// it is.
+pub fn p_text_reading(text: &str) -> String {
+    let parsed = match text.split_once('/') {
+        Some((num, den)) => num.parse::<u128>().ok().zip(den.parse::<u128>().ok()),
+        None => text.parse::<u128>().ok().map(|n| (n, 1)),
+    };
+    match parsed {
+        Some((num, den)) if den > 0 => {
+            let readable = Fraction { num, den }.readable();
+            if readable == text {
+                readable
+            } else {
+                format!("{readable} ({text})")
+            }
+        }
+        _ => text.to_owned(),
+    }
+}
+
 /// "1 time", "2 times".
 pub fn count_of(n: u64, one: &str, many: &str) -> String {
     if n == 1 {
@@ -706,6 +728,21 @@ mod tests {
 
     fn f(num: u128, den: u128) -> Fraction {
         Fraction { num, den }
+    }
+
+    /// #29 point 11: the ledger's Holm p (kept as the report's text) reads as a number.
+    #[test]
+    fn a_p_texts_reading_puts_the_number_first() {
+        assert_eq!(
+            p_text_reading("1/35184372088832"),
+            "2.8e-14 (1/35184372088832)"
+        );
+        assert_eq!(p_text_reading("3/16"), "0.19 (3/16)");
+        assert_eq!(p_text_reading("1"), "1");
+        assert_eq!(p_text_reading("0"), "0");
+        assert_eq!(p_text_reading("≈0.000012"), "≈0.000012");
+        assert_eq!(p_text_reading("1/0"), "1/0");
+        assert_eq!(p_text_reading("x/8"), "x/8");
     }
 
     #[test]
