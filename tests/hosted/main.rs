@@ -80,40 +80,48 @@ fn hosted_runs_end_to_end_on_a_local_validator() {
         }
         return;
     }
-    on_a_validator(&[], |net| {
-        timed(
+    let in_turn: [(&str, Scenario); 10] = [
+        (
             "escrow, settle, cancel, finalize, close, anchor, verify",
-            || scenarios::escrow_settle_cancel_finalize_close_then_anchor_and_verify(net),
-        );
-        timed("refund after a short deadline", || {
-            scenarios::refund_after_a_short_deadline(net);
-        });
-        timed("open asks", || {
-            scenarios::open_asks_and_says_what_an_escrow_alone_leads_to(net);
-        });
-        timed("a second wallet", || {
-            scenarios::a_second_wallet_is_refused(net);
-        });
-        timed("the outbox resumes", || {
-            scenarios::the_outbox_resumes_and_never_signs_twice(net);
-        });
-        timed("a killed open", || {
-            scenarios::a_killed_open_is_resumed_not_repeated(net);
-        });
-        timed("operator commands", || {
-            scenarios::operator_commands(net);
-        });
-        timed("a pack from the validator", || {
-            scenarios::a_pack_from_the_local_validator(net);
-        });
-        timed("buybacks", || {
-            buyback::buybacks_burn_what_the_fees_buy(net);
-        });
-        timed("the runner daemon", || {
-            daemon::the_runner_daemon_serves_a_hosted_run(net);
-        });
+            scenarios::escrow_settle_cancel_finalize_close_then_anchor_and_verify,
+        ),
+        (
+            "refund after a short deadline",
+            scenarios::refund_after_a_short_deadline,
+        ),
+        (
+            "open asks",
+            scenarios::open_asks_and_says_what_an_escrow_alone_leads_to,
+        ),
+        ("a second wallet", scenarios::a_second_wallet_is_refused),
+        (
+            "the outbox resumes",
+            scenarios::the_outbox_resumes_and_never_signs_twice,
+        ),
+        (
+            "a killed open",
+            scenarios::a_killed_open_is_resumed_not_repeated,
+        ),
+        ("operator commands", scenarios::operator_commands),
+        (
+            "a pack from the validator",
+            scenarios::a_pack_from_the_local_validator,
+        ),
+        ("buybacks", buyback::buybacks_burn_what_the_fees_buy),
+        (
+            "the runner daemon",
+            daemon::the_runner_daemon_serves_a_hosted_run,
+        ),
+    ];
+    on_a_validator(&[], |net| {
+        for (what, scenario) in in_turn {
+            timed(what, || scenario(net));
+        }
     });
 }
+
+/// One scenario on a shared validator.
+type Scenario = fn(&harness::Localnet);
 
 /// Runs one scenario and prints how long it took (the suite's time is mostly these).
 fn timed(what: &str, scenario: impl FnOnce()) {
