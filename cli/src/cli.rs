@@ -517,9 +517,10 @@ pub struct LocalnetArgs {
     #[arg(long, value_name = "PORT", default_value_t = 8899)]
     pub rpc_port: u16,
     /// The IPv4 address the validator's gossip, TPU and TVU sockets bind to, and that it
-    /// advertises in its RPC URL. Loopback by default: another address (this machine's on a LAN)
-    /// lets other machines reach it, and anyone there send it transactions. See docs/hosted.md
-    /// for what the validator library binds whatever this says.
+    /// advertises in its RPC URL. Loopback by default, and then JSON-RPC and its websocket are
+    /// confined to the loopback device too. Another address (this machine's on a LAN) lets other
+    /// machines reach it, JSON-RPC on every interface, and anyone there send it transactions.
+    /// See docs/hosted.md "Where it listens".
     #[arg(long, value_name = "IP", default_value = "127.0.0.1")]
     pub bind: std::net::Ipv4Addr,
     /// The keypair to fund and make the config's admin (created, 0600, when the file does not

@@ -83,6 +83,51 @@ fn bound_sockets(pid: u32) -> Vec<Bound> {
     bound
 }
 
+/// The device each TCP listener of process `pid` on `0.0.0.0:<port>` is confined to
+/// (`SO_BINDTODEVICE`, read through a second handle on the socket taken with `pidfd_getfd`;
+/// `None` for a listener on every interface). The kernel's own state, not what localnet says.
+fn listener_devices(pid: u32, port: u16) -> Vec<Option<String>> {
+    use rustix::process::{Pid, PidfdFlags, PidfdGetfdFlags, pidfd_getfd, pidfd_open};
+    let process = Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
+    let pidfd = pidfd_open(process, PidfdFlags::empty()).unwrap();
+    let mut devices = Vec::new();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+    {
+        let Some(number) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        let Ok(handle) = pidfd_getfd(&pidfd, number, PidfdGetfdFlags::empty()) else {
+            continue;
+        };
+        let socket = socket2::Socket::from(handle);
+        let Some(local) = socket.local_addr().ok().and_then(|a| a.as_socket()) else {
+            continue;
+        };
+        if local == SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port)
+            && socket.is_listener().unwrap_or(false)
+        {
+            devices.push(
+                socket
+                    .device()
+                    .unwrap()
+                    .map(|d| String::from_utf8_lossy(&d).into_owned()),
+            );
+        }
+    }
+    devices
+}
+
+/// This machine's address on its default route, if it has one (a UDP `connect` only picks the
+/// route: nothing is sent; 192.0.2.1 is a documentation address).
+fn own_address() -> Option<IpAddr> {
+    let probe = std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).ok()?;
+    probe.connect((Ipv4Addr::new(192, 0, 2, 1), 9)).ok()?;
+    let ip = probe.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
 fn signal(pid: u32, name: &str) {
     let status = Command::new("kill")
         .args([&format!("-{name}"), &pid.to_string()])
@@ -116,12 +161,16 @@ pub fn binds_survives_a_pause_and_reports_a_crash() {
     let pid = net.pid();
     let info = net.info.clone();
     let bind = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
-    let port =
-        |key: &str| -> SocketAddr { info["listening"][key].as_str().unwrap().parse().unwrap() };
+    // (`0.0.0.0%lo:8899`, as `ss` writes a listener confined to the loopback device)
+    let port = |key: &str| -> SocketAddr {
+        let said = info["listening"][key].as_str().unwrap();
+        said.replace("%lo", "").parse().unwrap()
+    };
 
     // then it reports that address, advertises it in its RPC URL, and every socket it holds
-    // is there but for the JSON-RPC and websocket listeners, which the library binds on every
-    // interface (and which `listening` reports as such), and UDP sockets bound to no address
+    // is there but for the JSON-RPC and websocket listeners, which the library binds to
+    // 0.0.0.0 and localnet confines to the loopback device (as `listening` reports, and as the
+    // kernel says when asked from outside the process), and UDP sockets bound to no address
     // (the validator's own outgoing client sockets);
     assert_eq!(info["bind"], "127.0.0.2", "{info}");
     assert!(net.url.starts_with("http://127.0.0.2:"), "{}", net.url);
@@ -146,6 +195,46 @@ pub fn binds_survives_a_pause_and_reports_a_crash() {
         );
     }
     assert_eq!(rpc.ip(), IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    for (key, listener) in [("rpc", rpc), ("websocket", websocket)] {
+        assert_eq!(
+            info["listening"][key],
+            format!("0.0.0.0%lo:{}", listener.port()),
+            "{info}"
+        );
+        let devices = listener_devices(pid, listener.port());
+        assert!(
+            !devices.is_empty() && devices.iter().all(|d| d.as_deref() == Some("lo")),
+            "the {key} listeners on port {} are confined to {devices:?}, not all to lo",
+            listener.port()
+        );
+    }
+    // (and the confined JSON-RPC still answers on loopback: the harness reached it above),
+    // and a connection to this machine's own non-loopback address is refused on both ports
+    // where an unconfined listener on every interface accepts it.
+    match own_address() {
+        Some(own) => {
+            let open = std::net::TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+            let control = SocketAddr::new(own, open.local_addr().unwrap().port());
+            TcpStream::connect_timeout(&control, Duration::from_secs(3))
+                .unwrap_or_else(|e| panic!("the control listener at {control}: {e}"));
+            for listener in [rpc, websocket] {
+                let there = SocketAddr::new(own, listener.port());
+                let refused = TcpStream::connect_timeout(&there, Duration::from_secs(3));
+                assert!(
+                    refused.is_err(),
+                    "{there} accepted a connection off the loopback device"
+                );
+            }
+        }
+        None => {
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!(
+                    "this machine has no non-loopback IPv4 address: the refusal off loopback is not exercised"
+                );
+            }
+        }
+    }
     assert_eq!((gossip.ip(), tpu_quic.ip()), (bind, bind));
     let elsewhere: Vec<&Bound> = sockets
         .iter()

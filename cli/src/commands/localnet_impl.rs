@@ -280,6 +280,19 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
     // From here a panic in any of the validator's threads is a crash, as for Agave's own
     // validators (which exit on any panic rather than limp along half dead).
     let crash = Crash::watch();
+    // The library binds JSON-RPC and its websocket to 0.0.0.0 whatever `bind` says: on loopback
+    // (the default) both listeners are confined to the loopback device at once, or localnet stops.
+    let listening_on = if bind.is_loopback() {
+        if let Err(why) = confine_to_loopback([args.rpc_port, pubsub_port]) {
+            drop(validator);
+            return Err(env_error(format!(
+                "cannot keep the validator's JSON-RPC to this machine: {why}. Nothing was left running; pass --bind with an address of this machine to serve JSON-RPC on every interface"
+            )));
+        }
+        "%lo"
+    } else {
+        ""
+    };
     let url = validator.rpc_url();
 
     let chain = Chain::new(&url, Commitment::Confirmed);
@@ -311,11 +324,12 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
         "rpc_url": url,
         "websocket_url": validator.rpc_pubsub_url(),
         "bind": bind.to_string(),
-        // Where each service listens: the library binds JSON-RPC and its websocket on every
-        // interface whatever `bind` says (solana-test-validator 4.2.2, `TestValidator::start`).
+        // Where each service listens. The library binds JSON-RPC and its websocket to 0.0.0.0
+        // whatever `bind` says (solana-test-validator 4.2.2, `TestValidator::start`); on
+        // loopback they are confined to the loopback device (`0.0.0.0%lo`, as `ss` writes it).
         "listening": {
-            "rpc": format!("0.0.0.0:{}", args.rpc_port),
-            "websocket": format!("0.0.0.0:{pubsub_port}"),
+            "rpc": format!("0.0.0.0{listening_on}:{}", args.rpc_port),
+            "websocket": format!("0.0.0.0{listening_on}:{pubsub_port}"),
             "gossip": validator.gossip().to_string(),
             "tpu_quic": validator.tpu_quic().to_string(),
         },
@@ -338,7 +352,12 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
         crate::output::text(&format!("{info}\n"))?;
     } else {
         crate::output::text(&format!(
-            "local validator ready\n  RPC URL   {url}   (use --url {url}, or -u l on the default port)\n  listens   JSON-RPC and websocket on every interface (ports {} and {pubsub_port}); gossip and TPU on {bind}\n  program   {}\n  $SKTRIAL  {} (buybacks through the pool {})\n  wallet    {} ({}), {}\n  runner    {} ({})\n  payout    {}\n  ledger    {}\nCtrl-C stops it.\n",
+            "local validator ready\n  RPC URL   {url}   (use --url {url}, or -u l on the default port)\n  listens   JSON-RPC and websocket {} (ports {} and {pubsub_port}); gossip and TPU on {bind}\n  program   {}\n  $SKTRIAL  {} (buybacks through the pool {})\n  wallet    {} ({}), {}\n  runner    {} ({})\n  payout    {}\n  ledger    {}\nCtrl-C stops it.\n",
+            if listening_on.is_empty() {
+                "on every interface"
+            } else {
+                "on the loopback device only"
+            },
             args.rpc_port,
             PROGRAM_ID,
             mint,
@@ -589,6 +608,94 @@ impl Drop for StdoutToStderr {
             let _ = rustix::stdio::dup2_stdout(&saved);
         }
     }
+}
+
+/// How long the websocket listener may take to appear after the validator started (the
+/// library binds it from a thread of its own).
+const LISTENERS_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Confines this process's TCP listeners on `0.0.0.0:<port>`, for each of `ports`, to the
+/// loopback device (`SO_BINDTODEVICE "lo"`): a connection arriving on any other interface then
+/// finds no listener and is refused by the kernel, as if the socket were bound to 127.0.0.1.
+/// The listeners belong to the validator library, so each is reached through a second handle
+/// (`pidfd_getfd` on this process's own pidfd: no raw descriptor is ever borrowed); the option
+/// is set on the socket both handles share, then read back. Every listener of each port is
+/// confined (the JSON-RPC server may run several with `SO_REUSEPORT`), and each port must have
+/// one within [`LISTENERS_WITHIN`].
+#[cfg(target_os = "linux")]
+fn confine_to_loopback(ports: [u16; 2]) -> Result<(), String> {
+    use rustix::process::{PidfdFlags, PidfdGetfdFlags, getpid, pidfd_getfd, pidfd_open};
+    let me = pidfd_open(getpid(), PidfdFlags::empty())
+        .map_err(|e| format!("pidfd_open needs Linux 5.3 or later ({e})"))?;
+    let started = std::time::Instant::now();
+    let mut confined: Vec<u16> = Vec::new();
+    loop {
+        let entries = std::fs::read_dir("/proc/self/fd")
+            .map_err(|e| format!("cannot list /proc/self/fd: {e}"))?;
+        for entry in entries.flatten() {
+            let Some(number) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+                continue;
+            };
+            let is_socket = std::fs::read_link(entry.path())
+                .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"));
+            if !is_socket {
+                continue;
+            }
+            // Closed since it was listed, or not ours to take: not a listener we look for.
+            let Ok(handle) = pidfd_getfd(&me, number, PidfdGetfdFlags::empty()) else {
+                continue;
+            };
+            let socket = socket2::Socket::from(handle);
+            let Some(local) = socket.local_addr().ok().and_then(|a| a.as_socket()) else {
+                continue;
+            };
+            let wanted = local.ip() == std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
+                && ports.contains(&local.port())
+                && socket.r#type().is_ok_and(|t| t == socket2::Type::STREAM)
+                && socket.is_listener().unwrap_or(false);
+            if !wanted {
+                continue;
+            }
+            socket.bind_device(Some(b"lo")).map_err(|e| {
+                format!(
+                    "SO_BINDTODEVICE on {local} was refused ({e}; unprivileged use needs Linux 5.7 or later)"
+                )
+            })?;
+            let device = socket
+                .device()
+                .map_err(|e| format!("cannot read back the device of {local}: {e}"))?;
+            if device.as_deref() != Some(b"lo".as_slice()) {
+                return Err(format!(
+                    "{local} reads back bound to {:?}, not lo",
+                    device.map(|d| String::from_utf8_lossy(&d).into_owned())
+                ));
+            }
+            if !confined.contains(&local.port()) {
+                confined.push(local.port());
+            }
+        }
+        let missing: Vec<u16> = ports
+            .iter()
+            .copied()
+            .filter(|p| !confined.contains(p))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        if started.elapsed() > LISTENERS_WITHIN {
+            return Err(format!(
+                "no listener on 0.0.0.0 port {missing:?} appeared within {} s",
+                LISTENERS_WITHIN.as_secs()
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Elsewhere the option is not there: localnet refuses loopback-only rather than pretend.
+#[cfg(not(target_os = "linux"))]
+fn confine_to_loopback(_ports: [u16; 2]) -> Result<(), String> {
+    Err("confining a listener to the loopback device needs Linux".to_owned())
 }
 
 /// A port of `bind` free for both UDP and TCP, for gossip (the library's default is a fixed
