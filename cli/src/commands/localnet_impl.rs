@@ -656,6 +656,14 @@ fn confine_to_loopback(ports: [u16; 2]) -> Result<(), String> {
             if !wanted {
                 continue;
             }
+            // Confined by an earlier pass (the other port was not up yet): changing a device
+            // once set needs CAP_NET_RAW, so it is left as it is.
+            let already = socket
+                .device()
+                .is_ok_and(|d| d.as_deref() == Some(b"lo".as_slice()));
+            if already {
+                continue;
+            }
             socket.bind_device(Some(b"lo")).map_err(|e| {
                 format!(
                     "SO_BINDTODEVICE on {local} was refused ({e}; unprivileged use needs Linux 5.7 or later)"
