@@ -10,6 +10,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --release --locked -p skilltrial-cli
+cargo build --release --locked -p skilltrial-cli --no-default-features
 echo "==> the binary is target/release/skilltrial (\`cargo install --locked --path cli\` puts it on PATH)" >&2
 exec ./target/release/skilltrial demo "$@"

@@ -32,6 +32,7 @@ pub mod outbox;
 pub mod pda;
 pub mod rpc;
 pub mod send;
+pub mod session;
 pub mod token;
 pub mod venue;
 
@@ -58,6 +59,12 @@ pub const INSTRUCTIONS_SYSVAR_ID: Pubkey =
 /// split cohort would convert.
 pub fn anchor_key(key: &Pubkey) -> AnchorPubkey {
     *key
+}
+
+/// An address parsed off-chain (`core::solana::Address`, what the CLI's flags give) as the host's
+/// key type: the same 32 bytes.
+pub fn host_key(address: &skilltrial_core::solana::Address) -> Pubkey {
+    Pubkey::new_from_array(address.0)
 }
 
 /// A program crate's key as the host's key type (see the module docs: the identity today).
@@ -113,6 +120,14 @@ mod tests {
         assert_eq!(
             skilltrial_core::hosted::MIN_PER_REQUEST_CAP,
             crate::constants::MIN_PER_REQUEST_CAP
+        );
+    }
+
+    #[test]
+    fn core_and_the_program_agree_on_the_farthest_deadline() {
+        assert_eq!(
+            skilltrial_core::hosted::MAX_DEADLINE_SECS,
+            crate::constants::MAX_DEADLINE_SECS
         );
     }
 }

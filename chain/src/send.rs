@@ -54,10 +54,8 @@ const POLL_EVERY: Duration = Duration::from_millis(400);
 /// the wait gives up (a stalled or stopped validator would otherwise be waited on for ever, the
 /// expiry never coming). The transaction stays pending in the outbox for the next command.
 pub const STALL_AFTER: Duration = Duration::from_secs(60);
-/// The default ceiling on the compute-unit price taken from the market, in micro-lamports per
-/// compute unit: 100,000 µlamports × a 40,000-unit settlement = 4,000 lamports, below the
-/// 5,000-lamport signature fee.
-pub const DEFAULT_PRICE_CEILING: u64 = 100_000;
+/// The default ceiling on the compute-unit price taken from the market (one value, in `core`).
+pub use skilltrial_core::hosted::DEFAULT_PRICE_CEILING;
 
 /// How the compute-unit price is chosen.
 #[derive(Debug, Clone, Copy)]

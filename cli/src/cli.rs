@@ -8,6 +8,7 @@ use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use skilltrial_core::manifest::DEFAULT_REPETITIONS;
 use skilltrial_core::money::MicroUsd;
 use skilltrial_core::profile::ProviderKind;
+use skilltrial_core::solana::Address;
 
 use crate::commands::purge::{Age, parse_age};
 
@@ -202,7 +203,7 @@ pub struct BuybackArgs {
     pub buyback_slippage_bps: u16,
     /// Jupiter's Swap API v2 base URL: https, or http on a loopback address only (a test
     /// venue). Its key is read from JUPITER_API_KEY (never a flag).
-    #[arg(long, value_name = "URL", default_value = skilltrial_runner::buyback::JUPITER_URL, value_parser = venue_url)]
+    #[arg(long, value_name = "URL", default_value = skilltrial_core::hosted::JUPITER_URL, value_parser = venue_url)]
     pub jupiter_url: url::Url,
 }
 
@@ -299,15 +300,15 @@ pub struct VerifyArgs {
     /// The anchor transaction (`skilltrial anchor` printed it): fetched finalized over RPC, it
     /// must have succeeded and carry this report's anchor memo, top-level, signed by the signer.
     #[arg(long, value_name = "SIGNATURE", value_parser = signature, requires = "whose")]
-    pub signature: Option<solana_signature::Signature>,
+    pub signature: Option<TxSignature>,
     /// The hosted run's Run account address: fetched over RPC and compared with the report
     /// (manifest hash, report hash, settlement digest and counts). Once the account is closed,
     /// the same books are read from its `RunFinalized` event, found in the address's history.
     #[arg(long, value_name = "ADDRESS", value_parser = address)]
-    pub run: Option<skilltrial_chain::Pubkey>,
+    pub run: Option<Address>,
     /// Whose anchor it must be (a wallet address). Default with --run: the Run's user.
     #[arg(long, value_name = "ADDRESS", requires = "signature", value_parser = address)]
-    pub signer: Option<skilltrial_chain::Pubkey>,
+    pub signer: Option<Address>,
     /// How long to wait (seconds, at most 3600) for the anchor to be finalized, and for a
     /// closed run's finalize transaction to be listed by the node. Still pending then: exit 75.
     #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(0..=3600))]
@@ -337,7 +338,7 @@ pub struct SolanaArgs {
     #[arg(long, value_name = "MICROLAMPORTS")]
     pub with_compute_unit_price: Option<u64>,
     /// The most a market-derived priority fee may be, micro-lamports per compute unit.
-    #[arg(long, value_name = "MICROLAMPORTS", default_value_t = skilltrial_chain::send::DEFAULT_PRICE_CEILING)]
+    #[arg(long, value_name = "MICROLAMPORTS", default_value_t = skilltrial_core::hosted::DEFAULT_PRICE_CEILING)]
     pub max_compute_unit_price: u64,
 }
 
@@ -348,7 +349,7 @@ pub struct CancelArgs {
     pub run: Option<String>,
     /// Cancel the hosted run at this Run account address on-chain (signed by your wallet).
     #[arg(long, value_name = "RUN_ADDRESS", value_parser = address)]
-    pub chain: Option<skilltrial_chain::Pubkey>,
+    pub chain: Option<Address>,
     #[command(flatten)]
     pub solana: SolanaArgs,
 }
@@ -360,7 +361,7 @@ pub struct OpenArgs {
     pub manifest: String,
     /// The runner you agree to (the program's config must name the same key).
     #[arg(long, value_name = "PUBKEY", value_parser = address)]
-    pub runner: skilltrial_chain::Pubkey,
+    pub runner: Address,
     /// When the runner's time is up and you may refund alone, from when the escrow lands:
     /// 90s, 30m, 24h, 7d (at most 7d).
     #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = duration, allow_hyphen_values = true)]
@@ -376,7 +377,7 @@ pub struct OpenArgs {
 pub struct ChainRunArgs {
     /// The Run account address (`open` printed it).
     #[arg(value_name = "RUN_ADDRESS", value_parser = address)]
-    pub run: skilltrial_chain::Pubkey,
+    pub run: Address,
     #[command(flatten)]
     pub solana: SolanaArgs,
 }
@@ -422,10 +423,10 @@ pub enum AdminCommand {
 pub struct AdminInitArgs {
     /// The runner's signing key.
     #[arg(long, value_name = "PUBKEY", value_parser = address)]
-    pub runner: skilltrial_chain::Pubkey,
+    pub runner: Address,
     /// Where the runner's share of usage is paid (not the runner's signing key).
     #[arg(long, value_name = "PUBKEY", value_parser = address)]
-    pub runner_payout: skilltrial_chain::Pubkey,
+    pub runner_payout: Address,
     /// The runner fee per executed trial, lamports (at most 10,000,000).
     #[arg(long, value_name = "LAMPORTS", default_value_t = 200_000)]
     pub fee_lamports: u64,
@@ -443,7 +444,7 @@ pub struct AdminInitArgs {
     pub usage_period_secs: i64,
     /// The $SKTRIAL mint buybacks burn.
     #[arg(long, value_name = "PUBKEY", value_parser = address)]
-    pub mint: skilltrial_chain::Pubkey,
+    pub mint: Address,
     /// The least time between buybacks, seconds (60 to 2,592,000).
     #[arg(long, value_name = "SECS", default_value_t = 21_600)]
     pub buyback_interval_secs: i64,
@@ -452,7 +453,7 @@ pub struct AdminInitArgs {
     pub max_buyback_lamports: u64,
     /// The least tokens burned per lamport released, as TOKENS:LAMPORTS (base units).
     #[arg(long, value_name = "TOKENS:LAMPORTS", value_parser = buyback_rate)]
-    pub buyback_rate: skilltrial_chain::ix::BuybackRate,
+    pub buyback_rate: BuybackRate,
     /// Initialize without asking.
     #[arg(long)]
     pub yes: bool,
@@ -473,7 +474,7 @@ pub struct AdminUpdateArgs {
     pub revoke_runner: bool,
     /// Propose a new admin, who must `admin accept`.
     #[arg(long, value_name = "PUBKEY", value_parser = address)]
-    pub propose_admin: Option<skilltrial_chain::Pubkey>,
+    pub propose_admin: Option<Address>,
     #[command(flatten)]
     pub solana: SolanaArgs,
 }
@@ -482,23 +483,23 @@ pub struct AdminUpdateArgs {
 pub struct AdminProposeArgs {
     /// A new runner signing key (with --runner-payout).
     #[arg(long, value_name = "PUBKEY", requires = "runner_payout", value_parser = address)]
-    pub runner: Option<skilltrial_chain::Pubkey>,
+    pub runner: Option<Address>,
     /// The new runner's payout address (with --runner).
     #[arg(long, value_name = "PUBKEY", requires = "runner", value_parser = address)]
-    pub runner_payout: Option<skilltrial_chain::Pubkey>,
+    pub runner_payout: Option<Address>,
     /// A new $SKTRIAL mint.
     #[arg(long, value_name = "PUBKEY", value_parser = address)]
-    pub mint: Option<skilltrial_chain::Pubkey>,
+    pub mint: Option<Address>,
     #[arg(long, value_name = "SECS")]
     pub buyback_interval_secs: Option<i64>,
     #[arg(long, value_name = "LAMPORTS")]
     pub max_buyback_lamports: Option<u64>,
     /// TOKENS:LAMPORTS.
     #[arg(long, value_name = "TOKENS:LAMPORTS", value_parser = buyback_rate)]
-    pub buyback_rate: Option<skilltrial_chain::ix::BuybackRate>,
+    pub buyback_rate: Option<BuybackRate>,
     /// A new usage limit as LAMPORTS/SECS (amount per period).
     #[arg(long, value_name = "LAMPORTS/SECS", value_parser = usage_limit)]
-    pub usage_limit: Option<skilltrial_chain::ix::SpendingLimit>,
+    pub usage_limit: Option<SpendingLimit>,
     #[arg(long, value_name = "SECS")]
     pub time_lock_secs: Option<i64>,
     #[command(flatten)]
@@ -794,21 +795,67 @@ fn runner_url(text: &str) -> Result<url::Url, String> {
     Ok(url)
 }
 
-fn address(text: &str) -> Result<skilltrial_chain::Pubkey, String> {
+fn address(text: &str) -> Result<Address, String> {
     let bytes = bs58::decode(text.trim())
         .into_vec()
         .map_err(|_| "not a base58 address".to_owned())?;
     let array: [u8; 32] = bytes
         .try_into()
         .map_err(|b: Vec<u8>| format!("decodes to {} bytes, an address has 32", b.len()))?;
-    Ok(skilltrial_chain::Pubkey::new_from_array(array))
+    Ok(Address(array))
+}
+
+/// A transaction signature as `--signature` gives it: 64 bytes, written in base58.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxSignature(pub [u8; 64]);
+
+impl std::fmt::Display for TxSignature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&bs58::encode(self.0).into_string())
+    }
+}
+
+#[cfg(feature = "chain")]
+impl From<SpendingLimit> for skilltrial_chain::ix::SpendingLimit {
+    fn from(limit: SpendingLimit) -> Self {
+        skilltrial_chain::ix::SpendingLimit {
+            amount: limit.amount,
+            period_secs: limit.period_secs,
+        }
+    }
 }
 
 /// A transaction signature: 64 bytes in base58.
-fn signature(text: &str) -> Result<solana_signature::Signature, String> {
-    text.trim()
-        .parse()
-        .map_err(|_| "not a transaction signature (64 bytes in base58)".to_owned())
+fn signature(text: &str) -> Result<TxSignature, String> {
+    let refused = || "not a transaction signature (64 bytes in base58)".to_owned();
+    let bytes = bs58::decode(text.trim())
+        .into_vec()
+        .map_err(|_| refused())?;
+    bytes.try_into().map(TxSignature).map_err(|_| refused())
+}
+
+/// `--buyback-rate TOKENS:LAMPORTS`: the least tokens burned per lamport released.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuybackRate {
+    pub tokens: u64,
+    pub lamports: u64,
+}
+
+#[cfg(feature = "chain")]
+impl From<BuybackRate> for skilltrial_chain::ix::BuybackRate {
+    fn from(rate: BuybackRate) -> Self {
+        skilltrial_chain::ix::BuybackRate {
+            tokens: rate.tokens,
+            lamports: rate.lamports,
+        }
+    }
+}
+
+/// `--usage-limit LAMPORTS/SECS`: the most usage settled per period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpendingLimit {
+    pub amount: u64,
+    pub period_secs: i64,
 }
 
 /// A duration: 90s, 30m, 24h, 7d, or plain seconds; positive.
@@ -833,7 +880,7 @@ fn duration(text: &str) -> Result<i64, String> {
 }
 
 /// `TOKENS:LAMPORTS`, both positive.
-fn buyback_rate(text: &str) -> Result<skilltrial_chain::ix::BuybackRate, String> {
+fn buyback_rate(text: &str) -> Result<BuybackRate, String> {
     let refused = || "not TOKENS:LAMPORTS (two positive integers, e.g. 1000:1)".to_owned();
     let (tokens, lamports) = text.split_once(':').ok_or_else(refused)?;
     let tokens: u64 = tokens.trim().parse().map_err(|_| refused())?;
@@ -841,7 +888,7 @@ fn buyback_rate(text: &str) -> Result<skilltrial_chain::ix::BuybackRate, String>
     if tokens == 0 || lamports == 0 {
         return Err(refused());
     }
-    Ok(skilltrial_chain::ix::BuybackRate { tokens, lamports })
+    Ok(BuybackRate { tokens, lamports })
 }
 
 /// `LAMPORTS/SECS`.
@@ -867,10 +914,10 @@ fn venue_url(text: &str) -> Result<url::Url, String> {
     }
 }
 
-fn usage_limit(text: &str) -> Result<skilltrial_chain::ix::SpendingLimit, String> {
+fn usage_limit(text: &str) -> Result<SpendingLimit, String> {
     let refused = || "not LAMPORTS/SECS (e.g. 100000000000/86400)".to_owned();
     let (amount, period) = text.split_once('/').ok_or_else(refused)?;
-    Ok(skilltrial_chain::ix::SpendingLimit {
+    Ok(SpendingLimit {
         amount: amount.trim().parse().map_err(|_| refused())?,
         period_secs: period.trim().parse().map_err(|_| refused())?,
     })

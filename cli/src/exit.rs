@@ -235,6 +235,107 @@ impl From<SetupError> for CliError {
     }
 }
 
+impl From<skilltrial_engine::files::FileError> for CliError {
+    /// A named file that is missing, unreadable or not a regular file is the environment (2);
+    /// one that was read and is not what it must be (a report that is not one) is refused (1).
+    fn from(e: skilltrial_engine::files::FileError) -> Self {
+        if e.is_environment() {
+            CliError::Environment(e.into())
+        } else {
+            CliError::Rejected(e.into())
+        }
+    }
+}
+
+/// The errors of the on-chain commands (feature `chain`): the Solana client's and the runner
+/// client's, each decided here once like the local ones above.
+#[cfg(feature = "chain")]
+mod chain_errors {
+    use skilltrial_chain::cli_config::ConventionError;
+    use skilltrial_chain::rpc::RpcFailure;
+    use skilltrial_chain::send::SendError;
+    use skilltrial_chain::session::SessionError;
+    use skilltrial_runner::client::ClientError;
+
+    use super::CliError;
+
+    impl From<SendError> for CliError {
+        /// Refused or failed on-chain is an input the cluster judged (1); an unreachable node,
+        /// an unusable outbox or an expiry is the environment (2). The message says whether the
+        /// transaction was recorded (and may still land, and how to resume it) or never signed.
+        fn from(e: SendError) -> Self {
+            match e {
+                SendError::Refused(_) | SendError::FailedOnChain { .. } | SendError::Build(_) => {
+                    CliError::Rejected(anyhow::anyhow!("{}", e.explain()))
+                }
+                SendError::Rpc(_)
+                | SendError::BeforeSigning(_)
+                | SendError::Outbox(_)
+                | SendError::Expired(_) => {
+                    CliError::Environment(anyhow::anyhow!("{}", e.explain()))
+                }
+            }
+        }
+    }
+
+    impl From<RpcFailure> for CliError {
+        /// A read failure is the endpoint (2), except an account that is not the program's,
+        /// which judges the address given (1).
+        fn from(e: RpcFailure) -> Self {
+            match e {
+                RpcFailure::NotTheProgramsAccount { .. } => {
+                    CliError::Rejected(anyhow::anyhow!("{e}"))
+                }
+                _ => CliError::Environment(anyhow::anyhow!("{e}")),
+            }
+        }
+    }
+
+    impl From<SessionError> for CliError {
+        /// The session's own failures (flags, config file, wallet, state directory, outbox) are
+        /// the environment (2); a read or a send decides as above.
+        fn from(e: SessionError) -> Self {
+            match e {
+                SessionError::Rpc(e) => e.into(),
+                SessionError::Send(e) => e.into(),
+                other => CliError::Environment(anyhow::anyhow!("{other}")),
+            }
+        }
+    }
+
+    impl From<ConventionError> for CliError {
+        /// The Solana CLI's conventions (a URL, a config file, a keypair file) that cannot be
+        /// used: the environment (2).
+        fn from(e: ConventionError) -> Self {
+            CliError::Environment(anyhow::anyhow!("{e}"))
+        }
+    }
+
+    impl From<ClientError> for CliError {
+        /// A runner daemon that cannot be reached, or fails (5xx), is the environment (2); one
+        /// that refuses the request (4xx) judged it (1).
+        fn from(e: ClientError) -> Self {
+            match e {
+                ClientError::Unreachable(m) => CliError::Environment(anyhow::anyhow!(
+                    "{m} (is the runner daemon running at that URL?)"
+                )),
+                ClientError::Refused {
+                    status,
+                    code,
+                    message,
+                } => {
+                    let err = anyhow::anyhow!("the runner refused ({status} {code}): {message}");
+                    if status >= 500 {
+                        CliError::Environment(err)
+                    } else {
+                        CliError::Rejected(err)
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl From<std::io::Error> for CliError {
     fn from(e: std::io::Error) -> Self {
         CliError::Environment(e.into())

@@ -129,3 +129,165 @@ fn values_are_checked_by_clap_naming_the_flag_the_value_and_why() {
     // Nothing was opened or created for a usage error.
     assert!(!env.home().exists());
 }
+
+/// A JSON-RPC server on loopback answering every `getAccountInfo` with `owner`'s account of
+/// `data`, and the few other reads a command makes with plausible values.
+fn rpc_answering_account(owner: &'static str, data: Vec<u8>) -> ScriptedServer {
+    use base64::Engine as _;
+    ScriptedServer::start(move |r| {
+        let call = r.json().unwrap_or(serde_json::Value::Null);
+        let result = match call["method"].as_str().unwrap_or("") {
+            "getAccountInfo" => serde_json::json!({
+                "context": { "slot": 1 },
+                "value": {
+                    "data": [base64::engine::general_purpose::STANDARD.encode(&data), "base64"],
+                    "owner": owner, "lamports": 5_000_000u64, "executable": false,
+                    "rentEpoch": 0, "space": data.len(),
+                }
+            }),
+            "getGenesisHash" => serde_json::json!("EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG"),
+            _ => return Reply::Status(404),
+        };
+        Reply::Verbatim {
+            status: 200,
+            headers: vec![("content-type".to_owned(), "application/json".to_owned())],
+            body: serde_json::json!({ "jsonrpc": "2.0", "id": call["id"], "result": result })
+                .to_string(),
+        }
+    })
+    .unwrap()
+}
+
+/// A port on loopback where nothing listens (bound, then released).
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// The binary run offline with `home` as both its state directory and the user's home (where the
+/// Solana CLI's config would be: there is none).
+fn at_home(home: &std::path::Path, args: &[&str]) -> Output {
+    support::offline_command(home, args)
+        .env("HOME", home)
+        .output()
+        .unwrap()
+}
+
+const RUN_ADDRESS: &str = "9RvNi4pPm8euMuPGPNQVjR8wWTPawZMvqfqA2QQmwVHC";
+
+#[test]
+fn an_account_that_is_not_the_programs_is_a_judged_input() {
+    // Given a node whose account at the address is a token account, not a Run,
+    let server = rpc_answering_account("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA", vec![0; 165]);
+    let home = tempfile::tempdir().unwrap();
+    let url = server.url();
+    // when chain-status reads it, the address given is refused (1), naming it.
+    let out = at_home(home.path(), &["chain-status", RUN_ADDRESS, "--url", &url]);
+    let (code, stdout, stderr) = outcome(out);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(stdout, "");
+    assert!(
+        stderr.starts_with(&format!("error: {RUN_ADDRESS}: ")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_node_that_is_down_is_the_environment() {
+    // Given an RPC URL where nothing listens,
+    let home = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{}", closed_port());
+    // chain-status exits 2, in text and in JSON, naming the call that failed.
+    for json in [false, true] {
+        let mut args = vec!["chain-status", RUN_ADDRESS, "--url", &url];
+        if json {
+            args.push("--json");
+        }
+        let out = at_home(home.path(), &args);
+        let (code, stdout, stderr) = outcome(out);
+        assert_eq!(code, Some(2), "{stderr}");
+        if json {
+            let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+            assert_eq!(doc["error"]["kind"], "environment", "{doc}");
+            assert!(
+                doc["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("getAccountInfo {RUN_ADDRESS}")),
+                "{doc}"
+            );
+        } else {
+            assert!(
+                stderr.contains(&format!("getAccountInfo {RUN_ADDRESS}")),
+                "{stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_runner_that_refuses_is_a_judged_input_and_one_that_fails_is_the_environment() {
+    // Given a wallet, and a runner daemon answering every request with one API error,
+    let home = tempfile::tempdir().unwrap();
+    let wallet = home.path().join("id.json");
+    let key = solana_keypair::Keypair::new();
+    std::fs::write(
+        &wallet,
+        serde_json::to_string(&key.to_bytes().to_vec()).unwrap(),
+    )
+    .unwrap();
+    for (status, code, exit) in [
+        (403, "forbidden", 1),
+        (400, "invalid", 1),
+        (503, "unavailable", 2),
+    ] {
+        let server = ScriptedServer::start(move |_| Reply::Verbatim {
+            status,
+            headers: vec![("content-type".to_owned(), "application/json".to_owned())],
+            body: serde_json::json!({ "error": "not today", "code": code }).to_string(),
+        })
+        .unwrap();
+        let runner = server.url();
+        let wallet = wallet.to_str().unwrap();
+        // when `status --remote` signs in, a refusal (4xx) is a judged input (1) and a failing
+        // runner (5xx) the environment (2), its message and code said.
+        let out = at_home(
+            home.path(),
+            &[
+                "status",
+                "--remote",
+                "--runner",
+                &runner,
+                "--keypair",
+                wallet,
+            ],
+        );
+        let (got, stdout, stderr) = outcome(out);
+        assert_eq!(got, Some(exit), "{status}: {stderr}");
+        assert_eq!(stdout, "");
+        assert_eq!(
+            stderr.lines().next(),
+            Some(format!("error: the runner refused ({status} {code}): not today").as_str()),
+            "{stderr}"
+        );
+    }
+    // A server that is not a runner at all is the environment (2).
+    let url = format!("http://127.0.0.1:{}", closed_port());
+    let out = at_home(
+        home.path(),
+        &[
+            "status",
+            "--remote",
+            "--runner",
+            &url,
+            "--keypair",
+            wallet.to_str().unwrap(),
+        ],
+    );
+    let (got, _, stderr) = outcome(out);
+    assert_eq!(got, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is the runner daemon running at that URL?"),
+        "{stderr}"
+    );
+}

@@ -16,6 +16,29 @@ pub const MAX_TRIALS: u16 = 100;
 /// charged is the real one, and what is not used comes back.
 pub const MIN_PER_REQUEST_CAP: u64 = 5_000;
 
+/// The farthest deadline a Run may set, seconds from when its escrow lands (the program's
+/// `MAX_DEADLINE_SECS`; the chain crate's tests check that the two agree).
+pub const MAX_DEADLINE_SECS: i64 = 7 * 24 * 60 * 60;
+
+/// The deadline a hosted run is opened with unless its owner names one (`open`, `submit`, the
+/// New-run page): a day.
+pub const DEFAULT_DEADLINE_SECS: i64 = 24 * 60 * 60;
+
+/// What a deadline must allow beyond a minimum for the escrow to land. The deadline is computed
+/// from the cluster's clock before the wallet signs (after a prompt in the CLI, a wallet's
+/// approval on the page), and the program and the runner judge it from when the escrow lands:
+/// one allowance, read by `open`, `submit`, the runner's check and the page (through the wasm
+/// crate's `hosted_terms`).
+pub const LANDING_ALLOWANCE_SECS: i64 = 60;
+
+/// The most a market-derived priority fee may be, micro-lamports per compute unit (the hosted
+/// commands' `--max-compute-unit-price` default, and the runner's): 100,000 µlamports × a
+/// 40,000-unit settlement = 4,000 lamports, below the 5,000-lamport signature fee.
+pub const DEFAULT_PRICE_CEILING: u64 = 100_000;
+
+/// Jupiter's Swap API v2, where a runner's buybacks swap by default off localnet.
+pub const JUPITER_URL: &str = "https://api.jup.ag/swap/v2";
+
 /// What a manifest's hosted run escrows, before the operator's fee.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Terms {

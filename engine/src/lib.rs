@@ -13,6 +13,7 @@
 pub mod answers;
 pub mod demo;
 pub mod engine;
+pub mod files;
 pub mod home;
 pub mod journal;
 pub mod keys;

@@ -200,8 +200,8 @@ impl Venue for LocalPool {
     }
 }
 
-/// Jupiter's public Swap API base.
-pub const JUPITER_URL: &str = "https://api.jup.ag/swap/v2";
+/// Jupiter's public Swap API base (one value, in `core`).
+pub use skilltrial_core::hosted::JUPITER_URL;
 /// Jupiter's aggregator program (v6), the only swap program a Jupiter route may call.
 pub const JUPITER_PROGRAM: Pubkey =
     Pubkey::from_str_const("JUP6LkbZbjS1jKKwapdHNy74zcZ3tLUZoi5QNyVTaV4");

@@ -204,8 +204,9 @@ pub enum Unauthorised {
 }
 
 /// Seconds a deadline asked about before the escrow must leave beyond [`min_deadline_secs`]:
-/// the escrow lands and the run registers a little after the check.
-pub const CHECK_LANDING_SECS: i64 = 60;
+/// the escrow lands and the run registers a little after the check (the one allowance of
+/// `core::hosted`, the CLI's and the page's too).
+pub const CHECK_LANDING_SECS: i64 = skilltrial_core::hosted::LANDING_ALLOWANCE_SECS;
 
 /// Every check of a registration but the Run account's: the manifest is admitted (stored,
 /// valid, served, plan's bounds, the operator's rate, `admission` saying how old its pin may

@@ -628,14 +628,16 @@ pub fn operator_commands(net: &Localnet) {
     net.print_costs();
 }
 
-/// A run opened with a 30-second deadline (the localnet minimum of 10 s plus the 20 s `open`
-/// allows for landing): refund is refused before it, and after it returns
+/// A run opened with the shortest deadline `open` allows on localnet (the config's minimum of
+/// 10 s plus `core::hosted::LANDING_ALLOWANCE_SECS` for landing): refund is refused before it,
+/// and after it returns
 /// everything the Run held (escrow and rent), to the lamport. Then a Run with another digest
 /// fails `verify --run` against the first report.
 pub fn refund_after_a_short_deadline(net: &Localnet) {
     let planned = plan_and_run(net, "2");
     let user = net.user();
-    let opened = open(net, &planned.run, "30s");
+    let shortest = 10 + skilltrial_core::hosted::LANDING_ALLOWANCE_SECS;
+    let opened = open(net, &planned.run, &format!("{shortest}s"));
     let address = opened["run"].as_str().unwrap().to_owned();
     let out = net.cli(&net.user_keypair, &["refund", &address]);
     assert_eq!(out.status.code(), Some(1), "{}", said(&out));

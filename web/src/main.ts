@@ -10,6 +10,7 @@ import type { Wallet, WalletAccount } from "@wallet-standard/base";
 import init, {
   Dropped,
   from_base64,
+  hosted_terms,
   money,
   open_transaction,
   pack_tree,
@@ -35,6 +36,13 @@ import {
 import { Declined, connect, signAndSend, signMessage, usable, watchWallets } from "./wallet.js";
 
 // ---- small DOM helpers (text only, never HTML) ----
+
+/** What a deadline must allow beyond the runner's minimum for the escrow to land: the CLI's
+ *  value, read from the shared hosted terms (`core::hosted`) through the wasm crate. */
+function landingAllowanceSecs(): number {
+  const terms = JSON.parse(hosted_terms()) as { landing_allowance_secs: number };
+  return terms.landing_allowance_secs;
+}
 
 function $<T extends HTMLElement = HTMLElement>(id: string): T {
   const found = document.getElementById(id);
@@ -627,8 +635,8 @@ async function approve(): Promise<void> {
         `a fee of ${terms.fee_per_trial_lamports} lamports per trial, not the ${state.offer.fee_per_trial_lamports} shown`,
       String(terms.escrow_lamports) !== planned.escrow_lamports &&
         `an escrow of ${terms.escrow_lamports} lamports, not the ${planned.escrow_lamports} shown`,
-      terms.min_deadline_secs + 120 > state.offer.default_deadline_secs &&
-        `a deadline of at least ${terms.min_deadline_secs + 120} s, longer than the ${state.offer.default_deadline_secs} s shown`,
+      terms.min_deadline_secs + landingAllowanceSecs() > state.offer.default_deadline_secs &&
+        `a deadline of at least ${terms.min_deadline_secs + landingAllowanceSecs()} s, longer than the ${state.offer.default_deadline_secs} s shown`,
     ].filter((m): m is string => typeof m === "string");
     if (mismatch.length > 0) {
       throw new Error(`the runner's terms differ from this page's plan (${mismatch.join("; ")}): reload the page to plan with the runner's current terms`);

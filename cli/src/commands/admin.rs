@@ -8,7 +8,7 @@ use skilltrial_chain::ix::{
     self, ConfigChange, ConfigInitArgs, ConfigUpdateArgs, RunnerKeys, SpendingLimit,
 };
 use skilltrial_chain::rpc::Chain;
-use skilltrial_chain::{anchor_key, pda};
+use skilltrial_chain::{anchor_key, host_key, pda};
 use solana_signer::Signer;
 
 use crate::cli::{
@@ -35,7 +35,7 @@ fn rejected(message: String) -> CliError {
 
 /// The config, or a clear "not initialized".
 fn config(chain: &Chain) -> Result<skilltrial_chain::account::Config, CliError> {
-    chain.config().map_err(chain::rpc_error)?.ok_or_else(|| {
+    chain.config()?.ok_or_else(|| {
         CliError::Environment(anyhow::anyhow!(
             "{}: the SkillTrial program has no config on this cluster yet (`skilltrial admin init`)",
             chain.url()
@@ -69,13 +69,13 @@ fn sent_json(signature: &impl ToString, extra: Value) -> Value {
 
 fn init(args: &AdminInitArgs, global: &Global) -> Result<Status, CliError> {
     let (runner, payout, mint, rate) = (
-        args.runner,
-        args.runner_payout,
-        args.mint,
-        args.buyback_rate,
+        host_key(&args.runner),
+        host_key(&args.runner_payout),
+        host_key(&args.mint),
+        args.buyback_rate.into(),
     );
     let session = chain::connect(&args.solana, global)?;
-    if session.chain.config().map_err(chain::rpc_error)?.is_some() {
+    if session.chain.config()?.is_some() {
         return Err(rejected(format!(
             "{}: the config already exists (`skilltrial admin show`); change it with `admin update` or `admin propose`",
             session.chain.url()
@@ -144,7 +144,7 @@ fn update(args: &AdminUpdateArgs, global: &Global) -> Result<Status, CliError> {
         fee_per_trial: args.fee_lamports,
         min_deadline_secs: args.min_deadline_secs,
         revoke_runner: args.revoke_runner,
-        propose_admin: propose_admin.as_ref().map(anchor_key),
+        propose_admin: propose_admin.as_ref().map(|a| anchor_key(&host_key(a))),
     };
     let sent = session.send(
         &format!("config_update:{}", now_nanos()),
@@ -157,18 +157,18 @@ fn update(args: &AdminUpdateArgs, global: &Global) -> Result<Status, CliError> {
 fn propose(args: &AdminProposeArgs, global: &Global) -> Result<Status, CliError> {
     let runner = match (&args.runner, &args.runner_payout) {
         (Some(signer), Some(payout)) => Some(RunnerKeys {
-            signer: anchor_key(signer),
-            payout: anchor_key(payout),
+            signer: anchor_key(&host_key(signer)),
+            payout: anchor_key(&host_key(payout)),
         }),
         _ => None,
     };
     let change = ConfigChange {
         runner,
-        sktrial_mint: args.mint.as_ref().map(anchor_key),
+        sktrial_mint: args.mint.as_ref().map(|m| anchor_key(&host_key(m))),
         buyback_interval_secs: args.buyback_interval_secs,
         max_buyback_lamports: args.max_buyback_lamports,
-        buyback_rate: args.buyback_rate,
-        usage_limit: args.usage_limit,
+        buyback_rate: args.buyback_rate.map(Into::into),
+        usage_limit: args.usage_limit.map(Into::into),
         time_lock_secs: args.time_lock_secs,
     };
     if change.is_empty() {
@@ -208,7 +208,7 @@ fn apply(args: &ChainOnlyArgs, global: &Global) -> Result<Status, CliError> {
     let Some(pending) = &current.pending else {
         return Err(rejected("admin apply: no change is pending".to_owned()));
     };
-    let now = session.chain.cluster_time().map_err(chain::rpc_error)?;
+    let now = session.chain.cluster_time()?;
     if now < pending.effective_at {
         return Err(rejected(format!(
             "admin apply: the pending change takes effect at {} (cluster time {}): the time lock has not passed",
@@ -276,7 +276,7 @@ fn change_json(change: &ConfigChange) -> Value {
 fn show(args: &ChainOnlyArgs, global: &Global) -> Result<Status, CliError> {
     let session = chain::connect(&args.solana, global)?;
     let c = config(&session.chain)?;
-    let vault = session.chain.fee_vault().map_err(chain::rpc_error)?;
+    let vault = session.chain.fee_vault()?;
     let doc = json!({
         "config": pda::config().to_string(),
         "version": c.version,
@@ -363,14 +363,14 @@ pub fn buyback_log(args: &ChainOnlyArgs, global: &Global) -> Result<Status, CliE
     let log = session
         .chain
         .buyback_log()
-        .map_err(chain::rpc_error)?
+        ?
         .ok_or_else(|| {
             CliError::Environment(anyhow::anyhow!(
                 "{}: the SkillTrial program has no buyback log on this cluster yet (`skilltrial admin init`)",
                 session.chain.url()
             ))
         })?;
-    let vault = session.chain.fee_vault().map_err(chain::rpc_error)?;
+    let vault = session.chain.fee_vault()?;
     let entries = skilltrial_chain::account::buyback_entries(&log);
     let items: Vec<Value> = entries
         .iter()

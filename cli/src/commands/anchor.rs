@@ -11,9 +11,9 @@ use solana_signer::Signer;
 
 use crate::cli::{AnchorArgs, Global};
 use crate::commands::chain;
-use crate::commands::verify::read_report;
 use crate::exit::{CliError, Status};
 use crate::output;
+use skilltrial_engine::files::read_report;
 
 pub fn run(args: &AnchorArgs, global: &Global) -> Result<Status, CliError> {
     let report = read_report(&args.report)?;

@@ -21,16 +21,12 @@ fn hex(bytes: &[u8]) -> String {
 
 /// The Run at `address`, or a refusal saying there is none.
 fn live_run(session: &Session, address: &Pubkey) -> Result<LiveRun, CliError> {
-    session
-        .chain
-        .run(address)
-        .map_err(chain::rpc_error)?
-        .ok_or_else(|| {
-            CliError::Rejected(anyhow::anyhow!(
-                "{}: no Run account at {address} (never opened here, or already refunded or closed)",
-                session.chain.url()
-            ))
-        })
+    session.chain.run(address)?.ok_or_else(|| {
+        CliError::Rejected(anyhow::anyhow!(
+            "{}: no Run account at {address} (never opened here, or already refunded or closed)",
+            session.chain.url()
+        ))
+    })
 }
 
 fn status_word(status: RunStatus) -> (&'static str, Option<i64>) {
@@ -82,10 +78,10 @@ fn run_json(address: &Pubkey, live: &LiveRun, now: i64) -> Value {
 
 /// `skilltrial chain-status <RUN_ADDRESS>`.
 pub fn status(args: &ChainRunArgs, global: &Global) -> Result<Status, CliError> {
-    let address = args.run;
+    let address = skilltrial_chain::host_key(&args.run);
     let session = chain::connect(&args.solana, global)?;
     let live = live_run(&session, &address)?;
-    let now = session.chain.cluster_time().map_err(chain::rpc_error)?;
+    let now = session.chain.cluster_time()?;
     let doc = run_json(&address, &live, now);
     if global.json {
         output::json(&doc)?;
@@ -230,7 +226,7 @@ fn empty_run(
 
 /// `skilltrial refund <RUN_ADDRESS>`: after the deadline (or a cancel's settle window).
 pub fn refund(args: &ChainRunArgs, global: &Global) -> Result<Status, CliError> {
-    let address = args.run;
+    let address = skilltrial_chain::host_key(&args.run);
     let session = chain::connect(&args.solana, global)?;
     let (wallet, live) = users_run(&session, &address, "refund")?;
     let r = &live.account.run;
@@ -240,7 +236,7 @@ pub fn refund(args: &ChainRunArgs, global: &Global) -> Result<Status, CliError> 
         )));
     }
     let closes = r.settle_closes_at().unwrap_or(r.deadline);
-    let now = session.chain.cluster_time().map_err(chain::rpc_error)?;
+    let now = session.chain.cluster_time()?;
     if now <= closes {
         return Err(CliError::Rejected(anyhow::anyhow!(
             "run {address} can be refunded only after {} (cluster time is {}, {} s to go): until then the runner may still settle",
@@ -264,7 +260,7 @@ pub fn refund(args: &ChainRunArgs, global: &Global) -> Result<Status, CliError> 
 
 /// `skilltrial close <RUN_ADDRESS>`: a finalized run's remainder and rent.
 pub fn close(args: &ChainRunArgs, global: &Global) -> Result<Status, CliError> {
-    let address = args.run;
+    let address = skilltrial_chain::host_key(&args.run);
     let session = chain::connect(&args.solana, global)?;
     let (wallet, live) = users_run(&session, &address, "close")?;
     let r = &live.account.run;

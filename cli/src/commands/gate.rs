@@ -15,7 +15,7 @@ use skilltrial_core::report::Report;
 use skilltrial_engine::report;
 
 use crate::cli::{GateArgs, GateFormat, Global};
-use crate::commands::{input, verify};
+use crate::commands::input;
 use crate::exit::{CliError, Status};
 use crate::output;
 use crate::state;
@@ -84,7 +84,7 @@ fn status(j: &Judgement) -> Status {
 
 /// An exported report, judged only if its report and manifest hashes recompute.
 fn exported(path: &Path) -> Result<Report, CliError> {
-    let report = verify::read_report(path)?;
+    let report = skilltrial_engine::files::read_report(path)?;
     report.verify().map_err(|e| {
         CliError::Environment(anyhow::anyhow!(
             "{}: {e}; the file was changed after it was written, so no gate judges it",

@@ -1,44 +1,9 @@
-//! Checks on a user-given path before it is opened: a FIFO, socket or device is refused by name,
-//! because reading one whole either blocks forever (a FIFO nobody writes) or never ends
-//! (`/dev/zero`), and neither is what any command takes.
-
-use std::path::Path;
+//! What the commands read from the person: paths checked before they are opened (the engine's
+//! `files`, re-exported), and answers at a prompt.
 
 use crate::exit::CliError;
 
-/// `path` must be a regular file (symlinks followed); `wanted` completes "give …".
-pub fn regular_file(path: &Path, wanted: &str) -> Result<std::fs::Metadata, CliError> {
-    let meta = std::fs::metadata(path).map_err(|e| {
-        CliError::Environment(anyhow::anyhow!("cannot read {}: {e}", path.display()))
-    })?;
-    if meta.is_dir() {
-        return Err(CliError::Environment(anyhow::anyhow!(
-            "{} is a directory: give {wanted}",
-            path.display()
-        )));
-    }
-    if !meta.is_file() {
-        return Err(CliError::Environment(anyhow::anyhow!(
-            "{} is not a regular file (a FIFO, socket or device): give {wanted}",
-            path.display()
-        )));
-    }
-    Ok(meta)
-}
-
-/// `path` must be a regular file or a directory, when it exists at all (a missing one is left
-/// to the command, which says so in its own terms).
-pub fn file_or_folder(path: &Path, wanted: &str) -> Result<(), CliError> {
-    match std::fs::metadata(path) {
-        Ok(meta) if !meta.is_dir() && !meta.is_file() => {
-            Err(CliError::Environment(anyhow::anyhow!(
-                "{} is not a regular file or a folder (a FIFO, socket or device): give {wanted}",
-                path.display()
-            )))
-        }
-        _ => Ok(()),
-    }
-}
+pub use skilltrial_engine::files::{file_or_folder, regular_file};
 
 /// Whether a prompt's answer approves: `y` or `yes`, in any case, around any spaces.
 pub fn approves(answer: &str) -> bool {

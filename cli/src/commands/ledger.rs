@@ -50,7 +50,7 @@ pub fn run(args: &LedgerArgs, global: &Global) -> Result<Status, CliError> {
         }
     }
     for path in &args.reports {
-        let report = crate::commands::verify::read_report(path)?;
+        let report = skilltrial_engine::files::read_report(path)?;
         // A file joins the ledger only if it is what it says: its hashes recomputed from it.
         report.verify().map_err(|e| {
             CliError::Rejected(anyhow::anyhow!(
@@ -102,8 +102,8 @@ pub fn run(args: &LedgerArgs, global: &Global) -> Result<Status, CliError> {
                     )));
                 }
             }
-            crate::commands::remote::write_file(&json_path, json.as_bytes())?;
-            crate::commands::remote::write_file(
+            skilltrial_engine::files::write_file(&json_path, json.as_bytes())?;
+            skilltrial_engine::files::write_file(
                 &html_path,
                 ledger::html::render(&ledger).as_bytes(),
             )?;

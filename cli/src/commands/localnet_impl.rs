@@ -40,7 +40,7 @@ use solana_signer::Signer;
 use solana_test_validator::{TestValidatorGenesis, UpgradeableProgramInfo};
 
 use crate::cli::{Global, LocalnetArgs};
-use crate::commands::chain::{OUTBOX_FILE, send_error, sol};
+use crate::commands::chain::{OUTBOX_FILE, sol};
 use crate::exit::{CliError, Status};
 use crate::state;
 
@@ -803,7 +803,7 @@ fn init_config(
     let mut outbox =
         Outbox::open(&layout.root.join(OUTBOX_FILE)).map_err(|e| env_error(e.to_string()))?;
     let progress = |line: &str| crate::commands::progress::notice(line);
-    let mut sender = Sender::new(chain, &mut outbox, &progress).map_err(send_error)?;
+    let mut sender = Sender::new(chain, &mut outbox, &progress)?;
     let args = ConfigInitArgs {
         runner: anchor_key(runner),
         runner_payout: anchor_key(payout),
@@ -824,14 +824,12 @@ fn init_config(
             lamports: 1,
         },
     };
-    sender
-        .send(
-            "config_init",
-            admin,
-            &[],
-            &[ix::config_init(&admin.pubkey(), args)],
-            Fees::default(),
-        )
-        .map_err(send_error)?;
+    sender.send(
+        "config_init",
+        admin,
+        &[],
+        &[ix::config_init(&admin.pubkey(), args)],
+        Fees::default(),
+    )?;
     Ok(true)
 }

@@ -10,6 +10,7 @@
 use serde_json::json;
 use skilltrial_chain::ix::{self, RunOpenArgs};
 use skilltrial_chain::{anchor_key, pda};
+use skilltrial_core::hosted::{LANDING_ALLOWANCE_SECS, MAX_DEADLINE_SECS};
 use skilltrial_core::manifest;
 use skilltrial_core::money::MicroUsd;
 use skilltrial_engine::engine;
@@ -25,10 +26,6 @@ use crate::state;
 const RUN_ACCOUNT_BYTES: usize = 8 + skilltrial_chain::account::RUN_SPACE;
 /// The base fee of a transaction with one signature.
 const SIGNATURE_FEE: u64 = 5_000;
-/// What a deadline allows beyond the config's minimum for the transaction to land.
-const LANDING_ALLOWANCE_SECS: i64 = 20;
-/// The program's ceiling on a deadline's distance (`MAX_DEADLINE_SECS`).
-const MAX_DEADLINE_SECS: i64 = skilltrial_chain::constants::MAX_DEADLINE_SECS;
 
 fn refused(message: String) -> CliError {
     CliError::Rejected(anyhow::anyhow!(message))
@@ -71,7 +68,7 @@ fn next_steps(opened: &Opened) -> String {
 /// Opens the escrow of `args.manifest` (or finds it open), asking first unless `--yes`.
 pub fn escrow(args: &OpenArgs, global: &Global) -> Result<Opened, CliError> {
     // Every local check first: a bad flag or an unfit manifest costs no RPC call.
-    let runner = args.runner;
+    let runner = skilltrial_chain::host_key(&args.runner);
     let deadline_in = args.deadline;
     if deadline_in > MAX_DEADLINE_SECS {
         return Err(refused(format!(
@@ -104,7 +101,7 @@ pub fn escrow(args: &OpenArgs, global: &Global) -> Result<Opened, CliError> {
     let config = session
         .chain
         .config()
-        .map_err(chain::rpc_error)?
+        ?
         .ok_or_else(|| {
             CliError::Environment(anyhow::anyhow!(
                 "{url}: the SkillTrial program has no config on this cluster (an operator runs `skilltrial admin init`; `skilltrial localnet` starts a cluster with one)"
@@ -131,7 +128,7 @@ pub fn escrow(args: &OpenArgs, global: &Global) -> Result<Opened, CliError> {
             config.min_deadline_secs
         )));
     }
-    let now = session.chain.cluster_time().map_err(chain::rpc_error)?;
+    let now = session.chain.cluster_time()?;
     let deadline = now
         .checked_add(deadline_in)
         .ok_or_else(|| refused("--deadline overflows".to_owned()))?;
@@ -139,7 +136,7 @@ pub fn escrow(args: &OpenArgs, global: &Global) -> Result<Opened, CliError> {
     let run_address = pda::run(&user, &manifest_hash);
 
     // One Run per wallet and manifest: a second `open` shows the first, whichever process sent it.
-    if let Some(existing) = session.chain.run(&run_address).map_err(chain::rpc_error)? {
+    if let Some(existing) = session.chain.run(&run_address)? {
         let r = &existing.account.run;
         return Ok(Opened {
             doc: json!({
@@ -158,11 +155,8 @@ pub fn escrow(args: &OpenArgs, global: &Global) -> Result<Opened, CliError> {
         });
     }
 
-    let balance = session.chain.balance(&user).map_err(chain::rpc_error)?;
-    let rent = session
-        .chain
-        .rent_exempt_minimum(RUN_ACCOUNT_BYTES)
-        .map_err(chain::rpc_error)?;
+    let balance = session.chain.balance(&user)?;
+    let rent = session.chain.rent_exempt_minimum(RUN_ACCOUNT_BYTES)?;
     // The escrow, the Run account's rent (returned at refund or close) and one signature.
     let needed = escrow
         .checked_add(rent)
@@ -222,7 +216,7 @@ pub fn escrow(args: &OpenArgs, global: &Global) -> Result<Opened, CliError> {
     let live = session
         .chain
         .run(&run_address)
-        .map_err(chain::rpc_error)?
+        ?
         .ok_or_else(|| {
             CliError::Environment(anyhow::anyhow!(
                 "transaction {} landed but {} shows no Run at {run_address} yet; check with `skilltrial chain-status {run_address}`",

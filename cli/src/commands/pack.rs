@@ -18,7 +18,9 @@ pub fn run(command: PackCommand, global: &Global) -> Result<Status, CliError> {
         PackCommand::Verify(args) => verify(&args, global),
         PackCommand::Regenerate(args) => regenerate(&args, global),
         PackCommand::New(args) => crate::commands::pack_author::new(&args, global),
-        PackCommand::AddTask(args) => crate::commands::pack_author::add_task(&args, global),
+        PackCommand::AddTask(args) => {
+            chain_only!("pack add-task", args => crate::commands::pack_add_task::run(&args, global))
+        }
         PackCommand::Build(args) => crate::commands::pack_author::build(&args, global),
     }
 }

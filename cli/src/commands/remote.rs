@@ -3,7 +3,6 @@
 //! checked to name this wallet before it is signed) and keeps no token on disk.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use serde_json::{Value, json};
 use skilltrial_core::report::Report;
@@ -14,30 +13,10 @@ use solana_signer::Signer;
 
 use crate::cli::{Global, OpenArgs, ReportArgs, StatusArgs, SubmitArgs};
 use crate::commands::chain;
-use crate::commands::verify::Source;
+use crate::commands::verify_chain::Source;
 use crate::exit::{CliError, Status};
 use crate::output;
 use crate::state;
-
-fn client_error(e: ClientError) -> CliError {
-    match e {
-        ClientError::Unreachable(m) => CliError::Environment(anyhow::anyhow!(
-            "{m} (is the runner daemon running at that URL?)"
-        )),
-        ClientError::Refused {
-            status,
-            code,
-            message,
-        } => {
-            let err = anyhow::anyhow!("the runner refused ({status} {code}): {message}");
-            if status >= 500 {
-                CliError::Environment(err)
-            } else {
-                CliError::Rejected(err)
-            }
-        }
-    }
-}
 
 /// A signed-in client of `url` for the wallet of `solana`.
 fn signed_in(
@@ -47,8 +26,8 @@ fn signed_in(
 ) -> Result<(Client, chain::Session), CliError> {
     let session = chain::connect(solana, global)?;
     let wallet = session.wallet()?;
-    let mut client = Client::new(url).map_err(client_error)?;
-    client.sign_in(&wallet).map_err(client_error)?;
+    let mut client = Client::new(url)?;
+    client.sign_in(&wallet)?;
     Ok((client, session))
 }
 
@@ -66,10 +45,10 @@ pub fn submit(args: &SubmitArgs, global: &Global) -> Result<Status, CliError> {
     let inputs = engine::load_inputs(&store, &manifest_ref)?;
     let hash = inputs.hash.hex();
 
-    let mut client = Client::new(&args.runner).map_err(client_error)?;
-    let info = client.info().map_err(client_error)?;
+    let mut client = Client::new(&args.runner)?;
+    let info = client.info()?;
     let session = chain::connect(&args.solana, global)?;
-    let genesis = session.chain.genesis_hash().map_err(chain::rpc_error)?;
+    let genesis = session.chain.genesis_hash()?;
     let ours = skilltrial_runner::chain_id_of(&genesis);
     if ours != info.chain_id {
         return Err(CliError::Rejected(anyhow::anyhow!(
@@ -92,7 +71,7 @@ pub fn submit(args: &SubmitArgs, global: &Global) -> Result<Status, CliError> {
         args.runner,
         wallet.pubkey()
     ));
-    client.sign_in(&wallet).map_err(client_error)?;
+    client.sign_in(&wallet)?;
 
     // The inputs, each validated by the runner as `plan` validated them here.
     for spec in &inputs.manifest.arms {
@@ -104,9 +83,7 @@ pub fn submit(args: &SubmitArgs, global: &Global) -> Result<Status, CliError> {
                 ))
             })?;
             let files = store.get_tree(&digest)?;
-            let stored = client
-                .upload_tree("bundle", None, &files)
-                .map_err(client_error)?;
+            let stored = client.upload_tree("bundle", None, &files)?;
             crate::commands::progress::notice(&format!(
                 "uploaded bundle {} ({} files)",
                 bundle.name, stored.files
@@ -118,13 +95,11 @@ pub fn submit(args: &SubmitArgs, global: &Global) -> Result<Status, CliError> {
             CliError::Rejected(anyhow::anyhow!("the manifest's pack hash is malformed"))
         })?;
     let files = store.get_tree(&pack_digest)?;
-    client
-        .upload_tree("pack", Some(&inputs.manifest.pack.id), &files)
-        .map_err(client_error)?;
+    client.upload_tree("pack", Some(&inputs.manifest.pack.id), &files)?;
     let text = String::from_utf8(store.get(&inputs.hash)?).map_err(|_| {
         CliError::Rejected(anyhow::anyhow!("the stored manifest {hash} is not UTF-8"))
     })?;
-    let terms = client.upload_manifest(&text).map_err(client_error)?;
+    let terms = client.upload_manifest(&text)?;
     if terms.manifest != hash {
         return Err(CliError::Environment(anyhow::anyhow!(
             "the runner stored the manifest as {}, not {hash}: not escrowed",
@@ -140,21 +115,21 @@ pub fn submit(args: &SubmitArgs, global: &Global) -> Result<Status, CliError> {
     }
     // The runner agrees before anything is signed: a refusal after the escrow would leave the
     // money locked until the deadline.
-    let checked = client.check(&hash, args.deadline).map_err(client_error)?;
+    let checked = client.check(&hash, args.deadline)?;
     if let Some(view) = checked.registered {
         return registered(args, global, &info.runner, &hash, &view, None);
     }
     let opened = crate::commands::open::escrow(
         &OpenArgs {
             manifest: hash.clone(),
-            runner,
+            runner: skilltrial_core::solana::Address(runner.to_bytes()),
             deadline: args.deadline,
             yes: args.yes,
             solana: args.solana.clone(),
         },
         global,
     )?;
-    let view = client.register(&hash).map_err(client_error)?;
+    let view = client.register(&hash)?;
     registered(args, global, &info.runner, &hash, &view, Some(&opened))
 }
 
@@ -306,7 +281,7 @@ pub fn status(args: &StatusArgs, global: &Global) -> Result<Status, CliError> {
         .ok_or_else(|| CliError::Rejected(anyhow::anyhow!("--remote needs --runner <URL>")))?;
     let (client, _) = signed_in(url, &args.solana, global)?;
     let Some(run) = &args.run else {
-        let runs = client.runs().map_err(client_error)?;
+        let runs = client.runs()?;
         if global.json {
             one_line(&json!({ "runs": runs }))?;
         } else if runs.is_empty() {
@@ -318,7 +293,7 @@ pub fn status(args: &StatusArgs, global: &Global) -> Result<Status, CliError> {
     };
     if args.follow {
         let failed = follow(&client, url, run, global)?;
-        let view = client.run(run).map_err(client_error)?;
+        let view = client.run(run)?;
         if !global.json {
             output::text(&view_text(&view))?;
             if view.phase == "finalized" {
@@ -335,7 +310,7 @@ pub fn status(args: &StatusArgs, global: &Global) -> Result<Status, CliError> {
         }
         return Ok(Status::Ok);
     }
-    let view = client.run(run).map_err(client_error)?;
+    let view = client.run(run)?;
     if global.json {
         one_line(&serde_json::to_value(&view).unwrap_or(Value::Null))?;
     } else {
@@ -385,7 +360,7 @@ fn follow(
             // The stream ended before the run did (the runner stopped, or was killed), or the
             // runner could not be reached: wait for it and go on from the last event.
             Ok(()) | Err(ClientError::Unreachable(_)) => {}
-            Err(e) => return Err(client_error(e)),
+            Err(e) => return Err(e.into()),
         }
         crate::commands::progress::notice(&format!(
             "the runner's stream of run {run} ended before the run did; reconnecting (from event {last})…"
@@ -414,8 +389,8 @@ pub fn report(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
         ))
     })?;
     let (client, session) = signed_in(url, &args.solana, global)?;
-    let json_bytes = client.report(run, "report.json").map_err(client_error)?;
-    let html = client.report(run, "report.html").map_err(client_error)?;
+    let json_bytes = client.report(run, "report.json")?;
+    let html = client.report(run, "report.html")?;
     // Nothing is written before the file proves itself: its hashes recompute, and it is the
     // report of this Run.
     let text = String::from_utf8(json_bytes).map_err(|_| {
@@ -450,7 +425,7 @@ pub fn report(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
         .clone()
         .unwrap_or_else(|| dir.join("report.html"));
     for (path, bytes) in [(&json_path, text.as_bytes()), (&html_path, html.as_slice())] {
-        write_file(path, bytes)?;
+        skilltrial_engine::files::write_file(path, bytes)?;
     }
     if global.json {
         one_line(&json!({
@@ -494,7 +469,7 @@ fn on_chain(session: &chain::Session, run: &str, report: &Report) -> Result<Sour
             "the runner's report of run {run}: its settlement does not recompute: {e}; nothing written"
         )));
     }
-    let (checked, _) = crate::commands::verify::live_run_account(
+    let (checked, _) = crate::commands::verify_chain::live_run_account(
         session,
         &address,
         report,
@@ -519,14 +494,4 @@ fn on_chain(session: &chain::Session, run: &str, report: &Report) -> Result<Sour
         checked.address,
         fields.join("\n  ")
     )))
-}
-
-pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| {
-            CliError::Environment(anyhow::anyhow!("cannot create {}: {e}", parent.display()))
-        })?;
-    }
-    skilltrial_engine::store::write_durably(path, bytes)
-        .map_err(|e| CliError::Environment(anyhow::anyhow!("cannot write {}: {e}", path.display())))
 }

@@ -51,7 +51,7 @@ fn buyback_now(args: &BuybackOnceArgs, global: &Global) -> Result<Status, CliErr
     let session = chain::connect(&args.solana, global)?;
     // The runner's own pending transactions (a killed buyback among them) end first.
     let runner = session.signer()?;
-    let genesis = session.chain.genesis_hash().map_err(chain::rpc_error)?;
+    let genesis = session.chain.genesis_hash()?;
     let chain_id = skilltrial_runner::chain_id_of(&genesis);
     let Some(settings) = buyback_settings(&args.buyback, chain_id, session.fees) else {
         return Err(CliError::Rejected(anyhow::anyhow!(
@@ -125,9 +125,9 @@ fn buyback_now(args: &BuybackOnceArgs, global: &Global) -> Result<Status, CliErr
 fn serve(args: &ServeArgs, global: &Global) -> Result<Status, CliError> {
     let session = chain::connect(&args.solana, global)?;
     let runner = session.wallet()?;
-    let genesis = session.chain.genesis_hash().map_err(chain::rpc_error)?;
+    let genesis = session.chain.genesis_hash()?;
     // A daemon whose key is not the config's runner refuses every registration: say so now.
-    if let Some(config) = session.chain.config().map_err(chain::rpc_error)?
+    if let Some(config) = session.chain.config()?
         && config.runner != skilltrial_chain::anchor_key(&solana_signer::Signer::pubkey(&runner))
     {
         skilltrial_runner::log(&format!(

@@ -13,19 +13,12 @@
 //! when the report has one.
 
 use std::fmt::Write as _;
-use std::io::Read as _;
 
-use anyhow::Context;
 use serde_json::{Value, json};
-use skilltrial_chain::account::{self, Disagreement};
-use skilltrial_chain::anchor::{AnchorMemo, check_transaction};
-use skilltrial_chain::cli_config::Commitment;
-use skilltrial_chain::history;
-use skilltrial_core::report::{self, Report};
+use skilltrial_core::report;
 use skilltrial_core::settlement::{SettlementCheck, SettlementError};
 
 use crate::cli::{Global, VerifyArgs};
-use crate::commands::{chain, input};
 use crate::exit::{CliError, Status};
 use crate::output;
 
@@ -35,58 +28,8 @@ fn check(stated: Option<&str>, recomputed: Option<String>) -> Value {
     json!({ "stated": stated, "recomputed": recomputed, "ok": ok })
 }
 
-/// The largest file `verify` reads. A report holds every answer: 100 requests of at most 256 KiB
-/// each is 25 MiB, and JSON may escape a byte as six (`\u0001`), so 150 MiB at worst, plus the
-/// manifest and the verdicts. 256 MiB is above that and far below what would exhaust memory.
-const MAX_REPORT_BYTES: u64 = 256 * 1024 * 1024;
-
-/// Reads and types a report file: refused (naming the file) unless it is a report of this
-/// format that writes back exactly as read.
-pub fn read_report(path: &std::path::Path) -> Result<Report, CliError> {
-    // A FIFO or device is refused before it is opened: reading one would block or never end.
-    let meta = input::regular_file(path, "a report.json file")?;
-    let too_large = || {
-        CliError::Rejected(anyhow::anyhow!(
-            "{} is larger than {} MiB, more than any report holds: not a report",
-            path.display(),
-            MAX_REPORT_BYTES / (1024 * 1024)
-        ))
-    };
-    if meta.len() > MAX_REPORT_BYTES {
-        return Err(too_large());
-    }
-    // Read through `take` too: the file may grow between the check and the read.
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_REPORT_BYTES + 1).read_to_end(&mut bytes))
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_REPORT_BYTES {
-        return Err(too_large());
-    }
-    let text = String::from_utf8(bytes).map_err(|e| {
-        CliError::Rejected(anyhow::anyhow!(
-            "{} is not JSON: not UTF-8 at byte {}",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        ))
-    })?;
-    let doc: Value = serde_json::from_str(&text)
-        .map_err(|e| CliError::Rejected(anyhow::anyhow!("{} is not JSON: {e}", path.display())))?;
-    if !doc.is_object() {
-        return Err(CliError::Rejected(anyhow::anyhow!(
-            "{} is not a report: not a JSON object",
-            path.display()
-        )));
-    }
-    // Typed, and only if the type writes back exactly this document: the hashes of the typed
-    // report are then the hashes of the file's content.
-    let report = Report::from_value(&doc)
-        .map_err(|e| CliError::Rejected(anyhow::anyhow!("{}: {e}", path.display())))?;
-    Ok(report)
-}
-
 pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
-    let report = read_report(&args.report)?;
+    let report = skilltrial_engine::files::read_report(&args.report)?;
     let rejected = |e: report::ReportError| {
         CliError::Rejected(anyhow::anyhow!(
             "{}: cannot hash it: {e}",
@@ -112,61 +55,19 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
     };
     let settlement = report.verify_settlement();
     let settled_ok = settlement.as_ref().is_none_or(Result::is_ok);
-    let session = if args.signature.is_some() || args.run.is_some() {
-        Some(chain::connect(&args.solana, global)?)
-    } else {
-        None
-    };
-    let (on_chain, run_user) = match (&args.run_account, &args.run, &session) {
-        (Some(path), _, _) => (Some(run_account(path, &report, settlement.as_ref())?), None),
-        (None, Some(address), Some(session)) => {
-            let (checked, user) = live_run_account(
-                session,
-                address,
-                &report,
-                settlement.as_ref(),
-                args.wait_secs,
-            )?;
-            (Some(checked), Some(user))
-        }
-        _ => (None, None),
-    };
-    let anchor = match (&args.signature, &session) {
-        (Some(signature), Some(session)) => {
-            let signer = match (&args.signer, run_user) {
-                (Some(given), _) => *given,
-                (None, Some(user)) => user,
-                (None, None) => {
-                    return Err(CliError::Rejected(anyhow::anyhow!(
-                        "--signature: say whose anchor it must be with --signer <ADDRESS> (or give --run, whose user it then must be)"
-                    )));
-                }
-            };
-            Some(anchor_check(
-                session,
-                signature,
-                signer,
-                &report,
-                args.wait_secs,
-            )?)
-        }
-        _ => None,
-    };
-    let on_chain_ok = on_chain.as_ref().is_none_or(OnChain::agrees);
-    let anchor_ok = anchor.as_ref().is_none_or(|a| a.problems.is_empty());
+    let on_chain = on_chain(args, global, &report, settlement.as_ref())?;
     let failed = !(report_hash["ok"] == true
         && manifest_hash["ok"] == true
         && derived.as_ref().is_none_or(Vec::is_empty)
         && settled_ok
-        && on_chain_ok
-        && anchor_ok);
+        && on_chain.ok);
     // Nothing failed, but the anchor is not final: nothing is proven yet either.
-    let pending = anchor.as_ref().and_then(|a| a.pending);
-    let ok = !failed && pending.is_none();
+    let pending = on_chain.pending;
+    let ok = !failed && !pending;
     if global.json {
         let mut doc = json!({
             "ok": ok,
-            "pending": !failed && pending.is_some(),
+            "pending": !failed && pending,
             "report_hash": report_hash,
             "manifest_hash": manifest_hash,
             "derived": derived_json(derived.as_ref()),
@@ -175,11 +76,8 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
         if let (Some(result), Some(section)) = (&settlement, &report.settlement) {
             doc["settlement"] = settlement_json(&section.digest_sha256, result);
         }
-        if let Some(chain) = &on_chain {
-            doc["run_account"] = chain.json();
-        }
-        if let Some(anchor) = &anchor {
-            doc["anchor"] = anchor.json();
+        for (member, value) in &on_chain.members {
+            doc[*member] = value.clone();
         }
         output::json(&doc)?;
     } else if !failed {
@@ -201,34 +99,7 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
                 check.usage_lamports
             );
         }
-        if let Some(chain) = &on_chain {
-            let _ = writeln!(
-                out,
-                "{} agrees (run id, digest, batches, trials, usage and the anchored report hash)",
-                chain.describe()
-            );
-        }
-        if let Some(anchor) = &anchor {
-            match anchor.pending {
-                None => {
-                    let _ = writeln!(
-                        out,
-                        "anchor: transaction {} is finalized and carries {} in a top-level memo signed by {}",
-                        anchor.signature, anchor.memo, anchor.signer
-                    );
-                }
-                Some(level) => {
-                    let _ = writeln!(
-                        out,
-                        "PENDING: anchor {} is {} but not finalized after {} s: nothing is wrong and nothing is proven yet; run verify again shortly (exit {})",
-                        anchor.signature,
-                        level.as_str(),
-                        anchor.waited_secs,
-                        crate::exit::PENDING_EXIT
-                    );
-                }
-            }
-        }
+        out.push_str(&on_chain.ok_text);
         output::text(&out)?;
     } else {
         let mut out = String::new();
@@ -264,39 +135,62 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
         if let Some(Err(e)) = &settlement {
             let _ = writeln!(out, "MISMATCH: {e}");
         }
-        if let Some(chain) = on_chain.as_ref().filter(|c| !c.compared) {
-            let _ = writeln!(
-                out,
-                "run account {}: not compared: the report's settlement does not recompute",
-                chain.address
-            );
-        }
-        if let Some(anchor) = &anchor {
-            for problem in &anchor.problems {
-                let _ = writeln!(out, "MISMATCH: anchor {}: {problem}", anchor.signature);
-            }
-        }
-        if let Some(chain) = &on_chain {
-            for d in &chain.disagreements {
-                let _ = writeln!(
-                    out,
-                    "MISMATCH: {}: {}: the report says {}, the chain holds {}",
-                    chain.describe(),
-                    d.field,
-                    d.report,
-                    d.account
-                );
-            }
-        }
+        out.push_str(&on_chain.mismatch_text);
         output::text(&out)?;
     }
     Ok(if failed {
         Status::CheckFailed
-    } else if pending.is_some() {
+    } else if pending {
         Status::Pending
     } else {
         Status::Ok
     })
+}
+
+/// What `verify` found on-chain (`--run-account`, `--run`, `--signature`), ready to show: the
+/// `--json` members, the lines said when everything agrees, the lines said when something does
+/// not. Empty when none of those flags was given.
+#[derive(Debug)]
+pub(crate) struct OnChainFindings {
+    /// Every on-chain check that ran agrees (or is still pending).
+    pub(crate) ok: bool,
+    /// The anchor landed but is not finalized yet.
+    pub(crate) pending: bool,
+    pub(crate) members: Vec<(&'static str, Value)>,
+    pub(crate) ok_text: String,
+    pub(crate) mismatch_text: String,
+}
+
+impl OnChainFindings {
+    /// Nothing asked of the chain.
+    pub(crate) fn none() -> Self {
+        OnChainFindings {
+            ok: true,
+            pending: false,
+            members: Vec::new(),
+            ok_text: String::new(),
+            mismatch_text: String::new(),
+        }
+    }
+}
+
+#[cfg(feature = "chain")]
+use crate::commands::verify_chain::on_chain;
+
+/// A build with the local commands only checks the file alone.
+#[cfg(not(feature = "chain"))]
+fn on_chain(
+    args: &VerifyArgs,
+    _global: &Global,
+    _report: &report::Report,
+    _settlement: Option<&Result<SettlementCheck, SettlementError>>,
+) -> Result<OnChainFindings, CliError> {
+    if args.run_account.is_some() || args.run.is_some() || args.signature.is_some() {
+        return Err(crate::commands::not_built(
+            "verify --run, --run-account or --signature",
+        ));
+    }
+    Ok(OnChainFindings::none())
 }
 
 /// The derived members that differ shown in text; `--json` lists every one.
@@ -311,332 +205,6 @@ fn derived_json(derived: Option<&Vec<report::Derivation>>) -> Value {
         .map(|d| json!({ "path": d.path, "stated": d.stated, "derived": d.derived }))
         .collect();
     json!({ "ok": derived.map(Vec::is_empty), "differences": differences })
-}
-
-/// The largest account file `--run-account` reads: a Run account is a few hundred bytes, which
-/// the Solana CLI's JSON wraps in well under a kilobyte.
-const MAX_ACCOUNT_BYTES: u64 = 64 * 1024;
-
-/// The report against its Run account: where they disagree (nothing when they agree), or not
-/// compared at all when the report's own settlement does not recompute.
-pub(crate) struct OnChain {
-    pub(crate) address: String,
-    pub(crate) source: Source,
-    compared: bool,
-    pub(crate) disagreements: Vec<Disagreement>,
-}
-
-impl OnChain {
-    /// Agreement, which needs a comparison: a report whose settlement does not recompute is
-    /// never said to agree with an account.
-    pub(crate) fn agrees(&self) -> bool {
-        self.compared && self.disagreements.is_empty()
-    }
-
-    /// What the report was compared with, in words.
-    fn describe(&self) -> String {
-        match &self.source {
-            Source::Account => format!("run account {}", self.address),
-            Source::Finalization(signature) => format!(
-                "run {} (closed): its finalize transaction {signature}",
-                self.address
-            ),
-        }
-    }
-
-    fn json(&self) -> Value {
-        let disagreements: Vec<Value> = self
-            .disagreements
-            .iter()
-            .map(|d| json!({ "field": d.field, "report": d.report, "account": d.account }))
-            .collect();
-        let (source, signature) = match &self.source {
-            Source::Account => ("account", None),
-            Source::Finalization(signature) => ("finalize_transaction", Some(signature)),
-        };
-        json!({
-            "ok": self.compared.then_some(self.disagreements.is_empty()),
-            "compared": self.compared,
-            "address": self.address,
-            "source": source,
-            "finalize_signature": signature,
-            "disagreements": disagreements,
-        })
-    }
-}
-
-/// Reads `path` (`solana account <RUN> --output json`) and compares it with the report. Refuses a
-/// report without a settlement, a file that is not a Run account of the program, and a
-/// settlement that does not recompute (there is then nothing sound to compare).
-fn run_account(
-    path: &std::path::Path,
-    report: &Report,
-    settlement: Option<&Result<SettlementCheck, SettlementError>>,
-) -> Result<OnChain, CliError> {
-    let (Some(section), Some(result)) = (&report.settlement, settlement) else {
-        return Err(CliError::Rejected(anyhow::anyhow!(
-            "--run-account {}: the report is not a hosted run's (it has no settlement to compare)",
-            path.display()
-        )));
-    };
-    let meta = input::regular_file(path, "an account JSON file")
-        .map_err(|e| e.context("--run-account"))?;
-    let rejected = |why: String| {
-        CliError::Rejected(anyhow::anyhow!("--run-account {}: {why}", path.display()))
-    };
-    if meta.len() > MAX_ACCOUNT_BYTES {
-        return Err(rejected(format!(
-            "larger than {} KiB: not a Run account",
-            MAX_ACCOUNT_BYTES / 1024
-        )));
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_ACCOUNT_BYTES + 1).read_to_end(&mut bytes))
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let text = String::from_utf8(bytes).map_err(|_| rejected("not UTF-8 text".to_owned()))?;
-    let account = account::run_from_cli_json(&text).map_err(|e| rejected(e.to_string()))?;
-    let books = account::RunBooks::of_account(&account);
-    compare_run(&books, Source::Account, report, result, section, &rejected)
-}
-
-/// The most transactions naming a closed Run's address that `--run` reads back through (newest
-/// first) looking for its finalization: a run is a handful (open, its batches, cancel,
-/// finalize, close), so this bounds only a re-used address's many lifetimes.
-const HISTORY_LIMIT: usize = 10_000;
-
-/// Compares the report with the Run at `address`: its account over RPC while it is open, else —
-/// closed, or re-opened as another run — its finalize transaction found in the cluster's
-/// history. Also returns the Run's user (whose anchor the memo must be, unless --signer says
-/// otherwise).
-pub(crate) fn live_run_account(
-    session: &chain::Session,
-    address: &skilltrial_chain::Pubkey,
-    report: &Report,
-    settlement: Option<&Result<SettlementCheck, SettlementError>>,
-    wait_secs: u64,
-) -> Result<(OnChain, skilltrial_chain::Pubkey), CliError> {
-    let (Some(section), Some(result)) = (&report.settlement, settlement) else {
-        return Err(CliError::Rejected(anyhow::anyhow!(
-            "--run {address}: the report is not a hosted run's (it has no settlement to compare)"
-        )));
-    };
-    let rejected = |why: String| CliError::Rejected(anyhow::anyhow!("--run {address}: {why}"));
-    let live = session.chain.run(address).map_err(chain::rpc_error)?;
-    // The account, while it holds the report's run — or when it is not the report's Run at all,
-    // which the comparison then names (address, run id, manifest). The history only for the
-    // report's own address, closed or re-opened as another run.
-    let own_address = address.to_string() == section.run_address;
-    if let Some(live) = live.filter(|l| l.account.run.run_id == section.run_id || !own_address) {
-        let user = live.account.run.user;
-        let books = account::RunBooks::of_account(&live.account);
-        return Ok((
-            compare_run(&books, Source::Account, report, result, section, &rejected)?,
-            user,
-        ));
-    }
-    let url = session.chain.url().to_owned();
-    let mut told = false;
-    let started = std::time::Instant::now();
-    // A node indexes a transaction under its addresses a moment after it confirms it (longer under
-    // load): a run whose finalization is not listed yet is looked for again, up to --wait-secs.
-    let found = loop {
-        let found = session
-            .chain
-            .find_finalization(
-                address,
-                section.run_id,
-                HISTORY_LIMIT,
-                session.chain.commitment(),
-                &mut |_| {},
-            )
-            .map_err(|e| match e {
-                history::HistoryError::Rpc(e) => chain::rpc_error(e),
-                other => rejected(other.to_string()),
-            })?;
-        if matches!(found, history::Found::Finalized(_)) || started.elapsed().as_secs() >= wait_secs
-        {
-            break found;
-        }
-        if !told {
-            crate::commands::progress::notice(&format!(
-                "{address}: no finalization of run id {} in {url}'s history yet; looking again for up to {wait_secs} s…",
-                section.run_id
-            ));
-            told = true;
-        }
-        std::thread::sleep(std::time::Duration::from_secs(1));
-    };
-    match found {
-        history::Found::Finalized(found) => {
-            let books = &found.books;
-            // The event names the Run's own user and manifest: the address must be theirs.
-            let expected = skilltrial_chain::pda::run(&found.user, &books.manifest_hash);
-            if expected != *address {
-                return Err(rejected(format!(
-                    "its finalization {} names user {} and a manifest whose Run address is {expected}, not this one",
-                    found.signature, found.user
-                )));
-            }
-            Ok((
-                compare_run(
-                    books,
-                    Source::Finalization(found.signature.to_string()),
-                    report,
-                    result,
-                    section,
-                    &rejected,
-                )?,
-                found.user,
-            ))
-        }
-        history::Found::NotFinalized { opened, read } => Err(rejected(format!(
-            "run id {} was opened (transaction {opened}) and {url} holds no finalization of it: no report hash is anchored (read after it: {})",
-            section.run_id,
-            read.join("; ")
-        ))),
-        history::Found::Nothing { searched } => Err(rejected(format!(
-            "{url} has no Run account for run id {} there, and none of the {searched} finalized transactions it keeps that name the address finalized it (never opened on this cluster, or a node that keeps no history that old: ask one that does)",
-            section.run_id
-        ))),
-    }
-}
-
-/// Where the books a report was compared with came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Source {
-    /// The Run account itself.
-    Account,
-    /// The `RunFinalized` event of this finalize transaction (the account is closed or holds
-    /// another run).
-    Finalization(String),
-}
-
-/// The report against a run's books (its account, already read and checked as the program's, or
-/// its finalization).
-fn compare_run(
-    books: &account::RunBooks,
-    source: Source,
-    report: &Report,
-    result: &Result<SettlementCheck, SettlementError>,
-    section: &skilltrial_core::settlement::Settlement,
-    rejected: &dyn Fn(String) -> CliError,
-) -> Result<OnChain, CliError> {
-    let address = books.address.to_string();
-    let Ok(check) = result else {
-        // The settlement itself is already reported as a mismatch: nothing sound to compare.
-        return Ok(OnChain {
-            address,
-            source,
-            compared: false,
-            disagreements: Vec::new(),
-        });
-    };
-    let hashes = report
-        .hash()
-        .and_then(|r| report.manifest_digest().map(|m| (r, m)))
-        .map_err(|e| rejected(format!("cannot hash the report: {e}")))?;
-    let (report_hash, manifest_hash) = hashes;
-    Ok(OnChain {
-        address,
-        source,
-        compared: true,
-        disagreements: account::compare_books(
-            section,
-            check,
-            &manifest_hash.0,
-            &report_hash.0,
-            books,
-        ),
-    })
-}
-
-/// The anchor memo transaction checked against the report.
-struct AnchorCheck {
-    signature: String,
-    signer: skilltrial_chain::Pubkey,
-    memo: String,
-    /// Every way it falls short; empty when it anchors this report (or is still pending).
-    problems: Vec<String>,
-    /// Where it stands when it landed but was not finalized within the wait: nothing can be
-    /// said of it yet.
-    pending: Option<Commitment>,
-    waited_secs: u64,
-}
-
-impl AnchorCheck {
-    fn json(&self) -> Value {
-        json!({
-            "ok": self.problems.is_empty() && self.pending.is_none(),
-            "pending": self.pending.map(Commitment::as_str),
-            "signature": self.signature,
-            "signer": self.signer.to_string(),
-            "memo": self.memo,
-            "problems": self.problems,
-        })
-    }
-}
-
-/// Fetches transaction `signature` finalized (waiting up to `wait_secs` for finality) and checks
-/// that it anchors this report's recomputed hashes for `signer`.
-fn anchor_check(
-    session: &chain::Session,
-    parsed: &solana_signature::Signature,
-    signer: skilltrial_chain::Pubkey,
-    report: &Report,
-    wait_secs: u64,
-) -> Result<AnchorCheck, CliError> {
-    let hashes = report
-        .manifest_digest()
-        .and_then(|m| report.hash().map(|r| (m, r)))
-        .map_err(|e| CliError::Rejected(anyhow::anyhow!("cannot hash the report: {e}")))?;
-    let memo = AnchorMemo {
-        manifest_hash: hashes.0.0,
-        report_hash: hashes.1.0,
-    };
-    let started = std::time::Instant::now();
-    let mut told = false;
-    let (problems, pending) = loop {
-        if let Some(tx) = session
-            .chain
-            .transaction(parsed, Commitment::Finalized)
-            .map_err(chain::rpc_error)?
-        {
-            break (check_transaction(&tx, &memo, &signer), None);
-        }
-        let status = session
-            .chain
-            .signature_status(parsed)
-            .map_err(chain::rpc_error)?;
-        // A signature the cluster has never seen is not waited for the whole time: a sent
-        // transaction is known to the node within seconds.
-        let unseen_for_long = status.is_none() && started.elapsed().as_secs() >= wait_secs.min(15);
-        if unseen_for_long || started.elapsed().as_secs() >= wait_secs {
-            break match status {
-                None => (
-                    vec![format!("{} has no such transaction", session.chain.url())],
-                    None,
-                ),
-                // Landed but not final: nothing is wrong yet, and nothing is proven.
-                Some(s) => (Vec::new(), Some(s.level)),
-            };
-        }
-        if !told {
-            crate::commands::progress::notice(&format!(
-                "waiting for transaction {parsed} to be finalized (up to {wait_secs} s)…"
-            ));
-            told = true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(500));
-    };
-    Ok(AnchorCheck {
-        signature: parsed.to_string(),
-        signer,
-        memo: memo.text(),
-        problems,
-        pending,
-        waited_secs: wait_secs,
-    })
 }
 
 /// The settlement as `--json` reports it, in one shape whether it recomputes or not: the digest

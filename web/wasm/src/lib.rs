@@ -628,6 +628,24 @@ pub fn escrow_json(per_request_cap: &str, fee: &str, trials: u16) -> Result<Stri
     Ok(json!({ "lamports": lamports.to_string(), "sol": sol_text(lamports) }).to_string())
 }
 
+/// The hosted terms every client shares (`core::hosted`), so the page reads the CLI's values:
+/// `{"landing_allowance_secs": 60, "default_deadline_secs": 86400, "max_deadline_secs": 604800}`.
+#[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
+#[wasm_bindgen]
+pub fn hosted_terms() -> String {
+    hosted_terms_json().to_string()
+}
+
+/// [`hosted_terms`], for native callers.
+pub fn hosted_terms_json() -> Value {
+    use skilltrial_core::hosted;
+    json!({
+        "landing_allowance_secs": hosted::LANDING_ALLOWANCE_SECS,
+        "default_deadline_secs": hosted::DEFAULT_DEADLINE_SECS,
+        "max_deadline_secs": hosted::MAX_DEADLINE_SECS,
+    })
+}
+
 /// Bytes in base58 (a signature a wallet sent itself).
 #[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
 #[wasm_bindgen]
