@@ -8,32 +8,32 @@
 //!
 //! One SQLite file (WAL, synchronous FULL), shared by every process on the machine: claiming a
 //! purpose (`intent`) happens inside an immediate transaction, so two processes never both sign
-//! for the same intent. Rows hold no secret: a signed transaction is public once sent.
+//! for the same intent. Rows hold no secret: a signed transaction is public once sent. Its
+//! schema is the numbered migrations of `migrations/outbox/`, applied on open
+//! ([`SCHEMA_VERSION`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use skilltrial_sqlite::{MigrateError, get_with, migrate};
 
 /// How long a process waits for another one holding the outbox.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS outbox (
-    id INTEGER PRIMARY KEY,
-    cluster TEXT NOT NULL,
-    intent TEXT NOT NULL,
-    signature TEXT NOT NULL UNIQUE,
-    blockhash TEXT NOT NULL,
-    last_valid_block_height INTEGER NOT NULL,
-    wire_base64 TEXT NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('pending', 'landed', 'failed', 'expired')),
-    detail TEXT,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS outbox_intent ON outbox (cluster, intent, state);
-";
+/// The outbox's schema version: the number of migrations applied.
+///
+/// Log: 1 — the first schema, as the code created it before it was numbered (such a file is
+/// adopted as it is); 2 — the table STRICT and the block height never negative (a rebuild).
+/// Keep `MIGRATIONS` in file-number order; the files live in the workspace's
+/// `migrations/outbox/`, named by path from this file so the crate builds wherever the
+/// workspace is.
+pub const SCHEMA_VERSION: u32 = 2;
+
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/outbox/0001_outbox.sql"),
+    include_str!("../../migrations/outbox/0002_strict_checks.sql"),
+];
 
 /// Why the outbox cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -122,25 +122,31 @@ fn now() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
+/// The columns [`Entry::from_row`] reads, for every `SELECT` of an entry.
 const COLUMNS: &str = "id, cluster, intent, signature, blockhash, last_valid_block_height, \
                        wire_base64, state, detail";
 
-fn entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
-    let state: String = row.get(7)?;
-    let height: i64 = row.get(5)?;
-    Ok(Entry {
-        id: row.get(0)?,
-        cluster: row.get(1)?,
-        intent: row.get(2)?,
-        signature: row.get(3)?,
-        blockhash: row.get(4)?,
-        last_valid_block_height: u64::try_from(height).unwrap_or(0),
-        wire_base64: row.get(6)?,
-        // The CHECK constraint keeps other texts out; a hand-edited file reads as pending,
-        // which is resumed (never re-signed) and so is the safe reading.
-        state: EntryState::parse(&state).unwrap_or(EntryState::Pending),
-        detail: row.get(8)?,
-    })
+impl Entry {
+    /// An outbox row selected with [`COLUMNS`]. The schema's CHECKs keep a state outside
+    /// [`EntryState`] and a negative height out; a file that holds one anyway (edited by hand
+    /// with the checks off) is an error naming the column, never read as something else.
+    fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: row.get("id")?,
+            cluster: row.get("cluster")?,
+            intent: row.get("intent")?,
+            signature: row.get("signature")?,
+            blockhash: row.get("blockhash")?,
+            last_valid_block_height: get_with(row, "last_valid_block_height", |h: i64| {
+                u64::try_from(h).map_err(|_| format!("negative block height {h}"))
+            })?,
+            wire_base64: row.get("wire_base64")?,
+            state: get_with(row, "state", |text: String| {
+                EntryState::parse(&text).ok_or_else(|| format!("unknown state {text:?}"))
+            })?,
+            detail: row.get("detail")?,
+        })
+    }
 }
 
 /// The newest pending entry for `intent` on `cluster`, read through `conn` (the outbox's
@@ -152,7 +158,7 @@ fn pending_on(conn: &Connection, cluster: &str, intent: &str) -> rusqlite::Resul
              AND state = 'pending' ORDER BY id DESC LIMIT 1"
         ),
         params![cluster, intent],
-        entry,
+        Entry::from_row,
     )
     .optional()
 }
@@ -179,16 +185,7 @@ impl Outbox {
                         path: path.to_path_buf(),
                     });
                 }
-                Err(e)
-                    if started.elapsed() < BUSY_TIMEOUT
-                        && matches!(
-                            e.sqlite_error_code(),
-                            Some(
-                                rusqlite::ErrorCode::DatabaseBusy
-                                    | rusqlite::ErrorCode::DatabaseLocked
-                            )
-                        ) =>
-                {
+                Err(e) if started.elapsed() < BUSY_TIMEOUT && e.is_busy() => {
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 Err(e) => return Err(fail(e.to_string())),
@@ -196,12 +193,12 @@ impl Outbox {
         }
     }
 
-    fn try_open(path: &Path) -> rusqlite::Result<Connection> {
-        let conn = Connection::open(path)?;
+    fn try_open(path: &Path) -> Result<Connection, MigrateError> {
+        let mut conn = Connection::open(path)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
-        conn.execute_batch(SCHEMA)?;
+        migrate(&mut conn, MIGRATIONS, None)?;
         Ok(conn)
     }
 
@@ -226,7 +223,7 @@ impl Outbox {
             ))
             .map_err(|e| self.fail(e))?;
         let rows = stmt
-            .query_map(params![cluster], entry)
+            .query_map(params![cluster], Entry::from_row)
             .map_err(|e| self.fail(e))?;
         rows.collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.fail(e))
@@ -238,7 +235,9 @@ impl Outbox {
             .conn
             .prepare(&format!("SELECT {COLUMNS} FROM outbox ORDER BY id"))
             .map_err(|e| self.fail(e))?;
-        let rows = stmt.query_map([], entry).map_err(|e| self.fail(e))?;
+        let rows = stmt
+            .query_map([], Entry::from_row)
+            .map_err(|e| self.fail(e))?;
         rows.collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.fail(e))
     }
@@ -252,7 +251,7 @@ impl Outbox {
                      ORDER BY id DESC LIMIT 1"
                 ),
                 params![cluster, intent],
-                entry,
+                Entry::from_row,
             )
             .optional()
             .map_err(|e| self.fail(e))
@@ -408,6 +407,176 @@ mod tests {
             .unwrap();
         assert_eq!(result.unwrap_err(), "no blockhash");
         assert!(outbox.latest("g", "i").unwrap().is_none());
+    }
+
+    /// The outbox's DDL as the code ran it on every open before `migrations/outbox/` existed
+    /// (kept here verbatim: such files are out there, at `user_version` 0).
+    const UNNUMBERED_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS outbox (
+    id INTEGER PRIMARY KEY,
+    cluster TEXT NOT NULL,
+    intent TEXT NOT NULL,
+    signature TEXT NOT NULL UNIQUE,
+    blockhash TEXT NOT NULL,
+    last_valid_block_height INTEGER NOT NULL,
+    wire_base64 TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'landed', 'failed', 'expired')),
+    detail TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_intent ON outbox (cluster, intent, state);
+";
+
+    /// A file written by the code before the outbox was numbered, holding `rows` as
+    /// `(signature, height, state, detail)`.
+    fn unnumbered(path: &Path, rows: &[(&str, i64, &str, Option<&str>)]) {
+        let conn = Connection::open(path).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        conn.execute_batch(UNNUMBERED_SCHEMA).unwrap();
+        for (sig, height, state, detail) in rows {
+            conn.execute(
+                "INSERT INTO outbox (cluster, intent, signature, blockhash, last_valid_block_height, \
+                 wire_base64, state, detail, created_at, updated_at) \
+                 VALUES ('g', 'open:x', ?1, 'hash', ?2, 'AAAA', ?3, ?4, 1, 2)",
+                params![sig, height, state, detail],
+            )
+            .unwrap();
+        }
+    }
+
+    fn version(path: &Path) -> u32 {
+        skilltrial_sqlite::user_version(&Connection::open(path).unwrap()).unwrap()
+    }
+
+    /// Given an outbox written before its migrations, when it is opened, then it is adopted
+    /// and rebuilt in place (schema 2: STRICT, the checks) with every row as it was.
+    #[test]
+    fn an_unnumbered_outbox_is_migrated_in_place_with_its_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("outbox.sqlite");
+        unnumbered(
+            &path,
+            &[
+                ("s1", 150, "expired", Some("blockhash expired")),
+                ("s2", 300, "pending", None),
+            ],
+        );
+        assert_eq!(version(&path), 0);
+        let mut outbox = Outbox::open(&path).unwrap();
+        assert_eq!(version(&path), SCHEMA_VERSION);
+        let rows = outbox.rows().unwrap();
+        let read: Vec<_> = rows
+            .iter()
+            .map(|e| {
+                (
+                    e.id,
+                    e.signature.as_str(),
+                    e.last_valid_block_height,
+                    e.state,
+                    e.detail.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            read,
+            [
+                (1, "s1", 150, EntryState::Expired, Some("blockhash expired")),
+                (2, "s2", 300, EntryState::Pending, None),
+            ]
+        );
+        assert_eq!(rows[1].wire_base64, "AAAA");
+        // The pending row is still the intent's: resumed, not signed again.
+        let again = outbox
+            .claim::<()>("g", "open:x", || {
+                panic!("must not sign while one is pending")
+            })
+            .unwrap()
+            .unwrap();
+        assert!(matches!(again, Claim::Existing(ref e) if e.id == 2));
+        // The new constraints hold from now on.
+        let conn = Connection::open(&path).unwrap();
+        let negative = conn.execute(
+            "UPDATE outbox SET last_valid_block_height = -1 WHERE id = 1",
+            [],
+        );
+        assert!(negative.is_err(), "a negative height is refused");
+        let wrong_type = conn.execute(
+            "UPDATE outbox SET created_at = 'yesterday' WHERE id = 1",
+            [],
+        );
+        assert!(wrong_type.is_err(), "the table is STRICT");
+        drop(outbox);
+        Outbox::open(&path).unwrap();
+        assert_eq!(version(&path), SCHEMA_VERSION);
+    }
+
+    /// Given an unnumbered outbox holding a row the new checks refuse, when it is opened, then
+    /// the open fails naming the file, and the file is left as it was: schema 0, the old table,
+    /// the row. Migrations 1 and 2 ran in one transaction (else it would now be at schema 1).
+    #[test]
+    fn a_failed_migration_leaves_the_outbox_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("outbox.sqlite");
+        unnumbered(&path, &[("s1", -5, "pending", None)]);
+        let err = Outbox::open(&path).unwrap_err();
+        assert!(err.to_string().contains("outbox.sqlite"), "{err}");
+        assert!(err.to_string().contains("CHECK"), "{err}");
+        assert_eq!(version(&path), 0);
+        let conn = Connection::open(&path).unwrap();
+        let (sql, height): (String, i64) = conn
+            .query_row(
+                "SELECT (SELECT sql FROM sqlite_schema WHERE name = 'outbox'), \
+                 last_valid_block_height FROM outbox",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert!(!sql.contains("STRICT"), "{sql}");
+        assert_eq!(height, -5);
+    }
+
+    #[test]
+    fn an_outbox_from_a_newer_skilltrial_is_refused_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("outbox.sqlite");
+        drop(Outbox::open(&path).unwrap());
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        let err = Outbox::open(&path).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!(
+                "the chain outbox {}: written by a newer SkillTrial (schema 3, this one knows 2)",
+                path.display()
+            )
+        );
+        assert_eq!(version(&path), SCHEMA_VERSION + 1);
+    }
+
+    /// A state outside the enum can only be written with the checks switched off; it is then an
+    /// error naming the column, never read as another state.
+    #[test]
+    fn an_unknown_state_is_an_error_not_a_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("outbox.sqlite");
+        let mut outbox = Outbox::open(&path).unwrap();
+        outbox
+            .claim::<()>("g", "i", || Ok(signed("s1")))
+            .unwrap()
+            .unwrap();
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "ignore_check_constraints", true)
+            .unwrap();
+        conn.execute("UPDATE outbox SET state = 'lost'", [])
+            .unwrap();
+        let err = outbox.rows().unwrap_err().to_string();
+        assert!(
+            err.contains("column state: unknown state \"lost\""),
+            "{err}"
+        );
     }
 
     #[test]

@@ -24,6 +24,7 @@ use skilltrial_core::money::MicroUsd;
 use skilltrial_core::outcome::Outcome;
 pub use skilltrial_core::state::{AttemptState, LedgerKind, NotRunReason, PayloadKind, RunStatus};
 use skilltrial_core::state::{UnknownState, short_id};
+use skilltrial_sqlite::MigrateError;
 
 /// The schema version: the number of migrations applied.
 ///
@@ -561,51 +562,23 @@ impl Journal {
         self.sql(|c| c.pragma_update(None, "synchronous", level))
     }
 
+    /// Brings the file to [`SCHEMA_VERSION`] (`skilltrial_sqlite::migrate`: one write
+    /// transaction, re-reading the version under the lock, foreign keys checked before the
+    /// commit).
     fn migrate(&mut self) -> Result<(), JournalError> {
-        let path = self.path.clone();
-        let version = |conn: &Connection| -> Result<u32, TxError> {
-            let current: u32 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-            if current > SCHEMA_VERSION {
-                return Err(JournalError::TooNew(path.clone(), current).into());
-            }
-            Ok(current)
-        };
-        let current = self.sql(|c| c.pragma_query_value(None, "user_version", |r| r.get(0)))?;
-        if current == SCHEMA_VERSION {
-            return Ok(());
-        }
-        if current > SCHEMA_VERSION {
-            return Err(JournalError::TooNew(self.path.clone(), current));
-        }
-        // A migration may rebuild a table others reference (SQLite's twelve-step ALTER TABLE
-        // procedure, as 0004 does): foreign keys are off while migrations run, and checked in
-        // full before the commit. The pragma does nothing inside a transaction, so it is set
-        // around it, on this connection only.
-        self.sql(|c| c.pragma_update(None, "foreign_keys", "OFF"))?;
-        // Another process may be migrating the same file right now: `write` takes the write lock
-        // first, then the version is read again under it, so that each migration runs exactly
-        // once and nobody reads a half-made schema.
-        let migrated = self.write(|tx| {
-            let current = version(tx)?;
-            for migration in MIGRATIONS.iter().skip(current as usize) {
-                tx.execute_batch(migration)?;
-            }
-            let orphan: Option<(String, String)> = tx
-                .query_row("PRAGMA foreign_key_check", [], |r| Ok((r.get(0)?, r.get(2)?)))
-                .optional()?;
-            if let Some((table, parent)) = orphan {
-                return Err(refuse(format!(
-                    "journal {}: migrating it to schema {SCHEMA_VERSION} would leave a row of {table} whose {parent} row is missing",
-                    path.display()
-                )));
-            }
-            if current < SCHEMA_VERSION {
-                tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
-            }
-            Ok(())
-        });
-        let restored = self.sql(|c| c.pragma_update(None, "foreign_keys", "ON"));
-        migrated.and(restored)
+        let path = &self.path;
+        skilltrial_sqlite::migrate(&mut self.conn, MIGRATIONS, None)
+            .map(drop)
+            .map_err(|e| match e {
+                MigrateError::Sql(source) => JournalError::Sql {
+                    path: path.clone(),
+                    source,
+                },
+                MigrateError::TooNew { found, .. } => JournalError::TooNew(path.clone(), found),
+                e @ MigrateError::Orphan { .. } => {
+                    JournalError::State(format!("journal {}: {e}", path.display()))
+                }
+            })
     }
 
     /// Records a new run and its trials; if the run exists, checks it is the same manifest.

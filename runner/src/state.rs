@@ -15,6 +15,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use skilltrial_core::settlement::EvidenceRecord;
+use skilltrial_sqlite::{get_with, migrate};
 
 /// Where a hosted run stands in the daemon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -186,59 +187,107 @@ pub trait RunnerState: Send {
     fn events_after(&self, address: &str, after: u64) -> Result<Vec<Event>, StateError>;
 }
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS nonces (
-    nonce      TEXT PRIMARY KEY,
-    address    TEXT,
-    expires_at INTEGER NOT NULL,
-    used       INTEGER NOT NULL DEFAULT 0 CHECK (used IN (0, 1))
-) STRICT;
--- Who uploaded what: a wallet may escrow and register a manifest only after it uploaded it (and
--- the manifest only after it uploaded its bundles), so knowing a hash is not enough to run
--- another wallet's private skill.
-CREATE TABLE IF NOT EXISTS holdings (
-    address TEXT NOT NULL,
-    digest  TEXT NOT NULL,
-    PRIMARY KEY (address, digest)
-) STRICT;
-CREATE TABLE IF NOT EXISTS sessions (
-    token_sha256 TEXT PRIMARY KEY,
-    address      TEXT NOT NULL,
-    expires_at   INTEGER NOT NULL
-) STRICT;
-CREATE TABLE IF NOT EXISTS runs (
-    address            TEXT PRIMARY KEY,
-    user               TEXT NOT NULL,
-    manifest           TEXT NOT NULL,
-    run_id             INTEGER NOT NULL,
-    deadline           INTEGER NOT NULL,
-    phase              TEXT NOT NULL CHECK (phase IN ('executing', 'finalizing', 'finalized', 'failed')),
-    detail             TEXT,
-    report_hash        TEXT,
-    finalize_signature TEXT,
-    created_at         INTEGER NOT NULL,
-    updated_at         INTEGER NOT NULL
-) STRICT;
-CREATE INDEX IF NOT EXISTS runs_by_user ON runs (user, created_at);
-CREATE TABLE IF NOT EXISTS batches (
-    run       TEXT NOT NULL REFERENCES runs (address),
-    seq       INTEGER NOT NULL CHECK (seq >= 1),
-    evidence  TEXT NOT NULL,
-    signature TEXT,
-    -- Why the program refused it for good (the deadline passed, the cancel window closed):
-    -- never sent again, never charged. Added after the first release (see `open`).
-    refused   TEXT,
-    PRIMARY KEY (run, seq)
-) STRICT;
-CREATE TABLE IF NOT EXISTS events (
-    run  TEXT NOT NULL REFERENCES runs (address),
-    seq  INTEGER NOT NULL,
-    at   INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (run, seq)
-) STRICT;
-";
+/// The state's schema version: the number of migrations applied.
+///
+/// Log: 1 — the first schema, as the code created it before it was numbered (such a file is
+/// adopted as it is, `batches.refused` added if it predates that column); 2 — `CHECK`s that
+/// `runs.run_id` and `events.seq` are never negative (a rebuild of both tables). Keep
+/// `MIGRATIONS` in file-number order; the files live in the workspace's `migrations/runner/`,
+/// named by path from this file so the crate builds wherever the workspace is.
+pub const SCHEMA_VERSION: u32 = 2;
+
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/runner/0001_runner.sql"),
+    include_str!("../../migrations/runner/0002_checks.sql"),
+];
+
+/// Brings a state written before the migrations existed to migration 1's shape: one written
+/// before batches could be refused lacks `batches.refused`, which is added (NULL for every
+/// batch it holds, which were never refused). Runs in the migration's transaction.
+fn adopt_unnumbered(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    let mut stmt = tx.prepare("SELECT name FROM pragma_table_info('batches')")?;
+    let columns = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    if !columns.is_empty() && !columns.iter().any(|c| c == "refused") {
+        tx.execute_batch("ALTER TABLE batches ADD COLUMN refused TEXT")?;
+    }
+    Ok(())
+}
+
+/// The columns [`HostedRun::from_row`] reads, for every `SELECT` of a run.
+const RUN_COLUMNS: &str = "address, user, manifest, run_id, deadline, phase, detail, report_hash, \
+                           finalize_signature, created_at, updated_at";
+
+/// The columns [`Batch::from_row`] reads.
+const BATCH_COLUMNS: &str = "seq, evidence, signature, refused";
+
+/// The columns [`Event::from_row`] reads.
+const EVENT_COLUMNS: &str = "run, seq, at, kind, data";
+
+/// An integer column the schema keeps within `T` (an unsigned number), read as `T`.
+fn unsigned<T: TryFrom<i64>>(row: &rusqlite::Row<'_>, name: &str) -> rusqlite::Result<T> {
+    get_with(row, name, |n: i64| {
+        T::try_from(n).map_err(|_| format!("{n} is out of range"))
+    })
+}
+
+/// A JSON text column, parsed as `T`.
+fn json<T: serde::de::DeserializeOwned>(
+    row: &rusqlite::Row<'_>,
+    name: &str,
+) -> rusqlite::Result<T> {
+    get_with(row, name, |text: String| {
+        serde_json::from_str(&text).map_err(|e| e.to_string())
+    })
+}
+
+impl HostedRun {
+    /// A `runs` row selected with [`RUN_COLUMNS`]. A value the schema keeps out (a phase
+    /// outside [`Phase`], a negative run id) is an error naming the column, never a default.
+    fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            address: row.get("address")?,
+            user: row.get("user")?,
+            manifest: row.get("manifest")?,
+            run_id: unsigned(row, "run_id")?,
+            deadline: row.get("deadline")?,
+            phase: get_with(row, "phase", |text: String| {
+                Phase::parse(&text).ok_or_else(|| format!("unknown phase {text:?}"))
+            })?,
+            detail: row.get("detail")?,
+            report_hash: row.get("report_hash")?,
+            finalize_signature: row.get("finalize_signature")?,
+            created_at: row.get("created_at")?,
+            updated_at: row.get("updated_at")?,
+        })
+    }
+}
+
+impl Batch {
+    /// A `batches` row selected with [`BATCH_COLUMNS`].
+    fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            seq: unsigned(row, "seq")?,
+            evidence: json(row, "evidence")?,
+            signature: row.get("signature")?,
+            refused: row.get("refused")?,
+        })
+    }
+}
+
+impl Event {
+    /// An `events` row selected with [`EVENT_COLUMNS`]; its data is the JSON it was written as.
+    fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            run: row.get("run")?,
+            seq: unsigned(row, "seq")?,
+            at: row.get("at")?,
+            kind: row.get("kind")?,
+            data: json(row, "data")?,
+        })
+    }
+}
 
 /// The embedded backend: one SQLite file (WAL, `synchronous=FULL`).
 #[derive(Debug)]
@@ -249,35 +298,24 @@ pub struct SqliteState {
 }
 
 impl SqliteState {
+    /// Opens (creating and migrating) the state at `path`. A state of a newer schema than this
+    /// daemon knows is refused, untouched.
     pub fn open(path: &Path) -> Result<Self, StateError> {
-        let fail = |e: rusqlite::Error| StateError {
+        let fail = |message: String| StateError {
             path: path.display().to_string(),
-            message: e.to_string(),
+            message,
         };
-        let conn = Connection::open(path).map_err(fail)?;
+        let sql = |e: rusqlite::Error| fail(e.to_string());
+        let mut conn = Connection::open(path).map_err(sql)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))
-            .map_err(fail)?;
+            .map_err(sql)?;
         conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(fail)?;
+            .map_err(sql)?;
         conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(fail)?;
+            .map_err(sql)?;
         conn.pragma_update(None, "foreign_keys", "ON")
-            .map_err(fail)?;
-        conn.execute_batch(SCHEMA).map_err(fail)?;
-        // A state written before batches could be refused lacks the column: add it (NULL for
-        // every batch it holds, which were never refused).
-        let has_refused: bool = conn
-            .query_row(
-                "SELECT COUNT(*) FROM pragma_table_info('batches') WHERE name = 'refused'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-            .map_err(fail)?
-            > 0;
-        if !has_refused {
-            conn.execute_batch("ALTER TABLE batches ADD COLUMN refused TEXT")
-                .map_err(fail)?;
-        }
+            .map_err(sql)?;
+        migrate(&mut conn, MIGRATIONS, Some(adopt_unnumbered)).map_err(|e| fail(e.to_string()))?;
         Ok(Self {
             conn,
             path: path.to_path_buf(),
@@ -299,34 +337,14 @@ impl SqliteState {
         }
     }
 
-    fn run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<HostedRun> {
-        let phase: String = row.get(5)?;
-        let run_id: i64 = row.get(3)?;
-        Ok(HostedRun {
-            address: row.get(0)?,
-            user: row.get(1)?,
-            manifest: row.get(2)?,
-            run_id: u64::try_from(run_id).unwrap_or(0),
-            deadline: row.get(4)?,
-            phase: Phase::parse(&phase).unwrap_or(Phase::Failed),
-            detail: row.get(6)?,
-            report_hash: row.get(7)?,
-            finalize_signature: row.get(8)?,
-            created_at: row.get(9)?,
-            updated_at: row.get(10)?,
-        })
-    }
-
     fn select_runs(
         &self,
         filter: &str,
         args: &[&dyn rusqlite::ToSql],
     ) -> Result<Vec<HostedRun>, StateError> {
-        let sql = format!(
-            "SELECT address, user, manifest, run_id, deadline, phase, detail, report_hash, finalize_signature, created_at, updated_at FROM runs {filter}"
-        );
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs {filter}");
         let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.fail(e))?;
-        stmt.query_map(args, Self::run_row)
+        stmt.query_map(args, HostedRun::from_row)
             .map_err(|e| self.fail(e))?
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.fail(e))
@@ -384,7 +402,7 @@ impl RunnerState for SqliteState {
             .query_row(
                 "SELECT address FROM sessions WHERE token_sha256 = ?1 AND expires_at > ?2",
                 params![token_sha256, now],
-                |r| r.get(0),
+                |r| r.get("address"),
             )
             .optional()
             .map_err(|e| self.fail(e))
@@ -491,32 +509,14 @@ impl RunnerState for SqliteState {
     fn batches(&self, address: &str) -> Result<Vec<Batch>, StateError> {
         let mut stmt = self
             .conn
-            .prepare_cached(
-                "SELECT seq, evidence, signature, refused FROM batches WHERE run = ?1 ORDER BY seq",
-            )
+            .prepare_cached(&format!(
+                "SELECT {BATCH_COLUMNS} FROM batches WHERE run = ?1 ORDER BY seq"
+            ))
             .map_err(|e| self.fail(e))?;
-        let rows = stmt
-            .query_map(params![address], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, Option<String>>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                ))
-            })
+        stmt.query_map(params![address], Batch::from_row)
             .map_err(|e| self.fail(e))?
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.fail(e))?;
-        rows.into_iter()
-            .map(|(seq, evidence, signature, refused)| {
-                Ok(Batch {
-                    seq: u32::try_from(seq).map_err(|e| self.fail(e))?,
-                    evidence: serde_json::from_str(&evidence).map_err(|e| self.fail(e))?,
-                    signature,
-                    refused,
-                })
-            })
-            .collect()
+            .map_err(|e| self.fail(e))
     }
 
     fn add_batch(
@@ -597,32 +597,14 @@ impl RunnerState for SqliteState {
         let after = i64::try_from(after).unwrap_or(i64::MAX);
         let mut stmt = self
             .conn
-            .prepare_cached(
-                "SELECT seq, at, kind, data FROM events WHERE run = ?1 AND seq > ?2 ORDER BY seq",
-            )
+            .prepare_cached(&format!(
+                "SELECT {EVENT_COLUMNS} FROM events WHERE run = ?1 AND seq > ?2 ORDER BY seq"
+            ))
             .map_err(|e| self.fail(e))?;
-        let rows = stmt
-            .query_map(params![address, after], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                ))
-            })
+        stmt.query_map(params![address, after], Event::from_row)
             .map_err(|e| self.fail(e))?
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.fail(e))?;
-        Ok(rows
-            .into_iter()
-            .map(|(seq, at, kind, data)| Event {
-                run: address.to_owned(),
-                seq: u64::try_from(seq).unwrap_or(0),
-                at,
-                kind,
-                data: serde_json::from_str(&data).unwrap_or(Value::Null),
-            })
-            .collect())
+            .map_err(|e| self.fail(e))
     }
 }
 
@@ -668,32 +650,216 @@ mod tests {
         assert_eq!(count, 3, "n1, n3 and the new n2");
     }
 
+    /// The state's DDL as the code ran it on every open before `migrations/runner/` existed
+    /// (kept here verbatim: such files are out there, at `user_version` 0).
+    const UNNUMBERED_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS nonces (
+    nonce      TEXT PRIMARY KEY,
+    address    TEXT,
+    expires_at INTEGER NOT NULL,
+    used       INTEGER NOT NULL DEFAULT 0 CHECK (used IN (0, 1))
+) STRICT;
+-- Who uploaded what: a wallet may escrow and register a manifest only after it uploaded it (and
+-- the manifest only after it uploaded its bundles), so knowing a hash is not enough to run
+-- another wallet's private skill.
+CREATE TABLE IF NOT EXISTS holdings (
+    address TEXT NOT NULL,
+    digest  TEXT NOT NULL,
+    PRIMARY KEY (address, digest)
+) STRICT;
+CREATE TABLE IF NOT EXISTS sessions (
+    token_sha256 TEXT PRIMARY KEY,
+    address      TEXT NOT NULL,
+    expires_at   INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS runs (
+    address            TEXT PRIMARY KEY,
+    user               TEXT NOT NULL,
+    manifest           TEXT NOT NULL,
+    run_id             INTEGER NOT NULL,
+    deadline           INTEGER NOT NULL,
+    phase              TEXT NOT NULL CHECK (phase IN ('executing', 'finalizing', 'finalized', 'failed')),
+    detail             TEXT,
+    report_hash        TEXT,
+    finalize_signature TEXT,
+    created_at         INTEGER NOT NULL,
+    updated_at         INTEGER NOT NULL
+) STRICT;
+CREATE INDEX IF NOT EXISTS runs_by_user ON runs (user, created_at);
+CREATE TABLE IF NOT EXISTS batches (
+    run       TEXT NOT NULL REFERENCES runs (address),
+    seq       INTEGER NOT NULL CHECK (seq >= 1),
+    evidence  TEXT NOT NULL,
+    signature TEXT,
+    -- Why the program refused it for good (the deadline passed, the cancel window closed):
+    -- never sent again, never charged. Added after the first release (see `open`).
+    refused   TEXT,
+    PRIMARY KEY (run, seq)
+) STRICT;
+CREATE TABLE IF NOT EXISTS events (
+    run  TEXT NOT NULL REFERENCES runs (address),
+    seq  INTEGER NOT NULL,
+    at   INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (run, seq)
+) STRICT;
+";
+
+    /// [`UNNUMBERED_SCHEMA`] as the first release wrote it, before batches could be refused.
+    fn first_release_schema() -> String {
+        let old = UNNUMBERED_SCHEMA.replace(
+            "    -- Why the program refused it for good (the deadline passed, the cancel window closed):\n    -- never sent again, never charged. Added after the first release (see `open`).\n    refused   TEXT,\n",
+            "",
+        );
+        assert_ne!(old, UNNUMBERED_SCHEMA, "the old schema lacks the column");
+        old
+    }
+
+    /// A state file made by running `schema` (as the code before the migrations did on open)
+    /// and then `rows`.
+    fn unnumbered(path: &Path, schema: &str, rows: &str) {
+        let conn = Connection::open(path).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+        conn.execute_batch(schema).unwrap();
+        conn.execute_batch(rows).unwrap();
+    }
+
+    fn version(path: &Path) -> u32 {
+        skilltrial_sqlite::user_version(&Connection::open(path).unwrap()).unwrap()
+    }
+
+    fn columns(path: &Path, table: &str) -> Vec<String> {
+        let conn = Connection::open(path).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT name FROM pragma_table_info(?1)")
+            .unwrap();
+        stmt.query_map([table], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    /// Given a state written by the code before its migrations, holding a row in every table,
+    /// when the daemon opens it, then it is adopted and migrated in place (schema 2) and every
+    /// row reads back as it was written.
+    #[test]
+    fn an_unnumbered_state_is_migrated_in_place_with_its_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runner.sqlite");
+        let t = now();
+        unnumbered(
+            &path,
+            UNNUMBERED_SCHEMA,
+            &format!(
+                "INSERT INTO nonces VALUES ('n1', 'alice', {later}, 1);
+                 INSERT INTO holdings VALUES ('alice', 'cafe');
+                 INSERT INTO sessions VALUES ('t1', 'alice', {later});
+                 INSERT INTO runs VALUES ('R1', 'alice', 'm1', 7, 2000000000, 'finalized', NULL,
+                     'beef', 'fsig', 1, 5);
+                 INSERT INTO runs VALUES ('R2', 'bob', 'm2', 8, 2000000001, 'failed',
+                     'refunded under it', NULL, NULL, 2, 3);
+                 INSERT INTO batches VALUES ('R1', 1, '[]', 'sig1', NULL);
+                 INSERT INTO batches VALUES ('R1', 2, '[]', NULL, 'the deadline passed');
+                 INSERT INTO events VALUES ('R1', 1, 10, 'progress', '{{\"done\":1}}');
+                 INSERT INTO events VALUES ('R1', 2, 11, 'phase', '{{\"phase\":\"finalized\"}}');",
+                later = t + 600
+            ),
+        );
+        assert_eq!(version(&path), 0);
+        let mut s = SqliteState::open(&path).unwrap();
+        assert_eq!(version(&path), SCHEMA_VERSION);
+        assert!(!s.spend_nonce("n1", "alice", t + 600, t).unwrap(), "spent");
+        assert!(s.holds("alice", "cafe").unwrap());
+        assert_eq!(s.session("t1", t).unwrap().as_deref(), Some("alice"));
+        assert_eq!(
+            s.run("R1").unwrap().unwrap(),
+            HostedRun {
+                address: "R1".into(),
+                user: "alice".into(),
+                manifest: "m1".into(),
+                run_id: 7,
+                deadline: 2_000_000_000,
+                phase: Phase::Finalized,
+                detail: None,
+                report_hash: Some("beef".into()),
+                finalize_signature: Some("fsig".into()),
+                created_at: 1,
+                updated_at: 5,
+            }
+        );
+        let r2 = s.runs_of("bob").unwrap();
+        assert_eq!(
+            (r2[0].phase, r2[0].detail.as_deref()),
+            (Phase::Failed, Some("refunded under it"))
+        );
+        assert_eq!(
+            s.batches("R1").unwrap(),
+            [
+                Batch {
+                    seq: 1,
+                    evidence: vec![],
+                    signature: Some("sig1".into()),
+                    refused: None,
+                },
+                Batch {
+                    seq: 2,
+                    evidence: vec![],
+                    signature: None,
+                    refused: Some("the deadline passed".into()),
+                },
+            ]
+        );
+        let events = s.events_after("R1", 0).unwrap();
+        assert_eq!(
+            events,
+            [
+                Event {
+                    run: "R1".into(),
+                    seq: 1,
+                    at: 10,
+                    kind: "progress".into(),
+                    data: serde_json::json!({"done": 1}),
+                },
+                Event {
+                    run: "R1".into(),
+                    seq: 2,
+                    at: 11,
+                    kind: "phase".into(),
+                    data: serde_json::json!({"phase": "finalized"}),
+                },
+            ]
+        );
+        assert_eq!(s.append_event("R1", "x", &Value::Null).unwrap().seq, 3);
+        // Schema 2's CHECKs hold from now on, and the foreign keys still point at `runs`.
+        let refused = |sql: &str| s.conn.execute(sql, []).is_err();
+        assert!(refused("UPDATE runs SET run_id = -1 WHERE address = 'R1'"));
+        assert!(refused(
+            "INSERT INTO events VALUES ('R1', 0, 1, 'progress', 'null')"
+        ));
+        assert!(refused(
+            "INSERT INTO batches VALUES ('nowhere', 1, '[]', NULL, NULL)"
+        ));
+        drop(s);
+        SqliteState::open(&path).unwrap();
+        assert_eq!(version(&path), SCHEMA_VERSION);
+    }
+
     /// A state written before batches could be refused opens with the column added, its
     /// batches unrefused.
     #[test]
     fn a_state_from_before_refused_batches_is_upgraded_on_open() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("runner.sqlite");
-        let old = SCHEMA.replace(
-            "    -- Why the program refused it for good (the deadline passed, the cancel window closed):\n    -- never sent again, never charged. Added after the first release (see `open`).\n    refused   TEXT,\n",
-            "",
+        unnumbered(
+            &path,
+            &first_release_schema(),
+            "INSERT INTO runs VALUES ('R1', 'alice', 'm', 1, 2, 'executing', NULL, NULL, NULL, 1, 1);
+             INSERT INTO batches (run, seq, evidence, signature) VALUES ('R1', 1, '[]', 'sig');",
         );
-        assert_ne!(old, SCHEMA, "the old schema lacks the column");
-        {
-            let conn = Connection::open(&path).unwrap();
-            conn.execute_batch(&old).unwrap();
-            conn.execute(
-                "INSERT INTO runs VALUES ('R1', 'alice', 'm', 1, 2, 'executing', NULL, NULL, NULL, 1, 1)",
-                [],
-            )
-            .unwrap();
-            conn.execute(
-                "INSERT INTO batches (run, seq, evidence, signature) VALUES ('R1', 1, '[]', 'sig')",
-                [],
-            )
-            .unwrap();
-        }
         let mut s = SqliteState::open(&path).unwrap();
+        assert_eq!(version(&path), SCHEMA_VERSION);
         let batches = s.batches("R1").unwrap();
         assert_eq!(batches[0].signature.as_deref(), Some("sig"));
         assert_eq!(batches[0].refused, None);
@@ -705,6 +871,75 @@ mod tests {
         );
         drop(s);
         SqliteState::open(&path).unwrap();
+    }
+
+    /// Given a first-release state holding a row schema 2 refuses (a negative run id), when it
+    /// is opened, then the open fails naming the file and the file is as it was: schema 0, no
+    /// `batches.refused`, the row kept. The adoption and both migrations ran in one
+    /// transaction.
+    #[test]
+    fn a_failed_migration_leaves_the_state_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runner.sqlite");
+        unnumbered(
+            &path,
+            &first_release_schema(),
+            "INSERT INTO runs VALUES ('R1', 'alice', 'm', -1, 2, 'executing', NULL, NULL, NULL, 1, 1);",
+        );
+        let err = SqliteState::open(&path).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("runner state {}: ", path.display())),
+            "{err}"
+        );
+        assert!(err.contains("CHECK constraint failed"), "{err}");
+        assert_eq!(version(&path), 0);
+        assert!(!columns(&path, "batches").contains(&"refused".to_owned()));
+        let run_id: i64 = Connection::open(&path)
+            .unwrap()
+            .query_row("SELECT run_id FROM runs", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(run_id, -1);
+    }
+
+    #[test]
+    fn a_state_from_a_newer_skilltrial_is_refused_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runner.sqlite");
+        drop(SqliteState::open(&path).unwrap());
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        let err = SqliteState::open(&path).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!(
+                "runner state {}: written by a newer SkillTrial (schema 3, this one knows 2)",
+                path.display()
+            )
+        );
+        assert_eq!(version(&path), SCHEMA_VERSION + 1);
+    }
+
+    /// A phase outside [`Phase`] can only be stored with the checks switched off; it is then an
+    /// error naming the column, never read as another phase.
+    #[test]
+    fn a_stored_phase_outside_the_enum_is_an_error_not_a_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runner.sqlite");
+        let mut s = SqliteState::open(&path).unwrap();
+        s.register_run(&run("R1", "alice")).unwrap();
+        s.conn
+            .pragma_update(None, "ignore_check_constraints", true)
+            .unwrap();
+        s.conn
+            .execute("UPDATE runs SET phase = 'paused'", [])
+            .unwrap();
+        let err = s.run("R1").unwrap_err().to_string();
+        assert!(
+            err.contains("column phase: unknown phase \"paused\""),
+            "{err}"
+        );
     }
 
     #[test]
