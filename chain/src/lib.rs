@@ -26,6 +26,7 @@ pub mod account;
 pub mod anchor;
 pub mod cli_config;
 pub mod error;
+pub mod escrow;
 pub mod history;
 pub mod ix;
 pub mod outbox;

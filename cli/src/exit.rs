@@ -252,6 +252,7 @@ impl From<skilltrial_engine::files::FileError> for CliError {
 #[cfg(feature = "chain")]
 mod chain_errors {
     use skilltrial_chain::cli_config::ConventionError;
+    use skilltrial_chain::escrow::{EscrowError, OpenError};
     use skilltrial_chain::rpc::RpcFailure;
     use skilltrial_chain::send::SendError;
     use skilltrial_chain::session::SessionError;
@@ -287,6 +288,31 @@ mod chain_errors {
                     CliError::Rejected(anyhow::anyhow!("{e}"))
                 }
                 _ => CliError::Environment(anyhow::anyhow!("{e}")),
+            }
+        }
+    }
+
+    impl From<EscrowError> for CliError {
+        /// A Run that is not there, not the wallet's, or not in a state for the operation is a
+        /// judged input (1); the session's failures decide as below.
+        fn from(e: EscrowError) -> Self {
+            match e {
+                EscrowError::Session(e) => e.into(),
+                refused => CliError::Rejected(anyhow::anyhow!("{refused}")),
+            }
+        }
+    }
+
+    impl From<OpenError> for CliError {
+        /// An escrow the program would refuse is a judged input (1); a Run that landed but is
+        /// not shown yet is the node (2); the session decides as below.
+        fn from(e: OpenError) -> Self {
+            match e {
+                OpenError::Session(e) => e.into(),
+                OpenError::NoConfig { .. } | OpenError::NotShownYet { .. } => {
+                    CliError::Environment(anyhow::anyhow!("{e}"))
+                }
+                refused => CliError::Rejected(anyhow::anyhow!("{refused}")),
             }
         }
     }

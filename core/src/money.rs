@@ -138,6 +138,26 @@ impl fmt::Display for Lamports {
     }
 }
 
+impl Lamports {
+    /// As people read an amount they approve: `0.0123 SOL (12,300,000 lamports)`.
+    pub fn counted(&self) -> String {
+        format!("{self} ({} lamports)", grouped(self.0))
+    }
+}
+
+/// `1234567` as `1,234,567`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,20 +41,7 @@ pub fn connect(args: &SolanaArgs, global: &Global) -> Result<Session, CliError> 
 
 /// Lamports as people read them: `0.0123 SOL (12,300,000 lamports)`.
 pub fn sol(lamports: u64) -> String {
-    format!("{} ({} lamports)", Lamports(lamports), grouped(lamports))
-}
-
-/// `1234567` as `1,234,567`.
-pub fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    Lamports(lamports).counted()
 }
 
 /// A unix time as RFC 3339 UTC.
@@ -70,7 +57,7 @@ mod tests {
     fn amounts_read_in_sol_and_lamports() {
         assert_eq!(sol(12_300_000), "0.0123 SOL (12,300,000 lamports)");
         assert_eq!(sol(0), "0 SOL (0 lamports)");
-        assert_eq!(grouped(1_000), "1,000");
-        assert_eq!(grouped(999), "999");
+        assert_eq!(skilltrial_core::money::grouped(1_000), "1,000");
+        assert_eq!(skilltrial_core::money::grouped(999), "999");
     }
 }

@@ -4,14 +4,13 @@
 //! again on-chain.
 
 use serde_json::{Value, json};
-use skilltrial_chain::account::{Run, RunStatus};
-use skilltrial_chain::ix;
+use skilltrial_chain::Pubkey;
+use skilltrial_chain::account::RunStatus;
+use skilltrial_chain::escrow::{self, Emptied, refundable_after, remaining, status_word};
 use skilltrial_chain::rpc::LiveRun;
-use skilltrial_chain::{Pubkey, anchor_key};
-use solana_signer::Signer;
 
 use crate::cli::{ChainRunArgs, Global, SolanaArgs};
-use crate::commands::chain::{self, Session, sol, when};
+use crate::commands::chain::{self, sol, when};
 use crate::exit::{CliError, Status};
 use crate::output;
 
@@ -19,35 +18,10 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The Run at `address`, or a refusal saying there is none.
-fn live_run(session: &Session, address: &Pubkey) -> Result<LiveRun, CliError> {
-    session.chain.run(address)?.ok_or_else(|| {
-        CliError::Rejected(anyhow::anyhow!(
-            "{}: no Run account at {address} (never opened here, or already refunded or closed)",
-            session.chain.url()
-        ))
-    })
-}
-
-fn status_word(status: RunStatus) -> (&'static str, Option<i64>) {
-    match status {
-        RunStatus::Open => ("open", None),
-        RunStatus::Cancelled { at } => ("cancelled", Some(at)),
-        RunStatus::Finalized { at } => ("finalized", Some(at)),
-    }
-}
-
-/// Lamports the escrow still holds for the user (escrow less what was settled).
-fn remaining(run: &Run) -> u64 {
-    run.escrowed
-        .saturating_sub(run.settled_usage)
-        .saturating_sub(run.settled_fees)
-}
-
 fn run_json(address: &Pubkey, live: &LiveRun, now: i64) -> Value {
     let run = &live.account.run;
     let (status, at) = status_word(run.status);
-    let closes = run.settle_closes_at().unwrap_or(run.deadline);
+    let closes = refundable_after(run);
     json!({
         "run": address.to_string(),
         "run_id": run.run_id,
@@ -80,7 +54,7 @@ fn run_json(address: &Pubkey, live: &LiveRun, now: i64) -> Value {
 pub fn status(args: &ChainRunArgs, global: &Global) -> Result<Status, CliError> {
     let address = skilltrial_chain::host_key(&args.run);
     let session = chain::connect(&args.solana, global)?;
-    let live = live_run(&session, &address)?;
+    let live = escrow::live_run(&session, &address)?;
     let now = session.chain.cluster_time()?;
     let doc = run_json(&address, &live, now);
     if global.json {
@@ -135,90 +109,50 @@ pub fn status(args: &ChainRunArgs, global: &Global) -> Result<Status, CliError> 
     Ok(Status::Ok)
 }
 
-/// The wallet (after any pending transaction was resumed) and the Run as it then stands,
-/// refused unless the wallet is the run's user.
-fn users_run(
-    session: &Session,
-    address: &Pubkey,
-    action: &str,
-) -> Result<(solana_keypair::Keypair, LiveRun), CliError> {
-    let wallet = session.signer()?;
-    let live = live_run(session, address)?;
-    let run = &live.account.run;
-    if anchor_key(&wallet.pubkey()) != run.user {
-        return Err(CliError::Rejected(anyhow::anyhow!(
-            "run {address} belongs to {}; your wallet {} cannot {action} it (--keypair names the wallet)",
-            run.user,
-            wallet.pubkey()
-        )));
-    }
-    Ok((wallet, live))
-}
-
 /// `skilltrial cancel --chain <RUN_ADDRESS>`.
 pub fn cancel(address: Pubkey, solana: &SolanaArgs, global: &Global) -> Result<Status, CliError> {
     let session = chain::connect(solana, global)?;
-    let (wallet, live) = users_run(&session, &address, "cancel")?;
-    let r = &live.account.run;
-    if let RunStatus::Cancelled { .. } | RunStatus::Finalized { .. } = r.status {
-        let (word, _) = status_word(r.status);
-        return Err(CliError::Rejected(anyhow::anyhow!(
-            "run {address} is already {word}: nothing to cancel"
-        )));
-    }
-    let sent = session.send(
-        &format!("run_cancel:{address}"),
-        &wallet,
-        &[ix::run_cancel(&wallet.pubkey(), &address)],
-    )?;
-    let window = skilltrial_chain::constants::CANCEL_SETTLE_WINDOW_SECS;
+    let cancelled = escrow::cancel(&session, &address)?;
+    let window = cancelled.settle_window_secs;
     if global.json {
         output::json(&json!({
             "run": address.to_string(),
             "cancelled": true,
-            "signature": sent.signature.to_string(),
+            "signature": cancelled.signature,
             "settle_window_secs": window,
         }))?;
     } else {
         output::text(&format!(
             "cancelled run {address} (transaction {})\n  no new trial is dispatched; the runner may settle what it already ran for {} minutes, then `skilltrial refund {address}` returns the rest\n",
-            sent.signature,
+            cancelled.signature,
             window / 60
         ))?;
     }
     Ok(Status::Ok)
 }
 
-/// Sends the instruction that empties and closes the Run, and reports what came back.
-#[allow(clippy::too_many_arguments)]
-fn empty_run(
-    session: &Session,
+/// What an emptied Run gave back, as `refund` and `close` report it.
+fn report_emptied(
     address: &Pubkey,
-    wallet: &solana_keypair::Keypair,
-    live: &LiveRun,
-    intent: &str,
-    instruction: skilltrial_chain::Instruction,
+    emptied: &Emptied,
     global: &Global,
     verb: &str,
 ) -> Result<Status, CliError> {
-    let sent = session.send(&format!("{intent}:{address}"), wallet, &[instruction])?;
-    let run = &live.account.run;
-    let back = live.lamports;
     if global.json {
         output::json(&json!({
             "run": address.to_string(),
-            "signature": sent.signature.to_string(),
-            "returned_lamports": back,
-            "remaining_escrow_lamports": remaining(run),
-            "rent_lamports": back.saturating_sub(remaining(run)),
+            "signature": emptied.signature,
+            "returned_lamports": emptied.returned_lamports,
+            "remaining_escrow_lamports": emptied.remaining_escrow_lamports,
+            "rent_lamports": emptied.rent_lamports(),
         }))?;
     } else {
         output::text(&format!(
             "{verb} run {address} (transaction {})\n  {} back to {}: the escrow's remaining {} and the account's rent\n",
-            sent.signature,
-            sol(back),
-            run.user,
-            sol(remaining(run)),
+            emptied.signature,
+            sol(emptied.returned_lamports),
+            emptied.user,
+            sol(emptied.remaining_escrow_lamports),
         ))?;
     }
     Ok(Status::Ok)
@@ -228,58 +162,14 @@ fn empty_run(
 pub fn refund(args: &ChainRunArgs, global: &Global) -> Result<Status, CliError> {
     let address = skilltrial_chain::host_key(&args.run);
     let session = chain::connect(&args.solana, global)?;
-    let (wallet, live) = users_run(&session, &address, "refund")?;
-    let r = &live.account.run;
-    if let RunStatus::Finalized { .. } = r.status {
-        return Err(CliError::Rejected(anyhow::anyhow!(
-            "run {address} is finalized: its remainder is already booked to you; `skilltrial close {address}` takes it back"
-        )));
-    }
-    let closes = r.settle_closes_at().unwrap_or(r.deadline);
-    let now = session.chain.cluster_time()?;
-    if now <= closes {
-        return Err(CliError::Rejected(anyhow::anyhow!(
-            "run {address} can be refunded only after {} (cluster time is {}, {} s to go): until then the runner may still settle",
-            when(closes),
-            when(now),
-            closes - now + 1
-        )));
-    }
-    let instruction = ix::run_refund_expired(&wallet.pubkey(), &address);
-    empty_run(
-        &session,
-        &address,
-        &wallet,
-        &live,
-        "run_refund_expired",
-        instruction,
-        global,
-        "refunded",
-    )
+    let emptied = escrow::refund(&session, &address)?;
+    report_emptied(&address, &emptied, global, "refunded")
 }
 
 /// `skilltrial close <RUN_ADDRESS>`: a finalized run's remainder and rent.
 pub fn close(args: &ChainRunArgs, global: &Global) -> Result<Status, CliError> {
     let address = skilltrial_chain::host_key(&args.run);
     let session = chain::connect(&args.solana, global)?;
-    let (wallet, live) = users_run(&session, &address, "close")?;
-    let r = &live.account.run;
-    if !matches!(r.status, RunStatus::Finalized { .. }) {
-        let (word, _) = status_word(r.status);
-        return Err(CliError::Rejected(anyhow::anyhow!(
-            "run {address} is {word}, not finalized: the runner finalizes it, or after {} `skilltrial refund {address}` takes everything back",
-            when(r.settle_closes_at().unwrap_or(r.deadline))
-        )));
-    }
-    let instruction = ix::run_close(&wallet.pubkey(), &address);
-    empty_run(
-        &session,
-        &address,
-        &wallet,
-        &live,
-        "run_close",
-        instruction,
-        global,
-        "closed",
-    )
+    let emptied = escrow::close(&session, &address)?;
+    report_emptied(&address, &emptied, global, "closed")
 }

@@ -8,9 +8,7 @@
 //! approves the amounts shown.
 
 use serde_json::json;
-use skilltrial_chain::ix::{self, RunOpenArgs};
-use skilltrial_chain::{anchor_key, pda};
-use skilltrial_core::hosted::{LANDING_ALLOWANCE_SECS, MAX_DEADLINE_SECS};
+use skilltrial_chain::escrow;
 use skilltrial_core::manifest;
 use skilltrial_core::money::MicroUsd;
 use skilltrial_engine::engine;
@@ -21,11 +19,6 @@ use crate::commands::chain::{self, sol, when};
 use crate::exit::{CliError, Status};
 use crate::output;
 use crate::state;
-
-/// A Run account's size: its discriminator and its space.
-const RUN_ACCOUNT_BYTES: usize = 8 + skilltrial_chain::account::RUN_SPACE;
-/// The base fee of a transaction with one signature.
-const SIGNATURE_FEE: u64 = 5_000;
 
 fn refused(message: String) -> CliError {
     CliError::Rejected(anyhow::anyhow!(message))
@@ -65,15 +58,16 @@ fn next_steps(opened: &Opened) -> String {
     )
 }
 
-/// Opens the escrow of `args.manifest` (or finds it open), asking first unless `--yes`.
+/// Opens the escrow of `args.manifest` (or finds it open), asking first unless `--yes`: the
+/// manifest's terms from the store, every check the program will make
+/// (`skilltrial_chain::escrow::prepare_open`), the amounts shown and approved, then the
+/// transaction (`escrow::open`).
 pub fn escrow(args: &OpenArgs, global: &Global) -> Result<Opened, CliError> {
     // Every local check first: a bad flag or an unfit manifest costs no RPC call.
     let runner = skilltrial_chain::host_key(&args.runner);
     let deadline_in = args.deadline;
-    if deadline_in > MAX_DEADLINE_SECS {
-        return Err(refused(format!(
-            "--deadline {deadline_in}s: at most 7d (the program's limit)"
-        )));
+    if deadline_in > skilltrial_core::hosted::MAX_DEADLINE_SECS {
+        return Err(escrow::OpenError::DeadlineTooFar(deadline_in).into());
     }
     let layout = state::layout(global)?;
     let store = state::store(&layout)?;
@@ -90,165 +84,92 @@ pub fn escrow(args: &OpenArgs, global: &Global) -> Result<Opened, CliError> {
         .map_err(|e| CliError::Rejected(e.into()))?;
     let terms = skilltrial_core::hosted::Terms::of(m, &trials)
         .map_err(|e| refused(format!("manifest {}: {e}", inputs.hash.hex())))?;
-    let planned = terms.planned_trials;
-    let largest = terms.largest_reserve;
-    let per_request_cap = terms.per_request_cap.0;
 
     let session = chain::connect(&args.solana, global)?;
     let wallet = session.signer()?;
     let user = wallet.pubkey();
-    let url = session.chain.url().to_owned();
-    let config = session
-        .chain
-        .config()
-        ?
-        .ok_or_else(|| {
-            CliError::Environment(anyhow::anyhow!(
-                "{url}: the SkillTrial program has no config on this cluster (an operator runs `skilltrial admin init`; `skilltrial localnet` starts a cluster with one)"
-            ))
-        })?;
-    if config.runner != anchor_key(&runner) {
-        return Err(refused(format!(
-            "--runner {runner}: the program's config names runner {}; open only with the runner it names",
-            config.runner
-        )));
-    }
-    let fee = config.fee_per_trial;
-    let escrow = terms
-        .escrow(fee)
-        .ok_or_else(|| refused("the escrow overflows u64 lamports".to_owned()))?;
-    // The program counts the deadline from when the transaction executes, a few seconds (or,
-    // resumed after a kill, longer) after it is signed: exactly the minimum could never pass.
-    let least = config
-        .min_deadline_secs
-        .saturating_add(LANDING_ALLOWANCE_SECS);
-    if deadline_in < least {
-        return Err(refused(format!(
-            "--deadline {deadline_in}s: the program's config requires at least {} s from when the escrow lands; give at least {least}s (the minimum plus {LANDING_ALLOWANCE_SECS} s for the transaction to land)",
-            config.min_deadline_secs
-        )));
-    }
-    let now = session.chain.cluster_time()?;
-    let deadline = now
-        .checked_add(deadline_in)
-        .ok_or_else(|| refused("--deadline overflows".to_owned()))?;
-    let manifest_hash = inputs.hash.0;
-    let run_address = pda::run(&user, &manifest_hash);
-
-    // One Run per wallet and manifest: a second `open` shows the first, whichever process sent it.
-    if let Some(existing) = session.chain.run(&run_address)? {
-        let r = &existing.account.run;
-        return Ok(Opened {
-            doc: json!({
-                "run": run_address.to_string(),
-                "already_open": true,
-                "signature": null,
-                "escrow_lamports": r.escrowed,
-                "deadline": when(r.deadline),
-            }),
-            text: format!(
-                "already open: run {run_address} escrows {} for this manifest and wallet (see `skilltrial chain-status {run_address}`)\n",
-                sol(r.escrowed)
-            ),
-            run: run_address.to_string(),
-            manifest: inputs.hash.hex(),
-        });
-    }
-
-    let balance = session.chain.balance(&user)?;
-    let rent = session.chain.rent_exempt_minimum(RUN_ACCOUNT_BYTES)?;
-    // The escrow, the Run account's rent (returned at refund or close) and one signature.
-    let needed = escrow
-        .checked_add(rent)
-        .and_then(|n| n.checked_add(SIGNATURE_FEE))
-        .ok_or_else(|| refused("the escrow overflows u64 lamports".to_owned()))?;
-    if balance < needed {
-        return Err(refused(format!(
-            "your wallet {user} holds {}; opening this run needs {} (escrow {}, the Run account's rent {}, and the fee)",
-            sol(balance),
-            sol(needed),
-            sol(escrow),
-            sol(rent)
-        )));
-    }
+    let request = escrow::OpenRequest {
+        manifest_hash: inputs.hash.0,
+        terms,
+        runner,
+        deadline_in,
+    };
+    let ready = match escrow::prepare_open(&session, &user, &request)? {
+        escrow::Prepared::AlreadyOpen {
+            address,
+            escrowed,
+            deadline,
+        } => {
+            return Ok(Opened {
+                doc: json!({
+                    "run": address.to_string(),
+                    "already_open": true,
+                    "signature": null,
+                    "escrow_lamports": escrowed,
+                    "deadline": when(deadline),
+                }),
+                text: format!(
+                    "already open: run {address} escrows {} for this manifest and wallet (see `skilltrial chain-status {address}`)\n",
+                    sol(escrowed)
+                ),
+                run: address.to_string(),
+                manifest: inputs.hash.hex(),
+            });
+        }
+        escrow::Prepared::Ready(ready) => ready,
+    };
     let summary = format!(
         "manifest   {}\n\
-         trials     {planned}, each capped at {} (its upper cost {largest} at {} per SOL, pinned {}, source: {})\n\
+         trials     {}, each capped at {} (its upper cost {} at {} per SOL, pinned {}, source: {})\n\
          fee        {} per executed trial (the program's config)\n\
          escrow     {} now; what is not used comes back (finalize, or refund after the deadline)\n\
          upper cost {} if every request used its whole bound\n\
          runner     {runner}\n\
          deadline   {} (in {} s)\n\
-         wallet     {user} on {url}, balance {}\n",
+         wallet     {user} on {}, balance {}\n",
         inputs.hash.hex(),
-        sol(per_request_cap),
+        terms.planned_trials,
+        sol(terms.per_request_cap.0),
+        terms.largest_reserve,
         MicroUsd(rate.usd_micros_per_sol),
         rate.at,
         rate.source,
-        sol(fee),
-        sol(escrow),
+        sol(ready.fee_per_trial),
+        sol(ready.escrow),
         totals
             .upper_cost
             .map_or_else(|| "unknown".to_owned(), |c| c.to_string()),
-        when(deadline),
+        when(ready.deadline),
         deadline_in,
-        sol(balance),
+        session.chain.url(),
+        sol(ready.balance),
     );
     crate::commands::progress::notice(summary.trim_end());
     if !args.yes {
-        approve(&format!("Escrow {}?", sol(escrow)))?;
+        approve(&format!("Escrow {}?", sol(ready.escrow)))?;
     }
-    let instruction = ix::run_open(
-        &user,
-        RunOpenArgs {
-            manifest_hash,
-            planned_trials: planned,
-            per_request_cap,
-            escrow,
-            deadline,
-            expected_fee_per_trial: fee,
-            expected_runner: anchor_key(&runner),
-        },
-    );
-    let sent = session.send(&format!("run_open:{run_address}"), &wallet, &[instruction])?;
-    // What is reported is what the chain holds (a resumed transaction carries the amounts and
-    // deadline it was signed with, not this invocation's).
-    let live = session
-        .chain
-        .run(&run_address)
-        ?
-        .ok_or_else(|| {
-            CliError::Environment(anyhow::anyhow!(
-                "transaction {} landed but {} shows no Run at {run_address} yet; check with `skilltrial chain-status {run_address}`",
-                sent.signature,
-                session.chain.url()
-            ))
-        })?;
-    let (escrow, deadline, per_request_cap, fee) = (
-        live.account.run.escrowed,
-        live.account.run.deadline,
-        live.account.run.per_request_cap,
-        live.account.run.fee_per_trial,
-    );
+    let opened = escrow::open(&session, &wallet, &ready)?;
+    let run = &opened.live.account.run;
+    let run_address = ready.address;
     Ok(Opened {
         doc: json!({
             "run": run_address.to_string(),
             "already_open": false,
-            "signature": sent.signature.to_string(),
+            "signature": opened.signature,
             "manifest_hash": inputs.hash.hex(),
-            "planned_trials": planned,
-            "per_request_cap_lamports": per_request_cap,
-            "fee_per_trial_lamports": fee,
-            "escrow_lamports": escrow,
-            "deadline": when(deadline),
-            "deadline_unix": deadline,
+            "planned_trials": terms.planned_trials,
+            "per_request_cap_lamports": run.per_request_cap,
+            "fee_per_trial_lamports": run.fee_per_trial,
+            "escrow_lamports": run.escrowed,
+            "deadline": when(run.deadline),
+            "deadline_unix": run.deadline,
             "runner": runner.to_string(),
             "sol_usd": rate,
         }),
         text: format!(
             "opened run {run_address}\n  escrowed {} (transaction {})\n",
-            sol(escrow),
-            sent.signature
+            sol(run.escrowed),
+            opened.signature
         ),
         run: run_address.to_string(),
         manifest: inputs.hash.hex(),
