@@ -1,4 +1,4 @@
-//! The HTTP API's bodies, shared by the daemon ([`crate::server`]) and its client
+//! The HTTP API's bodies, shared by the daemon ([`crate::http`]) and its client
 //! ([`crate::client`]). Amounts are integer lamports; times are Unix seconds.
 //!
 //! | method and path | who | what |
@@ -16,7 +16,7 @@
 //! | `GET /v1/runs/{run}/report.json`, `report.html` | its owner | the report, once finalized |
 //!
 //! The New-run page's own routes (the page, `/v1/offer`, `/v1/chain/*`) are listed in
-//! [`crate::page`].
+//! [`crate::http::page`].
 
 use serde::{Deserialize, Serialize};
 

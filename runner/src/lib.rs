@@ -8,13 +8,11 @@
 //! Sign-In With Solana session ([`siws`]): a bearer token for the CLI, an HttpOnly
 //! SameSite=Strict cookie for the page.
 //!
-//! - [`server`]: the HTTP API (axum), bound to loopback by default; its public origin is a
-//!   required setting (every sign-in message names it).
-//! - [`connections`]: the accept loop, holding connections to bounds (how many at once, how
-//!   long a request's head may take).
+//! - [`http`]: the HTTP API (axum) and the New-run page, bound to loopback by default; its
+//!   public origin is a required setting (every sign-in message names it). Its accept loop holds
+//!   connections to bounds (how many at once, how long a request's head may take).
 //! - [`worker`]: one run: the engine in chunks, settlement batches, the report, `run_finalize`.
 //! - [`state`]: the daemon's state behind one trait, SQLite by default.
-//! - [`page`]: the New-run page, embedded, and the routes only it needs.
 //! - [`client`]: what `skilltrial submit`, `status --remote` and `report --remote` speak.
 //!
 //! Threads: the HTTP server runs on a tokio runtime; each run executes on a thread of its own
@@ -25,12 +23,9 @@
 pub mod api;
 pub mod buyback;
 pub mod client;
-pub mod connections;
-pub mod intake;
-pub mod page;
+pub mod http;
 pub mod profiles;
 pub mod rate;
-pub mod server;
 pub mod siws;
 pub mod state;
 pub mod tree;

@@ -176,7 +176,7 @@ fn serve(args: &ServeArgs, global: &Global) -> Result<Status, CliError> {
     }
     .map_err(|e| CliError::Environment(anyhow::anyhow!("{e}")))?;
     let json = global.json;
-    skilltrial_runner::server::serve(app, |ready| {
+    skilltrial_runner::http::serve(app, |ready| {
         // One line (a supervisor or a test reads it as the ready signal).
         let printed = if json {
             serde_json::to_string(ready)
