@@ -38,14 +38,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use skilltrial_chain::cli_config::Commitment;
 use skilltrial_chain::rpc::Chain;
 use skilltrial_chain::send::Fees;
 use skilltrial_engine::store::Store;
 use solana_keypair::Keypair;
 
-use crate::state::{Batch, Event, HostedRun, Phase, RunnerState, SqliteState, StateError};
+use crate::api::{BuybackInfo, BuybackOutcome, Event, Notice, PhaseChange};
+use crate::state::{Batch, HostedRun, Phase, RunnerState, SqliteState, StateError};
 
 /// The daemon's settings.
 #[derive(Debug)]
@@ -119,7 +119,7 @@ pub struct App {
     /// The model profiles served, and those skipped with why: decided at start.
     pub profiles: profiles::Profiles,
     state: Mutex<Box<dyn RunnerState>>,
-    events: tokio::sync::broadcast::Sender<Event>,
+    events: tokio::sync::broadcast::Sender<Recorded>,
     /// Set on Ctrl-C / SIGTERM: runs stop after the request in flight.
     pub stop: Arc<AtomicBool>,
     /// Becomes `true` with `stop`: live event streams end, so the HTTP server can stop.
@@ -133,7 +133,7 @@ pub struct App {
     /// request before the instant (the limit's period ends), with why.
     dispatch_pause: Mutex<Option<(Instant, String)>>,
     /// The last buyback attempt's outcome, for `/v1/info`.
-    last_buyback: Mutex<Option<Value>>,
+    last_buyback: Mutex<Option<BuybackOutcome>>,
     /// The state directory's lock: one daemon per state directory (it dies with the process).
     _lock: std::fs::File,
 }
@@ -254,7 +254,7 @@ impl App {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Event> {
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Recorded> {
         self.events.subscribe()
     }
 
@@ -294,13 +294,42 @@ impl App {
 
     /// Records and broadcasts an event of `run` (a failure to record is only logged: the
     /// stream is a view, the journal and the chain are the record).
-    pub fn event(&self, run: &str, kind: &str, data: &Value) {
-        match self.state().append_event(run, kind, data) {
-            Ok(event) => {
-                let _ = self.events.send(event);
+    pub fn event(&self, run: &str, event: Event) {
+        match self.state().append_event(run, event.kind(), &event.data()) {
+            Ok(stored) => {
+                let _ = self.events.send(Recorded {
+                    run: stored.run,
+                    seq: stored.seq,
+                    at: stored.at,
+                    event,
+                });
             }
             Err(e) => log(&format!("run {run}: event not recorded: {e}")),
         }
+    }
+
+    /// `run`'s recorded events after number `after`, in order. One the daemon cannot read (it
+    /// would be a hand-edited state) is left out and logged: the stream is a view.
+    pub fn events_after(&self, run: &str, after: u64) -> Result<Vec<Recorded>, StateError> {
+        let stored = self.state().events_after(run, after)?;
+        Ok(stored
+            .into_iter()
+            .filter_map(|e| match Event::from_parts(&e.kind, e.data) {
+                Ok(event) => Some(Recorded {
+                    run: e.run,
+                    seq: e.seq,
+                    at: e.at,
+                    event,
+                }),
+                Err(why) => {
+                    log(&format!(
+                        "run {}: event {} ({}) is not one this daemon reads: {why}",
+                        e.run, e.seq, e.kind
+                    ));
+                    None
+                }
+            })
+            .collect())
     }
 
     pub fn set_phase(
@@ -312,8 +341,11 @@ impl App {
         self.state().set_phase(run, phase, detail)?;
         self.event(
             run,
-            "phase",
-            &serde_json::json!({"phase": phase.as_str(), "detail": detail}),
+            Event::Phase(PhaseChange {
+                detail: detail.map(str::to_owned),
+                phase: phase.as_str().to_owned(),
+                signature: None,
+            }),
         );
         Ok(())
     }
@@ -347,8 +379,11 @@ impl App {
         self.state().set_finalized(run, signature)?;
         self.event(
             run,
-            "phase",
-            &serde_json::json!({"phase": "finalized", "detail": null, "signature": signature}),
+            Event::Phase(PhaseChange {
+                detail: None,
+                phase: Phase::Finalized.as_str().to_owned(),
+                signature: Some(signature.to_owned()),
+            }),
         );
         Ok(())
     }
@@ -423,14 +458,16 @@ impl App {
                 ));
                 self.event(
                     &run.address,
-                    "notice",
-                    &serde_json::json!({"message": why, "retry_in_secs": secs}),
+                    Event::Notice(Notice {
+                        retry_in_secs: Some(secs),
+                        ..Notice::says(why)
+                    }),
                 );
             }
             Err(worker::WorkError::Waiting(why)) => {
                 self.retry_later(&run.address, false);
                 log(&format!("run {}: {why}", run.address));
-                self.event(&run.address, "notice", &serde_json::json!({"message": why}));
+                self.event(&run.address, Event::Notice(Notice::says(why)));
             }
             Err(worker::WorkError::Transient(why)) => {
                 let wait = self.retry_later(&run.address, true);
@@ -441,8 +478,10 @@ impl App {
                 ));
                 self.event(
                     &run.address,
-                    "notice",
-                    &serde_json::json!({"message": why, "retry_in_secs": wait.as_secs()}),
+                    Event::Notice(Notice {
+                        retry_in_secs: Some(wait.as_secs()),
+                        ..Notice::says(why)
+                    }),
                 );
             }
             Err(worker::WorkError::Fatal(why)) => {
@@ -521,7 +560,7 @@ impl App {
                 &progress,
             )
         })();
-        let info = match &outcome {
+        let info = match outcome {
             Ok(buyback::Outcome::Done {
                 signature,
                 lamports_in,
@@ -532,24 +571,34 @@ impl App {
                 log(&format!(
                     "buyback {signature}: {lamports_in} lamports of fees bought {tokens_burned} $SKTRIAL base units (quoted {quoted_out}), burned; {surplus}"
                 ));
-                let mut info = serde_json::json!({"outcome": "done", "signature": signature, "lamports_in": lamports_in, "quoted_out": quoted_out, "tokens_burned": tokens_burned});
-                if let Some(fields) = info.as_object_mut() {
-                    fields.extend(surplus.json());
+                let (surplus_signature, surplus_left) = match &surplus {
+                    buyback::Surplus::Nothing => (None, None),
+                    buyback::Surplus::Burned { signature, .. } => (Some(signature.clone()), None),
+                    buyback::Surplus::Left { why } => (None, Some(why.clone())),
+                };
+                BuybackOutcome::Done {
+                    lamports_in,
+                    quoted_out,
+                    signature,
+                    surplus_burned: surplus.burned(),
+                    surplus_left,
+                    surplus_signature,
+                    tokens_burned,
                 }
-                info
             }
-            Ok(buyback::Outcome::NotDue { next_at }) => {
-                serde_json::json!({"outcome": "not_due", "next_at": next_at})
-            }
+            Ok(buyback::Outcome::NotDue { next_at }) => BuybackOutcome::NotDue { next_at },
             Ok(buyback::Outcome::TooLittle {
                 unreleased,
                 minimum,
-            }) => {
-                serde_json::json!({"outcome": "too_little", "unreleased": unreleased, "minimum": minimum})
-            }
+            }) => BuybackOutcome::TooLittle {
+                minimum,
+                unreleased,
+            },
             Err(e) => {
                 log(&format!("buyback not made: {e}"));
-                serde_json::json!({"outcome": "failed", "error": e.to_string()})
+                BuybackOutcome::Failed {
+                    error: e.to_string(),
+                }
             }
         };
         *self
@@ -558,11 +607,9 @@ impl App {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(info);
     }
 
-    /// The buyback schedule and its last outcome, for `/v1/info` (`null` when off).
-    pub fn buyback_info(&self) -> Value {
-        let Some(settings) = &self.config.buyback else {
-            return Value::Null;
-        };
+    /// The buyback schedule and its last outcome, for `/v1/info` (`None` when off).
+    pub fn buyback_info(&self) -> Option<BuybackInfo> {
+        let settings = self.config.buyback.as_ref()?;
         let venue = match &settings.venue {
             VenueChoice::LocalPool => "localnet pool".to_owned(),
             VenueChoice::Jupiter { base, .. } => format!("jupiter ({base})"),
@@ -572,12 +619,12 @@ impl App {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
-        serde_json::json!({
-            "venue": venue,
-            "every_secs": settings.every.as_secs(),
-            "min_lamports": settings.terms.min_lamports,
-            "slippage_bps": settings.terms.slippage_bps,
-            "last": last,
+        Some(BuybackInfo {
+            every_secs: settings.every.as_secs(),
+            last,
+            min_lamports: settings.terms.min_lamports,
+            slippage_bps: settings.terms.slippage_bps,
+            venue,
         })
     }
 
@@ -588,6 +635,16 @@ impl App {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .len()
     }
+}
+
+/// An event of a run as recorded: its run, its number in the run, when.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    pub run: String,
+    pub seq: u64,
+    /// Unix seconds.
+    pub at: i64,
+    pub event: Event,
 }
 
 /// One line to the daemon's log (stderr). Never a secret: keys stay in the provider, tokens

@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use serde_json::json;
 use skilltrial_chain::cli_config::Commitment;
 use skilltrial_chain::ix::{self, RunFinalizeArgs, RunSettleArgs, TrialCharge};
 use skilltrial_chain::outbox::{EntryState, Outbox};
@@ -34,6 +33,7 @@ use skilltrial_engine::provider::{CallError, ModelRequest, ModelResponse, Provid
 use skilltrial_engine::store::Store;
 use solana_signer::Signer;
 
+use crate::api::{Event, Notice, Progress, Settled};
 use crate::state::{Batch, HostedRun, Phase};
 use crate::{App, rate};
 
@@ -65,6 +65,19 @@ pub enum WorkError {
     /// The daemon is stopping.
     #[error("the daemon is stopping")]
     Stopping,
+}
+
+/// The engine's progress as the run's `progress` event carries it.
+fn progress_of(p: &engine::Progress) -> Progress {
+    Progress {
+        counts: p.counts.clone(),
+        current: p.current.clone(),
+        done: p.done,
+        reserved: p.reserved.0,
+        spent: p.spent.0,
+        status: None,
+        total: p.total,
+    }
 }
 
 fn transient(e: impl std::fmt::Display) -> WorkError {
@@ -450,7 +463,7 @@ impl Ctx<'_> {
             );
             crate::log(&format!("run {}: {message}", self.run.address));
             self.app
-                .event(&self.run.address, "notice", &json!({ "message": message }));
+                .event(&self.run.address, Event::Notice(Notice::says(message.clone())));
             format!("this runner cannot call the run's model: {why}")
         });
         let uncallable = unavailable.is_some();
@@ -546,7 +559,7 @@ impl Ctx<'_> {
                 &mut |p| {
                     if p.done != last_done || p.current.is_none() {
                         last_done = p.done;
-                        app.event(&name, "progress", &json!(p));
+                        app.event(&name, Event::Progress(progress_of(p)));
                     }
                 },
             );
@@ -574,15 +587,14 @@ impl Ctx<'_> {
             let pending = summary.counts.get("pending").copied().unwrap_or(0);
             self.app.event(
                 &self.run.address,
-                "progress",
-                &json!({
-                    "done": summary.planned.saturating_sub(pending),
-                    "total": summary.planned,
-                    "counts": summary.counts,
-                    "spent": summary.spent,
-                    "reserved": summary.reserved,
-                    "current": null,
-                    "status": summary.status,
+                Event::Progress(Progress {
+                    counts: summary.counts.clone(),
+                    current: None,
+                    done: summary.planned.saturating_sub(pending),
+                    reserved: summary.reserved.0,
+                    spent: summary.spent.0,
+                    status: Some(summary.status.clone()),
+                    total: summary.planned,
                 }),
             );
             self.settle(journal, payloads, outbox)?;
@@ -594,8 +606,9 @@ impl Ctx<'_> {
                     GATE_DEADLINE => {
                         self.app.event(
                             &self.run.address,
-                            "notice",
-                            &json!({"message": "the Run's deadline is near: nothing more is sent; settling and finalizing what ran"}),
+                            Event::Notice(Notice::says(
+                                "the Run's deadline is near: nothing more is sent; settling and finalizing what ran",
+                            )),
                         );
                         return Ok(());
                     }
@@ -709,12 +722,15 @@ impl Ctx<'_> {
                 .map_err(transient)?;
             self.app.event(
                 name,
-                "settled",
-                &json!({
-                    "batch": batch.seq,
-                    "trials": batch.evidence.iter().map(EvidenceRecord::trial).collect::<Vec<_>>(),
-                    "usage_lamports": batch.evidence.iter().map(EvidenceRecord::usage_lamports).sum::<u64>(),
-                    "signature": signature,
+                Event::Settled(Settled {
+                    batch: batch.seq,
+                    signature,
+                    trials: batch.evidence.iter().map(EvidenceRecord::trial).collect(),
+                    usage_lamports: batch
+                        .evidence
+                        .iter()
+                        .map(EvidenceRecord::usage_lamports)
+                        .sum(),
                 }),
             );
         }
@@ -815,8 +831,12 @@ impl Ctx<'_> {
         crate::log(&format!("run {name}: {message}"));
         self.app.event(
             name,
-            "notice",
-            &json!({"message": message, "batch": batch.seq, "trials": trials, "charged": false}),
+            Event::Notice(Notice {
+                batch: Some(batch.seq),
+                charged: Some(false),
+                trials: Some(trials),
+                ..Notice::says(message)
+            }),
         );
         Ok(())
     }
@@ -1022,7 +1042,7 @@ impl Ctx<'_> {
                 );
                 crate::log(&format!("run {name}: {why}"));
                 self.app
-                    .event(name, "notice", &json!({ "message": why.clone() }));
+                    .event(name, Event::Notice(Notice::says(why.clone())));
                 for batch in batches.iter().skip(held) {
                     self.settle_again(outbox, batch)?;
                 }

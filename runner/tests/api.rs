@@ -870,7 +870,7 @@ fn stopping_ends_the_event_streams_and_the_daemon_exits_with_a_follower_connecte
     let (followed_tx, followed_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let result = client.follow(&address, 0, &mut |event| {
-            let _ = events_tx.send((event.kind.clone(), event.data.clone()));
+            let _ = events_tx.send((event.event.kind().to_owned(), event.event.data()));
             true
         });
         let _ = followed_tx.send(result.is_ok());

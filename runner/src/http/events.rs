@@ -13,47 +13,48 @@ use futures_util::Stream;
 
 use super::error::{Answer, Failure};
 use super::extract::{blocking, now, owned};
-use crate::App;
-use crate::state::Event;
+use crate::api::{Event, Framed, Notice};
+use crate::{App, Recorded};
 
 struct Follow {
     app: Arc<App>,
     run: String,
-    queue: VecDeque<Event>,
-    rx: tokio::sync::broadcast::Receiver<Event>,
+    queue: VecDeque<Recorded>,
+    rx: tokio::sync::broadcast::Receiver<Recorded>,
     closing: tokio::sync::watch::Receiver<bool>,
     last: u64,
     done: bool,
 }
 
-fn sse(event: &Event) -> SseEvent {
+/// The frame's `data:` line ([`Framed`]).
+fn framed(at: i64, event: &Event) -> String {
+    let frame = Framed {
+        at,
+        data: event.data(),
+    };
+    // A number and a JSON value always serialize.
+    serde_json::to_string(&frame).unwrap_or_default()
+}
+
+fn sse(recorded: &Recorded) -> SseEvent {
     SseEvent::default()
-        .id(event.seq.to_string())
-        .event(event.kind.clone())
-        .data(serde_json::json!({"at": event.at, "data": event.data}).to_string())
+        .id(recorded.seq.to_string())
+        .event(recorded.event.kind())
+        .data(framed(recorded.at, &recorded.event))
 }
 
 /// The last event of a stream the daemon's stop ends: not recorded (the run has not changed),
 /// so it has no id, and a follower resumes after the last event it did get.
 fn stopping() -> SseEvent {
-    SseEvent::default().event("notice").data(
-        serde_json::json!({
-            "at": now(),
-            "data": {
-                "message": "the runner is stopping; the run resumes where it stopped once the runner is back (`status --remote --follow` reconnects by itself, for two minutes)",
-                "stopping": true,
-            }
-        })
-        .to_string(),
-    )
-}
-
-fn ends_stream(event: &Event) -> bool {
-    event.kind == "phase"
-        && matches!(
-            event.data.get("phase").and_then(|p| p.as_str()),
-            Some("finalized" | "failed")
+    let notice = Event::Notice(Notice {
+        stopping: Some(true),
+        ..Notice::says(
+            "the runner is stopping; the run resumes where it stopped once the runner is back (`status --remote --follow` reconnects by itself, for two minutes)",
         )
+    });
+    SseEvent::default()
+        .event(notice.kind())
+        .data(framed(now(), &notice))
 }
 
 pub(crate) async fn events(
@@ -72,7 +73,7 @@ pub(crate) async fn events(
     let closing = app.closing();
     let app2 = Arc::clone(&app);
     let name = run.address.clone();
-    let replay = blocking(move || app2.state().events_after(&name, after))
+    let replay = blocking(move || app2.events_after(&name, after))
         .await?
         .map_err(Failure::internal)?;
     let follow = Follow {
@@ -96,7 +97,7 @@ pub(crate) async fn events(
                     continue;
                 }
                 f.last = event.seq;
-                f.done = ends_stream(&event);
+                f.done = event.event.ends_run();
                 return Some((Ok(sse(&event)), f));
             }
             if over_at_start {
@@ -118,7 +119,7 @@ pub(crate) async fn events(
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                     // Too far behind the live channel: read the rest from the state.
                     let (app, run, last) = (Arc::clone(&f.app), f.run.clone(), f.last);
-                    match blocking(move || app.state().events_after(&run, last)).await {
+                    match blocking(move || app.events_after(&run, last)).await {
                         Ok(Ok(events)) => f.queue.extend(events),
                         _ => return None,
                     }

@@ -12,18 +12,20 @@ use skilltrial_chain::Pubkey;
 use super::error::{Answer, Failure};
 use super::extract::{blocking, owned, private, private_json, session};
 use super::intake::posted;
-use crate::state::HostedRun;
+use crate::api::{Event, PhaseChange};
+use crate::state::{HostedRun, Phase};
 use crate::{App, api, worker};
 
 fn view(app: &App, run: &HostedRun) -> Result<api::RunView, crate::state::StateError> {
-    let state = app.state();
-    let batches = state.batches(&run.address)?;
-    let progress = state
+    let batches = app.batches(&run.address)?;
+    let progress = app
         .events_after(&run.address, 0)?
         .into_iter()
         .rev()
-        .find(|e| e.kind == "progress")
-        .map(|e| e.data);
+        .find_map(|e| match e.event {
+            Event::Progress(p) => Some(p),
+            _ => None,
+        });
     Ok(api::RunView {
         run: run.address.clone(),
         user: run.user.clone(),
@@ -71,8 +73,11 @@ pub(crate) async fn register(
         }
         app2.event(
             &run.address,
-            "phase",
-            &serde_json::json!({"phase": "executing", "detail": null}),
+            Event::Phase(PhaseChange {
+                detail: None,
+                phase: Phase::Executing.as_str().to_owned(),
+                signature: None,
+            }),
         );
         app2.dispatch_runs();
         view(&app2, &run).map_err(Failure::internal)

@@ -145,5 +145,5 @@ pub(crate) async fn signed_in(State(app): State<Arc<App>>, headers: HeaderMap) -
         Err(f) if f.is_unauthenticated() => None,
         Err(f) => return Err(f),
     };
-    Ok(private_json(serde_json::json!({ "address": address })))
+    Ok(private_json(api::SignedIn { address }))
 }
