@@ -3,6 +3,7 @@
 mod cli;
 mod commands;
 mod exit;
+mod logs;
 mod output;
 mod state;
 
@@ -15,6 +16,13 @@ fn main() -> ExitCode {
     };
     // Parsed, `--json` is known for sure; only a usage error has to look for it by hand.
     let json = parsed.global.json;
+    // The daemon logs (through `tracing`); every other command writes only through `output`.
+    if matches!(
+        parsed.command,
+        cli::Command::Runner(cli::RunnerCommand::Serve(_))
+    ) {
+        logs::init();
+    }
     match commands::dispatch(parsed) {
         Ok(status) => status.into(),
         Err(error) => exit::report(&error, json),

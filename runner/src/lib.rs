@@ -19,6 +19,10 @@
 //! (the engine, the journal and the chain client are blocking), at most `max_runs` at once, one
 //! request in flight per run. The supervisor thread starts runs as they are registered and
 //! again after a restart.
+//!
+//! Logs are `tracing` events, with the run's address, a transaction's signature or a batch as
+//! fields; the binary installs the subscriber. Never a secret: keys stay in the provider, tokens
+//! are never logged, and RPC URLs are redacted by the chain client's errors.
 
 pub mod api;
 pub mod buyback;
@@ -205,7 +209,7 @@ impl App {
         let store = Store::open(&config.state_dir.join("store")).map_err(|e| e.to_string())?;
         let expect = siws::Expect::new(&config.origin, &config.chain_id)?;
         for line in profiles.describe() {
-            log(&line);
+            tracing::info!("{line}");
         }
         let (events, _) = tokio::sync::broadcast::channel(1024);
         Ok(Arc::new(Self {
@@ -276,10 +280,10 @@ impl App {
             *pause = Some((until, why.to_owned()));
         }
         if fresh {
-            log(&format!(
+            tracing::error!(
                 "ALERT: {why}; no run sends a request for {} s, then settlement resumes",
                 until.saturating_duration_since(now).as_secs()
-            ));
+            );
         }
     }
 
@@ -304,7 +308,7 @@ impl App {
                     event,
                 });
             }
-            Err(e) => log(&format!("run {run}: event not recorded: {e}")),
+            Err(e) => tracing::warn!(run, "event not recorded: {e}"),
         }
     }
 
@@ -322,10 +326,12 @@ impl App {
                     event,
                 }),
                 Err(why) => {
-                    log(&format!(
-                        "run {}: event {} ({}) is not one this daemon reads: {why}",
-                        e.run, e.seq, e.kind
-                    ));
+                    tracing::warn!(
+                        run = %e.run,
+                        seq = e.seq,
+                        kind = %e.kind,
+                        "an event this daemon does not read, left out: {why}"
+                    );
                     None
                 }
             })
@@ -396,7 +402,7 @@ impl App {
         let runs = match self.state().runs_to_work() {
             Ok(runs) => runs,
             Err(e) => {
-                log(&format!("cannot list runs: {e}"));
+                tracing::error!("cannot list runs: {e}");
                 return;
             }
         };
@@ -424,7 +430,7 @@ impl App {
                 .name(format!("run-{}", &run.address[..8.min(run.address.len())]))
                 .spawn(move || app.work_on(&run));
             if let Err(e) = spawned {
-                log(&format!("cannot start a run thread: {e}"));
+                tracing::error!("cannot start a run thread: {e}");
             }
         }
     }
@@ -452,10 +458,11 @@ impl App {
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .insert(run.address.clone(), (until, 0));
                 let secs = until.saturating_duration_since(Instant::now()).as_secs();
-                log(&format!(
-                    "run {}: {why}; settling again in {secs} s",
-                    run.address
-                ));
+                tracing::warn!(
+                    run = %run.address,
+                    retry_in_secs = secs,
+                    "{why}; settling again in {secs} s"
+                );
                 self.event(
                     &run.address,
                     Event::Notice(Notice {
@@ -466,16 +473,17 @@ impl App {
             }
             Err(worker::WorkError::Waiting(why)) => {
                 self.retry_later(&run.address, false);
-                log(&format!("run {}: {why}", run.address));
+                tracing::info!(run = %run.address, "{why}");
                 self.event(&run.address, Event::Notice(Notice::says(why)));
             }
             Err(worker::WorkError::Transient(why)) => {
                 let wait = self.retry_later(&run.address, true);
-                log(&format!(
-                    "run {}: {why}; trying again in {} s",
-                    run.address,
+                tracing::warn!(
+                    run = %run.address,
+                    retry_in_secs = wait.as_secs(),
+                    "{why}; trying again in {} s",
                     wait.as_secs()
-                ));
+                );
                 self.event(
                     &run.address,
                     Event::Notice(Notice {
@@ -485,9 +493,9 @@ impl App {
                 );
             }
             Err(worker::WorkError::Fatal(why)) => {
-                log(&format!("run {}: failed: {why}", run.address));
+                tracing::error!(run = %run.address, phase = Phase::Failed.as_str(), "failed: {why}");
                 if let Err(e) = self.set_phase(&run.address, Phase::Failed, Some(&why)) {
-                    log(&format!("run {}: {e}", run.address));
+                    tracing::error!(run = %run.address, "{e}");
                 }
             }
         }
@@ -535,7 +543,7 @@ impl App {
                 }
             });
         if let Err(e) = spawned {
-            log(&format!("cannot start the buyback scheduler: {e}"));
+            tracing::error!("cannot start the buyback scheduler: {e}");
         }
     }
 
@@ -550,7 +558,7 @@ impl App {
                 &self.config.state_dir.join("chain-outbox.sqlite"),
             )
             .map_err(|e| buyback::BuybackError::Transient(e.to_string()))?;
-            let progress = |line: &str| log(line);
+            let progress = |line: &str| tracing::info!("{line}");
             buyback::buyback_once(
                 &chain,
                 &mut outbox,
@@ -568,9 +576,13 @@ impl App {
                 tokens_burned,
                 surplus,
             }) => {
-                log(&format!(
+                tracing::info!(
+                    %signature,
+                    lamports_in,
+                    tokens_burned,
+                    quoted_out,
                     "buyback {signature}: {lamports_in} lamports of fees bought {tokens_burned} $SKTRIAL base units (quoted {quoted_out}), burned; {surplus}"
-                ));
+                );
                 let (surplus_signature, surplus_left) = match &surplus {
                     buyback::Surplus::Nothing => (None, None),
                     buyback::Surplus::Burned { signature, .. } => (Some(signature.clone()), None),
@@ -595,7 +607,7 @@ impl App {
                 unreleased,
             },
             Err(e) => {
-                log(&format!("buyback not made: {e}"));
+                tracing::warn!("buyback not made: {e}");
                 BuybackOutcome::Failed {
                     error: e.to_string(),
                 }
@@ -645,13 +657,6 @@ pub struct Recorded {
     /// Unix seconds.
     pub at: i64,
     pub event: Event,
-}
-
-/// One line to the daemon's log (stderr). Never a secret: keys stay in the provider, tokens
-/// are never logged, and RPC URLs are redacted by the chain client's errors.
-#[allow(clippy::print_stderr)]
-pub fn log(line: &str) {
-    eprintln!("skilltrial-runner: {line}");
 }
 
 /// The wait after a run's first transient failure in a row.

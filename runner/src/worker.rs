@@ -461,7 +461,7 @@ impl Ctx<'_> {
             let message = format!(
                 "this runner cannot call the run's model ({why}): every trial not yet sent closes not_run (reason `not_run_model_unavailable`) and is never charged; what ran is settled and the run finalized, so that its owner can close it and take the rest of the escrow back"
             );
-            crate::log(&format!("run {}: {message}", self.run.address));
+            tracing::warn!(run = %self.run.address, "{message}");
             self.app
                 .event(&self.run.address, Event::Notice(Notice::says(message.clone())));
             format!("this runner cannot call the run's model: {why}")
@@ -795,10 +795,11 @@ impl Ctx<'_> {
             SettleRefusal::SpendingLimit => self.limit_reached(batch),
             SettleRefusal::TooLate(why) => Ok(Err(why)),
             SettleRefusal::OperatorFunds(why) => {
-                crate::log(&format!(
-                    "ALERT: run {name}: settlement batch {} refused: {why}: fund the runner's key and its payout address (each above rent); the run's settlement waits",
-                    batch.seq
-                ));
+                tracing::error!(
+                    run = %name,
+                    batch = batch.seq,
+                    "ALERT: settlement batch refused: {why}: fund the runner's key and its payout address (each above rent); the run's settlement waits"
+                );
                 Err(WorkError::Transient(format!(
                     "settlement waits for the operator: {why}"
                 )))
@@ -806,10 +807,11 @@ impl Ctx<'_> {
             SettleRefusal::Other(why) => {
                 // Nothing else the program says of a settlement passes with time: its trials
                 // are not charged (the user's favour) and the run is finalized, never left open.
-                crate::log(&format!(
-                    "ALERT: run {name}: settlement batch {} refused by the program, not charged: {why}",
-                    batch.seq
-                ));
+                tracing::error!(
+                    run = %name,
+                    batch = batch.seq,
+                    "ALERT: settlement batch refused by the program, not charged: {why}"
+                );
                 Ok(Err(format!("the program refused it: {why}")))
             }
         }
@@ -828,7 +830,7 @@ impl Ctx<'_> {
             batch.seq,
             trials.len()
         );
-        crate::log(&format!("run {name}: {message}"));
+        tracing::warn!(run = %name, batch = batch.seq, "{message}");
         self.app.event(
             name,
             Event::Notice(Notice {
@@ -952,9 +954,10 @@ impl Ctx<'_> {
             Some(kept) if kept_report_stands(kept.settlement.as_ref(), &settlement, signed) => kept,
             kept => {
                 if kept.is_some() {
-                    crate::log(&format!(
-                        "run {name}: the kept report states a settlement that has changed since (a batch settled again); sealing it anew"
-                    ));
+                    tracing::info!(
+                        run = %name,
+                        "the kept report states a settlement that has changed since (a batch settled again); sealing it anew"
+                    );
                 }
                 let mut report = self.report(journal, payloads)?;
                 skilltrial_core::report::HOSTED_WARNING.clone_into(&mut report.warning);
@@ -1040,7 +1043,7 @@ impl Ctx<'_> {
                     "the Run account holds {held} of the {} settlement batches this runner saw land (a fork the cluster abandoned took the rest): settling them again before finalizing",
                     batches.len()
                 );
-                crate::log(&format!("run {name}: {why}"));
+                tracing::warn!(run = %name, "{why}");
                 self.app
                     .event(name, Event::Notice(Notice::says(why.clone())));
                 for batch in batches.iter().skip(held) {

@@ -130,11 +130,11 @@ fn serve(args: &ServeArgs, global: &Global) -> Result<Status, CliError> {
     if let Some(config) = session.chain.config().map_err(chain::rpc_error)?
         && config.runner != skilltrial_chain::anchor_key(&solana_signer::Signer::pubkey(&runner))
     {
-        skilltrial_runner::log(&format!(
-            "warning: -k {} is not the runner the program's config names ({}): every run will be refused; start with the runner keypair",
+        tracing::warn!(
+            "-k {} is not the runner the program's config names ({}): every run will be refused; start with the runner keypair",
             solana_signer::Signer::pubkey(&runner),
             config.runner
-        ));
+        );
     }
     let chain_id = skilltrial_runner::chain_id_of(&genesis).to_owned();
     if let Some(profiles) = &args.profiles {
@@ -189,7 +189,7 @@ fn serve(args: &ServeArgs, global: &Global) -> Result<Status, CliError> {
             ))
         };
         if printed.is_err() {
-            skilltrial_runner::log("could not print the start line");
+            tracing::error!("could not print the start line");
         }
     })
     .map_err(|e| CliError::Environment(anyhow::anyhow!("{e}")))?;

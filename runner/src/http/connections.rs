@@ -122,10 +122,10 @@ pub async fn serve_connections(
             Ok((stream, _peer)) => stream,
             Err(e) => {
                 if !is_one_connections(&e) {
-                    crate::log(&format!(
+                    tracing::error!(
                         "cannot accept a connection ({e}): trying again in {} s",
                         ACCEPT_ERROR_PAUSE.as_secs()
-                    ));
+                    );
                     tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
                 }
                 continue;
@@ -156,10 +156,10 @@ pub async fn serve_connections(
     // Every connection holds a slot until it ends: all of them back means none is open.
     let drained = tokio::time::timeout(SHUTDOWN_GRACE, slots.acquire_many(at_once)).await;
     if drained.is_err() {
-        crate::log(&format!(
+        tracing::info!(
             "stopping: connections still open after {} s are dropped",
             SHUTDOWN_GRACE.as_secs()
-        ));
+        );
     }
 }
 

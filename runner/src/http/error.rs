@@ -5,7 +5,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use crate::api::ApiError;
-use crate::log;
 
 /// An error answer.
 #[derive(Debug)]
@@ -31,7 +30,7 @@ impl Failure {
         Self::new(StatusCode::BAD_REQUEST, "invalid", message)
     }
     pub(crate) fn internal(e: impl std::fmt::Display) -> Self {
-        log(&format!("internal error: {e}"));
+        tracing::error!("internal error: {e}");
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",

@@ -111,7 +111,7 @@ pub(crate) async fn offer(State(app): State<Arc<App>>) -> Answer<Response> {
             .config()
             .map_err(|e| {
                 // Said to anyone: the node's address stays in the log.
-                crate::log(&format!("GET /v1/offer: {e}"));
+                tracing::warn!("GET /v1/offer: {e}");
                 unavailable("the cluster did not answer; try again in a moment".to_owned())
             })?
             .ok_or_else(|| unavailable("the program has no config on this cluster".to_owned()))?;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use solana_signer::Signer;
 
 use super::router::router;
-use crate::{App, log};
+use crate::App;
 
 /// What the daemon prints when it is ready.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -72,7 +72,9 @@ pub fn serve_until(
             super::connections::ConnectionLimits::default(),
             async move {
                 stop.await;
-                log("stopping: each run finishes its request in flight; event streams end");
+                tracing::info!(
+                    "stopping: each run finishes its request in flight; event streams end"
+                );
                 stopping.begin_stop();
             },
         )
