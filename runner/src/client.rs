@@ -34,14 +34,24 @@ pub struct Client {
     token: Option<String>,
 }
 
-/// One event of a run's stream.
-#[derive(Debug, Clone)]
+/// One event of a run's stream. Serialized, it is the event's `kind` and `data` with its `id`
+/// and `at` beside them.
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct StreamEvent {
+    /// Its number in the run (`0` for the notice of a daemon stopping, which is not recorded).
     pub id: u64,
-    pub kind: String,
     /// When the daemon recorded it (Unix seconds).
     pub at: Option<i64>,
-    pub data: serde_json::Value,
+    #[serde(flatten)]
+    pub event: api::Event,
+}
+
+/// An SSE frame's `data:` as the client reads it: `at` may be missing, never the event's data.
+#[derive(serde::Deserialize)]
+struct Frame {
+    at: Option<i64>,
+    #[serde(default)]
+    data: serde_json::Value,
 }
 
 impl Client {
@@ -237,14 +247,17 @@ impl Client {
         for line in BufReader::new(response).lines() {
             let line = line.map_err(|e| ClientError::Unreachable(format!("{what}: {e}")))?;
             if line.is_empty() {
-                if !kind.is_empty() {
-                    let doc: serde_json::Value =
-                        serde_json::from_str(&data).unwrap_or(serde_json::Value::Null);
+                // An event of a kind or shape this client does not know (a newer daemon's) is
+                // passed over: the events it knows, and the end of the run, still arrive.
+                let frame = serde_json::from_str::<Frame>(&data).ok();
+                let kind = std::mem::take(&mut kind);
+                if let Some(frame) = frame
+                    && let Ok(event) = api::Event::from_parts(&kind, frame.data)
+                {
                     let event = StreamEvent {
                         id,
-                        kind: std::mem::take(&mut kind),
-                        at: doc.get("at").and_then(serde_json::Value::as_i64),
-                        data: doc.get("data").cloned().unwrap_or(serde_json::Value::Null),
+                        at: frame.at,
+                        event,
                     };
                     if !on_event(&event) {
                         return Ok(());

@@ -8,29 +8,28 @@
 //! Sign-In With Solana session ([`siws`]): a bearer token for the CLI, an HttpOnly
 //! SameSite=Strict cookie for the page.
 //!
-//! - [`server`]: the HTTP API (axum), bound to loopback by default; its public origin is a
-//!   required setting (every sign-in message names it).
-//! - [`connections`]: the accept loop, holding connections to bounds (how many at once, how
-//!   long a request's head may take).
+//! - [`http`]: the HTTP API (axum) and the New-run page, bound to loopback by default; its
+//!   public origin is a required setting (every sign-in message names it). Its accept loop holds
+//!   connections to bounds (how many at once, how long a request's head may take).
 //! - [`worker`]: one run: the engine in chunks, settlement batches, the report, `run_finalize`.
 //! - [`state`]: the daemon's state behind one trait, SQLite by default.
-//! - [`page`]: the New-run page, embedded, and the routes only it needs.
 //! - [`client`]: what `skilltrial submit`, `status --remote` and `report --remote` speak.
 //!
 //! Threads: the HTTP server runs on a tokio runtime; each run executes on a thread of its own
 //! (the engine, the journal and the chain client are blocking), at most `max_runs` at once, one
 //! request in flight per run. The supervisor thread starts runs as they are registered and
 //! again after a restart.
+//!
+//! Logs are `tracing` events, with the run's address, a transaction's signature or a batch as
+//! fields; the binary installs the subscriber. Never a secret: keys stay in the provider, tokens
+//! are never logged, and RPC URLs are redacted by the chain client's errors.
 
 pub mod api;
 pub mod buyback;
 pub mod client;
-pub mod connections;
-pub mod intake;
-pub mod page;
+pub mod http;
 pub mod profiles;
 pub mod rate;
-pub mod server;
 pub mod siws;
 pub mod state;
 pub mod tree;
@@ -43,14 +42,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use skilltrial_chain::cli_config::Commitment;
 use skilltrial_chain::rpc::Chain;
 use skilltrial_chain::send::Fees;
 use skilltrial_engine::store::Store;
 use solana_keypair::Keypair;
 
-use crate::state::{Batch, Event, HostedRun, Phase, RunnerState, SqliteState, StateError};
+use crate::api::{BuybackInfo, BuybackOutcome, Event, Notice, PhaseChange};
+use crate::state::{Batch, HostedRun, Phase, RunnerState, SqliteState, StateError};
 
 /// The daemon's settings.
 #[derive(Debug)]
@@ -124,7 +123,7 @@ pub struct App {
     /// The model profiles served, and those skipped with why: decided at start.
     pub profiles: profiles::Profiles,
     state: Mutex<Box<dyn RunnerState>>,
-    events: tokio::sync::broadcast::Sender<Event>,
+    events: tokio::sync::broadcast::Sender<Recorded>,
     /// Set on Ctrl-C / SIGTERM: runs stop after the request in flight.
     pub stop: Arc<AtomicBool>,
     /// Becomes `true` with `stop`: live event streams end, so the HTTP server can stop.
@@ -138,7 +137,7 @@ pub struct App {
     /// request before the instant (the limit's period ends), with why.
     dispatch_pause: Mutex<Option<(Instant, String)>>,
     /// The last buyback attempt's outcome, for `/v1/info`.
-    last_buyback: Mutex<Option<Value>>,
+    last_buyback: Mutex<Option<BuybackOutcome>>,
     /// The state directory's lock: one daemon per state directory (it dies with the process).
     _lock: std::fs::File,
 }
@@ -210,7 +209,7 @@ impl App {
         let store = Store::open(&config.state_dir.join("store")).map_err(|e| e.to_string())?;
         let expect = siws::Expect::new(&config.origin, &config.chain_id)?;
         for line in profiles.describe() {
-            log(&line);
+            tracing::info!("{line}");
         }
         let (events, _) = tokio::sync::broadcast::channel(1024);
         Ok(Arc::new(Self {
@@ -259,7 +258,7 @@ impl App {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Event> {
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Recorded> {
         self.events.subscribe()
     }
 
@@ -281,10 +280,10 @@ impl App {
             *pause = Some((until, why.to_owned()));
         }
         if fresh {
-            log(&format!(
+            tracing::error!(
                 "ALERT: {why}; no run sends a request for {} s, then settlement resumes",
                 until.saturating_duration_since(now).as_secs()
-            ));
+            );
         }
     }
 
@@ -299,13 +298,44 @@ impl App {
 
     /// Records and broadcasts an event of `run` (a failure to record is only logged: the
     /// stream is a view, the journal and the chain are the record).
-    pub fn event(&self, run: &str, kind: &str, data: &Value) {
-        match self.state().append_event(run, kind, data) {
-            Ok(event) => {
-                let _ = self.events.send(event);
+    pub fn event(&self, run: &str, event: Event) {
+        match self.state().append_event(run, event.kind(), &event.data()) {
+            Ok(stored) => {
+                let _ = self.events.send(Recorded {
+                    run: stored.run,
+                    seq: stored.seq,
+                    at: stored.at,
+                    event,
+                });
             }
-            Err(e) => log(&format!("run {run}: event not recorded: {e}")),
+            Err(e) => tracing::warn!(run, "event not recorded: {e}"),
         }
+    }
+
+    /// `run`'s recorded events after number `after`, in order. One the daemon cannot read (it
+    /// would be a hand-edited state) is left out and logged: the stream is a view.
+    pub fn events_after(&self, run: &str, after: u64) -> Result<Vec<Recorded>, StateError> {
+        let stored = self.state().events_after(run, after)?;
+        Ok(stored
+            .into_iter()
+            .filter_map(|e| match Event::from_parts(&e.kind, e.data) {
+                Ok(event) => Some(Recorded {
+                    run: e.run,
+                    seq: e.seq,
+                    at: e.at,
+                    event,
+                }),
+                Err(why) => {
+                    tracing::warn!(
+                        run = %e.run,
+                        seq = e.seq,
+                        kind = %e.kind,
+                        "an event this daemon does not read, left out: {why}"
+                    );
+                    None
+                }
+            })
+            .collect())
     }
 
     pub fn set_phase(
@@ -317,8 +347,11 @@ impl App {
         self.state().set_phase(run, phase, detail)?;
         self.event(
             run,
-            "phase",
-            &serde_json::json!({"phase": phase.as_str(), "detail": detail}),
+            Event::Phase(PhaseChange {
+                detail: detail.map(str::to_owned),
+                phase: phase.as_str().to_owned(),
+                signature: None,
+            }),
         );
         Ok(())
     }
@@ -352,8 +385,11 @@ impl App {
         self.state().set_finalized(run, signature)?;
         self.event(
             run,
-            "phase",
-            &serde_json::json!({"phase": "finalized", "detail": null, "signature": signature}),
+            Event::Phase(PhaseChange {
+                detail: None,
+                phase: Phase::Finalized.as_str().to_owned(),
+                signature: Some(signature.to_owned()),
+            }),
         );
         Ok(())
     }
@@ -366,7 +402,7 @@ impl App {
         let runs = match self.state().runs_to_work() {
             Ok(runs) => runs,
             Err(e) => {
-                log(&format!("cannot list runs: {e}"));
+                tracing::error!("cannot list runs: {e}");
                 return;
             }
         };
@@ -394,7 +430,7 @@ impl App {
                 .name(format!("run-{}", &run.address[..8.min(run.address.len())]))
                 .spawn(move || app.work_on(&run));
             if let Err(e) = spawned {
-                log(&format!("cannot start a run thread: {e}"));
+                tracing::error!("cannot start a run thread: {e}");
             }
         }
     }
@@ -422,38 +458,44 @@ impl App {
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .insert(run.address.clone(), (until, 0));
                 let secs = until.saturating_duration_since(Instant::now()).as_secs();
-                log(&format!(
-                    "run {}: {why}; settling again in {secs} s",
-                    run.address
-                ));
+                tracing::warn!(
+                    run = %run.address,
+                    retry_in_secs = secs,
+                    "{why}; settling again in {secs} s"
+                );
                 self.event(
                     &run.address,
-                    "notice",
-                    &serde_json::json!({"message": why, "retry_in_secs": secs}),
+                    Event::Notice(Notice {
+                        retry_in_secs: Some(secs),
+                        ..Notice::says(why)
+                    }),
                 );
             }
             Err(worker::WorkError::Waiting(why)) => {
                 self.retry_later(&run.address, false);
-                log(&format!("run {}: {why}", run.address));
-                self.event(&run.address, "notice", &serde_json::json!({"message": why}));
+                tracing::info!(run = %run.address, "{why}");
+                self.event(&run.address, Event::Notice(Notice::says(why)));
             }
             Err(worker::WorkError::Transient(why)) => {
                 let wait = self.retry_later(&run.address, true);
-                log(&format!(
-                    "run {}: {why}; trying again in {} s",
-                    run.address,
+                tracing::warn!(
+                    run = %run.address,
+                    retry_in_secs = wait.as_secs(),
+                    "{why}; trying again in {} s",
                     wait.as_secs()
-                ));
+                );
                 self.event(
                     &run.address,
-                    "notice",
-                    &serde_json::json!({"message": why, "retry_in_secs": wait.as_secs()}),
+                    Event::Notice(Notice {
+                        retry_in_secs: Some(wait.as_secs()),
+                        ..Notice::says(why)
+                    }),
                 );
             }
             Err(worker::WorkError::Fatal(why)) => {
-                log(&format!("run {}: failed: {why}", run.address));
+                tracing::error!(run = %run.address, phase = Phase::Failed.as_str(), "failed: {why}");
                 if let Err(e) = self.set_phase(&run.address, Phase::Failed, Some(&why)) {
-                    log(&format!("run {}: {e}", run.address));
+                    tracing::error!(run = %run.address, "{e}");
                 }
             }
         }
@@ -501,7 +543,7 @@ impl App {
                 }
             });
         if let Err(e) = spawned {
-            log(&format!("cannot start the buyback scheduler: {e}"));
+            tracing::error!("cannot start the buyback scheduler: {e}");
         }
     }
 
@@ -516,7 +558,7 @@ impl App {
                 &self.config.state_dir.join("chain-outbox.sqlite"),
             )
             .map_err(|e| buyback::BuybackError::Transient(e.to_string()))?;
-            let progress = |line: &str| log(line);
+            let progress = |line: &str| tracing::info!("{line}");
             buyback::buyback_once(
                 &chain,
                 &mut outbox,
@@ -526,7 +568,7 @@ impl App {
                 &progress,
             )
         })();
-        let info = match &outcome {
+        let info = match outcome {
             Ok(buyback::Outcome::Done {
                 signature,
                 lamports_in,
@@ -534,27 +576,41 @@ impl App {
                 tokens_burned,
                 surplus,
             }) => {
-                log(&format!(
+                tracing::info!(
+                    %signature,
+                    lamports_in,
+                    tokens_burned,
+                    quoted_out,
                     "buyback {signature}: {lamports_in} lamports of fees bought {tokens_burned} $SKTRIAL base units (quoted {quoted_out}), burned; {surplus}"
-                ));
-                let mut info = serde_json::json!({"outcome": "done", "signature": signature, "lamports_in": lamports_in, "quoted_out": quoted_out, "tokens_burned": tokens_burned});
-                if let Some(fields) = info.as_object_mut() {
-                    fields.extend(surplus.json());
+                );
+                let (surplus_signature, surplus_left) = match &surplus {
+                    buyback::Surplus::Nothing => (None, None),
+                    buyback::Surplus::Burned { signature, .. } => (Some(signature.clone()), None),
+                    buyback::Surplus::Left { why } => (None, Some(why.clone())),
+                };
+                BuybackOutcome::Done {
+                    lamports_in,
+                    quoted_out,
+                    signature,
+                    surplus_burned: surplus.burned(),
+                    surplus_left,
+                    surplus_signature,
+                    tokens_burned,
                 }
-                info
             }
-            Ok(buyback::Outcome::NotDue { next_at }) => {
-                serde_json::json!({"outcome": "not_due", "next_at": next_at})
-            }
+            Ok(buyback::Outcome::NotDue { next_at }) => BuybackOutcome::NotDue { next_at },
             Ok(buyback::Outcome::TooLittle {
                 unreleased,
                 minimum,
-            }) => {
-                serde_json::json!({"outcome": "too_little", "unreleased": unreleased, "minimum": minimum})
-            }
+            }) => BuybackOutcome::TooLittle {
+                minimum,
+                unreleased,
+            },
             Err(e) => {
-                log(&format!("buyback not made: {e}"));
-                serde_json::json!({"outcome": "failed", "error": e.to_string()})
+                tracing::warn!("buyback not made: {e}");
+                BuybackOutcome::Failed {
+                    error: e.to_string(),
+                }
             }
         };
         *self
@@ -563,11 +619,9 @@ impl App {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(info);
     }
 
-    /// The buyback schedule and its last outcome, for `/v1/info` (`null` when off).
-    pub fn buyback_info(&self) -> Value {
-        let Some(settings) = &self.config.buyback else {
-            return Value::Null;
-        };
+    /// The buyback schedule and its last outcome, for `/v1/info` (`None` when off).
+    pub fn buyback_info(&self) -> Option<BuybackInfo> {
+        let settings = self.config.buyback.as_ref()?;
         let venue = match &settings.venue {
             VenueChoice::LocalPool => "localnet pool".to_owned(),
             VenueChoice::Jupiter { base, .. } => format!("jupiter ({base})"),
@@ -577,12 +631,12 @@ impl App {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
-        serde_json::json!({
-            "venue": venue,
-            "every_secs": settings.every.as_secs(),
-            "min_lamports": settings.terms.min_lamports,
-            "slippage_bps": settings.terms.slippage_bps,
-            "last": last,
+        Some(BuybackInfo {
+            every_secs: settings.every.as_secs(),
+            last,
+            min_lamports: settings.terms.min_lamports,
+            slippage_bps: settings.terms.slippage_bps,
+            venue,
         })
     }
 
@@ -595,11 +649,14 @@ impl App {
     }
 }
 
-/// One line to the daemon's log (stderr). Never a secret: keys stay in the provider, tokens
-/// are never logged, and RPC URLs are redacted by the chain client's errors.
-#[allow(clippy::print_stderr)]
-pub fn log(line: &str) {
-    eprintln!("skilltrial-runner: {line}");
+/// An event of a run as recorded: its run, its number in the run, when.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    pub run: String,
+    pub seq: u64,
+    /// Unix seconds.
+    pub at: i64,
+    pub event: Event,
 }
 
 /// The wait after a run's first transient failure in a row.

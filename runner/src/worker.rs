@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use serde_json::json;
 use skilltrial_chain::cli_config::Commitment;
 use skilltrial_chain::ix::{self, RunFinalizeArgs, RunSettleArgs, TrialCharge};
 use skilltrial_chain::outbox::{EntryState, Outbox};
@@ -34,6 +33,7 @@ use skilltrial_engine::provider::{CallError, ModelRequest, ModelResponse, Provid
 use skilltrial_engine::store::Store;
 use solana_signer::Signer;
 
+use crate::api::{Event, Notice, Progress, Settled};
 use crate::state::{Batch, HostedRun, Phase};
 use crate::{App, rate};
 
@@ -65,6 +65,19 @@ pub enum WorkError {
     /// The daemon is stopping.
     #[error("the daemon is stopping")]
     Stopping,
+}
+
+/// The engine's progress as the run's `progress` event carries it.
+fn progress_of(p: &engine::Progress) -> Progress {
+    Progress {
+        counts: p.counts.clone(),
+        current: p.current.clone(),
+        done: p.done,
+        reserved: p.reserved.0,
+        spent: p.spent.0,
+        status: None,
+        total: p.total,
+    }
 }
 
 fn transient(e: impl std::fmt::Display) -> WorkError {
@@ -449,9 +462,9 @@ impl Ctx<'_> {
             let message = format!(
                 "this runner cannot call the run's model ({why}): every trial not yet sent closes not_run (reason `not_run_model_unavailable`) and is never charged; what ran is settled and the run finalized, so that its owner can close it and take the rest of the escrow back"
             );
-            crate::log(&format!("run {}: {message}", self.run.address));
+            tracing::warn!(run = %self.run.address, "{message}");
             self.app
-                .event(&self.run.address, "notice", &json!({ "message": message }));
+                .event(&self.run.address, Event::Notice(Notice::says(message.clone())));
             format!("this runner cannot call the run's model: {why}")
         });
         let uncallable = unavailable.is_some();
@@ -547,7 +560,7 @@ impl Ctx<'_> {
                 &mut |p| {
                     if p.done != last_done || p.current.is_none() {
                         last_done = p.done;
-                        app.event(&name, "progress", &json!(p));
+                        app.event(&name, Event::Progress(progress_of(p)));
                     }
                 },
             );
@@ -575,15 +588,14 @@ impl Ctx<'_> {
             let pending = summary.counts.get("pending").copied().unwrap_or(0);
             self.app.event(
                 &self.run.address,
-                "progress",
-                &json!({
-                    "done": summary.planned.saturating_sub(pending),
-                    "total": summary.planned,
-                    "counts": summary.counts,
-                    "spent": summary.spent,
-                    "reserved": summary.reserved,
-                    "current": null,
-                    "status": summary.status,
+                Event::Progress(Progress {
+                    counts: summary.counts.clone(),
+                    current: None,
+                    done: summary.planned.saturating_sub(pending),
+                    reserved: summary.reserved.0,
+                    spent: summary.spent.0,
+                    status: Some(summary.status.clone()),
+                    total: summary.planned,
                 }),
             );
             self.settle(journal, payloads, outbox)?;
@@ -595,8 +607,9 @@ impl Ctx<'_> {
                     GATE_DEADLINE => {
                         self.app.event(
                             &self.run.address,
-                            "notice",
-                            &json!({"message": "the Run's deadline is near: nothing more is sent; settling and finalizing what ran"}),
+                            Event::Notice(Notice::says(
+                                "the Run's deadline is near: nothing more is sent; settling and finalizing what ran",
+                            )),
                         );
                         return Ok(());
                     }
@@ -710,12 +723,15 @@ impl Ctx<'_> {
                 .map_err(transient)?;
             self.app.event(
                 name,
-                "settled",
-                &json!({
-                    "batch": batch.seq,
-                    "trials": batch.evidence.iter().map(EvidenceRecord::trial).collect::<Vec<_>>(),
-                    "usage_lamports": batch.evidence.iter().map(EvidenceRecord::usage_lamports).sum::<u64>(),
-                    "signature": signature,
+                Event::Settled(Settled {
+                    batch: batch.seq,
+                    signature,
+                    trials: batch.evidence.iter().map(EvidenceRecord::trial).collect(),
+                    usage_lamports: batch
+                        .evidence
+                        .iter()
+                        .map(EvidenceRecord::usage_lamports)
+                        .sum(),
                 }),
             );
         }
@@ -780,10 +796,11 @@ impl Ctx<'_> {
             SettleRefusal::SpendingLimit => self.limit_reached(batch),
             SettleRefusal::TooLate(why) => Ok(Err(why)),
             SettleRefusal::OperatorFunds(why) => {
-                crate::log(&format!(
-                    "ALERT: run {name}: settlement batch {} refused: {why}: fund the runner's key and its payout address (each above rent); the run's settlement waits",
-                    batch.seq
-                ));
+                tracing::error!(
+                    run = %name,
+                    batch = batch.seq,
+                    "ALERT: settlement batch refused: {why}: fund the runner's key and its payout address (each above rent); the run's settlement waits"
+                );
                 Err(WorkError::Transient(format!(
                     "settlement waits for the operator: {why}"
                 )))
@@ -791,10 +808,11 @@ impl Ctx<'_> {
             SettleRefusal::Other(why) => {
                 // Nothing else the program says of a settlement passes with time: its trials
                 // are not charged (the user's favour) and the run is finalized, never left open.
-                crate::log(&format!(
-                    "ALERT: run {name}: settlement batch {} refused by the program, not charged: {why}",
-                    batch.seq
-                ));
+                tracing::error!(
+                    run = %name,
+                    batch = batch.seq,
+                    "ALERT: settlement batch refused by the program, not charged: {why}"
+                );
                 Ok(Err(format!("the program refused it: {why}")))
             }
         }
@@ -813,11 +831,15 @@ impl Ctx<'_> {
             batch.seq,
             trials.len()
         );
-        crate::log(&format!("run {name}: {message}"));
+        tracing::warn!(run = %name, batch = batch.seq, "{message}");
         self.app.event(
             name,
-            "notice",
-            &json!({"message": message, "batch": batch.seq, "trials": trials, "charged": false}),
+            Event::Notice(Notice {
+                batch: Some(batch.seq),
+                charged: Some(false),
+                trials: Some(trials),
+                ..Notice::says(message)
+            }),
         );
         Ok(())
     }
@@ -933,9 +955,10 @@ impl Ctx<'_> {
             Some(kept) if kept_report_stands(kept.settlement.as_ref(), &settlement, signed) => kept,
             kept => {
                 if kept.is_some() {
-                    crate::log(&format!(
-                        "run {name}: the kept report states a settlement that has changed since (a batch settled again); sealing it anew"
-                    ));
+                    tracing::info!(
+                        run = %name,
+                        "the kept report states a settlement that has changed since (a batch settled again); sealing it anew"
+                    );
                 }
                 let mut report = self.report(journal, payloads)?;
                 skilltrial_core::report::HOSTED_WARNING.clone_into(&mut report.warning);
@@ -1021,9 +1044,9 @@ impl Ctx<'_> {
                     "the Run account holds {held} of the {} settlement batches this runner saw land (a fork the cluster abandoned took the rest): settling them again before finalizing",
                     batches.len()
                 );
-                crate::log(&format!("run {name}: {why}"));
+                tracing::warn!(run = %name, "{why}");
                 self.app
-                    .event(name, "notice", &json!({ "message": why.clone() }));
+                    .event(name, Event::Notice(Notice::says(why.clone())));
                 for batch in batches.iter().skip(held) {
                     self.settle_again(outbox, batch)?;
                 }

@@ -17,13 +17,13 @@ use skilltrial_chain::cli_config::Commitment;
 use skilltrial_core::manifest::{self, Manifest, PlanOptions, SolUsd};
 use skilltrial_core::money::MicroUsd;
 use skilltrial_runner::client::{Client, ClientError};
-use skilltrial_runner::connections::{ConnectionLimits, serve_connections};
-use skilltrial_runner::intake::BodyBounds;
+use skilltrial_runner::http::connections::{ConnectionLimits, serve_connections};
+use skilltrial_runner::http::intake::BodyBounds;
 use skilltrial_runner::profiles::Profiles;
 use skilltrial_runner::rate::OperatorRate;
 use skilltrial_runner::state::{HostedRun, Phase, RunnerState, SqliteState};
 use skilltrial_runner::tree::TreeLimits;
-use skilltrial_runner::{App, Config, server};
+use skilltrial_runner::{App, Config, http};
 use solana_keypair::Keypair;
 use solana_signer::Signer;
 
@@ -113,7 +113,7 @@ fn serve_within(
             let listener = tokio::net::TcpListener::from_std(listener).unwrap();
             serve_connections(
                 listener,
-                server::router_with(Arc::clone(&app), bounds),
+                http::router_with(Arc::clone(&app), bounds),
                 limits,
                 std::future::pending(),
             )
@@ -856,7 +856,7 @@ fn stopping_ends_the_event_streams_and_the_daemon_exits_with_a_follower_connecte
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let (ended_tx, ended_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let result = server::serve_until(app, |_| ready_tx.send(()).unwrap(), async move {
+        let result = http::serve_until(app, |_| ready_tx.send(()).unwrap(), async move {
             let _ = stop_rx.await;
         });
         let _ = ended_tx.send(result);
@@ -870,7 +870,7 @@ fn stopping_ends_the_event_streams_and_the_daemon_exits_with_a_follower_connecte
     let (followed_tx, followed_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let result = client.follow(&address, 0, &mut |event| {
-            let _ = events_tx.send((event.kind.clone(), event.data.clone()));
+            let _ = events_tx.send((event.event.kind().to_owned(), event.event.data()));
             true
         });
         let _ = followed_tx.send(result.is_ok());
@@ -923,7 +923,7 @@ fn the_new_run_page_is_served_under_its_policy_and_its_chain_routes_need_a_sessi
         assert!(header("content-type").starts_with(kind), "{path}");
         assert_eq!(
             header("content-security-policy"),
-            skilltrial_runner::page::CSP
+            skilltrial_runner::http::CSP
         );
         assert_eq!(header("x-content-type-options"), "nosniff");
         assert_eq!(header("x-frame-options"), "DENY");
@@ -1445,7 +1445,7 @@ fn a_head_sent_slowly_or_never_and_an_idle_connection_are_closed_at_the_heads_de
     let mut large = connect(base);
     let too_large = format!(
         "GET /v1/info HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Large: {}\r\n\r\n",
-        "x".repeat(skilltrial_runner::connections::MAX_HEAD_BYTES)
+        "x".repeat(skilltrial_runner::http::connections::MAX_HEAD_BYTES)
     );
     // The daemon may close before it has read all of it.
     let _ = large.write_all(too_large.as_bytes());

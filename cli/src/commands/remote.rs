@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 use skilltrial_core::report::Report;
 use skilltrial_engine::engine;
-use skilltrial_runner::api::RunView;
+use skilltrial_runner::api::{Event, Progress, RunView};
 use skilltrial_runner::client::{Client, ClientError, StreamEvent};
 use solana_signer::Signer;
 
@@ -187,7 +187,7 @@ fn view_text(v: &RunView) -> String {
         let _ = writeln!(
             out,
             "  trials    {}/{} done, spent {} µUSD, reserved {} µUSD",
-            p["done"], p["total"], p["spent"], p["reserved"]
+            p.done, p.total, p.spent, p.reserved
         );
         out.push_str(&outcomes_text(p));
     }
@@ -218,24 +218,21 @@ fn view_text(v: &RunView) -> String {
 
 /// The outcome counts of a progress document, and what a cancel or an `unknown` means for the
 /// owner's money.
-fn outcomes_text(p: &Value) -> String {
+fn outcomes_text(p: &Progress) -> String {
     let mut out = String::new();
-    let Some(counts) = p["counts"].as_object().filter(|c| !c.is_empty()) else {
+    let counts = &p.counts;
+    if counts.is_empty() {
         return out;
-    };
+    }
     let listed: Vec<String> = counts.iter().map(|(k, n)| format!("{k} {n}")).collect();
     let _ = writeln!(out, "  outcomes  {}", listed.join(" · "));
-    if p["status"] == "cancelled" {
+    if p.status.as_deref() == Some("cancelled") {
         let _ = writeln!(
             out,
             "  cancelled on-chain: trials not yet sent closed `not_run` and pay nothing"
         );
     }
-    if let Some(n) = counts
-        .get("unknown")
-        .and_then(Value::as_u64)
-        .filter(|n| *n > 0)
-    {
+    if let Some(n) = counts.get("unknown").filter(|n| **n > 0) {
         let _ = writeln!(
             out,
             "  unknown   {n} in flight at a restart of the runner: never sent again, never charged"
@@ -245,32 +242,27 @@ fn outcomes_text(p: &Value) -> String {
 }
 
 fn event_text(e: &StreamEvent) -> String {
-    let d = &e.data;
-    match e.kind.as_str() {
-        "progress" => format!(
+    match &e.event {
+        Event::Progress(p) => format!(
             "progress  {}/{} done  spent {} µUSD  reserved {} µUSD",
-            d["done"], d["total"], d["spent"], d["reserved"]
+            p.done, p.total, p.spent, p.reserved
         ),
-        "settled" => format!(
+        Event::Settled(s) => format!(
             "settled   batch {}: {} trials, {} lamports ({})",
-            d["batch"],
-            d["trials"].as_array().map_or(0, Vec::len),
-            d["usage_lamports"],
-            d["signature"].as_str().unwrap_or("")
+            s.batch,
+            s.trials.len(),
+            s.usage_lamports,
+            s.signature
         ),
-        "phase" => format!(
+        Event::Phase(p) => format!(
             "phase     {}{}",
-            d["phase"].as_str().unwrap_or("?"),
-            d["detail"]
-                .as_str()
+            p.phase,
+            p.detail
+                .as_deref()
                 .map(|s| format!(" ({s})"))
                 .unwrap_or_default()
         ),
-        _ => format!(
-            "{:<9} {}",
-            e.kind,
-            d["message"].as_str().unwrap_or(&d.to_string())
-        ),
+        Event::Notice(n) => format!("{:<9} {}", e.event.kind(), n.message),
     }
 }
 
@@ -339,15 +331,16 @@ fn follow(
         let mut closed = false;
         let result = client.follow(run, last, &mut |event| {
             last = last.max(event.id);
-            if event.kind == "phase" {
-                let phase = event.data["phase"].as_str().unwrap_or("");
-                over |= matches!(phase, "finalized" | "failed");
-                if phase == "failed" {
-                    failed = event.data["detail"].as_str().map(str::to_owned);
-                }
+            over |= event.event.ends_run();
+            if let Event::Phase(p) = &event.event
+                && p.phase == "failed"
+            {
+                failed.clone_from(&p.detail);
             }
             let line = if global.json {
-                json!({"id": event.id, "kind": event.kind, "at": event.at, "data": event.data})
+                // Through a JSON value: its keys sorted, as this line has always had them.
+                serde_json::to_value(event)
+                    .unwrap_or(Value::Null)
                     .to_string()
             } else {
                 event_text(event)

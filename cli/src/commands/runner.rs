@@ -130,11 +130,11 @@ fn serve(args: &ServeArgs, global: &Global) -> Result<Status, CliError> {
     if let Some(config) = session.chain.config()?
         && config.runner != skilltrial_chain::anchor_key(&solana_signer::Signer::pubkey(&runner))
     {
-        skilltrial_runner::log(&format!(
-            "warning: -k {} is not the runner the program's config names ({}): every run will be refused; start with the runner keypair",
+        tracing::warn!(
+            "-k {} is not the runner the program's config names ({}): every run will be refused; start with the runner keypair",
             solana_signer::Signer::pubkey(&runner),
             config.runner
-        ));
+        );
     }
     let chain_id = skilltrial_runner::chain_id_of(&genesis).to_owned();
     if let Some(profiles) = &args.profiles {
@@ -176,7 +176,7 @@ fn serve(args: &ServeArgs, global: &Global) -> Result<Status, CliError> {
     }
     .map_err(|e| CliError::Environment(anyhow::anyhow!("{e}")))?;
     let json = global.json;
-    skilltrial_runner::server::serve(app, |ready| {
+    skilltrial_runner::http::serve(app, |ready| {
         // One line (a supervisor or a test reads it as the ready signal).
         let printed = if json {
             serde_json::to_string(ready)
@@ -189,7 +189,7 @@ fn serve(args: &ServeArgs, global: &Global) -> Result<Status, CliError> {
             ))
         };
         if printed.is_err() {
-            skilltrial_runner::log("could not print the start line");
+            tracing::error!("could not print the start line");
         }
     })
     .map_err(|e| CliError::Environment(anyhow::anyhow!("{e}")))?;

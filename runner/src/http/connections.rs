@@ -5,13 +5,13 @@
 //! - **At most [`MAX_CONNECTIONS`] at once.** A slot is taken *before* a connection is accepted:
 //!   past the bound, connections wait in the kernel's listen queue (never read, never given
 //!   memory) and are served in order as slots free. Whatever one connection holds is bounded
-//!   ([`MAX_CONNECTION_BUFFER`], the bodies by [`crate::intake`]), so this bounds the memory of
+//!   ([`MAX_CONNECTION_BUFFER`], the bodies by [`super::intake`]), so this bounds the memory of
 //!   connections as a whole; and it keeps the daemon's file descriptors under the usual soft
 //!   limit of 1024, with room for the runs' journals and the chain's connections.
 //! - **A request's head must arrive within [`HEADER_READ_TIMEOUT`]**, counted from when the
 //!   connection waits for it: from the accept for the first request, from the end of the previous
 //!   answer for the next one. So the same bound closes an idle keep-alive connection. A body has
-//!   its own deadline ([`crate::intake::BodyBounds`]).
+//!   its own deadline ([`super::intake::BodyBounds`]).
 //! - **A head is at most [`MAX_HEAD_BYTES`]** (`431` past it), and a connection's buffers at most
 //!   [`MAX_CONNECTION_BUFFER`] each.
 //!
@@ -31,7 +31,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
 /// Connections served at once. Each holds at most two buffers of [`MAX_CONNECTION_BUFFER`]
-/// (reading and writing) besides the bodies [`crate::intake`] bounds, so all of them together
+/// (reading and writing) besides the bodies [`super::intake`] bounds, so all of them together
 /// hold at most 32 MiB of buffers; and 256 descriptors stay well under the usual soft limit of
 /// 1024 open files. Legitimate use is far smaller: a CLI or a page holds one or two connections
 /// per user, and one more per followed run (its event stream).
@@ -122,10 +122,10 @@ pub async fn serve_connections(
             Ok((stream, _peer)) => stream,
             Err(e) => {
                 if !is_one_connections(&e) {
-                    crate::log(&format!(
+                    tracing::error!(
                         "cannot accept a connection ({e}): trying again in {} s",
                         ACCEPT_ERROR_PAUSE.as_secs()
-                    ));
+                    );
                     tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
                 }
                 continue;
@@ -156,10 +156,10 @@ pub async fn serve_connections(
     // Every connection holds a slot until it ends: all of them back means none is open.
     let drained = tokio::time::timeout(SHUTDOWN_GRACE, slots.acquire_many(at_once)).await;
     if drained.is_err() {
-        crate::log(&format!(
+        tracing::info!(
             "stopping: connections still open after {} s are dropped",
             SHUTDOWN_GRACE.as_secs()
-        ));
+        );
     }
 }
 

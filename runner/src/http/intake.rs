@@ -15,17 +15,21 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 use futures_util::StreamExt as _;
+use skilltrial_chain::Pubkey;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::error::{Answer, Failure, too_large};
+use super::extract::session;
 use crate::App;
-use crate::server::{Answer, Failure, session};
+use crate::tree::TreeLimits;
 
 /// How many bodies the daemon reads at once, and how long one may take to arrive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,4 +283,51 @@ fn bounded(
         }
     });
     Body::from_stream(stream)
+}
+
+/// The largest body of a sign-in or a registration.
+pub const MAX_SMALL_BODY: usize = 16 * 1024;
+/// The largest manifest.
+pub const MAX_MANIFEST_BODY: usize = 1024 * 1024;
+
+/// The largest upload of one tree: a pack's or a bundle's, whichever limits allow more.
+pub fn max_tree_body() -> usize {
+    TreeLimits::pack()
+        .max_body()
+        .max(TreeLimits::bundle().max_body())
+}
+
+/// The body, or the error JSON for one the route's limit refused (axum's own answer is text).
+pub(crate) fn within_limit(body: Result<Bytes, BytesRejection>) -> Answer<Bytes> {
+    body.map_err(|rejection| {
+        let status = rejection.status();
+        if status == StatusCode::PAYLOAD_TOO_LARGE {
+            too_large(format!(
+                "the body is over this endpoint's limit ({} bytes for a sign-in or a registration, {MAX_MANIFEST_BODY} for a manifest, {} for a tree)",
+                MAX_SMALL_BODY,
+                max_tree_body()
+            ))
+        } else {
+            Failure::new(
+                status,
+                "invalid",
+                format!("the body could not be read: {}", rejection.body_text()),
+            )
+        }
+    })
+}
+
+/// A session's JSON request about a run: its wallet and the body, read as `shape` says.
+pub(crate) async fn posted<T: serde::de::DeserializeOwned>(
+    app: &Arc<App>,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    shape: &str,
+) -> Answer<(Pubkey, T)> {
+    let body = within_limit(body)?;
+    let wallet = session(app, headers, &Method::POST).await?;
+    let ask = serde_json::from_slice(&body)
+        .map_err(|e| Failure::invalid(format!("the body is not {shape}: {e}")))?;
+    let user: Pubkey = wallet.parse().map_err(Failure::internal)?;
+    Ok((user, ask))
 }
