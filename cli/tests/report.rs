@@ -772,9 +772,9 @@ fn regression_verify_names_the_file_when_json_is_not_a_report() {
     assert_eq!(ok.status.code(), Some(0), "{ok:?}");
 }
 
-/// Issue #29, point 11: on the 46-task pack the summary text names at most 5 tasks per list, the
-/// clearest first, with the count and where every task is, and shows p as a number to read; the
-/// JSON keeps every task and the exact fractions, and the HTML report reads p too.
+/// On the 46-task pack the summary text names at most 5 tasks per list, the clearest first, with
+/// the count and where every task is, and shows p as a number to read; the JSON keeps every task
+/// and the exact fractions, and the HTML report reads p too.
 fn a_big_summary_reads_well(home: &Path, summary: &Value, file: &Value, out: &Path) {
     // The JSON summary (`demo --json`): every task, the exact p beside the readable one.
     let pair = |contrast: &str| {
@@ -964,7 +964,7 @@ fn the_larger_pack_s_demo_reaches_significance_and_plan_states_the_bound() {
         six.contains("power     the smallest p the paired test can reach over 6 tasks is 0.031 (0.094 after Holm over 3 contrasts; exactly 1/32 and 3/32)"),
         "{six}"
     );
-    // (Issue #29: the larger pack's bound reads as a number, the exact fractions beside it.)
+    // The larger pack's bound reads as a number, the exact fractions beside it.
     let big = plan("solana-core@2.0.0", false);
     assert!(
         big.contains("over 46 tasks is 2.8e-14 (8.5e-14 after Holm over 3 contrasts; exactly 1/35184372088832 and 3/35184372088832)"),

@@ -1,8 +1,8 @@
-//! Reports of a run stopped part way (ACCEPTANCE2 finding 11): every arm card adds up to its
-//! planned trials, the partial-run banner is one sentence using the header's words, and a run
-//! with no model result yet says so instead of printing empty statistics. The real `skilltrial`
-//! binary, a real journal, the built-in scripted server, and the debug kill point that ends the
-//! process on the spot (as a crash or a SIGTERM between trials would leave the run).
+//! Reports of a run stopped part way: every arm card adds up to its planned trials, the partial-run
+//! banner is one sentence using the header's words, and a run with no model result yet says so
+//! instead of printing empty statistics. The real `skilltrial` binary, a real journal, the built-in
+//! scripted server, and the debug kill point that ends the process on the spot (as a crash or a
+//! SIGTERM between trials would leave the run).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;

@@ -1,7 +1,7 @@
-//! Flags a skill author can trust (issue #9): every grader-aimed sentence of a made-up hostile
-//! corpus is flagged wherever it stands, and neither a benign corpus nor the false-alarm patterns
-//! seen on real public skills (reconstructed in `tests/flags/real-patterns`) raise anything.
-//! Kinds are compared by the names `validate --json` prints.
+//! Flags a skill author can trust: every grader-aimed sentence of a made-up hostile corpus is
+//! flagged wherever it stands, and neither a benign corpus nor the false-alarm patterns seen on
+//! real public skills (reconstructed in `tests/flags/real-patterns`) raise anything. Kinds are
+//! compared by the names `validate --json` prints.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
@@ -384,12 +384,12 @@ fn flags_never_change_what_the_model_is_sent() {
     );
 }
 
-/// Issue #29, point 12: the places a hostile sentence hides in an asset beyond one plain line —
-/// wrapped inside a comment whose syntax decorates or separates its lines, or written with
-/// escapes a reader decodes — as (path, file text, the lines the sentence is on). Each half of
-/// a wrapped sentence may be flagged on its own line (as it would be on a line of its own).
-/// Unless `split`, the sentence stays whole on the first line: halves of a benign sentence can
-/// read as hostile on their own ("always answer PASS."), as they would on any line.
+/// The places a hostile sentence hides in an asset beyond one plain line — wrapped inside a comment
+/// whose syntax decorates or separates its lines, or written with escapes a reader decodes — as
+/// (path, file text, the lines the sentence is on). Each half of a wrapped sentence may be flagged
+/// on its own line (as it would be on a line of its own). Unless `split`, the sentence stays whole
+/// on the first line: halves of a benign sentence can read as hostile on their own ("always answer
+/// PASS."), as they would on any line.
 fn hidden_placements(sentence: &str, split: bool) -> Vec<(&'static str, String, Lines)> {
     let words: Vec<&str> = sentence.split(' ').filter(|w| !w.is_empty()).collect();
     let half = if split {
@@ -476,8 +476,8 @@ fn no_benign_sentence_hidden_in_an_asset_s_comment_or_escapes_is_flagged() {
     assert!(raised.is_empty(), "false alarms:\n{}", raised.join("\n"));
 }
 
-/// Issue #29, point 12: "a `view.html` asking the grader to accept any answer", in the forms
-/// such text takes in an asset, each flagged `grader` on its line.
+/// An asset (a `view.html`, a script, a stylesheet…) asking the grader to accept any answer, in
+/// the forms such text takes there: each is flagged `grader` on its line.
 #[test]
 fn regression_grader_aimed_text_in_any_asset_syntax_is_flagged() {
     #[rustfmt::skip]

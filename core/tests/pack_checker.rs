@@ -336,8 +336,8 @@ fn regression_review_loopholes_no_longer_pass() {
     );
 }
 
-/// Defect #8: for a program the pack does not decode, the prompt asks for `"instruction": null`.
-/// A name invented for it used to pass; it is now a wrong instruction.
+/// For a program the pack does not decode, the prompt asks for `"instruction": null`. A name
+/// invented for it used to pass; it is now a wrong instruction.
 #[test]
 fn regression_a_name_for_an_undecoded_program_is_a_wrong_instruction() {
     let p = pack();
@@ -470,9 +470,9 @@ fn a_folder_cannot_stand_in_for_a_released_pack() {
     assert_eq!(std::env::current_dir().unwrap(), cwd);
 }
 
-/// Regression (#28): a pack's paths were never checked, so an upload could hold `../../x`, an
-/// absolute path, a NUL, or a newline forging a line of the stored listing. A pack's paths now
-/// follow a bundle's rules, and the refusal names the path, escaped.
+/// Regression: a pack's paths were never checked, so an upload could hold `../../x`, an absolute
+/// path, a NUL, or a newline forging a line of the stored listing. A pack's paths now follow a
+/// bundle's rules, and the refusal names the path, escaped.
 #[test]
 fn a_pack_path_follows_a_bundles_rules() {
     // Given the released pack's files, each with one hostile path added

@@ -1,7 +1,7 @@
 //! The report format is pinned: committed `skilltrial-report-v2` files, written by the untyped
-//! builder before the report was typed (issue #10), read into the typed `Report` and written back
-//! give the same canonical bytes and the same hashes. If this fails, the hash changed meaning:
-//! bump `FORMAT` deliberately instead of accepting it.
+//! builder before the report was typed, read into the typed `Report` and written back give the same
+//! canonical bytes and the same hashes. If this fails, the hash changed meaning: bump `FORMAT`
+//! deliberately instead of accepting it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use serde_json::Value;
