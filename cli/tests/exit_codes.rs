@@ -22,7 +22,7 @@ fn env() -> (ScriptedServer, Env) {
 }
 
 #[test]
-fn regression_a_stored_manifest_that_cannot_be_read_is_the_environment_not_a_refusal() {
+fn a_stored_manifest_that_cannot_be_read_is_the_environment_not_a_refusal() {
     let (server, env) = env();
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     // The manifest's blob replaced by a directory: the store is there, but reading it fails
@@ -40,7 +40,7 @@ fn regression_a_stored_manifest_that_cannot_be_read_is_the_environment_not_a_ref
 }
 
 #[test]
-fn regression_a_journal_failing_inside_the_report_is_the_environment_not_a_refusal() {
+fn a_journal_failing_inside_the_report_is_the_environment_not_a_refusal() {
     let (_server, env) = env();
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     let other = env.plan_seeded("8", &["--reps", "1", "--cap-usd", "4"]);

@@ -38,7 +38,7 @@ fn assert_counts_add_up(status: &Value) {
 }
 
 #[test]
-fn regression_status_of_a_killed_run_lists_the_attempt_in_flight_and_counts_add_up() {
+fn status_of_a_killed_run_lists_the_attempt_in_flight_and_counts_add_up() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::new(&server).backoff_scale("0");
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
@@ -67,7 +67,7 @@ fn regression_status_of_a_killed_run_lists_the_attempt_in_flight_and_counts_add_
 }
 
 #[test]
-fn regression_status_of_a_run_killed_before_scoring_shows_the_answer_unscored() {
+fn status_of_a_run_killed_before_scoring_shows_the_answer_unscored() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::new(&server).backoff_scale("0");
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
@@ -89,7 +89,7 @@ fn regression_status_of_a_run_killed_before_scoring_shows_the_answer_unscored() 
 }
 
 #[test]
-fn regression_status_shows_retry_reasons_infrastructure_errors_and_not_run_reasons() {
+fn status_shows_retry_reasons_infrastructure_errors_and_not_run_reasons() {
     // The first request is rate limited once (retried by itself), the third fails with a 503
     // (not retried), and the request cap of 18 leaves the last trial not run.
     let server = ScriptedServer::start(|r| match r.index {
@@ -146,7 +146,7 @@ fn regression_status_shows_retry_reasons_infrastructure_errors_and_not_run_reaso
 }
 
 #[test]
-fn regression_a_kill_during_a_retry_wait_keeps_the_trials_automatic_retries_on_resume() {
+fn a_kill_during_a_retry_wait_keeps_the_trials_automatic_retries_on_resume() {
     // The first request is rate limited with a long retry-after; the runner dies in the wait.
     let server = ScriptedServer::start(|r| match r.index {
         0 => Reply::RetryAfter(429, "30".into()),
@@ -198,7 +198,7 @@ fn regression_a_kill_during_a_retry_wait_keeps_the_trials_automatic_retries_on_r
 }
 
 #[test]
-fn regression_a_resumed_trial_gets_no_more_than_its_automatic_retries() {
+fn a_resumed_trial_gets_no_more_than_its_automatic_retries() {
     // Trial 0 is always rate limited: the first run stops right after one retry has been
     // rejected (the dispatch limit), the second continues its retries up to the same bound.
     let server = ScriptedServer::start(|r| {
@@ -231,7 +231,7 @@ fn regression_a_resumed_trial_gets_no_more_than_its_automatic_retries() {
 }
 
 #[test]
-fn regression_run_on_a_cancelled_run_says_so_before_asking_for_confirmation() {
+fn run_on_a_cancelled_run_says_so_before_asking_for_confirmation() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::with_price(&server, false).backoff_scale("0");
     let run = env.plan(&[
@@ -310,7 +310,7 @@ fn assert_each_trial_sent_once(server: &ScriptedServer, trials: usize) {
 }
 
 #[test]
-fn regression_one_ctrl_c_finishes_the_request_in_flight_and_stops_resumable() {
+fn one_ctrl_c_finishes_the_request_in_flight_and_stops_resumable() {
     for sig in ["INT", "TERM"] {
         // The second request is held open for a second, long enough to interrupt it.
         let server = ScriptedServer::start(|r| {
@@ -366,7 +366,7 @@ fn regression_one_ctrl_c_finishes_the_request_in_flight_and_stops_resumable() {
 }
 
 #[test]
-fn regression_a_second_ctrl_c_exits_at_once_and_the_request_becomes_unknown() {
+fn a_second_ctrl_c_exits_at_once_and_the_request_becomes_unknown() {
     let server = hang_at(1);
     let env = Env::new(&server).backoff_scale("0");
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);

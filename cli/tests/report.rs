@@ -624,7 +624,7 @@ fn a_report_with_incomplete_pairs_lists_every_excluded_tuple() {
 }
 
 #[test]
-fn regression_a_pause_between_run_invocations_is_not_runner_time() {
+fn a_pause_between_run_invocations_is_not_runner_time() {
     use skilltrial_engine::scripted::{Reply, ScriptedServer};
     // Given a run executed in two invocations with a pause between them ...
     let server = ScriptedServer::start(|_| Reply::Answer("not sure".into())).unwrap();
@@ -730,7 +730,7 @@ fn report_json_means_output_format_and_files_have_their_own_flags() {
 }
 
 #[test]
-fn regression_verify_names_the_file_when_json_is_not_a_report() {
+fn verify_names_the_file_when_json_is_not_a_report() {
     // Given JSON files that are not reports of this format: another document, and a report with
     // a member this format does not have ...
     let tmp = tempfile::tempdir().unwrap();

@@ -108,7 +108,7 @@ fn card_text(text: &str, arm: &Value) -> String {
 }
 
 #[test]
-fn regression_a_stopped_demo_reports_every_trial_on_its_card_and_one_banner_sentence() {
+fn a_stopped_demo_reports_every_trial_on_its_card_and_one_banner_sentence() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     // The demo stopped after its first answer, then two resumes stopped the same way: a few
@@ -228,7 +228,7 @@ fn regression_a_stopped_demo_reports_every_trial_on_its_card_and_one_banner_sent
 }
 
 #[test]
-fn regression_a_run_with_no_result_yet_says_so_instead_of_empty_statistics() {
+fn a_run_with_no_result_yet_says_so_instead_of_empty_statistics() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let run = stopped_demo(&home, "after_plan");

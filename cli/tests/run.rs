@@ -427,7 +427,7 @@ fn an_unpriced_profile_needs_hard_caps_and_confirmation() {
 }
 
 #[test]
-fn regression_a_plan_pinning_a_sol_rate_names_submit_for_the_hosted_run() {
+fn a_plan_pinning_a_sol_rate_names_submit_for_the_hosted_run() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::new(&server);
     // Given a plan with a SOL/USD rate pinned (a hosted run's plan)
@@ -480,7 +480,7 @@ fn on_a_pty(env: &Env, args: &[&str], answer: &str) -> Option<std::process::Outp
 }
 
 #[test]
-fn regression_at_the_confirm_prompt_y_runs_and_a_no_exits_0_with_nothing_sent() {
+fn at_the_confirm_prompt_y_runs_and_a_no_exits_0_with_nothing_sent() {
     // Given an unpriced profile, whose run asks before it sends anything
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::with_price(&server, false);
@@ -612,7 +612,7 @@ fn status_reads_well_for_people() {
 }
 
 #[test]
-fn regression_a_second_runner_on_the_same_run_is_refused() {
+fn a_second_runner_on_the_same_run_is_refused() {
     let server =
         ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(100)))
             .unwrap();
@@ -634,7 +634,7 @@ fn regression_a_second_runner_on_the_same_run_is_refused() {
 }
 
 #[test]
-fn regression_missing_usage_counts_the_whole_token_reservation() {
+fn missing_usage_counts_the_whole_token_reservation() {
     let server = ScriptedServer::start(|r| Reply::AnswerWithoutUsage(scripted_answer(r))).unwrap();
     let env = Env::with_price(&server, false);
     // Room for about three requests' token bounds, not eighteen.
@@ -672,7 +672,7 @@ fn regression_missing_usage_counts_the_whole_token_reservation() {
 }
 
 #[test]
-fn regression_an_answer_with_huge_numbers_still_reports() {
+fn an_answer_with_huge_numbers_still_reports() {
     let server = ScriptedServer::start(|_| Reply::Answer("{\"account_type\":\"mint\",\"program\":\"spl-token\",\"mint_authority\":null,\"supply\":18446744073709551615,\"decimals\":1.5e300,\"is_initialized\":true,\"freeze_authority\":null}".into())).unwrap();
     let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
@@ -747,7 +747,7 @@ fn assert_retry_closed(env: &Env, run: &str, retry: &str, reason: &str) {
 }
 
 #[test]
-fn regression_concurrent_processes_on_a_fresh_state_dir_never_fail() {
+fn concurrent_processes_on_a_fresh_state_dir_never_fail() {
     let server =
         ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(5)))
             .unwrap();
@@ -812,7 +812,7 @@ fn regression_concurrent_processes_on_a_fresh_state_dir_never_fail() {
 }
 
 #[test]
-fn regression_a_retry_the_run_cannot_send_for_its_request_cap_is_closed_not_run() {
+fn a_retry_the_run_cannot_send_for_its_request_cap_is_closed_not_run() {
     let server = first_request_lost();
     let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4", "--max-requests", "18"]);
@@ -824,7 +824,7 @@ fn regression_a_retry_the_run_cannot_send_for_its_request_cap_is_closed_not_run(
 }
 
 #[test]
-fn regression_a_retry_the_run_cannot_send_for_its_budget_is_closed_not_run() {
+fn a_retry_the_run_cannot_send_for_its_budget_is_closed_not_run() {
     let server = first_request_lost();
     let env = Env::new(&server);
     // A cap with room for the first trial's reserve and not for a second reserve beside it.
@@ -846,7 +846,7 @@ fn regression_a_retry_the_run_cannot_send_for_its_budget_is_closed_not_run() {
 }
 
 #[test]
-fn regression_a_retry_the_run_cannot_send_after_a_cancel_is_closed_not_run() {
+fn a_retry_the_run_cannot_send_after_a_cancel_is_closed_not_run() {
     // A run paused with one unknown, a retry planned, then cancelled while no process runs it.
     let server = first_request_lost();
     let env = Env::new(&server);
@@ -892,7 +892,7 @@ fn regression_a_retry_the_run_cannot_send_after_a_cancel_is_closed_not_run() {
 }
 
 #[test]
-fn regression_a_retry_the_run_cannot_send_in_its_time_is_closed_not_run() {
+fn a_retry_the_run_cannot_send_in_its_time_is_closed_not_run() {
     let server = first_request_lost();
     let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
@@ -913,7 +913,7 @@ fn regression_a_retry_the_run_cannot_send_in_its_time_is_closed_not_run() {
 }
 
 #[test]
-fn regression_status_shows_a_planned_run_and_its_bounds_before_any_run() {
+fn status_shows_a_planned_run_and_its_bounds_before_any_run() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4", "--max-requests", "30"]);
@@ -953,7 +953,7 @@ fn regression_status_shows_a_planned_run_and_its_bounds_before_any_run() {
 }
 
 #[test]
-fn regression_the_time_limit_bounds_executing_time_across_invocations() {
+fn the_time_limit_bounds_executing_time_across_invocations() {
     let server =
         ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(2000)))
             .unwrap();
@@ -999,7 +999,7 @@ fn regression_the_time_limit_bounds_executing_time_across_invocations() {
 }
 
 #[test]
-fn regression_attempt_ids_differ_across_state_directories() {
+fn attempt_ids_differ_across_state_directories() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let one = Env::new(&server);
     let two = Env::new(&server);
@@ -1037,7 +1037,7 @@ fn regression_attempt_ids_differ_across_state_directories() {
 }
 
 #[test]
-fn regression_run_accepts_id_prefixes_and_cancel_on_a_finished_run_says_so() {
+fn run_accepts_id_prefixes_and_cancel_on_a_finished_run_says_so() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
@@ -1066,7 +1066,7 @@ fn regression_run_accepts_id_prefixes_and_cancel_on_a_finished_run_says_so() {
 }
 
 #[test]
-fn regression_status_tells_a_live_run_from_an_interrupted_one() {
+fn status_tells_a_live_run_from_an_interrupted_one() {
     let server = hang_at(2);
     let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
@@ -1216,7 +1216,7 @@ fn a_crash_between_the_answer_and_its_verdict_scores_the_stored_answer_on_restar
 }
 
 #[test]
-fn regression_a_purge_between_an_answer_and_its_verdict_keeps_that_answer_for_the_resume() {
+fn a_purge_between_an_answer_and_its_verdict_keeps_that_answer_for_the_resume() {
     let (env, run, server, _usage, summary) = crash_at("after_result", |env, run, _server| {
         // Everything is past retention: the answer not scored yet must stay all the same.
         let purge = env.json(&["purge", "--older-than", "0d", "--json"]);
