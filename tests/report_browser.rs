@@ -480,7 +480,7 @@ fn the_html_report_renders_offline_and_hostile_answers_stay_inert() {
 }
 
 #[test]
-fn regression_the_theme_toggle_switches_on_its_first_click_under_a_dark_system_theme() {
+fn the_theme_toggle_switches_on_its_first_click_under_a_dark_system_theme() {
     // Given the report open under a dark system theme ...
     let tmp = tempfile::tempdir().unwrap();
     let url = format!("file://{}", hostile_report(tmp.path()).display());

@@ -1,4 +1,4 @@
-//! The memo that anchors a report on-chain (issue #12's `skilltrial anchor`): a top-level SPL Memo
+//! The memo that anchors a report on-chain (what `skilltrial anchor` sends): a top-level SPL Memo
 //! v3 instruction (`MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr`, the id whose memos the RPC's
 //! `getSignaturesForAddress` reports), signed by the wallet, whose bytes are
 //!
@@ -88,7 +88,7 @@ impl AnchorMemo {
     }
 }
 
-/// SPL Memo v4 (`Memo4…`, the Pinocchio rewrite; ../shared/data/solana/FACTS.md §3): `verify`
+/// SPL Memo v4 (`Memo4…`, the Pinocchio rewrite of the Memo program): `verify`
 /// accepts an anchor sent through it, though `anchor` sends v3.
 pub const MEMO_V4_PROGRAM_ID: Pubkey =
     Pubkey::from_str_const("Memo4c2pN8afCj432Lb7RMVKi9PbQnnW7ewFFaV3oAH");

@@ -148,8 +148,8 @@ mod tests {
     }
 
     /// The associated account is the one the ATA program derived on devnet: transaction
-    /// 4Dj8Xbs7…ozstGF (`shared/data/solana/tx_legacy_devnet_ata_create_legacy_4Dj8Xb__blocto-solana-go-sdk.json`,
-    /// blocto/solana-go-sdk, MIT) created AyHWro8z… for owner 27kVX7Jp… and mint 4UyUTBdh….
+    /// 4Dj8Xbs7…ozstGF (recorded by blocto/solana-go-sdk, MIT)
+    /// created AyHWro8z… for owner 27kVX7Jp… and mint 4UyUTBdh….
     #[test]
     fn the_associated_account_is_derived_as_the_program_does() {
         let owner = Pubkey::from_str_const("27kVX7JpPZ1bsrSckbR76mV6GeRqtrjoddubfg2zBpHZ");

@@ -581,7 +581,7 @@ mod tests {
     }
 
     #[test]
-    fn regression_a_cause_embedded_in_its_error_is_said_once() {
+    fn a_cause_embedded_in_its_error_is_said_once() {
         let io = std::io::Error::other("Is a directory (os error 21)");
         let error = anyhow::Error::from(Embeds { source: io }).context("cannot write the report");
         assert_eq!(

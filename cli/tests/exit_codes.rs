@@ -1,6 +1,8 @@
 //! One exit code per kind of error, whichever command meets it: an input judged and refused
 //! exits 1; the environment (I/O, a state directory or journal that cannot be used) and usage
-//! errors exit 2, values being checked by clap at the edge. The real binary, a real journal and
+//! errors exit 2, values being checked by clap at the edge (a negative number names its flag), a
+//! run that does not exist being a usage error from every command. Each message says its cause
+//! once and names what failed. The real binary, a real journal and
 //! store under a temporary state directory, and the loopback server speaking the Anthropic wire
 //! format.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -11,16 +13,7 @@ use skilltrial_engine::scripted::{Reply, ScriptedServer};
 
 mod support;
 
-use support::{Env, scripted_answer};
-
-/// (exit code, stdout, stderr).
-fn outcome(out: Output) -> (Option<i32>, String, String) {
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use support::{Env, outcome, plan_outcome, scripted_answer};
 
 fn env() -> (ScriptedServer, Env) {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
@@ -29,7 +22,7 @@ fn env() -> (ScriptedServer, Env) {
 }
 
 #[test]
-fn regression_a_stored_manifest_that_cannot_be_read_is_the_environment_not_a_refusal() {
+fn a_stored_manifest_that_cannot_be_read_is_the_environment_not_a_refusal() {
     let (server, env) = env();
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     // The manifest's blob replaced by a directory: the store is there, but reading it fails
@@ -47,7 +40,7 @@ fn regression_a_stored_manifest_that_cannot_be_read_is_the_environment_not_a_ref
 }
 
 #[test]
-fn regression_a_journal_failing_inside_the_report_is_the_environment_not_a_refusal() {
+fn a_journal_failing_inside_the_report_is_the_environment_not_a_refusal() {
     let (_server, env) = env();
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
     let other = env.plan_seeded("8", &["--reps", "1", "--cap-usd", "4"]);
@@ -289,5 +282,141 @@ fn a_runner_that_refuses_is_a_judged_input_and_one_that_fails_is_the_environment
     assert!(
         stderr.contains("is the runner daemon running at that URL?"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn no_such_run_is_a_usage_error_from_every_command_and_short_prefixes_say_so() {
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server).backoff_scale("0");
+    env.plan_doc(&["--reps", "1", "--seed", "7", "--cap-usd", "4"]);
+    let journal = env.home().join("journal.sqlite3");
+    let missing = format!(
+        "error: no run `0123456789abcdef` in {}: give the manifest hash `skilltrial plan` printed, or a prefix of at least 8 characters\n",
+        journal.display()
+    );
+    for args in [
+        &["run", "--manifest", "0123456789abcdef"][..],
+        &["status", "0123456789abcdef"],
+        &["report", "0123456789abcdef"],
+        &["cancel", "0123456789abcdef"],
+        &["recheck", "0123456789abcdef"],
+    ] {
+        let (code, _, stderr) = outcome(env.run(args));
+        assert_eq!(
+            (code, stderr.as_str()),
+            (Some(2), missing.as_str()),
+            "{args:?}"
+        );
+    }
+    let short = "error: run id prefix `08ed` is too short: give at least 8 characters of the manifest hash\n";
+    for args in [
+        &["run", "--manifest", "08ed"][..],
+        &["status", "08ed"],
+        &["compare", "08ed", "08ed"],
+    ] {
+        let (code, _, stderr) = outcome(env.run(args));
+        assert_eq!((code, stderr.as_str()), (Some(2), short), "{args:?}");
+    }
+    let (code, _, stderr) = outcome(env.run(&["status", "not-a-run"]));
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        stderr,
+        "error: `not-a-run` is not a run id: give the manifest hash `skilltrial plan` printed (sha256:<64 hex>), or a prefix of at least 8 of its hex characters\n"
+    );
+    let (code, _, stderr) = outcome(env.run(&["resolve", "bogus-id", "--release"]));
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        stderr,
+        format!(
+            "error: no attempt `bogus-id` in {}: give an attempt id `skilltrial status` lists\n",
+            journal.display()
+        )
+    );
+}
+
+#[test]
+fn negative_numbers_are_refused_naming_the_flag_and_a_zero_cap_is_refused() {
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server).backoff_scale("0");
+    for (flag, value, said) in [
+        (
+            "--reps",
+            "-1",
+            "error: invalid value '-1' for '--reps <REPS>': -1 is not in 0..=4294967295",
+        ),
+        (
+            "--max-requests",
+            "-5",
+            "error: invalid value '-5' for '--max-requests <MAX_REQUESTS>': -5 is not in 0..=4294967295",
+        ),
+        (
+            "--seed",
+            "-2",
+            "error: invalid value '-2' for '--seed <SEED>': invalid digit found in string",
+        ),
+    ] {
+        let (code, _, stderr) = plan_outcome(&env, &["--cap-usd", "4", flag, value]);
+        assert_eq!(code, Some(2), "{flag}");
+        assert_eq!(stderr.lines().next(), Some(said), "{stderr}");
+    }
+    // Parsed by clap, like the numbers above: its usage error names the flag, the value and why.
+    let (code, _, stderr) = plan_outcome(&env, &["--cap-usd", "-1"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        stderr.lines().next(),
+        Some(
+            "error: invalid value '-1' for '--cap-usd <USD>': `-1` is not a USD amount (digits, optionally a point and up to 6 decimals, e.g. 4 or 0.25)"
+        ),
+        "{stderr}"
+    );
+    let (code, _, stderr) =
+        outcome(env.run(&["run", "--manifest", "0123456789", "--max-dispatch", "-3"]));
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.starts_with("error: invalid value '-3' for '--max-dispatch <N>'"),
+        "{stderr}"
+    );
+    // A zero cap on a priced profile could send nothing: refused, not planned with a warning.
+    let (code, _, stderr) = plan_outcome(&env, &["--cap-usd", "0"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        stderr,
+        "error: cannot plan: --cap-usd must be more than 0: with a cap of $0 no trial can be sent\n"
+    );
+}
+
+#[test]
+fn errors_say_each_cause_once_and_name_the_report_file() {
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server).backoff_scale("0");
+    // A journal that is not SQLite.
+    let garbage = env.dir.path().join("garbage");
+    std::fs::create_dir_all(&garbage).unwrap();
+    std::fs::write(garbage.join("journal.sqlite3"), vec![b'x'; 4096]).unwrap();
+    let (code, _, stderr) = outcome(env.run_in(&garbage, &["status"]));
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        stderr,
+        format!(
+            "error: cannot open the journal in {}: journal {}: file is not a database\n",
+            garbage.display(),
+            garbage.join("journal.sqlite3").display()
+        )
+    );
+    // A report file path that is a directory.
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    env.json(&["run", "--manifest", &run, "--json"]);
+    let dir = env.dir.path().join("q1");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (code, _, stderr) =
+        outcome(env.run(&["report", &run, "--out-json", dir.to_str().unwrap()]));
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        stderr,
+        format!(
+            "error: cannot write the report file {}: Is a directory (os error 21)\n",
+            dir.display()
+        )
     );
 }

@@ -1,5 +1,7 @@
 //! Reports end to end: the demo's 54-trial scripted run, the report hash recomputed from the file
-//! alone, snapshots of the JSON and of the HTML's text, and `compare`.
+//! alone, `verify` naming every mismatch (in text and in `--json`), snapshots of the JSON and of
+//! the HTML's text, and `compare` (a run without results among them, arms labelled as the report
+//! labels them).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
@@ -7,10 +9,11 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 use skilltrial_core::report::Report;
+use skilltrial_engine::scripted::{Reply, ScriptedServer};
 
 mod support;
 
-use support::root;
+use support::{Env, outcome, root, scripted_answer};
 
 fn skilltrial(home: &Path, args: &[&str]) -> Output {
     support::offline_command(home, args).output().unwrap()
@@ -621,7 +624,7 @@ fn a_report_with_incomplete_pairs_lists_every_excluded_tuple() {
 }
 
 #[test]
-fn regression_a_pause_between_run_invocations_is_not_runner_time() {
+fn a_pause_between_run_invocations_is_not_runner_time() {
     use skilltrial_engine::scripted::{Reply, ScriptedServer};
     // Given a run executed in two invocations with a pause between them ...
     let server = ScriptedServer::start(|_| Reply::Answer("not sure".into())).unwrap();
@@ -727,7 +730,7 @@ fn report_json_means_output_format_and_files_have_their_own_flags() {
 }
 
 #[test]
-fn regression_verify_names_the_file_when_json_is_not_a_report() {
+fn verify_names_the_file_when_json_is_not_a_report() {
     // Given JSON files that are not reports of this format: another document, and a report with
     // a member this format does not have ...
     let tmp = tempfile::tempdir().unwrap();
@@ -772,9 +775,9 @@ fn regression_verify_names_the_file_when_json_is_not_a_report() {
     assert_eq!(ok.status.code(), Some(0), "{ok:?}");
 }
 
-/// Issue #29, point 11: on the 46-task pack the summary text names at most 5 tasks per list, the
-/// clearest first, with the count and where every task is, and shows p as a number to read; the
-/// JSON keeps every task and the exact fractions, and the HTML report reads p too.
+/// On the 46-task pack the summary text names at most 5 tasks per list, the clearest first, with
+/// the count and where every task is, and shows p as a number to read; the JSON keeps every task
+/// and the exact fractions, and the HTML report reads p too.
 fn a_big_summary_reads_well(home: &Path, summary: &Value, file: &Value, out: &Path) {
     // The JSON summary (`demo --json`): every task, the exact p beside the readable one.
     let pair = |contrast: &str| {
@@ -964,7 +967,7 @@ fn the_larger_pack_s_demo_reaches_significance_and_plan_states_the_bound() {
         six.contains("power     the smallest p the paired test can reach over 6 tasks is 0.031 (0.094 after Holm over 3 contrasts; exactly 1/32 and 3/32)"),
         "{six}"
     );
-    // (Issue #29: the larger pack's bound reads as a number, the exact fractions beside it.)
+    // The larger pack's bound reads as a number, the exact fractions beside it.
     let big = plan("solana-core@2.0.0", false);
     assert!(
         big.contains("over 46 tasks is 2.8e-14 (8.5e-14 after Holm over 3 contrasts; exactly 1/35184372088832 and 3/35184372088832)"),
@@ -996,4 +999,135 @@ fn the_larger_pack_s_demo_reaches_significance_and_plan_states_the_bound() {
         err.contains("--reps 4") && err.contains("use --reps 3 or fewer"),
         "{err}"
     );
+}
+
+#[test]
+fn verify_json_names_every_mismatch_in_the_shape_of_a_success() {
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server).backoff_scale("0");
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    env.json(&["run", "--manifest", &run, "--json"]);
+    let out_dir = env.dir.path().join("r");
+    env.json(&["report", &run, "--out", out_dir.to_str().unwrap(), "--json"]);
+    let path = out_dir.join("report.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let (report_hash, manifest_hash) = (
+        doc["report_hash"].as_str().unwrap().to_owned(),
+        doc["manifest_hash"].as_str().unwrap().to_owned(),
+    );
+    assert_eq!(
+        env.json(&["verify", path.to_str().unwrap(), "--json"]),
+        serde_json::json!({
+            "ok": true,
+            "pending": false,
+            "report_hash": { "stated": report_hash, "recomputed": report_hash, "ok": true },
+            "manifest_hash": { "stated": manifest_hash, "recomputed": manifest_hash, "ok": true },
+            "derived": { "ok": true, "differences": [] },
+        })
+    );
+    // A summary its trials do not give, sealed again so both hashes recompute: still named.
+    let mut forged = skilltrial_core::report::Report::from_value(&doc).unwrap();
+    let pass = forged.summary.arms[1].pass;
+    forged.summary.arms[1].pass = pass + 3;
+    forged.seal().unwrap();
+    let forged_path = env.dir.path().join("forged.json");
+    std::fs::write(
+        &forged_path,
+        serde_json::to_string_pretty(&forged.to_value().unwrap()).unwrap(),
+    )
+    .unwrap();
+    let (code, stdout, _) = outcome(env.run(&["verify", forged_path.to_str().unwrap(), "--json"]));
+    assert_eq!(code, Some(1));
+    let got: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        (&got["ok"], &got["report_hash"]["ok"]),
+        (&Value::Bool(false), &Value::Bool(true))
+    );
+    assert_eq!(
+        got["derived"],
+        serde_json::json!({ "ok": false, "differences": [
+            { "path": "summary.arms[1].pass", "stated": (pass + 3).to_string(), "derived": pass.to_string() },
+        ]})
+    );
+    let (code, text, _) = outcome(env.run(&["verify", forged_path.to_str().unwrap()]));
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        text,
+        format!(
+            "MISMATCH: summary.arms[1].pass: the report states {}, its trials give {pass}\n",
+            pass + 3
+        )
+    );
+    // An edited manifest breaks both hashes, and both are named.
+    let mut edited = doc.clone();
+    edited["manifest"]["repetitions"] = serde_json::json!(9);
+    let edited_path = env.dir.path().join("edited.json");
+    std::fs::write(&edited_path, serde_json::to_string_pretty(&edited).unwrap()).unwrap();
+    let (code, stdout, _) = outcome(env.run(&["verify", edited_path.to_str().unwrap(), "--json"]));
+    assert_eq!(code, Some(1));
+    let got: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(got["ok"], false);
+    assert_eq!(got["report_hash"]["stated"], report_hash.as_str());
+    assert_eq!(got["report_hash"]["ok"], false);
+    assert_ne!(got["report_hash"]["recomputed"], report_hash.as_str());
+    assert_eq!(got["manifest_hash"]["stated"], manifest_hash.as_str());
+    assert_eq!(got["manifest_hash"]["ok"], false);
+    let recomputed = got["manifest_hash"]["recomputed"].as_str().unwrap();
+    assert_ne!(recomputed, manifest_hash);
+    let (code, text, _) = outcome(env.run(&["verify", edited_path.to_str().unwrap()]));
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        text,
+        format!(
+            "MISMATCH: report hash: the file states {report_hash}, the content hashes to {}\nMISMATCH: manifest hash: the file states {manifest_hash}, the manifest hashes to {recomputed}\n",
+            got["report_hash"]["recomputed"].as_str().unwrap()
+        )
+    );
+    // A file that is not JSON is an error in the CLI's error convention.
+    let not_json = env.dir.path().join("not.json");
+    std::fs::write(&not_json, "nope").unwrap();
+    let (code, stdout, _) = outcome(env.run(&["verify", not_json.to_str().unwrap(), "--json"]));
+    assert_eq!(code, Some(1));
+    let got: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(got["error"]["kind"], "rejected");
+    assert_eq!(
+        got["error"]["message"],
+        format!(
+            "{} is not JSON: expected ident at line 1 column 2",
+            not_json.display()
+        )
+    );
+}
+
+#[test]
+fn compare_with_a_run_without_results_and_arm_labels_read_a_and_b() {
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server).backoff_scale("0");
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    let planned = env.plan_seeded("8", &["--reps", "1", "--cap-usd", "4"]);
+    env.json(&["run", "--manifest", &run, "--json"]);
+    // A run with no model results yet reported no models: that contradicts nothing.
+    let doc = env.json(&["compare", &run, &planned, "--json"]);
+    assert_eq!(doc["comparable"], true);
+    assert_eq!(doc["rows"][1]["arm"], "a");
+    let (code, text, _) = outcome(env.run(&["compare", &run, &planned]));
+    assert_eq!(code, Some(0));
+    let arms: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(arms, ["baseline", "A", "B"], "{text}");
+    // The HTML coverage table labels the arms the same way.
+    let out_dir = env.dir.path().join("r");
+    env.json(&["report", &run, "--out", out_dir.to_str().unwrap(), "--json"]);
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    let coverage = html.split("<h3>Coverage</h3>").nth(1).unwrap();
+    let coverage = coverage.split("</table>").next().unwrap();
+    assert!(coverage.contains("<tr><td>A</td>"), "{coverage}");
+    assert!(coverage.contains("<tr><td>B</td>"), "{coverage}");
+    assert!(!coverage.contains("<tr><td>a</td>"), "{coverage}");
+    // And so do the per-task matrix and the cost table.
+    assert!(html.contains("<th class=\"num\">A</th><th class=\"num\">B</th>"));
+    assert!(!html.contains("<tr><td>a</td>"), "cost table");
 }

@@ -1,8 +1,8 @@
-//! Reports of a run stopped part way (ACCEPTANCE2 finding 11): every arm card adds up to its
-//! planned trials, the partial-run banner is one sentence using the header's words, and a run
-//! with no model result yet says so instead of printing empty statistics. The real `skilltrial`
-//! binary, a real journal, the built-in scripted server, and the debug kill point that ends the
-//! process on the spot (as a crash or a SIGTERM between trials would leave the run).
+//! Reports of a run stopped part way: every arm card adds up to its planned trials, the partial-run
+//! banner is one sentence using the header's words, and a run with no model result yet says so
+//! instead of printing empty statistics. The real `skilltrial` binary, a real journal, the built-in
+//! scripted server, and the debug kill point that ends the process on the spot (as a crash or a
+//! SIGTERM between trials would leave the run).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
@@ -108,7 +108,7 @@ fn card_text(text: &str, arm: &Value) -> String {
 }
 
 #[test]
-fn regression_a_stopped_demo_reports_every_trial_on_its_card_and_one_banner_sentence() {
+fn a_stopped_demo_reports_every_trial_on_its_card_and_one_banner_sentence() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     // The demo stopped after its first answer, then two resumes stopped the same way: a few
@@ -228,7 +228,7 @@ fn regression_a_stopped_demo_reports_every_trial_on_its_card_and_one_banner_sent
 }
 
 #[test]
-fn regression_a_run_with_no_result_yet_says_so_instead_of_empty_statistics() {
+fn a_run_with_no_result_yet_says_so_instead_of_empty_statistics() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let run = stopped_demo(&home, "after_plan");

@@ -15,7 +15,8 @@ use skilltrial_engine::scripted::{Reply, ScriptedServer, ServerRequest};
 mod support;
 
 use support::{
-    DEFAULT_SECRET as SECRET, Env, files_under, hang_at, scripted_answer, wait_for_requests,
+    DEFAULT_SECRET as SECRET, Env, files_under, hang_at, output_text, scripted_answer,
+    wait_for_requests,
 };
 
 /// The usage the loopback server reports for an answer: its own count, a quarter token per byte
@@ -426,7 +427,7 @@ fn an_unpriced_profile_needs_hard_caps_and_confirmation() {
 }
 
 #[test]
-fn regression_a_plan_pinning_a_sol_rate_names_submit_for_the_hosted_run() {
+fn a_plan_pinning_a_sol_rate_names_submit_for_the_hosted_run() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::new(&server);
     // Given a plan with a SOL/USD rate pinned (a hosted run's plan)
@@ -479,7 +480,7 @@ fn on_a_pty(env: &Env, args: &[&str], answer: &str) -> Option<std::process::Outp
 }
 
 #[test]
-fn regression_at_the_confirm_prompt_y_runs_and_a_no_exits_0_with_nothing_sent() {
+fn at_the_confirm_prompt_y_runs_and_a_no_exits_0_with_nothing_sent() {
     // Given an unpriced profile, whose run asks before it sends anything
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::with_price(&server, false);
@@ -611,7 +612,7 @@ fn status_reads_well_for_people() {
 }
 
 #[test]
-fn regression_a_second_runner_on_the_same_run_is_refused() {
+fn a_second_runner_on_the_same_run_is_refused() {
     let server =
         ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(100)))
             .unwrap();
@@ -633,7 +634,7 @@ fn regression_a_second_runner_on_the_same_run_is_refused() {
 }
 
 #[test]
-fn regression_missing_usage_counts_the_whole_token_reservation() {
+fn missing_usage_counts_the_whole_token_reservation() {
     let server = ScriptedServer::start(|r| Reply::AnswerWithoutUsage(scripted_answer(r))).unwrap();
     let env = Env::with_price(&server, false);
     // Room for about three requests' token bounds, not eighteen.
@@ -671,7 +672,7 @@ fn regression_missing_usage_counts_the_whole_token_reservation() {
 }
 
 #[test]
-fn regression_an_answer_with_huge_numbers_still_reports() {
+fn an_answer_with_huge_numbers_still_reports() {
     let server = ScriptedServer::start(|_| Reply::Answer("{\"account_type\":\"mint\",\"program\":\"spl-token\",\"mint_authority\":null,\"supply\":18446744073709551615,\"decimals\":1.5e300,\"is_initialized\":true,\"freeze_authority\":null}".into())).unwrap();
     let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
@@ -746,7 +747,7 @@ fn assert_retry_closed(env: &Env, run: &str, retry: &str, reason: &str) {
 }
 
 #[test]
-fn regression_concurrent_processes_on_a_fresh_state_dir_never_fail() {
+fn concurrent_processes_on_a_fresh_state_dir_never_fail() {
     let server =
         ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(5)))
             .unwrap();
@@ -811,7 +812,7 @@ fn regression_concurrent_processes_on_a_fresh_state_dir_never_fail() {
 }
 
 #[test]
-fn regression_a_retry_the_run_cannot_send_for_its_request_cap_is_closed_not_run() {
+fn a_retry_the_run_cannot_send_for_its_request_cap_is_closed_not_run() {
     let server = first_request_lost();
     let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4", "--max-requests", "18"]);
@@ -823,7 +824,7 @@ fn regression_a_retry_the_run_cannot_send_for_its_request_cap_is_closed_not_run(
 }
 
 #[test]
-fn regression_a_retry_the_run_cannot_send_for_its_budget_is_closed_not_run() {
+fn a_retry_the_run_cannot_send_for_its_budget_is_closed_not_run() {
     let server = first_request_lost();
     let env = Env::new(&server);
     // A cap with room for the first trial's reserve and not for a second reserve beside it.
@@ -845,7 +846,7 @@ fn regression_a_retry_the_run_cannot_send_for_its_budget_is_closed_not_run() {
 }
 
 #[test]
-fn regression_a_retry_the_run_cannot_send_after_a_cancel_is_closed_not_run() {
+fn a_retry_the_run_cannot_send_after_a_cancel_is_closed_not_run() {
     // A run paused with one unknown, a retry planned, then cancelled while no process runs it.
     let server = first_request_lost();
     let env = Env::new(&server);
@@ -891,7 +892,7 @@ fn regression_a_retry_the_run_cannot_send_after_a_cancel_is_closed_not_run() {
 }
 
 #[test]
-fn regression_a_retry_the_run_cannot_send_in_its_time_is_closed_not_run() {
+fn a_retry_the_run_cannot_send_in_its_time_is_closed_not_run() {
     let server = first_request_lost();
     let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
@@ -912,7 +913,7 @@ fn regression_a_retry_the_run_cannot_send_in_its_time_is_closed_not_run() {
 }
 
 #[test]
-fn regression_status_shows_a_planned_run_and_its_bounds_before_any_run() {
+fn status_shows_a_planned_run_and_its_bounds_before_any_run() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4", "--max-requests", "30"]);
@@ -952,7 +953,7 @@ fn regression_status_shows_a_planned_run_and_its_bounds_before_any_run() {
 }
 
 #[test]
-fn regression_the_time_limit_bounds_executing_time_across_invocations() {
+fn the_time_limit_bounds_executing_time_across_invocations() {
     let server =
         ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(2000)))
             .unwrap();
@@ -998,7 +999,7 @@ fn regression_the_time_limit_bounds_executing_time_across_invocations() {
 }
 
 #[test]
-fn regression_attempt_ids_differ_across_state_directories() {
+fn attempt_ids_differ_across_state_directories() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let one = Env::new(&server);
     let two = Env::new(&server);
@@ -1036,7 +1037,7 @@ fn regression_attempt_ids_differ_across_state_directories() {
 }
 
 #[test]
-fn regression_run_accepts_id_prefixes_and_cancel_on_a_finished_run_says_so() {
+fn run_accepts_id_prefixes_and_cancel_on_a_finished_run_says_so() {
     let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
     let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
@@ -1065,7 +1066,7 @@ fn regression_run_accepts_id_prefixes_and_cancel_on_a_finished_run_says_so() {
 }
 
 #[test]
-fn regression_status_tells_a_live_run_from_an_interrupted_one() {
+fn status_tells_a_live_run_from_an_interrupted_one() {
     let server = hang_at(2);
     let env = Env::new(&server);
     let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
@@ -1215,7 +1216,7 @@ fn a_crash_between_the_answer_and_its_verdict_scores_the_stored_answer_on_restar
 }
 
 #[test]
-fn regression_a_purge_between_an_answer_and_its_verdict_keeps_that_answer_for_the_resume() {
+fn a_purge_between_an_answer_and_its_verdict_keeps_that_answer_for_the_resume() {
     let (env, run, server, _usage, summary) = crash_at("after_result", |env, run, _server| {
         // Everything is past retention: the answer not scored yet must stay all the same.
         let purge = env.json(&["purge", "--older-than", "0d", "--json"]);
@@ -1273,4 +1274,184 @@ fn status_beside_a_live_run_never_fails_nor_disturbs_it() {
     let status = env.json(&["status", "--json"]);
     assert_eq!(status["executed"], 18);
     assert_eq!(server.requests().len(), 18);
+}
+
+#[test]
+fn plan_prints_the_true_request_bound_counting_automatic_retries() {
+    // Given a provider that turns every request away with a 429 (which costs nothing)
+    let server = ScriptedServer::start(|_| Reply::Status(429)).unwrap();
+    let env = Env::new(&server).backoff_scale("0");
+    // When 18 trials are planned under a cap of 60 requests
+    let plan = env.plan_doc(&[
+        "--reps",
+        "1",
+        "--seed",
+        "7",
+        "--cap-usd",
+        "4",
+        "--max-requests",
+        "60",
+    ]);
+    // Then the bound is min(60, 18 × (1 + 3 automatic retries)) = 60, not 18
+    assert_eq!(plan["trials"], 18);
+    assert_eq!(plan["totals"]["max_requests"], 60);
+    let (code, text, _) = support::plan_outcome(
+        &env,
+        &[
+            "--reps",
+            "1",
+            "--seed",
+            "7",
+            "--cap-usd",
+            "4",
+            "--max-requests",
+            "100",
+        ],
+    );
+    assert_eq!(code, Some(0));
+    assert!(
+        text.contains("requests  at most 72 (cap 100 per run; up to 3 automatic retries per trial of rate-limited or overloaded requests, which cost nothing, count against it)\n"),
+        "{text}"
+    );
+    // And the run really sends more than one request per trial, never more than the bound
+    let run = plan["run"].as_str().unwrap();
+    let out = env.run(&["run", "--manifest", run, "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sent = server.requests().len();
+    assert!(sent > 18 && sent <= 60, "{sent} requests sent");
+}
+
+#[test]
+fn status_shows_the_request_bound_plan_printed() {
+    let server = ScriptedServer::start(|_| Reply::Status(500)).unwrap();
+    let env = Env::new(&server);
+    let args = env.plan_args(&["--seed", "7", "--reps", "1", "--cap-usd", "4"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let plan = output_text(&env.run(&args));
+    let bound = plan
+        .lines()
+        .find_map(|l| l.strip_prefix("requests  at most "))
+        .and_then(|l| l.split(' ').next())
+        .unwrap_or_else(|| panic!("{plan}"))
+        .to_owned();
+    let status = output_text(&env.run(&["status"]));
+    assert!(
+        status.contains(&format!("bounds   at most {bound} requests,")),
+        "plan: {bound}\n{status}"
+    );
+}
+
+#[test]
+fn the_local_demo_prints_the_bounds_that_apply_not_a_dollar_cap() {
+    let server = ScriptedServer::start(|_| Reply::Answer("I cannot decode this.".into())).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_skilltrial"))
+        .args([
+            "demo",
+            "--model-name",
+            "foo",
+            "--yes",
+            "--reps",
+            "1",
+            "--home",
+        ])
+        .arg(dir.path().join("home"))
+        .current_dir(support::root())
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url()))
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let all = output_text(&out);
+    assert!(
+        all.contains(
+            "model: openai-compatible-local (foo), no monetary cap (unpriced profile): at most 100 requests and 5000000 tokens"
+        ),
+        "{all}"
+    );
+    assert!(!all.contains("budget cap $"), "{all}");
+}
+
+#[test]
+fn every_command_takes_the_run_id_as_plan_prints_it() {
+    let server = ScriptedServer::start(|r| Reply::Answer(scripted_answer(r))).unwrap();
+    let env = Env::new(&server).backoff_scale("0");
+    let plan = env.plan_doc(&["--reps", "1", "--seed", "7", "--cap-usd", "4"]);
+    let printed = plan["manifest_hash"].as_str().unwrap().to_owned();
+    let run = plan["run"].as_str().unwrap().to_owned();
+    assert_eq!(printed, format!("sha256:{run}"));
+    let dry = env.json(&["run", "--manifest", &printed, "--dry-run", "--json"]);
+    assert_eq!(dry["run"], run.as_str());
+    assert_eq!(
+        env.json(&["status", &printed, "--json"])["run"],
+        run.as_str()
+    );
+    let summary = env.json(&["run", "--manifest", &printed, "--json"]);
+    assert_eq!(summary["status"], "finished");
+    let out_dir = env.dir.path().join("r");
+    let report = env.json(&[
+        "report",
+        &printed,
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(report["manifest_hash"], printed.as_str());
+    assert_eq!(
+        env.json(&["recheck", &printed, "--json"])["run"],
+        run.as_str()
+    );
+    // Both forms name the same run, so compare refuses it as a run compared with itself.
+    let (code, _, stderr) = support::outcome(env.run(&["compare", &printed, &run]));
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        stderr,
+        format!(
+            "error: both arguments name run {}: comparing a run with itself says nothing; give two different runs\n",
+            &run[..12]
+        )
+    );
+    // An uppercase hash is the same id.
+    let upper = format!("sha256:{}", run.to_uppercase());
+    assert_eq!(env.json(&["status", &upper, "--json"])["run"], run.as_str());
+    let (code, stdout, _) = support::outcome(env.run(&["cancel", &printed]));
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        stdout,
+        format!(
+            "run {} is already finished: nothing to cancel\n",
+            &run[..12]
+        )
+    );
+}
+
+#[test]
+fn run_held_by_another_process_is_an_environment_condition() {
+    let server = ScriptedServer::start(|_| Reply::Status(500)).unwrap();
+    let env = Env::new(&server);
+    let run = env.plan(&["--reps", "1", "--cap-usd", "4"]);
+    // Given another process holding the run's lock
+    let locks = env.home().join("locks");
+    std::fs::create_dir_all(&locks).unwrap();
+    let held = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(locks.join(format!("{run}.lock")))
+        .unwrap();
+    held.lock().unwrap();
+    let out = env.run(&["run", "--manifest", &run]);
+    assert_eq!(out.status.code(), Some(2), "{}", output_text(&out));
+    assert!(
+        output_text(&out).contains("is being run by another skilltrial process"),
+        "{}",
+        output_text(&out)
+    );
+    assert!(server.requests().is_empty());
 }

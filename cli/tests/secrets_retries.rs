@@ -64,7 +64,7 @@ fn chain_of(report: &Value, attempt: &str) -> Vec<Value> {
 }
 
 #[test]
-fn regression_a_key_quoted_by_the_provider_never_reaches_any_file() {
+fn a_key_quoted_by_the_provider_never_reaches_any_file() {
     // Given a provider (or a gateway in front of it) that quotes the key back: in an error body,
     // in a success body, in a kept header, with the key straddling the error text's truncation
     // point, and in part
@@ -169,7 +169,7 @@ fn recording(
 }
 
 #[test]
-fn regression_a_429_with_retry_after_is_retried_once_as_a_new_attempt_after_the_asked_wait() {
+fn a_429_with_retry_after_is_retried_once_as_a_new_attempt_after_the_asked_wait() {
     // Given a provider that answers the first request 429 with `retry-after: 10` (seconds)
     let arrivals: Arrivals = Arc::default();
     let server = recording(&arrivals, |r, _| {
@@ -223,7 +223,7 @@ fn regression_a_429_with_retry_after_is_retried_once_as_a_new_attempt_after_the_
 }
 
 #[test]
-fn regression_529_every_time_gives_up_after_three_retries_and_resolve_retry_takes_it() {
+fn overloaded_529_every_time_gives_up_after_three_retries_and_resolve_retry_takes_it() {
     // Given a provider overloaded (529, no retry-after) for one trial for as long as it is asked
     let arrivals: Arrivals = Arc::default();
     let overloaded = Arc::new(std::sync::atomic::AtomicBool::new(true));
@@ -319,7 +319,7 @@ fn regression_529_every_time_gives_up_after_three_retries_and_resolve_retry_take
 }
 
 #[test]
-fn regression_a_cut_connection_is_unknown_and_never_retried_automatically() {
+fn a_cut_connection_is_unknown_and_never_retried_automatically() {
     let arrivals: Arrivals = Arc::default();
     let server = recording(&arrivals, |r, _| {
         if r.index == 0 {
@@ -449,7 +449,7 @@ fn every_fault_becomes_exactly_its_outcome_with_its_reserve() {
 }
 
 #[test]
-fn regression_a_cancel_during_a_retry_wait_ends_it_and_leaves_nothing_planned() {
+fn a_cancel_during_a_retry_wait_ends_it_and_leaves_nothing_planned() {
     // Given a provider that asks for a 30-second wait on the first request
     let arrivals: Arrivals = Arc::default();
     let server = recording(&arrivals, |r, _| {

@@ -237,8 +237,8 @@ fn the_page_plans_the_manifest_the_cli_plans_from_the_same_inputs() {
     assert!(err.contains("bundle empty was rejected"), "{err}");
 }
 
-/// Issue #29, point 6: on the page the budget cap bounds what leaves the wallet, the runner's
-/// fees included (a 0.000001 SOL cap was accepted beside a 0.0125 SOL escrow).
+/// On the page the budget cap bounds what leaves the wallet, the runner's fees included (a 0.000001
+/// SOL cap was accepted beside a 0.0125 SOL escrow).
 #[test]
 fn the_pages_cap_bounds_the_escrow_fees_included_and_a_cap_below_the_fees_is_refused() {
     let a = workspace_root().join("fixtures/bundles/solana-reader-1.4.2");

@@ -1,7 +1,7 @@
 //! Bundle import benchmark: prints wall time and peak memory, asserts nothing.
 //!
-//! Scenarios (issue 2's targets: < 50 ms and < 32 MiB peak RSS each; memory must not grow with
-//! what a bomb claims):
+//! Scenarios (targets: < 50 ms and < 32 MiB peak RSS each; memory must not grow with what a bomb
+//! claims):
 //! - a valid 5 MiB / 100-file bundle, as a ZIP and as a folder;
 //! - a bomb that would inflate to 1 GiB, with honest headers and with headers claiming 1 KiB.
 //!

@@ -172,7 +172,7 @@ mod tests {
         );
     }
 
-    /// Regression (#28): a path holding a newline forged a line of the listing (a pack upload
+    /// Regression: a path holding a newline forged a line of the listing (a pack upload
     /// with `x\n<hex> <size> golden.json` listed a file it did not hold). Import refuses such
     /// paths; the listing escapes them anyway, one line per file.
     #[test]

@@ -123,7 +123,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn regression_placeholders_inside_a_bundle_are_not_expanded() {
+    fn placeholders_inside_a_bundle_are_not_expanded() {
         let pack = crate::pack::open("solana-core@1.0.3").unwrap();
         let task = pack.task("acct-usdc-mint").unwrap();
         let mut files = vec![(

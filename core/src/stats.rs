@@ -325,9 +325,9 @@ mod tests {
     }
 
     #[test]
-    fn regression_a_p_value_reads_as_a_number_scientific_where_small() {
+    fn a_p_value_reads_as_a_number_scientific_where_small() {
         let r = |num, den| Fraction { num, den }.readable();
-        // The larger pack's p and Holm p (issue #29: printed as 1/35184372088832).
+        // The larger pack's p and Holm p (1/2^45 and 3/2^45) read as numbers, not as fractions.
         assert_eq!(r(1, 1 << 45), "2.8e-14");
         assert_eq!(r(3, 1 << 45), "8.5e-14");
         assert_eq!(r(1, 1 << 35), "2.9e-11");

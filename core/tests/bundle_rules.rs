@@ -494,7 +494,7 @@ fn flags_grader_invisible_external_and_lint_with_file_and_line() {
 }
 
 #[test]
-fn regression_case_conflict_between_a_file_and_a_folder() {
+fn case_conflict_between_a_file_and_a_folder() {
     let codes = codes_of_zip(&[
         skill(),
         Entry::stored("README", b"1"),
@@ -507,7 +507,7 @@ fn regression_case_conflict_between_a_file_and_a_folder() {
 }
 
 #[test]
-fn regression_zip_hidden_behind_junk_is_a_nested_archive() {
+fn zip_hidden_behind_junk_is_a_nested_archive() {
     let mut polyglot = b"\0JUNK".to_vec();
     polyglot.extend_from_slice(&zip_of(&[("payload.sh", b"echo pwned")]));
     let codes = codes_of_zip(&[skill(), Entry::stored("data.bin", &polyglot)]);
@@ -518,7 +518,7 @@ fn regression_zip_hidden_behind_junk_is_a_nested_archive() {
 }
 
 #[test]
-fn regression_raw_zip_name_is_checked_even_with_a_unicode_path_field() {
+fn raw_zip_name_is_checked_even_with_a_unicode_path_field() {
     // Given an entry whose raw name climbs out but whose Info-ZIP Unicode Path field says ok.md
     let raw = b"../../evil.md";
     let mut crc = flate2::Crc::new();

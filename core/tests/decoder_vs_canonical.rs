@@ -316,7 +316,7 @@ fn transactions_match_solana_transaction_deserialization() {
 #[test]
 fn v0_account_index_space_is_static_then_loaded_writable_then_readonly() {
     let ours = transaction::decode_response(&response("tx-v0-alt-usdc")).unwrap();
-    // 7 static + 4 writable + 4 readonly = 15, the length of preBalances (FACTS.md §2).
+    // 7 static + 4 writable + 4 readonly = 15, the length of preBalances.
     assert_eq!(ours.account_keys.len(), 15);
     assert_eq!(
         ours.account_keys[7].to_string(),

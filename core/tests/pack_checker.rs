@@ -158,7 +158,7 @@ fn every_golden_answer_passes_and_every_known_wrong_gets_its_reasons() {
 }
 
 #[test]
-fn regression_stale_authority_bytes_are_never_an_authority() {
+fn stale_authority_bytes_are_never_an_authority() {
     // Guards the COption trap: FZYEg's zero tags hide stale key bytes.
     let p = pack();
     let g = golden(&p, "acct-t22-fzyeg-mint");
@@ -274,7 +274,7 @@ fn verdict_of(task: &str, answer: &Value) -> checker::Verdict {
 }
 
 #[test]
-fn regression_review_loopholes_no_longer_pass() {
+fn extra_duplicated_or_respelled_fields_in_a_golden_answer_do_not_pass() {
     let p = pack();
     // Extensions claimed on a classic SPL mint
     let mut a = golden(&p, "acct-usdc-mint");
@@ -336,10 +336,10 @@ fn regression_review_loopholes_no_longer_pass() {
     );
 }
 
-/// Defect #8: for a program the pack does not decode, the prompt asks for `"instruction": null`.
-/// A name invented for it used to pass; it is now a wrong instruction.
+/// For a program the pack does not decode, the prompt asks for `"instruction": null`. A name
+/// invented for it used to pass; it is now a wrong instruction.
 #[test]
-fn regression_a_name_for_an_undecoded_program_is_a_wrong_instruction() {
+fn a_name_for_an_undecoded_program_is_a_wrong_instruction() {
     let p = pack();
     let g = golden(&p, "tx-v0-alt-usdc");
     assert_eq!(g["instructions"][2]["instruction"], Value::Null);
@@ -396,7 +396,7 @@ fn a_dropped_transaction_instruction_shifts_the_rest() {
 /// A whole-token amount is not an amount in atomic units: the message names the value the
 /// answer gave, and the detail carries it (it said "not a string" and showed nothing).
 #[test]
-fn regression_a_decimal_fraction_amount_is_named_in_the_violation() {
+fn a_decimal_fraction_amount_is_named_in_the_violation() {
     let p = pack();
     let mut plan = golden(&p, "plan-usdc-transfer");
     plan["amount_atomic"] = json!("12.5");
@@ -422,7 +422,7 @@ fn regression_a_decimal_fraction_amount_is_named_in_the_violation() {
 }
 
 #[test]
-fn regression_prose_and_stray_values_do_not_change_a_verdict() {
+fn prose_and_stray_values_do_not_change_a_verdict() {
     let p = pack();
     // Notes that mention sending are prose, not a send step
     let mut plan = golden(&p, "plan-usdc-transfer");
@@ -470,9 +470,9 @@ fn a_folder_cannot_stand_in_for_a_released_pack() {
     assert_eq!(std::env::current_dir().unwrap(), cwd);
 }
 
-/// Regression (#28): a pack's paths were never checked, so an upload could hold `../../x`, an
-/// absolute path, a NUL, or a newline forging a line of the stored listing. A pack's paths now
-/// follow a bundle's rules, and the refusal names the path, escaped.
+/// Regression: a pack's paths were never checked, so an upload could hold `../../x`, an absolute
+/// path, a NUL, or a newline forging a line of the stored listing. A pack's paths now follow a
+/// bundle's rules, and the refusal names the path, escaped.
 #[test]
 fn a_pack_path_follows_a_bundles_rules() {
     // Given the released pack's files, each with one hostile path added
@@ -572,7 +572,7 @@ fn no_prompt_of_any_arm_carries_an_expected_answer() {
 /// sent transaction in a plan under any of its usual names, and a second object beside the
 /// fenced answer are never a pass.
 #[test]
-fn regression_named_unknown_programs_serialized_plans_and_prose_objects_do_not_pass() {
+fn named_unknown_programs_serialized_plans_and_prose_objects_do_not_pass() {
     let p = pack();
     let tx = p.task("tx-v0-alt-usdc").unwrap();
     let mut answer = golden(&p, "tx-v0-alt-usdc");

@@ -1,7 +1,7 @@
 //! The report format is pinned: committed `skilltrial-report-v2` files, written by the untyped
-//! builder before the report was typed (issue #10), read into the typed `Report` and written back
-//! give the same canonical bytes and the same hashes. If this fails, the hash changed meaning:
-//! bump `FORMAT` deliberately instead of accepting it.
+//! builder before the report was typed, read into the typed `Report` and written back give the same
+//! canonical bytes and the same hashes. If this fails, the hash changed meaning: bump `FORMAT`
+//! deliberately instead of accepting it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use serde_json::Value;
@@ -21,7 +21,7 @@ const FIXTURES: [(&str, &str); 3] = [
 ];
 
 #[test]
-fn regression_a_v2_report_reads_into_the_type_and_writes_back_byte_for_byte() {
+fn a_v2_report_reads_into_the_type_and_writes_back_byte_for_byte() {
     for (name, text) in FIXTURES {
         // Given a report file written before the report was typed ...
         let document: Value = serde_json::from_str(text).unwrap();
@@ -49,7 +49,7 @@ fn regression_a_v2_report_reads_into_the_type_and_writes_back_byte_for_byte() {
 }
 
 #[test]
-fn regression_a_document_the_type_would_write_differently_is_not_a_report() {
+fn a_document_the_type_would_write_differently_is_not_a_report() {
     let text = FIXTURES[0].1;
     let document: Value = serde_json::from_str(text).unwrap();
     // An unknown member: it would escape the typed hash.

@@ -127,7 +127,7 @@ fn the_request_body_is_what_gets_hashed_and_holds_no_key() {
 }
 
 #[test]
-fn regression_a_base_url_ending_in_v1_is_not_doubled() {
+fn a_base_url_ending_in_v1_is_not_doubled() {
     let server = ScriptedServer::start(|_| Reply::Answer("ok".into())).unwrap();
     for base in [
         format!("{}/v1", server.url()),
@@ -382,7 +382,7 @@ fn keyed(url: &str) -> Vec<Box<dyn Provider>> {
 }
 
 #[test]
-fn regression_a_key_straddling_the_error_text_limit_leaves_no_piece() {
+fn a_key_straddling_the_error_text_limit_leaves_no_piece() {
     // Filler before the key moves it across the 300 characters kept of an error body, one
     // character at a time: no 8-character piece of it survives at any offset.
     for pad in 230..=300 {
@@ -408,7 +408,7 @@ fn regression_a_key_straddling_the_error_text_limit_leaves_no_piece() {
 }
 
 #[test]
-fn regression_a_key_echoed_in_a_body_or_a_kept_header_is_scrubbed() {
+fn a_key_echoed_in_a_body_or_a_kept_header_is_scrubbed() {
     for reply in [
         Reply::EchoKeyInBody("the answer".into()),
         Reply::EchoKeyInHeader("the answer".into()),
@@ -473,7 +473,7 @@ fn retry_after_reaches_the_caller_in_seconds_or_milliseconds() {
 }
 
 #[test]
-fn regression_a_timeout_is_unknown_and_never_retried_by_the_engine() {
+fn a_timeout_is_unknown_and_never_retried_by_the_engine() {
     use skilltrial_engine::engine::{self, RunOptions};
     use skilltrial_engine::home::Layout;
     use skilltrial_engine::journal::Journal;

@@ -21,7 +21,7 @@
 //!
 //! Venues ([`Venue`]): [`LocalPool`], the constant-product pool program of a local validator
 //! (`programs/venue`), and [`Jupiter`], Jupiter's Swap API v2 `/build` route for public
-//! clusters (raw instructions and lookup tables; see `shared/data/solana/FACTS.md` §4).
+//! clusters (raw instructions and lookup tables).
 //!
 //! A route is someone else's instructions, so it is proven before signing ([`check_route`],
 //! docs/runner.md "Buyback routes"): only the instructions a swap needs, each decoded (one

@@ -1389,7 +1389,7 @@ mod tests {
         ]
     }
 
-    /// Regression (V2-L5): every settle refusal was `Fatal`. Each is now read by its program
+    /// Regression: every settle refusal was `Fatal`. Each is now read by its program
     /// code, as the three places the sender finds it write it.
     #[test]
     fn settle_refusals_are_classified_by_their_program_code() {
@@ -1436,7 +1436,7 @@ mod tests {
         assert_eq!(program_code("custom program error: 0x"), None);
     }
 
-    /// #29 point 4: a report kept from a finalize attempt that never signed is sealed anew when
+    /// A report kept from a finalize attempt that never signed is sealed anew when
     /// a batch settled again since (its signature, or the batches, differ); once a finalize
     /// with the kept report's hash was signed and may land, that report stands.
     #[test]
@@ -1503,7 +1503,7 @@ mod tests {
         assert_eq!(reconcile(&[], &applied(&[])), Reconciled::Agrees);
     }
 
-    /// Regression (acceptance H1): after a fork was abandoned the account held 2 of 6 batches
+    /// Regression: after a fork was abandoned the account held 2 of 6 batches
     /// the outbox saw land, and the daemon finalized a report claiming all 6.
     #[test]
     fn an_account_holding_a_prefix_is_missing_the_rest() {

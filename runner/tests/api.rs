@@ -279,8 +279,8 @@ fn sign_in_sessions_and_uploads_over_http() {
     let (status, _) = verify("not a sign-in", &wallet, &me);
     assert_eq!(status, 401);
     // A nonce this daemon never issued, or another wallet's, or one whose issue time was
-    // moved, signed by a wallet in an otherwise perfect message: refused (acceptance F2: nonces
-    // are authenticated, not stored).
+    // moved, signed by a wallet in an otherwise perfect message: refused (nonces are
+    // authenticated, not stored).
     let c = challenge(&wallet);
     let message = c["message"].as_str().unwrap();
     let nonce = c["nonce"].as_str().unwrap();
@@ -454,10 +454,9 @@ fn within<T: Send + 'static>(secs: u64, what: &str, f: impl FnOnce() -> T + Send
         .unwrap_or_else(|_| panic!("{what}: no answer in {secs} s (the daemon is stuck)"))
 }
 
-/// Regression (acceptance C1): a second `POST /v1/runs` for a run already registered (a re-run
-/// `submit`) held the state's lock while it built the answer, deadlocking every request that
-/// touches the state. It must answer the existing run's view, and the daemon must keep
-/// answering.
+/// Regression: a second `POST /v1/runs` for a run already registered (a re-run `submit`) held the
+/// state's lock while it built the answer, deadlocking every request that touches the state. It
+/// must answer the existing run's view, and the daemon must keep answering.
 #[test]
 fn registering_a_registered_run_again_answers_its_view_and_the_daemon_stays_responsive() {
     // Given a daemon with a run of this wallet already registered.
@@ -558,9 +557,9 @@ fn upload(client: &Client, m: &Manifest) -> (u16, String) {
     }
 }
 
-/// Regression (acceptance C2 and M5): the daemon took any pinned SOL/USD rate (the user chose
-/// what the operator is repaid) and any bounds (`max_output_tokens` 1e9, a 0 cap, a 1e12 ms
-/// request timeout, …) in a manifest `plan` would never write.
+/// Regression: the daemon took any pinned SOL/USD rate (the user chose what the operator is repaid)
+/// and any bounds (`max_output_tokens` 1e9, a 0 cap, a 1e12 ms request timeout, …) in a manifest
+/// `plan` would never write.
 #[test]
 fn a_manifest_is_admitted_only_at_the_operators_rate_and_within_plans_bounds() {
     // Given a daemon repaid at $150/SOL ± 2 %, and a wallet that uploaded a plan's inputs.
@@ -649,10 +648,9 @@ fn a_manifest_is_admitted_only_at_the_operators_rate_and_within_plans_bounds() {
     }
 }
 
-/// Regression (acceptance H2, L2): bundles of 101 to 40 000 files and of 30 MB were stored
-/// (a 2 000 000-entry body pinned a CPU for minutes), and a body over a route's limit got a
-/// plain-text 413. Trees are held to `validate`'s limits before they are decoded or stored,
-/// and every refusal is the API's JSON.
+/// Regression: bundles of 101 to 40 000 files and of 30 MB were stored (a 2 000 000-entry body
+/// pinned a CPU for minutes), and a body over a route's limit got a plain-text 413. Trees are held
+/// to `validate`'s limits before they are decoded or stored, and every refusal is the API's JSON.
 #[test]
 fn tree_uploads_are_held_to_validates_limits_and_refusals_are_json() {
     // Given a signed-in wallet.
@@ -751,9 +749,9 @@ fn check(base: &url::Url, token: &str, manifest: &str, deadline_secs: i64) -> (u
     (response.status().as_u16(), response.json().unwrap())
 }
 
-/// Regression (acceptance H3): `submit` escrowed before the runner agreed, so a refusal (a
-/// deadline too short, a run already finalized) left the money locked. The check it now asks
-/// first runs every check of a registration but the Run account's.
+/// Regression: `submit` escrowed before the runner agreed, so a refusal (a deadline too short, a
+/// run already finalized) left the money locked. The check it now asks first runs every check of a
+/// registration but the Run account's.
 #[test]
 fn the_check_before_the_escrow_refuses_what_registration_would() {
     // Given a wallet with one run finalized and one executing on this runner.
@@ -805,8 +803,7 @@ fn the_check_before_the_escrow_refuses_what_registration_would() {
     assert_eq!(status, 503, "{doc}");
 
     // Another wallet that knows the hash (it is public on-chain) but uploaded nothing cannot
-    // check, register or upload the manifest: a hash alone never runs another wallet's skill
-    // (acceptance F3).
+    // check, register or upload the manifest: a hash alone never runs another wallet's skill.
     let mut other = Client::new(&served.base).unwrap();
     let other_token = other.sign_in(&Keypair::new()).unwrap().token;
     let (status, doc) = check(base, &other_token, &hash, 3600);
@@ -826,9 +823,9 @@ fn the_check_before_the_escrow_refuses_what_registration_would() {
     assert_eq!(status, 503, "{doc}");
 }
 
-/// Regression (acceptance M1): a `status --remote --follow` client kept the daemon from
-/// stopping on Ctrl-C or SIGTERM (graceful shutdown waited for its open event stream, kept
-/// alive every 15 s). On a stop every stream gets a last `notice` and ends.
+/// Regression: a `status --remote --follow` client kept the daemon from stopping on Ctrl-C or
+/// SIGTERM (graceful shutdown waited for its open event stream, kept alive every 15 s). On a stop
+/// every stream gets a last `notice` and ends.
 #[test]
 fn stopping_ends_the_event_streams_and_the_daemon_exits_with_a_follower_connected() {
     // Given a daemon serving a run of this wallet (nothing executes: max_runs 0), followed.
@@ -1007,10 +1004,10 @@ fn the_new_run_page_is_served_under_its_policy_and_its_chain_routes_need_a_sessi
     refused_with(status, &body, 503, "the cluster did not answer");
 }
 
-/// Regression (#28, point 10): a pack upload's paths were never checked (`../../x`, an absolute
-/// path, a NUL, and a newline that forged a line of the stored listing were all stored), and a
-/// wallet could run a manifest on a pack another wallet uploaded. A pack's paths now follow a
-/// bundle's rules, and a manifest runs only on a pack its wallet uploaded.
+/// Regression: a pack upload's paths were never checked (`../../x`, an absolute path, a NUL, and a
+/// newline that forged a line of the stored listing were all stored), and a wallet could run a
+/// manifest on a pack another wallet uploaded. A pack's paths now follow a bundle's rules, and a
+/// manifest runs only on a pack its wallet uploaded.
 #[test]
 fn a_pack_upload_follows_a_bundles_path_rules_and_belongs_to_its_uploader() {
     // Given a daemon and a wallet holding the released pack's files.
@@ -1165,11 +1162,11 @@ fn refused_and_closed(stream: &mut TcpStream, status: u16, code: &str) -> Raw {
     raw
 }
 
-/// Regression (#28, point 11): an unauthenticated 20 MiB body was read whole before its `401`
-/// (six at once took the daemon from 118 to 207 MB), a chunked body was read to the route's
-/// largest limit, a slow body was waited for without end, and any number of uploads were read
-/// at once. Each is refused from its headers, or cut off, before the rest is read: the daemon
-/// answers while the client has sent only the start, and closes the connection.
+/// Regression: an unauthenticated 20 MiB body was read whole before its `401` (six at once took the
+/// daemon from 118 to 207 MB), a chunked body was read to the route's largest limit, a slow body
+/// was waited for without end, and any number of uploads were read at once. Each is refused from
+/// its headers, or cut off, before the rest is read: the daemon answers while the client has sent
+/// only the start, and closes the connection.
 #[test]
 fn hostile_bodies_are_refused_before_they_are_read() {
     // Given a daemon and a signed-in wallet.
@@ -1292,9 +1289,9 @@ fn hostile_bodies_are_refused_before_they_are_read() {
     refused_and_closed(&mut stream, 408, "timeout");
 }
 
-/// Regression (#28, point 11): any number of uploads were read at once, so N attackers could
-/// exhaust the daemon's memory. Beyond the bound, an upload is refused from its headers (`503
-/// busy`, `Retry-After`), and admitted again once a slot frees.
+/// Regression: any number of uploads were read at once, so N attackers could exhaust the daemon's
+/// memory. Beyond the bound, an upload is refused from its headers (`503 busy`, `Retry-After`), and
+/// admitted again once a slot frees.
 #[test]
 fn uploads_read_at_once_are_bounded() {
     // Given a daemon reading at most two uploads at once, and a signed-in wallet holding both
@@ -1386,10 +1383,10 @@ fn connect(base: &url::Url) -> TcpStream {
 
 const GET_INFO: &str = "GET /v1/info HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
 
-/// Regression (#28, point 11): axum's server set no deadline on a request's head, so a
-/// connection that sent half a head, sent it a byte at a time, or stayed idle after an answer
-/// held a socket and its memory for ever. Each is now closed at the head's deadline, a head over
-/// the bound is refused, and the daemon goes on answering.
+/// Regression: axum's server set no deadline on a request's head, so a connection that sent half a
+/// head, sent it a byte at a time, or stayed idle after an answer held a socket and its memory for
+/// ever. Each is now closed at the head's deadline, a head over the bound is refused, and the
+/// daemon goes on answering.
 #[test]
 fn a_head_sent_slowly_or_never_and_an_idle_connection_are_closed_at_the_heads_deadline() {
     // Given a daemon that waits 2 s for a request's head.
@@ -1462,9 +1459,9 @@ fn a_head_sent_slowly_or_never_and_an_idle_connection_are_closed_at_the_heads_de
     assert_eq!(info.unwrap().chain_id, "localnet");
 }
 
-/// Regression (#28, point 11): axum's server accepted every connection, so connections held
-/// open took sockets and memory without bound. Past the bound a connection waits, unread, and
-/// is served once another ends; the daemon answers as before afterwards.
+/// Regression: axum's server accepted every connection, so connections held open took sockets and
+/// memory without bound. Past the bound a connection waits, unread, and is served once another
+/// ends; the daemon answers as before afterwards.
 #[test]
 fn connections_past_the_bound_wait_until_one_ends_and_are_then_served() {
     // Given a daemon serving two connections at once (each may idle for two minutes), and two

@@ -210,10 +210,10 @@ fn refusal(answer: &Value) -> String {
     }
 }
 
-/// V2-M2, point 2: System instructions that name only the runner, as a writable signer. Today's
-/// main let them through (its filter looked only at writable non-signers): `Assign` hands the
-/// hot key's lamports to another program, `Allocate` and `CreateAccountAllowPrefund` give it
-/// data so it can no longer pay fees.
+/// System instructions that name only the runner, as a writable signer, are refused too (a filter
+/// that looked only at writable non-signers would let them through): `Assign` hands the hot
+/// key's lamports to another program, `Allocate` and `CreateAccountAllowPrefund` give it data so
+/// it can no longer pay fees.
 #[test]
 fn system_instructions_on_the_runner_s_own_key_are_refused() {
     let system = "11111111111111111111111111111111";
@@ -241,8 +241,8 @@ fn system_instructions_on_the_runner_s_own_key_are_refused() {
     }
 }
 
-/// V2-M2, point 4: a route that sets the transaction's compute-unit price spends the hot
-/// balance on priority fees; the daemon's sender sets the budget, a route never does.
+/// A route that sets the transaction's compute-unit price would spend the hot balance on
+/// priority fees; the daemon's sender sets the budget, a route never does.
 #[test]
 fn a_compute_budget_instruction_in_the_route_is_refused() {
     let mut price = vec![3u8];
@@ -257,7 +257,7 @@ fn a_compute_budget_instruction_in_the_route_is_refused() {
     assert!(error.contains("compute budget"), "{error}");
 }
 
-/// V2-M2, point 3: the amounts. The wrap moves exactly the lamports the fee vault releases, the
+/// The amounts of a route: the wrap moves exactly the lamports the fee vault releases, the
 /// swap's own arguments sell exactly those, and it delivers into the runner's account.
 #[test]
 fn a_route_that_wraps_more_swaps_more_or_delivers_elsewhere_is_refused() {

@@ -1,6 +1,6 @@
 //! The official Anchor TypeScript client (`@anchor-lang/core` 1.2 with `@solana/web3.js` 1.99,
-//! pinned by tests/anchor-client/package-lock.json) against `skilltrial localnet` and the
-//! committed IDL: what a Solana developer's own client sees (issue #29, point 1).
+//! pinned by tests/anchor-client/package-lock.json) against `skilltrial localnet` and the committed
+//! IDL: what a Solana developer's own client sees.
 
 use std::process::Command;
 

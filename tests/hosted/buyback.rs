@@ -195,9 +195,9 @@ pub fn buybacks_burn_what_the_fees_buy(net: &Localnet) {
     assert_eq!(after.burned, moved.burned + burned);
     assert_eq!(after.vault_lamports, moved.vault_lamports - lamports);
     assert_eq!(after.pool_sol, moved.pool_sol + lamports);
-    // The pool paid out exactly its quote; the two burns took it and everything held before:
-    // no $SKTRIAL stays on the runner's hot key (V2-L4; an earlier main burned the minimum only
-    // and left the rest, and the 12,345 held, in the account).
+    // The pool paid out exactly its quote; the two burns took it and everything held before: no
+    // $SKTRIAL stays on the runner's hot key (burning only the swap's minimum would leave the rest,
+    // and the 12,345 held, in the account).
     assert_eq!(after.pool_tokens, moved.pool_tokens - quoted);
     assert_eq!(after.supply, moved.supply - held - quoted);
     assert_eq!(after.runner_tokens, 0);
@@ -302,7 +302,7 @@ fn localnet_answer(runner: &Pubkey, mint: &Pubkey, lamports_in: u64) -> Value {
     })
 }
 
-/// V2-M2 through the real `runner buyback` against this validator: each hostile answer is
+/// Hostile Jupiter answers through the real `runner buyback` against this validator: each is
 /// refused with a reason that names what is wrong, and nothing is signed or sent (the runner's
 /// lamports and the fee vault's books do not move, and no transaction is sent).
 fn hostile_routes_are_refused_before_signing(net: &Localnet, mint: &Pubkey, lamports_in: u64) {
@@ -395,11 +395,11 @@ fn hostile_routes_are_refused_before_signing(net: &Localnet, mint: &Pubkey, lamp
     assert_eq!(net.balance(&runner), lamports_before);
 }
 
-/// V2-L6: the daemon's account creation and burn go through the mint's own token program. A
-/// Token-2022 mint made here gets the runner's Token-2022 associated account (today's main
-/// derived it under Token-2022 but asked the Token program to create it) and a burn through
-/// Token-2022 (the program refuses a burn through any other program than the account's owner).
-/// The localnet venue pool speaks classic Token only, so the swap itself is not run here.
+/// The daemon's account creation and burn go through the mint's own token program. A Token-2022
+/// mint made here gets the runner's Token-2022 associated account (derived under Token-2022 and
+/// created by Token-2022, not by the Token program) and a burn through Token-2022 (the program
+/// refuses a burn through any other program than the account's owner). The localnet venue pool
+/// speaks classic Token only, so the swap itself is not run here.
 fn a_token_2022_account_is_created_and_burned_through_token_2022(net: &Localnet) {
     let other = net.other();
     let runner = net.runner.pubkey();

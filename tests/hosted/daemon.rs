@@ -269,8 +269,8 @@ pub(crate) fn start_daemon_launch(
 /// cancel has landed.
 const HELD_FOR_KILL: usize = 5;
 const HELD_FOR_CANCEL: usize = 11;
-/// The model server refuses the operator's key on request 2 (acceptance M3): one request more
-/// before the cancel, so that as many trials are answered before it as without the refusal.
+/// The model server refuses the operator's key on request 2: one request more before the cancel, so
+/// that as many trials are answered before it as without the refusal.
 const KEY_REFUSED: usize = 2;
 
 /// Waits until the model server has received `count` requests; returns the attempt id of the
@@ -296,7 +296,7 @@ pub(crate) fn remote_status(net: &Localnet, daemon: &Daemon, run: &str) -> Value
     let out = status_command(net, daemon, run, &[]).output().unwrap();
     assert!(out.status.success(), "status --remote: {}", said(&out));
     let text = String::from_utf8(out.stdout).unwrap();
-    // One document on one line (acceptance L1).
+    // One document on one line.
     assert_eq!(text.lines().count(), 1, "{text}");
     serde_json::from_str(&text).unwrap()
 }
@@ -353,7 +353,7 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
     let user_0 = net.balance(&user.pubkey());
     let submit = submit_args(&manifest, &daemon.url);
     // Without --yes and without a terminal to ask on, `submit` refuses before it signs in,
-    // uploads or signs anything (acceptance L7).
+    // uploads or signs anything.
     let unapproved = net.cli(&net.user_keypair, &submit[..submit.len() - 1]);
     assert_eq!(unapproved.status.code(), Some(2), "{}", said(&unapproved));
     assert!(
@@ -374,8 +374,7 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
         submitted["escrow"]["signature"].as_str().unwrap(),
     );
 
-    // A second `submit` of the same manifest escrows nothing again: the runner says it has
-    // the run (acceptance C1, H3).
+    // A second `submit` of the same manifest escrows nothing again: the runner says it has the run.
     let again = net.cli_json(&net.user_keypair, &submit);
     assert_eq!(again["already_registered"], true, "{again}");
     assert_eq!(again["run"], run.as_str());
@@ -404,7 +403,7 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
     );
 
     // A follower connected before the kill goes on through it: it reconnects from the last
-    // event it saw once the daemon is back, and ends with the run (acceptance L10).
+    // event it saw once the daemon is back, and ends with the run.
     let (follower, follower_lines) = follow_in_background(net, &daemon, &run);
     let first = follower_lines
         .recv_timeout(std::time::Duration::from_secs(120))
@@ -467,9 +466,9 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
         "the follower through the kill saw the run to its last event"
     );
 
-    // --- a report whose settlement is not the Run account's is refused, naming each field,
-    // and nothing is written, even when its own hashes recompute (acceptance H1): the daemon's
-    // kept report, re-sealed without its last batch.
+    // --- a report whose settlement is not the Run account's is refused, naming each field, and
+    // nothing is written, even when its own hashes recompute: the daemon's kept report, re-sealed
+    // without its last batch.
     let kept = state.join("runs").join(&run).join("report.json");
     let original = std::fs::read_to_string(&kept).unwrap();
     let mut short = Report::from_json(&original).unwrap();
@@ -525,7 +524,7 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
     let text = std::fs::read_to_string(out_dir.join("report.json")).unwrap();
     let report = Report::from_json(&text).unwrap();
     let settlement = report.settlement.clone().unwrap();
-    // Its warning says where it is kept: with the runner, for the run's wallet (acceptance L9).
+    // Its warning says where it is kept: with the runner, for the run's wallet.
     assert_eq!(report.warning, skilltrial_core::report::HOSTED_WARNING);
 
     // Every trial with an answer was settled exactly once; nothing else was.

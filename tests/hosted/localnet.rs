@@ -1,6 +1,6 @@
-//! `skilltrial localnet` itself (issue #29, point 2): where it listens, that a paused process is
-//! not taken for a dead validator, and that a validator that really crashes ends `localnet` with
-//! an error (so its clients see a closed port, not a cluster that only looks alive).
+//! `skilltrial localnet` itself: where it listens, that a paused process is not taken for a dead
+//! validator, and that a validator that really crashes ends `localnet` with an error (so its
+//! clients see a closed port, not a cluster that only looks alive).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
 use std::process::Command;

@@ -146,8 +146,8 @@ fn the_new_run_page_in_a_real_browser() {
     on_a_validator(&[], page::the_new_run_page_in_a_real_browser);
 }
 
-/// The page against a daemon started with `--demo-model` (issue #29, point 9): no key, no model
-/// server; only the labelled scripted profile is offered, a run completes, its report says so.
+/// The page against a daemon started with `--demo-model`: no key, no model server; only the
+/// labelled scripted profile is offered, a run completes, its report says so.
 #[test]
 fn the_new_run_page_on_a_demo_model_daemon() {
     if std::env::var("SKILLTRIAL_PROGRAM_LAYER").as_deref() == Ok("native") {
@@ -156,8 +156,8 @@ fn the_new_run_page_on_a_demo_model_daemon() {
     on_a_validator(&[], page::the_page_on_a_demo_model_daemon);
 }
 
-/// The daemon where it cannot do what was asked (issue #28, points 6 and 7): profiles it cannot
-/// call, a model it can no longer call, a settlement refused for the spending limit.
+/// The daemon where it cannot do what was asked: profiles it cannot call, a model it can no longer
+/// call, a settlement refused for the spending limit.
 #[test]
 fn the_runner_daemon_serves_what_it_can_and_settles_through_refusals() {
     if std::env::var("SKILLTRIAL_PROGRAM_LAYER").as_deref() == Ok("native") {
@@ -184,8 +184,8 @@ fn the_official_anchor_client_round_trips_on_localnet() {
     );
 }
 
-/// `localnet --bind`, a pause that is no crash, and a real validator crash reported (issue #29,
-/// point 2). Not retried on a crash: crashing it is the point.
+/// `localnet --bind`, a pause that is no crash, and a real validator crash reported. Not retried on
+/// a crash: crashing it is the point.
 #[test]
 fn localnet_binds_where_told_and_reports_a_crashed_validator() {
     if std::env::var("SKILLTRIAL_PROGRAM_LAYER").as_deref() == Ok("native") {
@@ -195,8 +195,8 @@ fn localnet_binds_where_told_and_reports_a_crashed_validator() {
     localnet::binds_survives_a_pause_and_reports_a_crash();
 }
 
-/// A settlement refused for good (the Run's deadline passed first; issue #28, point 7). Apart
-/// from the rest: it waits about four minutes for the shortest deadline `submit` accepts.
+/// A settlement refused for good (the Run's deadline passed first). Apart from the rest: it waits
+/// about four minutes for the shortest deadline `submit` accepts.
 #[test]
 fn the_runner_daemon_finalizes_a_run_whose_deadline_passed_before_it_settled() {
     if std::env::var("SKILLTRIAL_PROGRAM_LAYER").as_deref() == Ok("native") {

@@ -1,6 +1,5 @@
-//! The runner daemon where it cannot do what was asked (issue #28, points 6 and 7), on a config
-//! of the test's own (`admin init`: a fee of 1 lamport, a spending limit of 50,000 lamports per
-//! 60 s):
+//! The runner daemon where it cannot do what was asked, on a config of the test's own
+//! (`admin init`: a fee of 1 lamport, a spending limit of 50,000 lamports per 60 s):
 //! - it offers and accepts only the profiles it can call, and refuses any other before the user
 //!   signs anything;
 //! - a run whose model it can no longer call (restarted without its key) is finalized with every
@@ -175,8 +174,8 @@ fn download(net: &Localnet, url: &url::Url, run: &str, dir: &Path) -> Report {
     Report::from_json(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
 }
 
-/// Regression (walk defect 1): the daemon offered built-in profiles it held no key for, and
-/// accepted runs on them; the user escrowed and saw "0 of 0" for ever.
+/// Regression: the daemon offered built-in profiles it held no key for, and accepted runs on them;
+/// the user escrowed and saw "0 of 0" for ever.
 pub fn only_the_profiles_it_can_call_are_offered(net: &Localnet) {
     let server = ScriptedServer::start(|_| Reply::Answer("I do not know.".to_owned())).unwrap();
     let profiles = net.dir.path().join("keyed-and-keyless-profiles.toml");
@@ -272,10 +271,10 @@ pub fn only_the_profiles_it_can_call_are_offered(net: &Localnet) {
     server.stop();
 }
 
-/// Regression (walk defect 2): restarted without its model key, the daemon left a registered
-/// run executing for ever — the worker built the provider before it read the run's status, so
-/// the user's cancel did nothing and `--follow` never ended. And (#28, point 6) the trials of
-/// such a run said `cancelled` when nobody had cancelled it: now they say why they were not run.
+/// Regression: restarted without its model key, the daemon left a registered run executing for ever
+/// — the worker built the provider before it read the run's status, so the user's cancel did
+/// nothing and `--follow` never ended. And the trials of such a run said `cancelled` when nobody
+/// had cancelled it: now they say why they were not run.
 pub fn a_run_whose_model_cannot_be_called_is_finalized(net: &Localnet) {
     let released = Arc::new(AtomicBool::new(false));
     let gate = Arc::clone(&released);
@@ -397,8 +396,8 @@ pub fn a_run_whose_model_cannot_be_called_is_finalized(net: &Localnet) {
     server.stop();
 }
 
-/// Regression (V2-L5): the daemon marked a run failed on any settle refusal, never finalized it,
-/// never charged its executed trials, and an exhausted spending limit failed every run in turn.
+/// Regression: the daemon marked a run failed on any settle refusal, never finalized it, never
+/// charged its executed trials, and an exhausted spending limit failed every run in turn.
 pub fn a_spent_limit_pauses_dispatch_and_the_run_settles_after(net: &Localnet) {
     // When each request arrived (Unix seconds).
     let arrivals = Arc::new(Mutex::new(Vec::new()));
@@ -504,13 +503,12 @@ pub fn a_spent_limit_pauses_dispatch_and_the_run_settles_after(net: &Localnet) {
     server.stop();
 }
 
-/// Regression (V2-L5, #28 point 7): a settlement the program refuses for good (`DeadlinePassed`:
-/// the Run's deadline came before the daemon could settle what ran) must not abandon the run.
-/// The refused batch is not charged and never sent again, nothing more is sent for the run, the
-/// Run is finalized with what had settled so that its owner takes the rest back, and the daemon
-/// goes on serving other runs. The deadline is the shortest `submit` accepts (4 minutes: one
-/// request's time, the settlement margins and the escrow's landing), so this scenario waits
-/// about that long.
+/// Regression: a settlement the program refuses for good (`DeadlinePassed`: the Run's deadline came
+/// before the daemon could settle what ran) must not abandon the run. The refused batch is not
+/// charged and never sent again, nothing more is sent for the run, the Run is finalized with what
+/// had settled so that its owner takes the rest back, and the daemon goes on serving other runs.
+/// The deadline is the shortest `submit` accepts (4 minutes: one request's time, the settlement
+/// margins and the escrow's landing), so this scenario waits about that long.
 pub fn a_run_past_its_deadline_keeps_what_settled_and_the_daemon_goes_on(net: &Localnet) {
     // Answers at once, but the eighth request and those after it wait for `released`.
     let released = Arc::new(AtomicBool::new(false));

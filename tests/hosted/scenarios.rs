@@ -696,9 +696,9 @@ fn open_on_a_pty(net: &Localnet, run: &str, answer: &str) -> Option<std::process
     )
 }
 
-/// Issue #29, point 10: `open` asks before it signs, a "n" there exits 0 having sent nothing,
-/// a "y" approves as "yes" does, and what `open` prints after escrowing promises no runner: a
-/// run is executed only once it is registered with one (`submit`).
+/// `open` asks before it signs, a "n" there exits 0 having sent nothing, a "y" approves as "yes"
+/// does, and what `open` prints after escrowing promises no runner: a run is executed only once it
+/// is registered with one (`submit`).
 pub fn open_asks_and_says_what_an_escrow_alone_leads_to(net: &Localnet) {
     let planned = plan_and_run(net, "6");
     let user = net.user().pubkey();

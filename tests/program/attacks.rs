@@ -770,10 +770,9 @@ async fn an_emptied_wallet_neither_blocks_finalize_nor_loses_its_refund() {
 }
 
 /// 6. The runner's spending limit counts everything a settle moves out of escrows — usage and
-///    fees — across runs (V2-M1): up to exactly the limit settles, one lamport more is refused
-///    (nothing moves), a trial at usage 0 is refused once the limit is reached (a leaked key
-///    cannot charge never-run trials' fees beyond it), and the period resets exactly at
-///    start + period.
+///    fees — across runs: up to exactly the limit settles, one lamport more is refused (nothing
+///    moves), a trial at usage 0 is refused once the limit is reached (a leaked key cannot
+///    charge never-run trials' fees beyond it), and the period resets exactly at start + period.
 #[tokio::test(flavor = "current_thread")]
 async fn the_spending_limit_counts_fees_spans_runs_and_resets_exactly_at_the_period_end() {
     const LIMIT: u64 = 900_000;

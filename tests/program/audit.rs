@@ -133,9 +133,9 @@ async fn a_hosted_report_agrees_with_the_run_account_it_was_settled_into() {
     assert_eq!(fields, ["report hash"]);
 }
 
-/// The anchor memo (issue #12's `skilltrial anchor`) as the real SPL Memo v3 program executes
-/// it: signed by the user, logged with its exact bytes, at a measured cost (printed). Its bytes
-/// parse back to the two hashes, and nothing but the fee moves.
+/// The anchor memo (what `skilltrial anchor` sends) as the real SPL Memo v3 program executes it:
+/// signed by the user, logged with its exact bytes, at a measured cost (printed). Its bytes parse
+/// back to the two hashes, and nothing but the fee moves.
 #[tokio::test(flavor = "current_thread")]
 async fn an_anchor_memo_runs_in_the_real_memo_program_and_parses_back() {
     use skilltrial_chain::anchor::AnchorMemo;

@@ -1097,10 +1097,10 @@ async fn governance_events_carry_the_values_sent() {
     }
 }
 
-/// V2-I6: revocation is never blocked by the rest of the config. A stored config that breaks a
-/// bound (as one could after an upgrade tightened it: here a fee above `MAX_FEE_PER_TRIAL`,
-/// written into the account directly) refuses any other update with `InvalidConfig`, yet a
-/// revocation alone goes through and stops the runner at once.
+/// Revocation is never blocked by the rest of the config. A stored config that breaks a bound (as
+/// one could after an upgrade tightened it: here a fee above `MAX_FEE_PER_TRIAL`, written into the
+/// account directly) refuses any other update with `InvalidConfig`, yet a revocation alone goes
+/// through and stops the runner at once.
 #[tokio::test(flavor = "current_thread")]
 async fn a_revocation_goes_through_a_config_that_breaks_a_later_bound() {
     use anchor_lang::AccountSerialize;

@@ -1,5 +1,5 @@
-//! The user's ways out and the program's creation of accounts, where the cluster differs from
-//! the one the program was tested on (issue #28, review V2-L1, V2-L2, V2-I9):
+//! The user's ways out and the program's creation of accounts, where the cluster differs from the
+//! one the program was tested on:
 //!
 //! - a rise of the Rent sysvar after a run opened never locks its user out: cancel, finalize,
 //!   close and refund still pay the whole balance (the lamport half of the invariant applies only
@@ -61,11 +61,11 @@ async fn scale_rent(env: &mut Env, factor: u64) {
     env.ctx.set_sysvar(&rent);
 }
 
-/// V2-L1: after the Rent sysvar doubles, every run holds less than the new minimum plus its
-/// remainder. Settling out of it is refused (`AccountingBroken`: the strict check stays where
-/// lamports leave for someone else), but the user's exits all work: a finalized run closes, an
-/// open run cancels and refunds after its window, another refunds after its deadline — each
-/// paying the whole balance, old rent included.
+/// After the Rent sysvar doubles, every run holds less than the new minimum plus its remainder.
+/// Settling out of it is refused (`AccountingBroken`: the strict check stays where lamports leave
+/// for someone else), but the user's exits all work: a finalized run closes, an open run cancels
+/// and refunds after its window, another refunds after its deadline — each paying the whole
+/// balance, old rent included.
 #[tokio::test(flavor = "current_thread")]
 async fn a_rent_rise_never_locks_a_user_out() {
     let mut env = start().await;
@@ -113,10 +113,10 @@ async fn a_rent_rise_never_locks_a_user_out() {
     }
 }
 
-/// V2-L2 on a run: a stranger pre-funds the Run address of the user's next manifest. The open
-/// still works — with SIMD-0312 active and without it — the donation stays in the run beside the
-/// escrow and the rent (the user tops up only what rent is missing, nothing when the donation
-/// covers it), and the close returns all of it to the user.
+/// A pre-funded address, on a run: a stranger pre-funds the Run address of the user's next
+/// manifest. The open still works — with SIMD-0312 active and without it — the donation stays in
+/// the run beside the escrow and the rent (the user tops up only what rent is missing, nothing when
+/// the donation covers it), and the close returns all of it to the user.
 #[tokio::test(flavor = "current_thread")]
 async fn a_pre_funded_run_address_blocks_no_open_with_or_without_simd_0312() {
     for without in [false, true] {
@@ -159,9 +159,9 @@ async fn a_pre_funded_run_address_blocks_no_open_with_or_without_simd_0312() {
     }
 }
 
-/// V2-L2 on the singletons: a stranger pre-funds the config's, the fee vault's and the buyback
-/// log's addresses before the deployer's `config_init`. It still creates all three — with
-/// SIMD-0312 active and without it — and the program then works (a run opens).
+/// A pre-funded address, on the singletons: a stranger pre-funds the config's, the fee vault's and
+/// the buyback log's addresses before the deployer's `config_init`. It still creates all three —
+/// with SIMD-0312 active and without it — and the program then works (a run opens).
 #[tokio::test(flavor = "current_thread")]
 async fn pre_funded_singletons_block_no_config_init_with_or_without_simd_0312() {
     for without in [false, true] {
@@ -215,9 +215,8 @@ async fn pre_funded_singletons_block_no_config_init_with_or_without_simd_0312() 
     }
 }
 
-/// V2-I9: a settle whose trial list claims `u32::MAX` entries (the Borsh length prefix) is
-/// refused when its arguments are read — no allocation of that size, no partial settle — and
-/// nothing moves.
+/// A settle whose trial list claims `u32::MAX` entries (the Borsh length prefix) is refused when
+/// its arguments are read — no allocation of that size, no partial settle — and nothing moves.
 #[tokio::test(flavor = "current_thread")]
 async fn a_settle_batch_claiming_u32_max_trials_is_refused_and_moves_nothing() {
     let mut env = start().await;

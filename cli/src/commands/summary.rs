@@ -479,7 +479,7 @@ mod tests {
     }
 
     #[test]
-    fn regression_a_partial_table_shows_no_empty_statistics() {
+    fn a_partial_table_shows_no_empty_statistics() {
         // A stopped run: the baseline has one result, A none yet; A against the baseline has no
         // task with a result in both arms.
         let summary = json!({

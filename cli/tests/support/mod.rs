@@ -1,7 +1,7 @@
 //! What the CLI's end-to-end tests share: the repository root, an `Env` (a temporary state
 //! directory with a profiles.toml naming one loopback profile, and the real `skilltrial` binary
-//! run against it), the scripted golden answer of the task a request names, and a wait for the
-//! loopback server's requests. Each test file declares `mod support;` and uses a subset, hence
+//! run against it), the scripted golden answer of the task a request names, a wait for the
+//! loopback server's requests, and what a finished command said. Each test file declares `mod support;` and uses a subset, hence
 //! the `dead_code` allowance.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -151,6 +151,31 @@ pub fn scripted_answer(request: &ServerRequest) -> String {
     }
 }
 
+/// (exit code, stdout, stderr) of a finished command.
+pub fn outcome(out: Output) -> (Option<i32>, String, String) {
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Its stdout then its stderr, as one text.
+pub fn output_text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `plan` with `extra` and no `--json`: (exit code, stdout, stderr).
+pub fn plan_outcome(env: &Env, extra: &[&str]) -> (Option<i32>, String, String) {
+    let args = env.plan_args(extra);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    outcome(env.run(&args))
+}
+
 /// The parsed stdout of a command that must have succeeded (both streams shown if not).
 pub fn success_json(args: &[&str], out: &Output) -> Value {
     assert!(
@@ -249,6 +274,7 @@ impl Env {
             .env("ANTHROPIC_API_KEY", &self.secret)
             .env_remove("ANTHROPIC_BASE_URL")
             .env_remove(KILL_POINT_VAR)
+            .env_remove(BACKOFF_VAR)
             .stdin(Stdio::null());
         if let Some(scale) = &self.backoff_scale {
             cmd.env(BACKOFF_VAR, scale);

@@ -790,7 +790,7 @@ mod tests {
     }
 
     #[test]
-    fn regression_a_partial_run_banner_is_one_sentence_and_cards_count_waiting_trials() {
+    fn a_partial_run_banner_is_one_sentence_and_cards_count_waiting_trials() {
         let h = render(&partial([1, 1, 0]));
         assert!(h.contains("<strong>Partial run:</strong> 2 of 54 planned trials have a model result, so no winner is named."), "{h}");
         assert!(!h.contains("Partial: "), "{h}");
@@ -807,7 +807,7 @@ mod tests {
     }
 
     #[test]
-    fn regression_a_run_without_results_compares_nothing() {
+    fn a_run_without_results_compares_nothing() {
         let h = render(&partial([0, 0, 0]));
         assert!(h.contains("<h2>What changed</h2><ul class=\"changes\"><li>Nothing can be compared yet: no trial has a model result.</li></ul>"), "{h}");
         assert!(!h.contains("no task"), "{h}");
@@ -873,7 +873,7 @@ mod tests {
     }
 
     #[test]
-    fn regression_every_text_colour_pair_meets_wcag_aa_in_both_themes() {
+    fn every_text_colour_pair_meets_wcag_aa_in_both_themes() {
         // Given the light theme and the dark theme (the media-query copy must equal the toggled
         // one, or the toggle and the system setting would show different colours) ...
         let light = variables(":root{");

@@ -35,11 +35,11 @@ use crate::stats::Fraction;
 pub use build::{AttemptFacts, Derivation, RunFacts, TrialFacts, build, derivations, rederive};
 pub use seal::ReportError;
 
-/// The export format name. v2 (issue #9): p-values and Holm values as exact fractions with a
+/// The export format name. v2: p-values and Holm values as exact fractions with a
 /// `text` form, per-attempt runner time (`runner_us`) instead of wall clock minus latency, the
 /// first-screen `summary.changes`, and one shared `summary.caveat`. The hash is computed exactly
-/// as in v1; the name changed because the members did. Issue #10 typed the document without
-/// changing a byte of it, so the name stays.
+/// as in v1; the name changed because the members did. Typing the document (`Report`) changed
+/// no byte of it, so the name stays.
 pub const FORMAT: &str = "skilltrial-report-v2";
 
 /// Shown with every export.
@@ -730,7 +730,7 @@ mod tests {
         Fraction { num, den }
     }
 
-    /// #29 point 11: the ledger's Holm p (kept as the report's text) reads as a number.
+    /// The ledger's Holm p (kept as the report's text) reads as a number.
     #[test]
     fn a_p_texts_reading_puts_the_number_first() {
         assert_eq!(

@@ -1,4 +1,4 @@
-//! SPL Token and Token-2022 account layouts (FACTS.md §2): mints, token accounts, multisigs, TLV
+//! SPL Token and Token-2022 account layouts: mints, token accounts, multisigs, TLV
 //! extensions.
 //!
 //! The answer form of a decoded account is [`DecodedAccount::to_answer`]: exactly what a correct
@@ -173,7 +173,7 @@ pub enum DecodedAccount {
     },
 }
 
-/// Extension names in answers, by type number (FACTS.md §2).
+/// Extension names in answers, by type number (Token-2022's `ExtensionType`).
 pub fn extension_name(type_id: u16) -> &'static str {
     match type_id {
         0 => "uninitialized",

@@ -220,7 +220,7 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Well-known program ids (from `../shared/data/solana/FACTS.md` and the pack's data).
+/// Well-known program ids: the addresses the programs are deployed at.
 pub mod program {
     use super::Address;
 

@@ -1,6 +1,6 @@
 //! Accounts of the native programs a wallet meets besides tokens: durable nonce accounts (System
 //! program), stake accounts (Stake program) and address lookup tables (Address Lookup Table
-//! program). Layouts as the programs write them (bincode of their state enums), FACTS.md §2;
+//! program). Layouts as the programs write them (bincode of their state enums);
 //! `core/tests/decoder_vs_canonical.rs` holds each one against the canonical interface crate.
 //!
 //! Answers follow the account family's conventions ([`super::account`]): u64 quantities are

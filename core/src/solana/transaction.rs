@@ -1,6 +1,6 @@
 //! Transactions: the wire format (legacy and v0 messages) and saved `getTransaction` responses.
 //!
-//! Layout (FACTS.md §2): compact-u16 signature count, 64-byte signatures, then the message. A
+//! Layout: compact-u16 signature count, 64-byte signatures, then the message. A
 //! message whose first byte has bit 0x80 set is versioned (low 7 bits = version); only version 0
 //! is decoded, any other is [`DecodeError::UnsupportedVersion`]. The account index space is the
 //! static keys, then every loaded writable address, then every loaded readonly address.

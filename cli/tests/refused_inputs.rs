@@ -1,7 +1,9 @@
-//! Inputs from the second acceptance pass that must be refused up front, each with an error
-//! naming the input: oversized or non-regular files, a state directory that is a file, plans
-//! that can never run, a model name with control characters, an unversioned pack, and a run
-//! compared with itself. All through the real binary.
+//! Inputs refused up front, each with an error naming the input and why: files that are too
+//! large or not regular (a FIFO or a device is never read, so nothing blocks or reads without
+//! end), a state directory that is a file, plans that could never run (a token cap below one
+//! request, a base URL that does not parse, a money cap on an unpriced profile), a model name
+//! with control characters, an unversioned pack, and a run compared with itself. All through the
+//! real binary.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;
@@ -57,7 +59,7 @@ fn mkfifo(path: &Path) {
 }
 
 #[test]
-fn regression_verify_refuses_a_fifo_and_a_device_without_reading_them() {
+fn verify_refuses_a_fifo_and_a_device_without_reading_them() {
     let tmp = tempfile::tempdir().unwrap();
     let fifo = tmp.path().join("report.json");
     mkfifo(&fifo);
@@ -90,7 +92,7 @@ fn regression_verify_refuses_a_fifo_and_a_device_without_reading_them() {
 }
 
 #[test]
-fn regression_verify_refuses_a_report_over_the_size_limit() {
+fn verify_refuses_a_report_over_the_size_limit() {
     let tmp = tempfile::tempdir().unwrap();
     let big = tmp.path().join("big.json");
     // A sparse file one byte over the limit: its size is refused before it is read.
@@ -108,7 +110,7 @@ fn regression_verify_refuses_a_report_over_the_size_limit() {
 }
 
 #[test]
-fn regression_validate_and_check_refuse_a_fifo_instead_of_blocking() {
+fn validate_and_check_refuse_a_fifo_instead_of_blocking() {
     let tmp = tempfile::tempdir().unwrap();
     let fifo = tmp.path().join("bundle");
     mkfifo(&fifo);
@@ -145,7 +147,7 @@ fn regression_validate_and_check_refuse_a_fifo_instead_of_blocking() {
 }
 
 #[test]
-fn regression_plan_refuses_a_profiles_file_that_is_a_fifo() {
+fn plan_refuses_a_profiles_file_that_is_a_fifo() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(tmp.path().join("config/skilltrial")).unwrap();
     let fifo = tmp.path().join("config/skilltrial/profiles.toml");
@@ -162,7 +164,7 @@ fn regression_plan_refuses_a_profiles_file_that_is_a_fifo() {
 }
 
 #[test]
-fn regression_plan_refuses_a_token_cap_below_one_request() {
+fn plan_refuses_a_token_cap_below_one_request() {
     let tmp = tempfile::tempdir().unwrap();
     for cap in ["10", "0"] {
         let (code, out, err) = run(local_plan(tmp.path(), &["--max-tokens", cap]));
@@ -183,7 +185,7 @@ fn regression_plan_refuses_a_token_cap_below_one_request() {
 }
 
 #[test]
-fn regression_plan_refuses_a_base_url_that_does_not_parse() {
+fn plan_refuses_a_base_url_that_does_not_parse() {
     let tmp = tempfile::tempdir().unwrap();
     let mut cmd = local_plan(tmp.path(), &["--max-tokens", "5000000"]);
     cmd.env("OPENAI_BASE_URL", "http://[::1");
@@ -204,7 +206,7 @@ fn regression_plan_refuses_a_base_url_that_does_not_parse() {
 }
 
 #[test]
-fn regression_plan_refuses_a_money_cap_on_an_unpriced_profile() {
+fn plan_refuses_a_money_cap_on_an_unpriced_profile() {
     let tmp = tempfile::tempdir().unwrap();
     let (code, _, err) = run(local_plan(
         tmp.path(),
@@ -218,7 +220,7 @@ fn regression_plan_refuses_a_money_cap_on_an_unpriced_profile() {
 }
 
 #[test]
-fn regression_a_home_that_is_a_file_is_an_error_everywhere() {
+fn a_home_that_is_a_file_is_an_error_everywhere() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("passwd");
     std::fs::write(&file, "root:x:0:0\n").unwrap();
@@ -241,7 +243,7 @@ fn regression_a_home_that_is_a_file_is_an_error_everywhere() {
 }
 
 #[test]
-fn regression_a_model_name_with_control_characters_is_refused() {
+fn a_model_name_with_control_characters_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let mut args = LOCAL.to_vec();
     args[4] = "a\n\u{1b}[31mRED";
@@ -258,7 +260,7 @@ fn regression_a_model_name_with_control_characters_is_refused() {
 }
 
 #[test]
-fn regression_an_unversioned_pack_suggests_its_versions() {
+fn an_unversioned_pack_suggests_its_versions() {
     let tmp = tempfile::tempdir().unwrap();
     let (code, _, err) = run(st(tmp.path(), &["pack", "show", "solana-core"]));
     assert_eq!(
@@ -269,7 +271,7 @@ fn regression_an_unversioned_pack_suggests_its_versions() {
 }
 
 #[test]
-fn regression_compare_refuses_a_run_with_itself() {
+fn compare_refuses_a_run_with_itself() {
     let tmp = tempfile::tempdir().unwrap();
     let mut cmd = local_plan(tmp.path(), &["--max-tokens", "5000000"]);
     cmd.arg("--json");
