@@ -1,4 +1,4 @@
--- 0003: the runner's own time per attempt, in microseconds: from the moment the engine
+-- 0003: the runner's own time per attempt, in microseconds (issue #9): from the moment the engine
 -- starts working on the trial to the verdict, minus the time spent waiting for the model. It is
 -- measured inside one process, so a pause between two `run` invocations never counts.
 -- NULL for attempts written before this migration (or closed without the engine working on them:

@@ -1,4 +1,4 @@
--- 0005: what a run produces lives in the journal, in the commit that records it.
+-- 0005: what a run produces lives in the journal, in the commit that records it (issue #10).
 -- `payloads.content` holds a payload's bytes: the request body (committed with its `dispatched`
 -- row), the answer and the raw response (committed with the result). Before, each was a file in
 -- the payload store: the answer cost a file fsync and a directory fsync before its journal
