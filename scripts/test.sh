@@ -147,6 +147,19 @@ export RUSTC_WORKSPACE_WRAPPER
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 step "lint (clippy, warnings are errors) while building every target"
 cargo test --workspace --all-targets --locked "${FEATURES[@]}" --no-run
+# The first-contact build (scripts/try.sh, the README's first command) is the CLI without its
+# `chain` feature: it must compile, lint clean, and keep the Solana client graph, the runner and
+# the wallet crates out of its tree.
+step "the local-only build (try.sh's): no chain crate in its tree; it compiles, lint clean"
+forbidden="$(cargo tree -p skilltrial-cli --no-default-features -e normal --prefix none --locked \
+    | grep -E '^(skilltrial-chain|skilltrial-runner|solana-rpc-client|solana-client|solana-keypair|anchor-client|anchor-lang|rocksdb|axum) ' \
+    | sort -u || true)"
+if [ -n "$forbidden" ]; then
+    echo "skilltrial-cli without its chain feature must not depend on these (scripts/try.sh builds it so):" >&2
+    echo "$forbidden" >&2
+    exit 1
+fi
+cargo check -p skilltrial-cli --no-default-features --locked
 step "tests"
 cargo test --workspace --locked "${FEATURES[@]}"
 if [ "$SKILLTRIAL_PROGRAM_LAYER" = sbf ]; then

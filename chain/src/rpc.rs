@@ -161,6 +161,12 @@ impl Chain {
         &self.shown_url
     }
 
+    /// The endpoint as given, credentials and all: only for connecting to the same node again
+    /// (the runner's own client, a swap venue), never for a message, a log or stored state.
+    pub fn endpoint(&self) -> String {
+        self.client.url()
+    }
+
     pub fn commitment(&self) -> Commitment {
         self.commitment
     }
@@ -519,6 +525,16 @@ pub struct TxStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chain_connects_with_its_key_and_shows_it_cut() {
+        let given = "http://user:SECRETPASS@127.0.0.1:9399/rpc?api-key=SECRETKEY";
+        let chain = Chain::new(given, Commitment::Confirmed);
+        assert!(!chain.url().contains("SECRET"), "{}", chain.url());
+        assert!(!format!("{chain:?}").contains("SECRET"));
+        // A second client for the same node (the runner's, a swap venue) keeps the key.
+        assert_eq!(chain.endpoint(), given);
+    }
 
     #[test]
     fn urls_lose_their_credentials_in_messages() {

@@ -890,7 +890,7 @@ fn a_big_summary_reads_well(home: &Path, summary: &Value, file: &Value, out: &Pa
     );
 }
 
-/// Issue 16: on the 46-task pack the scripted demo reaches significance (B against the baseline
+/// On the 46-task pack the scripted demo reaches significance (B against the baseline
 /// and against A, after Holm), which six tasks never can, and `plan` states each pack's bound.
 #[test]
 fn the_larger_pack_s_demo_reaches_significance_and_plan_states_the_bound() {

@@ -3,7 +3,7 @@
 //!
 //! For each released pack (solana-core@1.0.3 and the 46-task solana-core@2.0.0) and each family,
 //! every golden answer and every known-wrong answer is checked repeatedly, both by the pure `checker::check` and by `Task::check` (the form the
-//! runner uses: a worker thread under the 5 s limit). Issue 3's target: < 1 ms per check.
+//! runner uses: a worker thread under the 5 s limit). The target: < 1 ms per check.
 //!
 //! A family's mean mixes answers refused at once (schema violations) with full comparisons, which
 //! would hide a slow case; so each case (task and answer) is also timed alone, and its mean and

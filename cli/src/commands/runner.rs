@@ -61,7 +61,7 @@ fn buyback_now(args: &BuybackOnceArgs, global: &Global) -> Result<Status, CliErr
     let venue = settings
         .venue
         .open(skilltrial_chain::rpc::Chain::new(
-            session.chain.url(),
+            &session.chain.endpoint(),
             session.chain.commitment(),
         ))
         .map_err(|e| CliError::Environment(anyhow::anyhow!("{e}")))?;
@@ -158,7 +158,7 @@ fn serve(args: &ServeArgs, global: &Global) -> Result<Status, CliError> {
         origin: args.public_origin.clone(),
         bind: args.bind,
         state_dir,
-        rpc_url: session.chain.url().to_owned(),
+        rpc_url: session.chain.endpoint(),
         commitment: session.chain.commitment(),
         chain_id,
         profiles: args.profiles.clone(),

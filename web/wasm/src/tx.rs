@@ -350,7 +350,7 @@ mod tests {
     }
 
     #[test]
-    fn run_cancel_and_the_anchor_memo_are_the_cli_s_bytes() {
+    fn run_cancel_run_close_and_the_anchor_memo_are_the_cli_s_bytes() {
         let idl = Idl::committed().unwrap();
         let user = Address([0x11; 32]);
         let run = Address([0x99; 32]);
@@ -360,6 +360,14 @@ mod tests {
             solana_bytes(
                 &pubkey(&user),
                 ix::run_cancel(&pubkey(&user), &pubkey(&run)),
+                blockhash
+            )
+        );
+        assert_eq!(
+            ours(&user, idl.run_close(&user, &run), blockhash),
+            solana_bytes(
+                &pubkey(&user),
+                ix::run_close(&pubkey(&user), &pubkey(&run)),
                 blockhash
             )
         );
