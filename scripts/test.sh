@@ -78,6 +78,21 @@ if [ "${#packages[@]}" -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${packages[@]}" >/dev/null
 fi
 
+# refuse_in_tree MESSAGE CRATES_REGEX CARGO_TREE_ARGS...: fails naming every crate of
+# CRATES_REGEX found in the normal dependency tree that CARGO_TREE_ARGS select.
+refuse_in_tree() {
+    local message="$1" crates="$2"
+    shift 2
+    local tree found
+    tree="$(cargo tree "$@" -e normal --prefix none --locked)"
+    found="$(grep -E "^($crates) " <<<"$tree" | sort -u || true)"
+    if [ -n "$found" ]; then
+        echo "$message" >&2
+        echo "$found" >&2
+        exit 1
+    fi
+}
+
 step "format"
 cargo fmt --all --check
 
@@ -96,14 +111,9 @@ if ! cmp -s "$anchor_client/package-lock.json" "$anchor_client/node_modules/.ins
     cp "$anchor_client/package-lock.json" "$anchor_client/node_modules/.installed-lock.json"
 fi
 step "core and the page's wasm have no I/O crate in their tree"
-forbidden="$(cargo tree -p skilltrial-core -p skilltrial-web -e normal --target all --prefix none --locked \
-    | grep -E '^(rusqlite|libsqlite3-sys|reqwest|hyper|tokio|mio|keyring|solana-rpc-client|solana-client|anchor-client) ' \
-    | sort -u || true)"
-if [ -n "$forbidden" ]; then
-    echo "skilltrial-core and skilltrial-web must not depend on these (they belong in skilltrial-engine or chain):" >&2
-    echo "$forbidden" >&2
-    exit 1
-fi
+refuse_in_tree "skilltrial-core and skilltrial-web must not depend on these (they belong in skilltrial-engine or chain):" \
+    'rusqlite|libsqlite3-sys|reqwest|hyper|tokio|mio|keyring|solana-rpc-client|solana-client|anchor-client' \
+    -p skilltrial-core -p skilltrial-web --target all
 
 # The on-chain program is tested as a real sBPF .so in a real Solana runtime. Building the .so
 # needs a pinned nightly and sbpf-linker (scripts/build-sbf.sh installs both). Where they cannot
@@ -151,14 +161,9 @@ cargo test --workspace --all-targets --locked "${FEATURES[@]}" --no-run
 # `chain` feature: it must compile, lint clean, and keep the Solana client graph, the runner and
 # the wallet crates out of its tree.
 step "the local-only build (try.sh's): no chain crate in its tree; it compiles, lint clean"
-forbidden="$(cargo tree -p skilltrial-cli --no-default-features -e normal --prefix none --locked \
-    | grep -E '^(skilltrial-chain|skilltrial-runner|solana-rpc-client|solana-client|solana-keypair|anchor-client|anchor-lang|rocksdb|axum) ' \
-    | sort -u || true)"
-if [ -n "$forbidden" ]; then
-    echo "skilltrial-cli without its chain feature must not depend on these (scripts/try.sh builds it so):" >&2
-    echo "$forbidden" >&2
-    exit 1
-fi
+refuse_in_tree "skilltrial-cli without its chain feature must not depend on these (scripts/try.sh builds it so):" \
+    'skilltrial-chain|skilltrial-runner|solana-rpc-client|solana-client|solana-keypair|anchor-client|anchor-lang|rocksdb|axum' \
+    -p skilltrial-cli --no-default-features
 cargo check -p skilltrial-cli --no-default-features --locked
 step "tests"
 cargo test --workspace --locked "${FEATURES[@]}"
