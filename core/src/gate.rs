@@ -16,6 +16,7 @@ use crate::digest::Sha256Digest;
 use crate::manifest::Arm;
 use crate::outcome::Outcome;
 use crate::report::{Excluded, Pair, Report, TrialOutcome};
+use crate::state::short_id as short;
 
 /// The policy format name a policy file may state (`format = "skilltrial-gate-v1"`).
 pub const POLICY_FORMAT: &str = "skilltrial-gate-v1";
@@ -719,10 +720,6 @@ pub fn render_text(j: &Judgement) -> String {
         let _ = writeln!(out, "note      {w}");
     }
     out
-}
-
-fn short(id: &str) -> &str {
-    id.get(..12).unwrap_or(id)
 }
 
 /// GitHub Actions workflow commands: one annotation per rule (error when missed, warning when

@@ -195,7 +195,7 @@ pub struct Written {
 pub fn default_dir(state_root: &Path, run_id: &str) -> PathBuf {
     state_root
         .join("reports")
-        .join(run_id.get(..12).unwrap_or(run_id))
+        .join(skilltrial_core::state::short_id(run_id))
 }
 
 /// Builds, seals and writes the report of `run`: `report.json` and `report.html`, each where

@@ -115,7 +115,10 @@ impl DemoModel {
         self.packs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(run.get(..12).unwrap_or(&run).to_owned(), inputs.pack.id());
+            .insert(
+                skilltrial_core::state::short_id(&run).to_owned(),
+                inputs.pack.id(),
+            );
         Ok(())
     }
 }

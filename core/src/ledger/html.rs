@@ -58,7 +58,7 @@ fn model_head(h: &mut String, ledger: &Ledger, corner: &str) {
             h,
             "<th scope=\"col\">{}<div class=\"k mono\">run {}{}</div></th>",
             esc(&m.model),
-            esc(&m.run.chars().take(12).collect::<String>()),
+            esc(crate::state::short_id(&m.run)),
             if m.complete { "" } else { " · partial" }
         );
     }
@@ -251,7 +251,7 @@ fn left_out(h: &mut String, ledger: &Ledger) {
         let _ = write!(
             h,
             "<tr><td class=\"mono\">{}</td><td>{}</td><td>{}{differs}</td></tr>",
-            esc(&l.run.chars().take(12).collect::<String>()),
+            esc(crate::state::short_id(&l.run)),
             esc(&l.model),
             esc(&l.reason)
         );

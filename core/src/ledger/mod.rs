@@ -598,7 +598,7 @@ impl Ledger {
                     .map(|m| {
                         format!(
                             "{}{}",
-                            m.run.chars().take(12).collect::<String>(),
+                            crate::state::short_id(&m.run),
                             if m.complete { "" } else { " (partial)" }
                         )
                     })
@@ -700,7 +700,7 @@ impl Ledger {
                 let _ = writeln!(
                     out,
                     "  {} ({}): {}",
-                    l.run.chars().take(12).collect::<String>(),
+                    crate::state::short_id(&l.run),
                     l.model,
                     l.reason
                 );

@@ -693,7 +693,7 @@ pub fn count_of(n: u64, one: &str, many: &str) -> String {
 impl Report {
     /// The 12-character short form of the run id.
     pub fn short_id(&self) -> String {
-        self.run.id.chars().take(12).collect()
+        crate::state::short_id(&self.run.id).to_owned()
     }
 
     /// Per contrast of `summary.changes` (`b_vs_a`, `b_vs_baseline`, `a_vs_baseline`), how many

@@ -40,6 +40,7 @@ use skilltrial_core::digest::Sha256Digest;
 use skilltrial_core::manifest::{self, Manifest, PlannedTrial};
 use skilltrial_core::money::MicroUsd;
 use skilltrial_core::outcome::Outcome;
+pub(crate) use skilltrial_core::state::short_id as short;
 
 pub use admission::{Admission, LimitsNow, admit};
 pub use dispatch::awaiting_auto_retry;
@@ -625,10 +626,6 @@ pub fn run(
         reserved: money.reserved,
         recovered_unknown,
     })
-}
-
-pub(crate) fn short(hex: &str) -> &str {
-    hex.get(..12).unwrap_or(hex)
 }
 
 fn elapsed_ms(started: Instant) -> u64 {
