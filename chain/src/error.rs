@@ -9,6 +9,8 @@
 
 use std::fmt;
 
+use serde_json::Value;
+
 pub use anchor_lang::error::ErrorCode as AnchorError;
 pub use skilltrial::error::SkillTrialError;
 
@@ -55,6 +57,37 @@ impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} (Custom({}))", self.name(), self.code())
     }
+}
+
+/// A transaction error in words: the program's own error when its logs name one (Anchor logs
+/// `Error Code: <Name>. Error Number: <n>. Error Message: <text>.`), else the runtime's error
+/// with the log lines that explain it.
+pub fn describe_failure(error: &Value, logs: &[Value]) -> String {
+    let lines: Vec<&str> = logs.iter().filter_map(Value::as_str).collect();
+    if let Some(line) = lines.iter().find(|l| l.contains("Error Code: ")) {
+        let tail = &line[line.find("Error Code: ").unwrap_or(0)..];
+        return format!("the program refused it: {}", tail.trim_end_matches('.'));
+    }
+    let mut out = format!("{error}");
+    if error.is_string() {
+        out = error.as_str().unwrap_or_default().to_owned();
+    }
+    let telling: Vec<&str> = lines
+        .iter()
+        .filter(|l| {
+            l.contains("insufficient")
+                || l.contains("already in use")
+                || l.contains("failed:")
+                || l.contains("Error")
+        })
+        .copied()
+        .collect();
+    if !telling.is_empty() {
+        out.push_str(" (");
+        out.push_str(&telling.join("; "));
+        out.push(')');
+    }
+    out
 }
 
 #[cfg(test)]

@@ -436,7 +436,7 @@ impl Chain {
 
     /// Sends a transaction its signer signed elsewhere (the page's wallet), after the node's
     /// preflight simulation, and answers its signature. A refused preflight is said in the
-    /// program's words ([`crate::send::describe_failure`]): the node's own, without its URL.
+    /// program's words ([`crate::error::describe_failure`]): the node's own, without its URL.
     pub fn send_signed(&self, transaction: &[u8]) -> Result<String, SignedSendError> {
         let what = "sendTransaction";
         let params = json!([
@@ -463,7 +463,7 @@ impl Chain {
                         .flatten()
                         .map(|l| Value::String(l.clone()))
                         .collect();
-                    SignedSendError::Refused(crate::send::describe_failure(&error, &logs))
+                    SignedSendError::Refused(crate::error::describe_failure(&error, &logs))
                 }
                 ClientErrorKind::RpcError(RpcError::RpcResponseError { message, .. }) => {
                     SignedSendError::Refused(scrub(message, &self.secrets))

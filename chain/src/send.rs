@@ -26,7 +26,7 @@
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use serde_json::{Value, json};
+use serde_json::json;
 use solana_compute_budget_interface::ComputeBudgetInstruction;
 use solana_keypair::Keypair;
 use solana_message::{AddressLookupTableAccount, Hash, Message, v0};
@@ -35,6 +35,7 @@ use solana_signature::Signature;
 use solana_signer::Signer;
 
 use crate::cli_config::Commitment;
+use crate::error::describe_failure;
 use crate::outbox::{Claim, Entry, EntryState, Outbox, OutboxError, Signed};
 use crate::rpc::{Chain, RpcFailure, commitment_config};
 use crate::{Instruction, Pubkey};
@@ -833,40 +834,10 @@ fn percentile_75(values: impl Iterator<Item = u64>) -> u64 {
     nonzero[index.min(nonzero.len() - 1)]
 }
 
-/// A transaction error in words: the program's own error when its logs name one (Anchor logs
-/// `Error Code: <Name>. Error Number: <n>. Error Message: <text>.`), else the runtime's error
-/// with the log lines that explain it.
-pub fn describe_failure(error: &Value, logs: &[Value]) -> String {
-    let lines: Vec<&str> = logs.iter().filter_map(Value::as_str).collect();
-    if let Some(line) = lines.iter().find(|l| l.contains("Error Code: ")) {
-        let tail = &line[line.find("Error Code: ").unwrap_or(0)..];
-        return format!("the program refused it: {}", tail.trim_end_matches('.'));
-    }
-    let mut out = format!("{error}");
-    if error.is_string() {
-        out = error.as_str().unwrap_or_default().to_owned();
-    }
-    let telling: Vec<&str> = lines
-        .iter()
-        .filter(|l| {
-            l.contains("insufficient")
-                || l.contains("already in use")
-                || l.contains("failed:")
-                || l.contains("Error")
-        })
-        .copied()
-        .collect();
-    if !telling.is_empty() {
-        out.push_str(" (");
-        out.push_str(&telling.join("; "));
-        out.push(')');
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     /// A JSON-RPC node on loopback whose block height never moves and which has never seen the
     /// transaction: every request is answered by `answer(method)`.

@@ -235,15 +235,9 @@ impl Policy {
     }
 }
 
-/// A policy pinned in a manifest: its text exactly as written and the SHA-256 of that text (what
-/// `sha256sum gate.toml` prints), so that the gate judges with the policy written before the run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Pin {
-    /// `sha256:<hex>` of `text`'s UTF-8 bytes.
-    pub sha256: String,
-    pub text: String,
-}
+/// A policy pinned in a manifest. The type is the manifest's (a plan names its gate; the gate
+/// judges reports of plans): here are the operations on it.
+pub use crate::manifest::GatePin as Pin;
 
 impl Pin {
     /// Pins `text` (checked to parse); `origin` names it in errors.

@@ -179,7 +179,7 @@ pub struct Manifest {
     /// `skilltrial gate` judges by it and no edit made after seeing the results goes unnoticed.
     /// Absent when none was pinned, leaving the hash of such a manifest unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gate: Option<crate::gate::Pin>,
+    pub gate: Option<GatePin>,
 }
 
 /// A pinned SOL/USD rate: what a hosted run's upper cost in lamports is computed at, and where
@@ -851,6 +851,17 @@ pub fn trials(
         },
     };
     Ok((planned, totals))
+}
+
+/// A gate policy pinned in a manifest: its text exactly as written and the SHA-256 of that text
+/// (what `sha256sum gate.toml` prints), so that the gate judges with the policy written before the
+/// run. `gate::Pin::of` makes one from a policy that parses; `gate::Pin::policy` reads it back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatePin {
+    /// `sha256:<hex>` of `text`'s UTF-8 bytes.
+    pub sha256: String,
+    pub text: String,
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::scan::is_invisible;
+use super::text::is_invisible;
 
 /// A scoring group or machine ("the evaluation bot", "evaluator bots", "the grading team",
 /// "grader models"): it names whoever scores by what it does, so it addresses one wherever it is

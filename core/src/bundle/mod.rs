@@ -13,6 +13,7 @@ mod markdown;
 pub(crate) mod path;
 mod scan;
 mod source;
+mod text;
 pub mod verdict;
 
 use std::collections::{BTreeMap, HashMap};
@@ -23,7 +24,8 @@ use std::path::Path;
 use serde::Serialize;
 
 pub use classify::{FileKind, archive_format, classify};
-pub use scan::{Flag, FlagKind, display_safe, is_invisible};
+pub use scan::{Flag, FlagKind};
+pub use text::{display_safe, is_invisible};
 
 use crate::digest::{DigestEntry, Sha256Digest, content_digest};
 

@@ -14,6 +14,7 @@
 
 mod build;
 pub mod comparable;
+mod facts;
 pub mod html;
 mod pairs;
 mod seal;
@@ -32,7 +33,8 @@ use crate::settlement::Settlement;
 use crate::state::{AttemptState, RunStatus};
 use crate::stats::Fraction;
 
-pub use build::{AttemptFacts, Derivation, RunFacts, TrialFacts, build, derivations, rederive};
+pub use build::{Derivation, build, derivations, rederive};
+pub use facts::{AttemptFacts, RunFacts, TrialFacts};
 pub use seal::ReportError;
 
 /// The export format name. v2: p-values and Holm values as exact fractions with a

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::build::Observation;
+use super::facts::Observation;
 use super::{
     Difference, ExactFraction, Excluded, Pair, PairTest, Rate, TaskDifference, count_of,
     fraction_text, reduced,

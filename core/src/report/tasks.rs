@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::build::Observation;
+use super::facts::Observation;
 use super::{Changes, FixesBreaks, TaskArm, TaskRow, Verdicts};
 use crate::manifest::{Arm, Manifest};
 
