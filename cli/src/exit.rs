@@ -15,12 +15,15 @@ use skilltrial_core::bundle;
 use skilltrial_core::manifest::PlanError;
 use skilltrial_core::pack::PackError;
 use skilltrial_core::profile::ProfileError;
+use skilltrial_engine::demo::DemoError;
 use skilltrial_engine::engine::EngineError;
 use skilltrial_engine::home::HomeError;
 use skilltrial_engine::journal::JournalError;
 use skilltrial_engine::keys::KeyError;
+use skilltrial_engine::packs::PackOpenError;
 use skilltrial_engine::provider::SetupError;
 use skilltrial_engine::report::{ReportError, WriteError};
+use skilltrial_engine::state::StateError;
 use skilltrial_engine::store::StoreError;
 
 /// How a command that ran to completion ended.
@@ -212,6 +215,60 @@ impl From<PlanError> for CliError {
     /// Options that cannot make a plan (caps, limits, endpoint) are a usage error (2).
     fn from(e: PlanError) -> Self {
         CliError::Environment(anyhow::anyhow!("cannot plan: {e}"))
+    }
+}
+
+impl From<StateError> for CliError {
+    /// A state directory whose journal or stores cannot be opened is unusable (2).
+    fn from(e: StateError) -> Self {
+        CliError::Environment(e.into())
+    }
+}
+
+impl From<PackOpenError> for CliError {
+    /// Opening decides as [`PackError`] (a name given without its version is not found: 2); a
+    /// pack with no task, or a folder whose claims fail, was read and refused (1).
+    fn from(e: PackOpenError) -> Self {
+        match e {
+            PackOpenError::Open(e) => e.into(),
+            PackOpenError::Unversioned { .. } => CliError::Environment(anyhow::anyhow!("{e}")),
+            PackOpenError::NoTask { .. } | PackOpenError::FailsClaims { .. } => {
+                CliError::Rejected(anyhow::anyhow!("{e}"))
+            }
+        }
+    }
+}
+
+impl From<DemoError> for CliError {
+    /// Each step's error decides as that library's does; a bundle as [`bundle::Rejected`], with
+    /// which bundle it is; the demo's own refusals (an unconfirmed unpriced profile, too many
+    /// repetitions for its cap) and a scripted model that cannot start are usage or environment
+    /// errors (2); the command's own error comes back as it was.
+    fn from(e: DemoError) -> Self {
+        match e {
+            DemoError::Bundle { ref source, .. } => {
+                let message = e.to_string();
+                let code = CliError::from(source.clone());
+                code.reworded(message)
+            }
+            DemoError::Pack(e) => e.into(),
+            DemoError::Profile(e) => e.into(),
+            DemoError::Plan(e) => e.into(),
+            DemoError::Home(e) => e.into(),
+            DemoError::State(e) => e.into(),
+            DemoError::Engine(e) => e.into(),
+            DemoError::Setup(e) => e.into(),
+            DemoError::Journal(e) => e.into(),
+            DemoError::Report(e) => e.into(),
+            DemoError::Caller(e) => match e.downcast::<CliError>() {
+                Ok(own) => *own,
+                Err(other) => CliError::Environment(anyhow::anyhow!("{other}")),
+            },
+            DemoError::ScriptedModel(_)
+            | DemoError::Unconfirmed { .. }
+            | DemoError::OverCap { .. }
+            | DemoError::RunMissing { .. } => CliError::Environment(anyhow::anyhow!("{e}")),
+        }
     }
 }
 
@@ -560,6 +617,65 @@ mod tests {
                 2,
                 "bundle A: bundle ./b rejected: not_found: why".to_owned()
             )
+        );
+    }
+
+    #[test]
+    fn a_demo_error_keeps_the_exit_code_and_message_of_the_step_that_failed() {
+        let rejected = |code| BundleRejected {
+            input: "./b".to_owned(),
+            errors: vec![Rejection {
+                code,
+                path: None,
+                message: "why".to_owned(),
+            }],
+        };
+        let bundle = |code| DemoError::Bundle {
+            label: "B",
+            path: Some(PathBuf::from("./b")),
+            source: rejected(code),
+        };
+        // A bundle: which one and how to see why, with the bundle's own code.
+        assert_eq!(
+            shown(bundle(RejectCode::NotFound)),
+            (
+                2,
+                "bundle B: bundle ./b rejected: not_found: why (run `skilltrial validate ./b` for details)"
+                    .to_owned()
+            )
+        );
+        assert_eq!(shown(bundle(RejectCode::PathTraversal)).0, 1);
+        // A pack: not found under a bare name is 2, a folder whose claims fail is 1.
+        assert_eq!(
+            shown(DemoError::Pack(PackOpenError::Unversioned {
+                source: PackError::NotFound("solana-core".to_owned()),
+                versions: vec!["solana-core@1.0.3".to_owned()],
+            })),
+            (
+                2,
+                format!(
+                    "{}; did you mean solana-core@1.0.3?",
+                    PackError::NotFound("solana-core".to_owned())
+                )
+            )
+        );
+        assert_eq!(
+            shown(DemoError::Pack(PackOpenError::NoTask {
+                spec: "./p".to_owned()
+            }))
+            .0,
+            1
+        );
+        // A plan is a usage error said as such, as from `plan`.
+        assert_eq!(
+            shown(DemoError::Plan(PlanError::Invalid("x".to_owned()))),
+            (2, "cannot plan: x".to_owned())
+        );
+        // The command's own error comes back as it was, code and message.
+        let own = CliError::Rejected(anyhow::anyhow!("mine"));
+        assert_eq!(
+            shown(DemoError::Caller(Box::new(own))),
+            (1, "mine".to_owned())
         );
     }
 

@@ -1,26 +1,21 @@
 //! Opening the state directory: the journal, the input store and the payload store, and
 //! finding a run in it. Shared by the commands; not a command itself.
 
-use anyhow::Context;
-use skilltrial_engine::home::{Layout, StateHome, resolve_home};
+use skilltrial_engine::home::{Layout, StateHome, state_home};
 use skilltrial_engine::journal::{Journal, RunRow};
 use skilltrial_engine::store::Store;
 
 use crate::cli::Global;
 use crate::exit::CliError;
 
-/// The state directory chosen by `--home`, `SKILLTRIAL_HOME` or XDG. One that exists but is not
-/// a directory (a file) is an error here, for every command: otherwise those that only read
-/// would call it "no runs yet" or "not created yet" and those that write would fail deeper in.
+pub use skilltrial_engine::state::Opened;
+
+/// The state directory chosen by `--home`, `SKILLTRIAL_HOME` or XDG; one that exists but is not
+/// a directory is refused here, for every command (see [`skilltrial_engine::home::state_home`]).
 pub fn home(global: &Global) -> Result<StateHome, CliError> {
-    let home = resolve_home(global.home.as_deref(), |k| std::env::var(k).ok())?;
-    if std::fs::metadata(&home.path).is_ok_and(|m| !m.is_dir()) {
-        return Err(CliError::Environment(anyhow::anyhow!(
-            "state directory {} is not a directory: give --home or SKILLTRIAL_HOME a directory, or a path that does not exist yet",
-            home.path.display()
-        )));
-    }
-    Ok(home)
+    Ok(state_home(global.home.as_deref(), |k| {
+        std::env::var(k).ok()
+    })?)
 }
 
 /// The state layout under [`home`].
@@ -39,60 +34,18 @@ pub fn existing_journal(layout: &Layout) -> Result<Journal, CliError> {
     journal(layout)
 }
 
-/// Whether a file can be created in `dir` (tried with a probe file, removed at once). Asked only
-/// after the journal failed to open for writing.
-fn writable(dir: &std::path::Path) -> bool {
-    let probe = dir.join(format!(".skilltrial-write-probe-{}", std::process::id()));
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-    {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            true
-        }
-        Err(_) => false,
-    }
-}
-
-/// The journal, created if missing. In a state directory whose permissions forbid writing, an
-/// existing journal is opened read-only instead, so that commands that only read still work
-/// there (and one that writes fails naming the read-only journal). Decided by the permission
-/// bits first, so that it holds for root too, whom `chmod` does not stop; and, when opening for
-/// writing fails, by whether the directory can be written at all (a read-only mount).
+/// The journal, created if missing, or read-only where the directory cannot be written (see
+/// [`skilltrial_engine::state::journal`]).
 pub fn journal(layout: &Layout) -> Result<Journal, CliError> {
-    let dir = layout.journal.parent().unwrap_or(&layout.root);
-    let mut read_only = layout.journal.is_file()
-        && std::fs::metadata(dir).is_ok_and(|m| m.permissions().readonly());
-    let opened = if read_only {
-        Journal::open_read_only(&layout.journal)
-    } else {
-        match Journal::open(&layout.journal) {
-            // A directory whose permission bits allow writing may still be unwritable: a
-            // read-only mount. An existing journal is then read where it is, as above.
-            Err(_) if layout.journal.is_file() && !writable(dir) => {
-                read_only = true;
-                Journal::open_read_only(&layout.journal)
-            }
-            opened => opened,
-        }
-    };
-    Ok(opened.with_context(|| {
-        format!(
-            "cannot open the journal in {}{}",
-            layout.root.display(),
-            if read_only { " (read-only)" } else { "" }
-        )
-    })?)
+    Ok(skilltrial_engine::state::journal(layout)?)
 }
 
 pub fn store(layout: &Layout) -> Result<Store, CliError> {
-    Ok(Store::open(&layout.store).context("cannot open the input store")?)
+    Ok(skilltrial_engine::state::store(layout)?)
 }
 
 pub fn payloads(layout: &Layout) -> Result<Store, CliError> {
-    Ok(Store::open(&layout.payloads).context("cannot open the payload store")?)
+    Ok(skilltrial_engine::state::payloads(layout)?)
 }
 
 /// The shortest run id prefix accepted: shorter ones match too easily by accident.
@@ -164,32 +117,12 @@ pub fn short(id: &str) -> &str {
     id.get(..12).unwrap_or(id)
 }
 
-/// The state directory, opened: journal and both stores.
-#[derive(Debug)]
-pub struct Opened {
-    pub layout: Layout,
-    pub journal: Journal,
-    pub store: Store,
-    pub payloads: Store,
-}
-
 /// Opens everything under the chosen state directory for a command that only reads: the journal
 /// must exist already (see [`existing_journal`]).
 pub fn open_existing(global: &Global) -> Result<Opened, CliError> {
     let layout = layout(global)?;
     Ok(Opened {
         journal: existing_journal(&layout)?,
-        store: store(&layout)?,
-        payloads: payloads(&layout)?,
-        layout,
-    })
-}
-
-/// Opens everything under the chosen state directory.
-pub fn open(global: &Global) -> Result<Opened, CliError> {
-    let layout = layout(global)?;
-    Ok(Opened {
-        journal: journal(&layout)?,
         store: store(&layout)?,
         payloads: payloads(&layout)?,
         layout,

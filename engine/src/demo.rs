@@ -1,6 +1,11 @@
-//! The scripted model behind the no-key demo: a fixed script of answers per task, skill version
-//! and repetition, served over the real OpenAI wire format by
-//! [`crate::scripted::ScriptedServer`]. The repetition comes from the plan ([`Plans`]), never
+//! `skilltrial demo` as one operation, and the scripted model behind the no-key demo.
+//!
+//! [`run`] is the whole local job: validate the bundles, open the pack, choose the model, plan,
+//! run and write the reports, telling its caller each step as an [`Event`] and ending in a
+//! [`DemoOutcome`] or a typed [`DemoError`] (the CLI only parses, calls it and renders).
+//!
+//! The scripted model: a fixed script of answers per task, skill version and repetition, served
+//! over the real OpenAI wire format by [`crate::scripted::ScriptedServer`]. The repetition comes from the plan ([`Plans`]), never
 //! from what one server process has seen, so a killed and resumed demo answers the same.
 //!
 //! It is labelled `scripted` in the manifest, in every report and on every screen, and its
@@ -24,6 +29,13 @@
 //! tables, gives up on the stake account and floors Token-2022 fees; B fixes all of those and
 //! regresses on two tasks from the second repetition. With 46 tasks the paired test can show
 //! that (the first pack's six tasks cannot go below p = 3/32 after Holm).
+
+mod job;
+
+pub use job::{
+    CallerError, DemoError, DemoOutcome, DemoRequest, Event, Reported, Step, UNPRICED_MAX_REQUESTS,
+    UNPRICED_MAX_TOKENS, run,
+};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

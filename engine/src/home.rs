@@ -40,6 +40,12 @@ pub enum HomeError {
         "cannot choose a state directory: pass --home DIR or set SKILLTRIAL_HOME (HOME and XDG_DATA_HOME are unset or not absolute)"
     )]
     Unresolvable,
+    /// The chosen path exists and is not a directory (a file).
+    #[error(
+        "state directory {} is not a directory: give --home or SKILLTRIAL_HOME a directory, or a path that does not exist yet",
+        .0.display()
+    )]
+    NotADirectory(PathBuf),
 }
 
 /// Resolves the state directory from an explicit flag and an environment lookup.
@@ -76,6 +82,20 @@ pub fn resolve_home(
         });
     }
     Err(HomeError::Unresolvable)
+}
+
+/// The state directory as [`resolve_home`] chooses it, refused when it exists and is not a
+/// directory (a file): otherwise commands that only read would call it "no runs yet" or "not
+/// created yet" and those that write would fail deeper in. Creates nothing.
+pub fn state_home(
+    flag: Option<&Path>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<StateHome, HomeError> {
+    let home = resolve_home(flag, env)?;
+    if std::fs::metadata(&home.path).is_ok_and(|m| !m.is_dir()) {
+        return Err(HomeError::NotADirectory(home.path));
+    }
+    Ok(home)
 }
 
 #[cfg(test)]

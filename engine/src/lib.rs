@@ -6,8 +6,9 @@
 //! runs, attempts, money and verdicts; [`engine`] loads a planned manifest's pinned inputs and
 //! runs it trial by trial; [`provider`] is the only code that speaks HTTP to models; [`keys`]
 //! reads model keys from the environment or the OS keychain; [`home`] resolves where state
-//! lives; [`scripted`] is a loopback model server speaking both wire formats, and [`demo`] its
-//! script; [`report`] turns a journal into the report. Nothing in this crate prints to a terminal
+//! lives and [`state`] opens it; [`packs`] opens a pack to run with; [`scripted`] is a loopback
+//! model server speaking both wire formats, and [`demo`] its script and the whole demo run;
+//! [`report`] turns a journal into the report. Nothing in this crate prints to a terminal
 //! or picks exit codes.
 
 pub mod answers;
@@ -17,9 +18,11 @@ pub mod files;
 pub mod home;
 pub mod journal;
 pub mod keys;
+pub mod packs;
 pub mod provider;
 pub mod report;
 pub mod scripted;
+pub mod state;
 pub mod store;
 
 pub use skilltrial_core::APP_VERSION;

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::Value;
 use skilltrial_core::checker::{self, Expected};
-use skilltrial_core::pack::{self, Pack, PackError};
+use skilltrial_core::pack::{self, Pack};
 
 use crate::cli::{Global, PackArg, PackCommand, PackShowArgs};
 use crate::exit::{CliError, Status};
@@ -25,62 +25,16 @@ pub fn run(command: PackCommand, global: &Global) -> Result<Status, CliError> {
     }
 }
 
-/// Opens a pack ("not found" is a usage error, "malformed" a rejection: see `exit`). A pack
-/// named without its version (`solana-core`) is answered with the embedded versions of that
-/// name, so the fix is on screen.
+/// Opens a pack ("not found" is a usage error, "malformed" a rejection: see `exit`), naming the
+/// embedded versions of a name given without one.
 pub fn open(spec: &str) -> Result<Pack, CliError> {
-    pack::open(spec).map_err(|e| {
-        let versions: Vec<String> = pack::embedded_ids()
-            .into_iter()
-            .filter(|id| id.split_once('@').is_some_and(|(name, _)| name == spec))
-            .collect();
-        match e {
-            PackError::NotFound(_) if !versions.is_empty() => {
-                let message = format!("{e}; did you mean {}?", versions.join(" or "));
-                CliError::from(e).reworded(message)
-            }
-            other => other.into(),
-        }
-    })
+    Ok(skilltrial_engine::packs::open(spec)?)
 }
 
 /// Opens a pack to run or score with (`plan`, `demo`, `check`): a folder must also pass `pack
-/// verify`, so a golden record, a known-wrong verdict or an input edited after the pack was
-/// built never decides a score. Refused (exit 1) naming the first failed claims.
+/// verify`. Refused (exit 1) naming the first failed claims.
 pub fn open_verified(spec: &str) -> Result<Pack, CliError> {
-    let p = open(spec)?;
-    if p.tasks.is_empty() {
-        return Err(CliError::Rejected(anyhow::anyhow!(
-            "pack {spec} has no task: add some with `skilltrial pack add-task {spec} …`"
-        )));
-    }
-    if !pack::is_path_spec(spec) {
-        return Ok(p);
-    }
-    let report = pack::verify(&p);
-    let failed: Vec<&pack::VerifyItem> = report.items.iter().filter(|i| !i.ok).collect();
-    if failed.is_empty() {
-        return Ok(p);
-    }
-    let shown: Vec<String> = failed
-        .iter()
-        .take(3)
-        .map(|i| {
-            let task = if i.task.is_empty() {
-                "(pack)"
-            } else {
-                i.task.as_str()
-            };
-            format!("{task} {}: {}", i.check, i.message)
-        })
-        .collect();
-    Err(CliError::Rejected(anyhow::anyhow!(
-        "pack {spec} fails {} of its {} claims ({}{}): run `skilltrial pack verify {spec}` for all of them, and `skilltrial pack build {spec}` after changing it",
-        failed.len(),
-        report.items.len(),
-        shown.join("; "),
-        if failed.len() > 3 { "; …" } else { "" }
-    )))
+    Ok(skilltrial_engine::packs::open_verified(spec)?)
 }
 
 #[derive(Serialize)]

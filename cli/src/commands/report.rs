@@ -3,7 +3,6 @@
 
 use std::fmt::Write as _;
 use std::io::Write;
-use std::path::Path;
 
 use serde_json::Value;
 use skilltrial_engine::journal::RunRow;
@@ -14,19 +13,6 @@ use crate::commands::summary;
 use crate::exit::{CliError, Status};
 use crate::output;
 use crate::state::{self, Opened};
-
-/// Builds, seals and writes both report files of `run` into `out` (default: the run's report
-/// directory).
-pub fn write(state: &Opened, run: &RunRow, out: Option<&Path>) -> Result<Written, CliError> {
-    write_to(
-        state,
-        run,
-        &Targets {
-            dir: out,
-            ..Targets::default()
-        },
-    )
-}
 
 /// Builds, seals and writes the report of `run`: `report.json` and `report.html`, each where
 /// `targets` says.
