@@ -61,7 +61,7 @@ pub struct PolicyError {
 }
 
 /// What a judgement does with evidence that is missing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Missing {
     /// The gate says `inconclusive`.
@@ -71,7 +71,7 @@ pub enum Missing {
 }
 
 /// A rule's test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum RuleKind {
     /// `arm` breaks no task that `against` passes (per-task majority verdicts).
@@ -93,7 +93,7 @@ impl RuleKind {
 }
 
 /// One rule: `kind` of `arm` against `against`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Rule {
     pub kind: RuleKind,
     pub arm: Arm,
@@ -113,7 +113,7 @@ impl Rule {
 }
 
 /// A parsed policy.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Policy {
     pub min_pairs: u64,
     pub incomplete: Missing,
@@ -236,7 +236,7 @@ impl Policy {
 
 /// A policy pinned in a manifest: its text exactly as written and the SHA-256 of that text (what
 /// `sha256sum gate.toml` prints), so that the gate judges with the policy written before the run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Pin {
     /// `sha256:<hex>` of `text`'s UTF-8 bytes.
@@ -272,7 +272,7 @@ impl Pin {
 }
 
 /// Where the policy a judgement used came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Source {
     /// Pinned in the manifest at plan time (a `--policy` file, if given, had the same hash).
@@ -284,7 +284,7 @@ pub enum Source {
 }
 
 /// A gate verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Cleared,
@@ -312,7 +312,7 @@ impl Verdict {
 }
 
 /// One rule's result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RuleResult {
     /// `no-breaks: B vs A`.
     pub name: String,
@@ -325,7 +325,7 @@ pub struct RuleResult {
 }
 
 /// The policy a judgement used.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PolicyUsed {
     pub source: Source,
     pub sha256: String,
@@ -333,7 +333,7 @@ pub struct PolicyUsed {
 }
 
 /// A whole judgement.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Judgement {
     pub verdict: Verdict,
     pub exit_code: u8,
