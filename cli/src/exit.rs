@@ -11,6 +11,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::error::ErrorKind as ClapKind;
+use schemars::JsonSchema;
+use serde::Serialize;
 use skilltrial_core::bundle;
 use skilltrial_core::manifest::PlanError;
 use skilltrial_core::pack::PackError;
@@ -429,17 +431,19 @@ impl From<std::io::Error> for CliError {
 pub fn report(error: &CliError, json: bool) -> ExitCode {
     match error {
         CliError::Environment(e) => {
-            emit_error("environment", &chain_text(e), json);
+            emit_error(ErrorKind::Environment, &chain_text(e), json);
             ExitCode::from(2)
         }
         CliError::Rejected(e) => {
-            emit_error("rejected", &chain_text(e), json);
+            emit_error(ErrorKind::Rejected, &chain_text(e), json);
             ExitCode::from(1)
         }
         CliError::Declined(message) => {
             if json {
-                let body = serde_json::json!({ "declined": true, "message": message });
-                let _ = writeln!(std::io::stdout().lock(), "{body}");
+                one_line(&Declined {
+                    declined: true,
+                    message: message.clone(),
+                });
             } else {
                 let _ = writeln!(std::io::stderr().lock(), "{message}");
             }
@@ -480,7 +484,7 @@ pub fn clap_error(error: &clap::Error, json: bool) -> ExitCode {
         }
         _ if json => {
             let message = error.render().to_string();
-            emit_error("usage", message.trim(), true);
+            emit_error(ErrorKind::Usage, message.trim(), true);
             ExitCode::from(2)
         }
         _ => {
@@ -490,10 +494,57 @@ pub fn clap_error(error: &clap::Error, json: bool) -> ExitCode {
     }
 }
 
-fn emit_error(kind: &str, message: &str, json: bool) {
+/// `--json`'s document for a command that failed (exit 1 or 2), on stdout in one line.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Failed {
+    pub error: ErrorBody,
+}
+
+/// What failed and why.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ErrorBody {
+    /// What kind of failure it is: it decides the exit code.
+    pub kind: ErrorKind,
+    /// The error and its causes, each said once, joined by ": ".
+    pub message: String,
+}
+
+/// The kinds of failure, as `--json` names them.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorKind {
+    /// An input was read, judged and refused (exit 1).
+    Rejected,
+    /// The environment failed: I/O, permissions, a missing file, a locked run, SQLite (exit 2).
+    Environment,
+    /// The command line does not parse: clap's message (exit 2).
+    Usage,
+}
+
+/// `--json`'s document when the person declined at a prompt: nothing was sent (exit 0).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Declined {
+    /// Always `true`.
+    pub declined: bool,
+    /// What was not done.
+    pub message: String,
+}
+
+/// Writes one document as one line on stdout (an error's document is read line by line).
+fn one_line(document: &impl Serialize) {
+    if let Ok(line) = serde_json::to_string(document) {
+        let _ = writeln!(std::io::stdout().lock(), "{line}");
+    }
+}
+
+fn emit_error(kind: ErrorKind, message: &str, json: bool) {
     if json {
-        let body = serde_json::json!({ "error": { "kind": kind, "message": message } });
-        let _ = writeln!(std::io::stdout().lock(), "{body}");
+        one_line(&Failed {
+            error: ErrorBody {
+                kind,
+                message: message.to_owned(),
+            },
+        });
     } else {
         let _ = writeln!(std::io::stderr().lock(), "error: {message}");
     }

@@ -62,7 +62,7 @@ pub struct PolicyError {
 }
 
 /// What a judgement does with evidence that is missing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Missing {
     /// The gate says `inconclusive`.
@@ -72,7 +72,7 @@ pub enum Missing {
 }
 
 /// A rule's test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum RuleKind {
     /// `arm` breaks no task that `against` passes (per-task majority verdicts).
@@ -94,7 +94,7 @@ impl RuleKind {
 }
 
 /// One rule: `kind` of `arm` against `against`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Rule {
     pub kind: RuleKind,
     pub arm: Arm,
@@ -114,7 +114,7 @@ impl Rule {
 }
 
 /// A parsed policy.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Policy {
     pub min_pairs: u64,
     pub incomplete: Missing,
@@ -267,7 +267,7 @@ impl Pin {
 }
 
 /// Where the policy a judgement used came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Source {
     /// Pinned in the manifest at plan time (a `--policy` file, if given, had the same hash).
@@ -279,7 +279,7 @@ pub enum Source {
 }
 
 /// A gate verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Cleared,
@@ -307,7 +307,7 @@ impl Verdict {
 }
 
 /// One rule's result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RuleResult {
     /// `no-breaks: B vs A`.
     pub name: String,
@@ -320,7 +320,7 @@ pub struct RuleResult {
 }
 
 /// The policy a judgement used.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PolicyUsed {
     pub source: Source,
     pub sha256: String,
@@ -328,7 +328,7 @@ pub struct PolicyUsed {
 }
 
 /// A whole judgement.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Judgement {
     pub verdict: Verdict,
     pub exit_code: u8,

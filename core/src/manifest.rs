@@ -28,7 +28,19 @@ pub const FORMAT: &str = "skilltrial-manifest-v1";
 pub const ORDER_ALGORITHM: &str = "splitmix64-fisher-yates-v1";
 
 /// One arm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Arm {
     Baseline,
@@ -46,28 +58,28 @@ impl Arm {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AppInfo {
     pub name: String,
     pub version: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Environment {
     pub os: String,
     pub arch: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PackRef {
     pub id: String,
     pub hash: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckerRef {
     pub name: String,
@@ -75,7 +87,7 @@ pub struct CheckerRef {
     pub source_sha256: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BundleRef {
     pub name: String,
@@ -85,7 +97,7 @@ pub struct BundleRef {
     pub coverage: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ArmSpec {
     pub arm: Arm,
@@ -93,7 +105,7 @@ pub struct ArmSpec {
     pub bundle: Option<BundleRef>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PromptInfo {
     pub template_id: String,
@@ -101,7 +113,7 @@ pub struct PromptInfo {
     pub template: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelInfo {
     pub profile: String,
@@ -114,7 +126,7 @@ pub struct ModelInfo {
     pub scripted: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Sampling {
     /// Decimal string, e.g. "0".
@@ -122,7 +134,7 @@ pub struct Sampling {
     pub max_output_tokens: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Order {
     /// The seed, as a decimal string (a u64 does not fit JSON's safe integers).
@@ -130,7 +142,7 @@ pub struct Order {
     pub algorithm: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Budget {
     /// The monetary cap in µUSD; `None` when the profile has no verifiable price.
@@ -145,7 +157,7 @@ pub struct Budget {
     pub requires_confirmation: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
     pub request_timeout_ms: u64,
@@ -154,7 +166,7 @@ pub struct Limits {
 }
 
 /// The manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
     pub format: String,
@@ -184,7 +196,7 @@ pub struct Manifest {
 
 /// A pinned SOL/USD rate: what a hosted run's upper cost in lamports is computed at, and where
 /// the rate came from, so the person approving the escrow sees both.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SolUsd {
     /// µUSD per SOL: 151.25 USD/SOL is 151_250_000.
@@ -299,7 +311,7 @@ pub enum PlanError {
 }
 
 /// One trial, in execution order, with its reservation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PlannedTrial {
     pub index: u32,
     pub task: String,
@@ -312,7 +324,7 @@ pub struct PlannedTrial {
 }
 
 /// Totals of a plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Totals {
     pub trials: u32,
     /// The most requests the run can send: min(the cap, trials × (1 + automatic retries)).
@@ -856,7 +868,7 @@ pub fn trials(
 /// A gate policy pinned in a manifest: its text exactly as written and the SHA-256 of that text
 /// (what `sha256sum gate.toml` prints), so that the gate judges with the policy written before the
 /// run. `gate::Pin::of` makes one from a policy that parses; `gate::Pin::policy` reads it back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GatePin {
     /// `sha256:<hex>` of `text`'s UTF-8 bytes.

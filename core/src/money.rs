@@ -19,6 +19,7 @@ use std::fmt;
     Default,
     serde::Serialize,
     serde::Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(transparent)]
 pub struct MicroUsd(pub u64);
@@ -102,7 +103,9 @@ impl fmt::Display for MicroUsd {
 }
 
 /// A price in µUSD per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(transparent)]
 pub struct PerMtok(pub u64);
 

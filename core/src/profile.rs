@@ -10,7 +10,7 @@ use crate::money::{MicroUsd, PerMtok};
 const BUILTIN: &str = include_str!("../profiles.toml");
 
 /// Which wire format a profile speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ProviderKind {
     /// Anthropic Messages (`POST /v1/messages`).
@@ -54,7 +54,7 @@ impl ProviderKind {
 }
 
 /// A verifiable price.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Price {
     /// µUSD per million input tokens.
     pub input: PerMtok,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 pub const HOME_ENV: &str = "SKILLTRIAL_HOME";
 
 /// Where the state directory came from, for `--json` output and error messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HomeSource {
     /// The `--home` flag.

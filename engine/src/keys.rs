@@ -51,7 +51,7 @@ impl From<&str> for Secret {
 }
 
 /// Where a key was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum KeySource {
     /// `ANTHROPIC_API_KEY` / `OPENAI_API_KEY`.

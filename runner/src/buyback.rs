@@ -915,20 +915,81 @@ impl Surplus {
             Surplus::Nothing | Surplus::Left { .. } => 0,
         }
     }
+}
 
-    /// The `--json` fields: `surplus_burned`, `surplus_signature` and `surplus_left` (the
-    /// reason nothing was burned now, or null).
-    pub fn json(&self) -> serde_json::Map<String, Value> {
-        let (signature, left) = match self {
-            Surplus::Nothing => (Value::Null, Value::Null),
-            Surplus::Burned { signature, .. } => (Value::from(signature.as_str()), Value::Null),
-            Surplus::Left { why } => (Value::Null, Value::from(why.as_str())),
-        };
-        let mut fields = serde_json::Map::new();
-        fields.insert("surplus_burned".into(), Value::from(self.burned()));
-        fields.insert("surplus_signature".into(), signature);
-        fields.insert("surplus_left".into(), left);
-        fields
+/// `skilltrial runner buyback --json`: what one buyback attempt did, told by `outcome`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum BuybackReport {
+    /// Bought and burned.
+    Done {
+        /// The buyback transaction.
+        signature: String,
+        /// Fees spent.
+        lamports_in: u64,
+        /// What the venue quoted for them ($SKTRIAL base units).
+        quoted_out: u64,
+        /// What the buyback transaction burned (and the program booked).
+        tokens_burned: u64,
+        /// The venue swapped through.
+        venue: String,
+        /// What the swap filled above its minimum, burned right after (0 when nothing was).
+        surplus_burned: u64,
+        /// The transaction that burned it (null when none did).
+        surplus_signature: Option<String>,
+        /// Why it was not burned now (the next buyback burns it); null otherwise.
+        surplus_left: Option<String>,
+    },
+    /// The program's interval is not over.
+    NotDue {
+        /// The cluster time (Unix seconds) the next buyback may run at.
+        next_at: i64,
+    },
+    /// The fees booked are below the operator's minimum.
+    TooLittle {
+        /// Fees booked and not yet released, in lamports.
+        unreleased: u64,
+        /// The operator's minimum (`--buyback-min-lamports`).
+        minimum: u64,
+    },
+}
+
+impl Outcome {
+    /// What `runner buyback --json` prints for this outcome, swapped through `venue`.
+    pub fn report(&self, venue: &str) -> BuybackReport {
+        match self {
+            Outcome::Done {
+                signature,
+                lamports_in,
+                quoted_out,
+                tokens_burned,
+                surplus,
+            } => {
+                let (surplus_signature, surplus_left) = match surplus {
+                    Surplus::Nothing => (None, None),
+                    Surplus::Burned { signature, .. } => (Some(signature.clone()), None),
+                    Surplus::Left { why } => (None, Some(why.clone())),
+                };
+                BuybackReport::Done {
+                    signature: signature.clone(),
+                    lamports_in: *lamports_in,
+                    quoted_out: *quoted_out,
+                    tokens_burned: *tokens_burned,
+                    venue: venue.to_owned(),
+                    surplus_burned: surplus.burned(),
+                    surplus_signature,
+                    surplus_left,
+                }
+            }
+            Outcome::NotDue { next_at } => BuybackReport::NotDue { next_at: *next_at },
+            Outcome::TooLittle {
+                unreleased,
+                minimum,
+            } => BuybackReport::TooLittle {
+                unreleased: *unreleased,
+                minimum: *minimum,
+            },
+        }
     }
 }
 

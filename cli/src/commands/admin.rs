@@ -3,7 +3,8 @@
 //! program's own; the commands check what they can before signing so a refusal costs nothing,
 //! and the program checks it all again.
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
 use skilltrial_chain::ix::{
     self, ConfigChange, ConfigInitArgs, ConfigUpdateArgs, RunnerKeys, SpendingLimit,
 };
@@ -17,6 +18,133 @@ use crate::cli::{
 use crate::commands::chain::{self, Session, sol, when};
 use crate::exit::{CliError, Status};
 use crate::output;
+
+/// `admin update|apply|accept --json`: the transaction that made the change.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Sent {
+    /// The transaction's signature (base58).
+    pub signature: String,
+}
+
+/// `admin init --json`: the config created.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Initialized {
+    /// The transaction's signature.
+    pub signature: String,
+    /// The config account's address.
+    pub config: String,
+    /// The admin: the wallet that signed (the program's upgrade authority).
+    pub admin: String,
+}
+
+/// `admin propose --json`: the time-locked change proposed.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Proposed {
+    /// The transaction's signature.
+    pub signature: String,
+    /// From when `admin apply` may apply it (RFC 3339, cluster time).
+    pub effective_at: Option<String>,
+}
+
+/// `admin show --json`: the program's config decoded, with its pending change and the fee
+/// vault's books.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ConfigView {
+    /// The config account's address.
+    pub config: String,
+    pub version: u8,
+    pub admin: String,
+    /// The admin proposed to take over (`admin accept`), if any.
+    pub pending_admin: Option<String>,
+    /// The runner allowed to settle runs; null once revoked.
+    pub runner: Option<String>,
+    pub runner_payout: String,
+    pub fee_per_trial_lamports: u64,
+    pub min_deadline_secs: i64,
+    pub time_lock_secs: i64,
+    /// `<lamports>/<period seconds>`.
+    pub usage_limit: String,
+    /// The $SKTRIAL mint buybacks burn.
+    pub sktrial_mint: String,
+    pub buyback_interval_secs: i64,
+    pub max_buyback_lamports: u64,
+    /// `<tokens>:<lamports>`: the least a buyback must buy.
+    pub buyback_rate: String,
+    /// The time-locked change waiting to be applied, if any.
+    pub pending: Option<PendingView>,
+    /// The fee vault's books (null when it does not exist yet).
+    pub fee_vault: Option<FeeVaultView>,
+}
+
+/// A proposed change and when it may apply.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PendingView {
+    pub change: ChangeView,
+    /// RFC 3339, cluster time.
+    pub effective_at: String,
+}
+
+/// What a proposed change sets; null for what it leaves as it is. (Members in alphabetical
+/// order: `admin show` prints this object in its text too, as it always has.)
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ChangeView {
+    pub buyback_interval_secs: Option<i64>,
+    /// `<tokens>:<lamports>`.
+    pub buyback_rate: Option<String>,
+    pub max_buyback_lamports: Option<u64>,
+    pub runner: Option<RunnerView>,
+    pub sktrial_mint: Option<String>,
+    pub time_lock_secs: Option<i64>,
+    /// `<lamports>/<period seconds>`.
+    pub usage_limit: Option<String>,
+}
+
+/// A runner's keys. (Alphabetical, as [`ChangeView`].)
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RunnerView {
+    pub payout: String,
+    pub signer: String,
+}
+
+/// The fee vault's books.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FeeVaultView {
+    pub address: String,
+    /// What the account holds now.
+    pub lamports: u64,
+    pub next_run_id: u64,
+    pub total_trials_settled: u64,
+    pub total_usage_lamports: u64,
+    pub total_fees_lamports: u64,
+    pub total_bought_back_lamports: u64,
+    /// $SKTRIAL base units burned by buybacks.
+    pub total_burned: u64,
+}
+
+/// `buyback-log --json`: every buyback-and-burn the log holds, newest first.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BuybackLogView {
+    /// Buybacks ever made (the log keeps the latest ones).
+    pub count: u64,
+    pub entries: Vec<BuybackEntryView>,
+    /// From the fee vault (null when it does not exist).
+    pub total_bought_back_lamports: Option<u64>,
+    pub total_burned: Option<u64>,
+}
+
+/// One buyback.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BuybackEntryView {
+    /// RFC 3339, cluster time.
+    pub at: String,
+    /// Fees spent.
+    pub lamports_in: u64,
+    /// $SKTRIAL base units burned.
+    pub tokens_burned: u64,
+    pub burn_index: u64,
+    /// The token account burned from.
+    pub token_account: String,
+}
 
 pub fn run(command: AdminCommand, global: &Global) -> Result<Status, CliError> {
     match command {
@@ -57,14 +185,6 @@ fn admin_wallet(
         )));
     }
     Ok(wallet)
-}
-
-fn sent_json(signature: &impl ToString, extra: Value) -> Value {
-    let mut doc = json!({ "signature": signature.to_string() });
-    if let (Some(doc), Value::Object(extra)) = (doc.as_object_mut(), extra) {
-        doc.extend(extra);
-    }
-    doc
 }
 
 fn init(args: &AdminInitArgs, global: &Global) -> Result<Status, CliError> {
@@ -111,10 +231,11 @@ fn init(args: &AdminInitArgs, global: &Global) -> Result<Status, CliError> {
         &[ix::config_init(&wallet.pubkey(), init_args)],
     )?;
     if global.json {
-        output::json(&sent_json(
-            &sent.signature,
-            json!({ "config": pda::config().to_string(), "admin": wallet.pubkey().to_string() }),
-        ))?;
+        output::json(&Initialized {
+            signature: sent.signature.to_string(),
+            config: pda::config().to_string(),
+            admin: wallet.pubkey().to_string(),
+        })?;
     } else {
         output::text(&format!(
             "initialized the config {} (transaction {}); admin {}\n",
@@ -187,10 +308,10 @@ fn propose(args: &AdminProposeArgs, global: &Global) -> Result<Status, CliError>
     let after = config(&session.chain)?;
     let effective = after.pending.as_ref().map(|p| when(p.effective_at));
     if global.json {
-        output::json(&sent_json(
-            &sent.signature,
-            json!({ "effective_at": effective }),
-        ))?;
+        output::json(&Proposed {
+            signature: sent.signature.to_string(),
+            effective_at: effective,
+        })?;
     } else {
         output::text(&format!(
             "proposed (transaction {}); `skilltrial admin apply` from {}\n",
@@ -247,7 +368,9 @@ fn accept(args: &ChainOnlyArgs, global: &Global) -> Result<Status, CliError> {
 
 fn report_sent(global: &Global, signature: &impl ToString, what: &str) -> Result<Status, CliError> {
     if global.json {
-        output::json(&sent_json(signature, json!({})))?;
+        output::json(&Sent {
+            signature: signature.to_string(),
+        })?;
     } else {
         output::text(&format!("{what} (transaction {})\n", signature.to_string()))?;
     }
@@ -261,52 +384,59 @@ fn now_nanos() -> u128 {
         .map_or(0, |d| d.as_nanos())
 }
 
-fn change_json(change: &ConfigChange) -> Value {
-    json!({
-        "runner": change.runner.map(|r| json!({"signer": r.signer.to_string(), "payout": r.payout.to_string()})),
-        "sktrial_mint": change.sktrial_mint.map(|k| k.to_string()),
-        "buyback_interval_secs": change.buyback_interval_secs,
-        "max_buyback_lamports": change.max_buyback_lamports,
-        "buyback_rate": change.buyback_rate.map(|r| format!("{}:{}", r.tokens, r.lamports)),
-        "usage_limit": change.usage_limit.map(|l| format!("{}/{}", l.amount, l.period_secs)),
-        "time_lock_secs": change.time_lock_secs,
-    })
+fn change_view(change: &ConfigChange) -> ChangeView {
+    ChangeView {
+        buyback_interval_secs: change.buyback_interval_secs,
+        buyback_rate: change
+            .buyback_rate
+            .map(|r| format!("{}:{}", r.tokens, r.lamports)),
+        max_buyback_lamports: change.max_buyback_lamports,
+        runner: change.runner.map(|r| RunnerView {
+            payout: r.payout.to_string(),
+            signer: r.signer.to_string(),
+        }),
+        sktrial_mint: change.sktrial_mint.map(|k| k.to_string()),
+        time_lock_secs: change.time_lock_secs,
+        usage_limit: change
+            .usage_limit
+            .map(|l| format!("{}/{}", l.amount, l.period_secs)),
+    }
 }
 
 fn show(args: &ChainOnlyArgs, global: &Global) -> Result<Status, CliError> {
     let session = chain::connect(&args.solana, global)?;
     let c = config(&session.chain)?;
     let vault = session.chain.fee_vault()?;
-    let doc = json!({
-        "config": pda::config().to_string(),
-        "version": c.version,
-        "admin": c.admin.to_string(),
-        "pending_admin": c.pending_admin.map(|k| k.to_string()),
-        "runner": c.has_runner().then(|| c.runner.to_string()),
-        "runner_payout": c.runner_payout.to_string(),
-        "fee_per_trial_lamports": c.fee_per_trial,
-        "min_deadline_secs": c.min_deadline_secs,
-        "time_lock_secs": c.time_lock_secs,
-        "usage_limit": format!("{}/{}", c.usage_limit.amount, c.usage_limit.period_secs),
-        "sktrial_mint": c.sktrial_mint.to_string(),
-        "buyback_interval_secs": c.buyback_interval_secs,
-        "max_buyback_lamports": c.max_buyback_lamports,
-        "buyback_rate": format!("{}:{}", c.buyback_rate.tokens, c.buyback_rate.lamports),
-        "pending": c.pending.as_ref().map(|p| json!({
-            "change": change_json(&p.change),
-            "effective_at": when(p.effective_at),
-        })),
-        "fee_vault": vault.as_ref().map(|(v, lamports)| json!({
-            "address": pda::fee_vault().to_string(),
-            "lamports": lamports,
-            "next_run_id": v.next_run_id,
-            "total_trials_settled": v.total_trials_settled,
-            "total_usage_lamports": v.total_usage,
-            "total_fees_lamports": v.total_fees,
-            "total_bought_back_lamports": v.total_bought_back,
-            "total_burned": v.total_burned,
-        })),
-    });
+    let doc = ConfigView {
+        config: pda::config().to_string(),
+        version: c.version,
+        admin: c.admin.to_string(),
+        pending_admin: c.pending_admin.map(|k| k.to_string()),
+        runner: c.has_runner().then(|| c.runner.to_string()),
+        runner_payout: c.runner_payout.to_string(),
+        fee_per_trial_lamports: c.fee_per_trial,
+        min_deadline_secs: c.min_deadline_secs,
+        time_lock_secs: c.time_lock_secs,
+        usage_limit: format!("{}/{}", c.usage_limit.amount, c.usage_limit.period_secs),
+        sktrial_mint: c.sktrial_mint.to_string(),
+        buyback_interval_secs: c.buyback_interval_secs,
+        max_buyback_lamports: c.max_buyback_lamports,
+        buyback_rate: format!("{}:{}", c.buyback_rate.tokens, c.buyback_rate.lamports),
+        pending: c.pending.as_ref().map(|p| PendingView {
+            change: change_view(&p.change),
+            effective_at: when(p.effective_at),
+        }),
+        fee_vault: vault.as_ref().map(|(v, lamports)| FeeVaultView {
+            address: pda::fee_vault().to_string(),
+            lamports: *lamports,
+            next_run_id: v.next_run_id,
+            total_trials_settled: v.total_trials_settled,
+            total_usage_lamports: v.total_usage,
+            total_fees_lamports: v.total_fees,
+            total_bought_back_lamports: v.total_bought_back,
+            total_burned: v.total_burned,
+        }),
+    };
     if global.json {
         output::json(&doc)?;
         return Ok(Status::Ok);
@@ -336,9 +466,10 @@ fn show(args: &ChainOnlyArgs, global: &Global) -> Result<Status, CliError> {
         c.buyback_rate.lamports,
     );
     if let Some(p) = &c.pending {
+        // The change as one line of JSON, as the text has always shown it.
+        let change = serde_json::to_string(&change_view(&p.change)).unwrap_or_default();
         out.push_str(&format!(
-            "pending       {} from {}\n",
-            change_json(&p.change),
+            "pending       {change} from {}\n",
             when(p.effective_at)
         ));
     }
@@ -372,25 +503,23 @@ pub fn buyback_log(args: &ChainOnlyArgs, global: &Global) -> Result<Status, CliE
         })?;
     let vault = session.chain.fee_vault()?;
     let entries = skilltrial_chain::account::buyback_entries(&log);
-    let items: Vec<Value> = entries
-        .iter()
-        .map(|e| {
-            json!({
-                "at": when(e.at),
-                "lamports_in": e.lamports_in,
-                "tokens_burned": e.tokens_burned,
-                "burn_index": e.burn_index,
-                "token_account": e.token_account.to_string(),
-            })
-        })
-        .collect();
     if global.json {
-        output::json(&json!({
-            "count": log.count,
-            "entries": items,
-            "total_bought_back_lamports": vault.as_ref().map(|(v, _)| v.total_bought_back),
-            "total_burned": vault.as_ref().map(|(v, _)| v.total_burned),
-        }))?;
+        let entries = entries
+            .iter()
+            .map(|e| BuybackEntryView {
+                at: when(e.at),
+                lamports_in: e.lamports_in,
+                tokens_burned: e.tokens_burned,
+                burn_index: e.burn_index,
+                token_account: e.token_account.to_string(),
+            })
+            .collect();
+        output::json(&BuybackLogView {
+            count: log.count,
+            entries,
+            total_bought_back_lamports: vault.as_ref().map(|(v, _)| v.total_bought_back),
+            total_burned: vault.as_ref().map(|(v, _)| v.total_burned),
+        })?;
         return Ok(Status::Ok);
     }
     let mut out = format!("{} buybacks in all", log.count);

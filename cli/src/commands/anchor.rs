@@ -5,7 +5,8 @@
 //! the wallet and sent through the outbox. `skilltrial verify <report.json> --signature <sig>
 //! --signer <wallet>` checks it from the file alone and the cluster.
 
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 use skilltrial_chain::anchor::AnchorMemo;
 use solana_signer::Signer;
 
@@ -14,6 +15,27 @@ use crate::commands::chain;
 use crate::exit::{CliError, Status};
 use crate::output;
 use skilltrial_engine::files::read_report;
+
+/// `anchor --json`: the memo transaction that anchors the report.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Anchored {
+    /// The transaction's signature (base58).
+    pub signature: String,
+    /// True when this wallet had already anchored this report on this cluster: nothing was
+    /// signed now, and `signature` is that earlier transaction.
+    pub already_anchored: bool,
+    /// The memo: `st1:<manifest hash>:<report hash>`.
+    pub memo: String,
+    /// The wallet that signed it.
+    pub signer: String,
+    /// The report's manifest hash, recomputed from the file.
+    pub manifest_hash: String,
+    /// The report hash, recomputed from the file.
+    pub report_hash: String,
+    /// The slot it landed in; absent when it was already anchored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slot: Option<u64>,
+}
 
 pub fn run(args: &AnchorArgs, global: &Global) -> Result<Status, CliError> {
     let report = read_report(&args.report)?;
@@ -46,14 +68,15 @@ pub fn run(args: &AnchorArgs, global: &Global) -> Result<Status, CliError> {
         && let Some(earlier) = session.landed(&intent)?
     {
         if global.json {
-            output::json(&json!({
-                "signature": earlier.signature,
-                "already_anchored": true,
-                "memo": memo.text(),
-                "signer": signer.to_string(),
-                "manifest_hash": manifest.to_string(),
-                "report_hash": recomputed.to_string(),
-            }))?;
+            output::json(&Anchored {
+                signature: earlier.signature.clone(),
+                already_anchored: true,
+                memo: memo.text(),
+                signer: signer.to_string(),
+                manifest_hash: manifest.to_string(),
+                report_hash: recomputed.to_string(),
+                slot: None,
+            })?;
         } else {
             output::text(&format!(
                 "already anchored by {signer} on this cluster: transaction {} (nothing was signed; --again sends a new anchor)\n",
@@ -64,15 +87,15 @@ pub fn run(args: &AnchorArgs, global: &Global) -> Result<Status, CliError> {
     }
     let sent = session.send(&intent, &wallet, &[memo.instruction(&signer)])?;
     if global.json {
-        output::json(&json!({
-            "signature": sent.signature.to_string(),
-            "already_anchored": false,
-            "memo": memo.text(),
-            "signer": signer.to_string(),
-            "manifest_hash": manifest.to_string(),
-            "report_hash": recomputed.to_string(),
-            "slot": sent.slot,
-        }))?;
+        output::json(&Anchored {
+            signature: sent.signature.to_string(),
+            already_anchored: false,
+            memo: memo.text(),
+            signer: signer.to_string(),
+            manifest_hash: manifest.to_string(),
+            report_hash: recomputed.to_string(),
+            slot: Some(sent.slot),
+        })?;
     } else {
         output::text(&format!(
             "anchored {shown}\n  transaction {}\n  memo        {}\n  signer      {signer}\n  check it:   skilltrial verify {shown} --signature {} --signer {signer} --url {}\n",

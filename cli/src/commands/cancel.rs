@@ -1,12 +1,30 @@
 //! `skilltrial cancel [run]`: stop new dispatches. The request in flight finishes. A run that
 //! already finished or was cancelled is left as it is, and the output says so.
 
+use schemars::JsonSchema;
+use serde::Serialize;
 use skilltrial_engine::journal::RunStatus;
 
 use crate::cli::{Global, RunRef};
 use crate::exit::{CliError, Status};
 use crate::output;
 use crate::state::{self, short};
+
+/// `cancel --json` (a run in this journal).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Cancelled {
+    /// The run id (its manifest hash).
+    pub run: String,
+    /// The run's cancel flag: set now, or already (a cancelled run); false for a run that
+    /// finished, which is left as it is.
+    pub cancel_requested: bool,
+    /// The run's status when the cancel was asked (a run already `finished` or `cancelled` is
+    /// left as it is: nothing to cancel).
+    pub status: RunStatus,
+    /// Whether a process is running it now (its request in flight finishes); false when
+    /// nothing was left to stop.
+    pub live: bool,
+}
 
 pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     let layout = state::layout(global)?;
@@ -17,12 +35,12 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
         if global.json {
             // `cancel_requested` is the run's own flag (true for a cancelled run), and `live`
             // is always present, as in the other branch.
-            output::json(&serde_json::json!({
-                "run": run.id,
-                "cancel_requested": run.cancel_requested,
-                "status": run.status,
-                "live": false,
-            }))?;
+            output::json(&Cancelled {
+                run: run.id.clone(),
+                cancel_requested: run.cancel_requested,
+                status: run.status,
+                live: false,
+            })?;
         } else {
             output::text(&format!(
                 "run {} is already {}: nothing to cancel\n",
@@ -35,9 +53,12 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     journal.request_cancel(&run.id)?;
     let live = state::run_is_live(&journal, &run.id)?;
     if global.json {
-        output::json(
-            &serde_json::json!({ "run": run.id, "cancel_requested": true, "status": run.status, "live": live }),
-        )?;
+        output::json(&Cancelled {
+            run: run.id.clone(),
+            cancel_requested: true,
+            status: run.status,
+            live,
+        })?;
     } else if live {
         output::text(&format!(
             "cancel requested for run {}: no new request is sent; one already in flight finishes and its cost is kept; the trials not yet sent become not_run\n",

@@ -8,8 +8,8 @@ use crate::exit::{CliError, Status};
 use crate::output;
 use crate::state;
 
-#[derive(Debug, Serialize)]
-struct Info {
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct Info {
     version: &'static str,
     home: String,
     home_source: HomeSource,

@@ -3,12 +3,49 @@
 
 use std::io::Read;
 
+use schemars::JsonSchema;
+use serde::Serialize;
 use skilltrial_core::profile::ProviderKind;
 use skilltrial_engine::keys::{self, KeySource};
 
 use crate::cli::{Global, KeyCommand};
 use crate::exit::{CliError, Status};
 use crate::output;
+
+/// `key set --json`: the key was stored.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct KeyStored {
+    /// The provider (`anthropic`, `openai`).
+    pub provider: &'static str,
+    /// Always `true` (a key that cannot be stored is an error).
+    pub stored: bool,
+}
+
+/// `key remove --json`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct KeyRemoved {
+    /// The provider (`anthropic`, `openai`).
+    pub provider: &'static str,
+    /// Whether the keychain held a key to remove.
+    pub removed: bool,
+}
+
+/// `key status --json`: every provider and where its key comes from.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct KeyStatus {
+    pub keys: Vec<KeyLine>,
+}
+
+/// One provider's key: where it is found (never the key itself).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct KeyLine {
+    /// The provider (`anthropic`, `openai`).
+    pub provider: &'static str,
+    /// `env` (the environment variable wins), `keychain`, or null when there is no key.
+    pub source: Option<KeySource>,
+    /// The environment variable read first.
+    pub env: &'static str,
+}
 
 pub fn run(command: &KeyCommand, global: &Global) -> Result<Status, CliError> {
     match command {
@@ -18,7 +55,10 @@ pub fn run(command: &KeyCommand, global: &Global) -> Result<Status, CliError> {
             std::io::stdin().take(16 * 1024).read_to_string(&mut key)?;
             keys::store(kind, &keys::Secret::new(&key))?;
             if global.json {
-                output::json(&serde_json::json!({ "provider": kind.as_str(), "stored": true }))?;
+                output::json(&KeyStored {
+                    provider: kind.as_str(),
+                    stored: true,
+                })?;
             } else {
                 output::text(&format!(
                     "stored the {} key in the OS keychain\n",
@@ -30,9 +70,10 @@ pub fn run(command: &KeyCommand, global: &Global) -> Result<Status, CliError> {
             let kind = ProviderKind::from(p.provider);
             let removed = keys::remove(kind)?;
             if global.json {
-                output::json(
-                    &serde_json::json!({ "provider": kind.as_str(), "removed": removed }),
-                )?;
+                output::json(&KeyRemoved {
+                    provider: kind.as_str(),
+                    removed,
+                })?;
             } else {
                 let text = if removed { "removed" } else { "there was no" };
                 output::text(&format!(
@@ -42,15 +83,16 @@ pub fn run(command: &KeyCommand, global: &Global) -> Result<Status, CliError> {
             }
         }
         KeyCommand::Status => {
-            let rows: Vec<serde_json::Value> = [ProviderKind::Anthropic, ProviderKind::Openai]
+            let keys: Vec<KeyLine> = [ProviderKind::Anthropic, ProviderKind::Openai]
                 .into_iter()
-                .map(|k| {
-                    let source = keys::lookup(k).map(|(_, s)| s);
-                    serde_json::json!({ "provider": k.as_str(), "source": source, "env": k.key_env() })
+                .map(|k| KeyLine {
+                    provider: k.as_str(),
+                    source: keys::lookup(k).map(|(_, s)| s),
+                    env: k.key_env(),
                 })
                 .collect();
             if global.json {
-                output::json(&serde_json::json!({ "keys": rows }))?;
+                output::json(&KeyStatus { keys })?;
             } else {
                 let mut out = String::new();
                 for k in [ProviderKind::Anthropic, ProviderKind::Openai] {

@@ -25,7 +25,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 use skilltrial_chain::cli_config::{self, Commitment, SolanaConfig};
 use skilltrial_chain::ix::{self, BuybackRate, ConfigInitArgs, SpendingLimit};
 use skilltrial_chain::outbox::Outbox;
@@ -45,6 +46,54 @@ use crate::exit::{CliError, Status};
 use crate::state;
 
 const LAMPORTS_PER_SOL: u64 = 1_000_000_000;
+/// `localnet --json`: the running validator, its program and keys (one line, printed once it
+/// is ready; the validator runs until Ctrl-C).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LocalnetReady {
+    /// JSON-RPC (`--url`).
+    pub rpc_url: String,
+    pub websocket_url: String,
+    /// The address gossip and TPU bind to (`--bind`).
+    pub bind: String,
+    /// Where each service listens.
+    pub listening: Listening,
+    /// The SkillTrial program's id.
+    pub program_id: String,
+    /// Your wallet (funded).
+    pub wallet: String,
+    /// Its keypair file.
+    pub wallet_keypair: String,
+    pub wallet_lamports: u64,
+    /// The runner's key (`runner serve -k <runner_keypair>`).
+    pub runner: String,
+    pub runner_keypair: String,
+    pub runner_payout: String,
+    /// The ledger folder (kept across restarts).
+    pub ledger: String,
+    /// Whether this start initialized the config (false when the ledger had it, or with
+    /// `--no-init`).
+    pub config_initialized_now: bool,
+    /// The config's minimum deadline.
+    pub min_deadline_secs: i64,
+    /// The local $SKTRIAL mint.
+    pub sktrial_mint: String,
+    /// The test buyback venue's program id.
+    pub venue_program_id: String,
+    /// Its pool for the mint.
+    pub venue_pool: String,
+}
+
+/// Where the validator's services listen. The library binds JSON-RPC and its websocket to
+/// 0.0.0.0 whatever `bind` says; on loopback they are confined to the loopback device
+/// (`0.0.0.0%lo:<port>`, as `ss` writes it).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Listening {
+    pub rpc: String,
+    pub websocket: String,
+    pub gossip: String,
+    pub tpu_quic: String,
+}
+
 const RUNNER_FILE: &str = "skilltrial-runner.json";
 const PAYOUT_FILE: &str = "skilltrial-runner-payout.json";
 /// The runner's starting balance: it pays the settle and finalize fees.
@@ -320,36 +369,37 @@ pub fn run(args: &LocalnetArgs, global: &Global) -> Result<Status, CliError> {
         .as_ref()
         .map_or(args.min_deadline_secs, |c| c.min_deadline_secs);
     let mint = config.as_ref().map_or(mint, |c| c.sktrial_mint);
-    let info = json!({
-        "rpc_url": url,
-        "websocket_url": validator.rpc_pubsub_url(),
-        "bind": bind.to_string(),
-        // Where each service listens. The library binds JSON-RPC and its websocket to 0.0.0.0
-        // whatever `bind` says (solana-test-validator 4.2.2, `TestValidator::start`); on
-        // loopback they are confined to the loopback device (`0.0.0.0%lo`, as `ss` writes it).
-        "listening": {
-            "rpc": format!("0.0.0.0{listening_on}:{}", args.rpc_port),
-            "websocket": format!("0.0.0.0{listening_on}:{pubsub_port}"),
-            "gossip": validator.gossip().to_string(),
-            "tpu_quic": validator.tpu_quic().to_string(),
-        },
-        "program_id": PROGRAM_ID.to_string(),
-        "wallet": wallet.pubkey().to_string(),
-        "wallet_keypair": keypair_path.display().to_string(),
-        "wallet_lamports": balance,
-        "runner": runner.pubkey().to_string(),
-        "runner_keypair": ledger.join(RUNNER_FILE).display().to_string(),
-        "runner_payout": payout.pubkey().to_string(),
-        "ledger": ledger.display().to_string(),
-        "config_initialized_now": initialized,
-        "min_deadline_secs": min_deadline_secs,
-        "sktrial_mint": mint.to_string(),
-        "venue_program_id": venue::VENUE_ID.to_string(),
-        "venue_pool": venue::pool_address(&mint).to_string(),
-    });
     if global.json {
+        let info = LocalnetReady {
+            rpc_url: url.clone(),
+            websocket_url: validator.rpc_pubsub_url(),
+            bind: bind.to_string(),
+            // The library binds JSON-RPC and its websocket to 0.0.0.0 whatever `bind` says
+            // (solana-test-validator 4.2.2, `TestValidator::start`).
+            listening: Listening {
+                rpc: format!("0.0.0.0{listening_on}:{}", args.rpc_port),
+                websocket: format!("0.0.0.0{listening_on}:{pubsub_port}"),
+                gossip: validator.gossip().to_string(),
+                tpu_quic: validator.tpu_quic().to_string(),
+            },
+            program_id: PROGRAM_ID.to_string(),
+            wallet: wallet.pubkey().to_string(),
+            wallet_keypair: keypair_path.display().to_string(),
+            wallet_lamports: balance,
+            runner: runner.pubkey().to_string(),
+            runner_keypair: ledger.join(RUNNER_FILE).display().to_string(),
+            runner_payout: payout.pubkey().to_string(),
+            ledger: ledger.display().to_string(),
+            config_initialized_now: initialized,
+            min_deadline_secs,
+            sktrial_mint: mint.to_string(),
+            venue_program_id: venue::VENUE_ID.to_string(),
+            venue_pool: venue::pool_address(&mint).to_string(),
+        };
         // One line, so a script can read it before the validator stops.
-        crate::output::text(&format!("{info}\n"))?;
+        let line = serde_json::to_string(&info)
+            .map_err(|e| env_error(format!("cannot encode the JSON output: {e}")))?;
+        crate::output::text(&format!("{line}\n"))?;
     } else {
         crate::output::text(&format!(
             "local validator ready\n  RPC URL   {url}   (use --url {url}, or -u l on the default port)\n  listens   JSON-RPC and websocket {} (ports {} and {pubsub_port}); gossip and TPU on {bind}\n  program   {}\n  $SKTRIAL  {} (buybacks through the pool {})\n  wallet    {} ({}), {}\n  runner    {} ({})\n  payout    {}\n  ledger    {}\nCtrl-C stops it.\n",

@@ -26,6 +26,7 @@ mod chain;
 mod check;
 mod compare;
 mod demo;
+pub(crate) mod documents;
 #[cfg(feature = "chain")]
 mod escrow;
 pub(crate) mod gate;

@@ -7,7 +7,8 @@
 //! pinned rate, rounded up to the lamport. Nothing is signed before the person (or `--yes`)
 //! approves the amounts shown.
 
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 use skilltrial_chain::escrow;
 use skilltrial_core::manifest;
 use skilltrial_core::money::MicroUsd;
@@ -24,10 +25,48 @@ fn refused(message: String) -> CliError {
     CliError::Rejected(anyhow::anyhow!(message))
 }
 
+/// `open --json`: the escrow opened, or the one already open for this manifest and wallet
+/// (then only `run`, `already_open`, `signature`, `escrow_lamports` and `deadline`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Escrowed {
+    /// The Run account's address.
+    pub run: String,
+    /// True when this wallet's escrow of this manifest was already open: nothing was signed.
+    pub already_open: bool,
+    /// The open transaction; null when it was already open.
+    pub signature: Option<String>,
+    /// The escrowed manifest's hash.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub manifest_hash: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planned_trials: Option<u16>,
+    /// The largest trial's upper cost at the pinned rate, rounded up to the lamport.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_request_cap_lamports: Option<u64>,
+    /// The program's fee per executed trial.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fee_per_trial_lamports: Option<u64>,
+    /// What the Run account escrows: planned trials × (cap + fee).
+    pub escrow_lamports: u64,
+    /// RFC 3339 (UTC, cluster time).
+    pub deadline: String,
+    /// The deadline in Unix seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_unix: Option<i64>,
+    /// The runner allowed to settle it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
+    /// The SOL/USD rate the manifest pins, which the cap is computed at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sol_usd: Option<manifest::SolUsd>,
+}
+
 /// What `open` did: its JSON document and its text (what the escrow is, nothing about who runs
 /// it: `submit` prints this text before saying the runner registered it).
 #[derive(Debug)]
 pub struct Opened {
+    pub document: Escrowed,
+    /// The same document as a JSON value, which `submit` embeds in its own.
     pub doc: serde_json::Value,
     pub text: String,
     /// The Run account's address.
@@ -39,7 +78,7 @@ pub struct Opened {
 pub fn run(args: &OpenArgs, global: &Global) -> Result<Status, CliError> {
     let opened = escrow(args, global)?;
     if global.json {
-        output::json(&opened.doc)?;
+        output::json(&opened.document)?;
     } else {
         output::text(&format!("{}{}", opened.text, next_steps(&opened)))?;
     }
@@ -100,21 +139,27 @@ pub fn escrow(args: &OpenArgs, global: &Global) -> Result<Opened, CliError> {
             escrowed,
             deadline,
         } => {
-            return Ok(Opened {
-                doc: json!({
-                    "run": address.to_string(),
-                    "already_open": true,
-                    "signature": null,
-                    "escrow_lamports": escrowed,
-                    "deadline": when(deadline),
-                }),
-                text: format!(
+            return Ok(Opened::new(
+                Escrowed {
+                    run: address.to_string(),
+                    already_open: true,
+                    signature: None,
+                    manifest_hash: None,
+                    planned_trials: None,
+                    per_request_cap_lamports: None,
+                    fee_per_trial_lamports: None,
+                    escrow_lamports: escrowed,
+                    deadline: when(deadline),
+                    deadline_unix: None,
+                    runner: None,
+                    sol_usd: None,
+                },
+                format!(
                     "already open: run {address} escrows {} for this manifest and wallet (see `skilltrial chain-status {address}`)\n",
                     sol(escrowed)
                 ),
-                run: address.to_string(),
-                manifest: inputs.hash.hex(),
-            });
+                inputs.hash.hex(),
+            ));
         }
         escrow::Prepared::Ready(ready) => ready,
     };
@@ -151,29 +196,40 @@ pub fn escrow(args: &OpenArgs, global: &Global) -> Result<Opened, CliError> {
     let opened = escrow::open(&session, &wallet, &ready)?;
     let run = &opened.live.account.run;
     let run_address = ready.address;
-    Ok(Opened {
-        doc: json!({
-            "run": run_address.to_string(),
-            "already_open": false,
-            "signature": opened.signature,
-            "manifest_hash": inputs.hash.hex(),
-            "planned_trials": terms.planned_trials,
-            "per_request_cap_lamports": run.per_request_cap,
-            "fee_per_trial_lamports": run.fee_per_trial,
-            "escrow_lamports": run.escrowed,
-            "deadline": when(run.deadline),
-            "deadline_unix": run.deadline,
-            "runner": runner.to_string(),
-            "sol_usd": rate,
-        }),
-        text: format!(
+    Ok(Opened::new(
+        Escrowed {
+            run: run_address.to_string(),
+            already_open: false,
+            signature: Some(opened.signature.clone()),
+            manifest_hash: Some(inputs.hash.hex()),
+            planned_trials: Some(terms.planned_trials),
+            per_request_cap_lamports: Some(run.per_request_cap),
+            fee_per_trial_lamports: Some(run.fee_per_trial),
+            escrow_lamports: run.escrowed,
+            deadline: when(run.deadline),
+            deadline_unix: Some(run.deadline),
+            runner: Some(runner.to_string()),
+            sol_usd: Some(rate.clone()),
+        },
+        format!(
             "opened run {run_address}\n  escrowed {} (transaction {})\n",
             sol(run.escrowed),
             opened.signature
         ),
-        run: run_address.to_string(),
-        manifest: inputs.hash.hex(),
-    })
+        inputs.hash.hex(),
+    ))
+}
+
+impl Opened {
+    fn new(document: Escrowed, text: String, manifest: String) -> Self {
+        Opened {
+            doc: serde_json::to_value(&document).unwrap_or(serde_json::Value::Null),
+            run: document.run.clone(),
+            document,
+            text,
+            manifest,
+        }
+    }
 }
 
 /// Asks on the terminal before anything is signed; refuses without one (`--yes` approves in

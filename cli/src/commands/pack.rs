@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 use skilltrial_core::checker::{self, Expected};
@@ -37,13 +38,87 @@ pub fn open_verified(spec: &str) -> Result<Pack, CliError> {
     Ok(skilltrial_engine::packs::open_verified(spec)?)
 }
 
-#[derive(Serialize)]
-struct Listed {
-    pack: String,
-    hash: String,
-    tasks: usize,
-    checker: String,
-    description: String,
+/// `pack list --json`: the packs built into this binary.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PackList {
+    pub packs: Vec<Listed>,
+}
+
+/// One embedded pack.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Listed {
+    /// `name@version`, as `--pack` takes it.
+    pub pack: String,
+    /// The pack's content hash (`sha256:…`), the one a manifest pins.
+    pub hash: String,
+    /// How many tasks it has.
+    pub tasks: usize,
+    /// The checker it is scored with: "name version".
+    pub checker: String,
+    pub description: String,
+}
+
+/// `pack show --json`: a pack's public tasks.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PackShown {
+    /// `name@version`.
+    pub pack: String,
+    /// The pack's content hash.
+    pub hash: String,
+    /// Every task, or the one `--task` names.
+    pub tasks: Vec<ShownTask>,
+}
+
+/// One task as a model may see it, plus its golden record with `--reveal`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ShownTask {
+    pub id: String,
+    pub family: checker::Family,
+    /// The cluster its input came from (`mainnet-beta`, `devnet`, …).
+    pub network: String,
+    /// The slot its input was read at (null when not recorded).
+    pub slot: Option<u64>,
+    pub title: String,
+    /// The SHA-256 of its input file.
+    pub input_sha256: String,
+    /// The input file's name in the pack.
+    pub input_file: String,
+    /// The reasons the pack's known-wrong answers are rejected with.
+    pub reason_codes: Vec<String>,
+    /// Where the input came from (a repository and commit, or the RPC call that fetched it).
+    pub provenance: Value,
+    /// The full text a model is given; only with `--prompt`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// The golden record (never shown to a model); only with `--reveal`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected: Option<ShownExpected>,
+}
+
+/// What a task expects: its golden record, or why it is excluded from scoring.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ShownExpected {
+    /// The golden record, as the decoder wrote it.
+    Golden(Value),
+    /// The task cannot be scored: every answer gets `unsupported_case`.
+    Excluded { excluded: Exclusion },
+}
+
+/// Why a task is excluded. (Members in this order: `pack show --reveal` prints them so.)
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Exclusion {
+    pub message: String,
+    pub reason: &'static str,
+}
+
+/// `pack regenerate --json`: the golden records rewritten.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Regenerated {
+    /// Every file written.
+    pub written: Vec<String>,
+    /// The checker (and decoder) version that wrote them.
+    pub checker_version: &'static str,
 }
 
 fn list(global: &Global) -> Result<Status, CliError> {
@@ -59,7 +134,7 @@ fn list(global: &Global) -> Result<Status, CliError> {
         });
     }
     if global.json {
-        output::json(&serde_json::json!({ "packs": packs }))?;
+        output::json(&PackList { packs })?;
     } else {
         let mut out = String::new();
         for p in &packs {
@@ -74,12 +149,15 @@ fn list(global: &Global) -> Result<Status, CliError> {
     Ok(Status::Ok)
 }
 
-fn expected_json(expected: &Expected) -> Value {
+fn expected_json(expected: &Expected) -> ShownExpected {
     match expected {
-        Expected::Golden(v) => v.clone(),
-        Expected::Excluded { reason, message } => {
-            serde_json::json!({"excluded": {"reason": reason, "message": message}})
-        }
+        Expected::Golden(v) => ShownExpected::Golden(v.clone()),
+        Expected::Excluded { reason, message } => ShownExpected::Excluded {
+            excluded: Exclusion {
+                message: message.clone(),
+                reason,
+            },
+        },
     }
 }
 
@@ -90,33 +168,27 @@ fn show(args: &PackShowArgs, global: &Global) -> Result<Status, CliError> {
         None => p.tasks.iter().collect(),
     };
     if global.json {
-        let tasks: Vec<Value> = tasks
+        let tasks: Vec<ShownTask> = tasks
             .iter()
-            .map(|t| {
-                let public = t.public();
-                let mut v = serde_json::json!({
-                    "id": t.id,
-                    "family": t.family,
-                    "network": t.network,
-                    "slot": t.slot,
-                    "title": t.title,
-                    "input_sha256": t.input_ref.sha256,
-                    "input_file": t.input_ref.file,
-                    "reason_codes": t.reason_codes,
-                    "provenance": t.provenance,
-                });
-                if args.prompt {
-                    v["prompt"] = Value::String(public.render());
-                }
-                if args.reveal {
-                    v["expected"] = expected_json(t.reveal_expected());
-                }
-                v
+            .map(|t| ShownTask {
+                id: t.id.clone(),
+                family: t.family,
+                network: t.network.clone(),
+                slot: t.slot,
+                title: t.title.clone(),
+                input_sha256: t.input_ref.sha256.clone(),
+                input_file: t.input_ref.file.clone(),
+                reason_codes: t.reason_codes.clone(),
+                provenance: t.provenance.clone(),
+                prompt: args.prompt.then(|| t.public().render()),
+                expected: args.reveal.then(|| expected_json(t.reveal_expected())),
             })
             .collect();
-        output::json(
-            &serde_json::json!({ "pack": p.id(), "hash": p.hash.to_string(), "tasks": tasks }),
-        )?;
+        output::json(&PackShown {
+            pack: p.id(),
+            hash: p.hash.to_string(),
+            tasks,
+        })?;
         return Ok(Status::Ok);
     }
     let mut out = format!("{}  {}\n{}\n", p.id(), p.hash, p.description);
@@ -235,9 +307,10 @@ fn regenerate(args: &PackArg, global: &Global) -> Result<Status, CliError> {
     let written = pack::regenerate_folder(std::path::Path::new(&args.pack))?;
     let paths: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
     if global.json {
-        output::json(
-            &serde_json::json!({ "written": paths, "checker_version": checker::CHECKER_VERSION }),
-        )?;
+        output::json(&Regenerated {
+            written: paths,
+            checker_version: checker::CHECKER_VERSION,
+        })?;
     } else {
         output::text(
             &paths

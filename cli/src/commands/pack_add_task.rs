@@ -1,7 +1,8 @@
 //! `skilltrial pack add-task`: a task of one's own pack from one's own chain data, fetched once
 //! at `finalized` (built with the `chain` feature; core::pack::author makes the task).
 
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 use skilltrial_chain::cli_config::Commitment;
 use skilltrial_chain::rpc::{Chain, redact_url};
 use skilltrial_core::pack::{self, author};
@@ -10,6 +11,22 @@ use crate::cli::{Global, PackAddTaskArgs};
 use crate::commands::pack_author::{environment, refused, write};
 use crate::exit::{CliError, Status};
 use crate::output;
+
+/// `pack add-task --json`: the task added.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TaskAdded {
+    /// The task id.
+    pub task: String,
+    pub family: skilltrial_core::checker::Family,
+    /// The network its data came from (`--network`, else named by the cluster's genesis hash).
+    pub network: String,
+    /// How many known-wrong answers it carries, each with the checker's exact verdict.
+    pub known_wrong: usize,
+    /// The task's folder.
+    pub dir: String,
+    /// The pack's content hash now (seal it with `pack build`).
+    pub pack_hash: String,
+}
 
 /// The network a genesis hash names.
 fn network_of(genesis: &str) -> &'static str {
@@ -196,14 +213,14 @@ pub fn run(args: &PackAddTaskArgs, global: &Global) -> Result<Status, CliError> 
     drop(lock);
     let opened = pack::open_folder(dir).map_err(CliError::from)?;
     if global.json {
-        output::json(&json!({
-            "task": task.id,
-            "family": task.family,
-            "network": network,
-            "known_wrong": task.known_wrong,
-            "dir": target.display().to_string(),
-            "pack_hash": opened.hash.to_string(),
-        }))?;
+        output::json(&TaskAdded {
+            task: task.id.clone(),
+            family: task.family,
+            network: network.clone(),
+            known_wrong: task.known_wrong,
+            dir: target.display().to_string(),
+            pack_hash: opened.hash.to_string(),
+        })?;
     } else {
         output::text(&format!(
             "added {} [{}] ({network}) with {} known-wrong answers to {}\npack hash now {}; seal it with `skilltrial pack build {}`\n",

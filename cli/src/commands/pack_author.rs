@@ -3,12 +3,22 @@
 
 use std::path::Path;
 
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 use skilltrial_core::pack::{self, author};
 
 use crate::cli::{Global, PackArg, PackNewArgs};
 use crate::exit::{CliError, Status};
 use crate::output;
+
+/// `pack new --json`: the pack folder created.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PackCreated {
+    /// `name@version`.
+    pub pack: String,
+    /// The folder, with its empty pack.json and tasks/.
+    pub dir: String,
+}
 
 pub(crate) fn refused(message: impl std::fmt::Display) -> CliError {
     CliError::Rejected(anyhow::anyhow!("{message}"))
@@ -44,10 +54,10 @@ pub fn new(args: &PackNewArgs, global: &Global) -> Result<Status, CliError> {
         .map_err(|e| environment(format!("cannot create {}: {e}", dir.display())))?;
     write(&dir.join("pack.json"), &meta)?;
     if global.json {
-        output::json(&json!({
-            "pack": format!("{}@{}", args.name, args.pack_version),
-            "dir": dir.display().to_string(),
-        }))?;
+        output::json(&PackCreated {
+            pack: format!("{}@{}", args.name, args.pack_version),
+            dir: dir.display().to_string(),
+        })?;
     } else {
         output::text(&format!(
             "created pack {}@{} in {}\nadd tasks: skilltrial pack add-task {} --account <ADDRESS> --url <RPC>\n",

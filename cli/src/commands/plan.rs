@@ -19,8 +19,8 @@ use crate::exit::{CliError, Status};
 use crate::output;
 use crate::state;
 
-#[derive(Debug, Serialize)]
-struct PlanReport<'a> {
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct PlanReport<'a> {
     manifest_hash: String,
     run: String,
     trials: u32,
@@ -34,8 +34,8 @@ struct PlanReport<'a> {
 }
 
 /// [`stats::Power`] in the report's fraction form.
-#[derive(Debug, Serialize)]
-struct PowerView {
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct PowerView {
     tasks: usize,
     contrasts: usize,
     smallest_p: ExactFraction,

@@ -1,5 +1,9 @@
 //! `skilltrial purge [--older-than 30d]`: delete raw payloads past retention.
 
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Serialize;
 use skilltrial_engine::journal::now_ms;
 use skilltrial_engine::store::parse_hex;
 
@@ -35,6 +39,19 @@ pub fn parse_age(text: &str) -> Result<Age, String> {
     })
 }
 
+/// `purge --json`: what was deleted.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Purged {
+    /// The retention age as given (`30d`).
+    pub older_than: String,
+    /// How many raw payloads were deleted (the journal keeps their hashes, outcomes and usage).
+    pub removed: u64,
+    /// The bytes they held.
+    pub bytes: u64,
+    /// How many of each kind (`answer`, `request`, `response`, …).
+    pub by_kind: BTreeMap<String, u64>,
+}
+
 pub fn run(args: &PurgeArgs, global: &Global) -> Result<Status, CliError> {
     let age = args.older_than.ms;
     let layout = state::layout(global)?;
@@ -45,7 +62,7 @@ pub fn run(args: &PurgeArgs, global: &Global) -> Result<Status, CliError> {
         .saturating_add(i64::from(age == 0));
     let mut removed = 0u64;
     let mut bytes = 0u64;
-    let mut kinds = std::collections::BTreeMap::<String, u64>::new();
+    let mut kinds = BTreeMap::<String, u64>::new();
     for (sha, kind, _) in journal.payloads_before(cutoff)? {
         let Some(digest) = parse_hex(&sha) else {
             continue;
@@ -61,9 +78,12 @@ pub fn run(args: &PurgeArgs, global: &Global) -> Result<Status, CliError> {
         journal.checkpoint()?;
     }
     if global.json {
-        output::json(
-            &serde_json::json!({ "older_than": args.older_than.text, "removed": removed, "bytes": bytes, "by_kind": kinds }),
-        )?;
+        output::json(&Purged {
+            older_than: args.older_than.text.clone(),
+            removed,
+            bytes,
+            by_kind: kinds,
+        })?;
     } else {
         let detail: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
         let what = if detail.is_empty() {

@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 use skilltrial_engine::engine;
 use skilltrial_engine::store::parse_hex;
@@ -11,11 +12,32 @@ use crate::exit::{CliError, Status};
 use crate::output;
 use crate::state::{self, short};
 
-#[derive(Debug, Serialize)]
-struct Change {
-    attempt: String,
-    from: Option<String>,
-    to: String,
+/// `recheck --json`: every stored answer re-scored with this binary's checker.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Rechecked {
+    /// The run id.
+    pub run: String,
+    /// The checker that re-scored them (this binary's).
+    pub checker_version: &'static str,
+    /// The SHA-256 of that checker's source.
+    pub checker_source_sha256: &'static str,
+    /// How many stored answers were re-scored.
+    pub rechecked: usize,
+    /// The attempts whose outcome changed.
+    pub changed: Vec<Change>,
+    /// The attempts whose answer was purged (`purge`), so not re-scored.
+    pub answers_purged: Vec<String>,
+}
+
+/// One attempt whose outcome the checker changed.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Change {
+    /// The attempt id.
+    pub attempt: String,
+    /// Its outcome before (null when it had none).
+    pub from: Option<String>,
+    /// Its outcome now.
+    pub to: String,
 }
 
 pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
@@ -53,14 +75,14 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
         })
         .collect();
     if global.json {
-        output::json(&serde_json::json!({
-            "run": run.id,
-            "checker_version": skilltrial_core::checker::CHECKER_VERSION,
-            "checker_source_sha256": skilltrial_core::checker::source_sha256(),
-            "rechecked": rechecked,
-            "changed": changes,
-            "answers_purged": purged,
-        }))?;
+        output::json(&Rechecked {
+            run: run.id.clone(),
+            checker_version: skilltrial_core::checker::CHECKER_VERSION,
+            checker_source_sha256: skilltrial_core::checker::source_sha256(),
+            rechecked,
+            changed: changes,
+            answers_purged: purged,
+        })?;
     } else {
         let mut out = format!(
             "run {}: {rechecked} stored answers re-scored with checker {} (no model calls); {} changed\n",

@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use serde_json::Value;
+use schemars::JsonSchema;
+use serde::Serialize;
 use skilltrial_engine::journal::RunRow;
 use skilltrial_engine::report::{self, Targets, Written};
 
@@ -53,13 +54,25 @@ pub fn run(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
     Ok(Status::Ok)
 }
 
-/// The `--json` output of `report` and `demo`: the same summary the text mode prints, plus where
-/// the files are.
-pub fn summary_json(w: &Written) -> Value {
-    let mut v = summary::of_report(&w.report).to_value();
-    v["json"] = Value::String(w.json.display().to_string());
-    v["html"] = Value::String(w.html.display().to_string());
-    v
+/// `report --json` (and `demo --json`): the same summary the text mode prints, plus where the
+/// files are.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReportWritten {
+    #[serde(flatten)]
+    pub summary: summary::RunSummary,
+    /// Where report.json was written.
+    pub json: String,
+    /// Where report.html was written.
+    pub html: String,
+}
+
+/// The `--json` output of `report` and `demo`.
+pub fn summary_json(w: &Written) -> ReportWritten {
+    ReportWritten {
+        summary: summary::of_report(&w.report),
+        json: w.json.display().to_string(),
+        html: w.html.display().to_string(),
+    }
 }
 
 /// The human summary of a written report: the summary table, then the files and hashes.

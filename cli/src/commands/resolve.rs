@@ -1,6 +1,8 @@
 //! `skilltrial resolve <attempt> --retry --reason "…" | --release`. A retry on a cancelled run
 //! is refused (it could never be sent); one the run later cannot send is closed as `not_run`.
 
+use schemars::JsonSchema;
+use serde::Serialize;
 use skilltrial_core::outcome::Outcome;
 use skilltrial_engine::journal::{JournalError, Resolution};
 
@@ -8,6 +10,18 @@ use crate::cli::{Global, ResolveArgs};
 use crate::exit::{CliError, Status};
 use crate::output;
 use crate::state;
+
+/// `resolve --json`: how the unknown attempt was closed, and the attempt planned in its place.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Resolved {
+    /// The attempt decided.
+    pub attempt: String,
+    /// Its outcome now: `interrupted` (its reserve counted as spent), or `infrastructure_error`
+    /// when it already was one (nothing was spent).
+    pub closed_as: &'static str,
+    /// The new attempt `--retry` planned (the next `run` sends it); null with `--release`.
+    pub new_attempt: Option<String>,
+}
 
 pub fn run(args: &ResolveArgs, global: &Global) -> Result<Status, CliError> {
     // clap has already made sure of exactly one of --retry / --release, and of a --reason that
@@ -39,9 +53,11 @@ pub fn run(args: &ResolveArgs, global: &Global) -> Result<Status, CliError> {
         "interrupted"
     };
     if global.json {
-        output::json(
-            &serde_json::json!({ "attempt": args.attempt, "closed_as": closed_as, "new_attempt": new_attempt }),
-        )?;
+        output::json(&Resolved {
+            attempt: args.attempt.clone(),
+            closed_as,
+            new_attempt,
+        })?;
     } else {
         let text = match &new_attempt {
             Some(id) if infrastructure => format!(

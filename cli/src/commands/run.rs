@@ -10,6 +10,8 @@ use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use schemars::JsonSchema;
+use serde::Serialize;
 use skilltrial_core::manifest;
 use skilltrial_engine::engine::{self, RunOptions, RunSummary};
 use skilltrial_engine::journal::RunStatus;
@@ -19,6 +21,18 @@ use crate::cli::{Global, RunArgs};
 use crate::exit::{CliError, Status};
 use crate::output;
 use crate::state::{self, short};
+
+/// `run --dry-run --json`: the trials a run would send, in order, and nothing sent.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DryRun {
+    /// The run id (its manifest hash, hex).
+    pub run: String,
+    /// Always `true`.
+    pub dry_run: bool,
+    /// Every trial in execution order, with its reservation.
+    pub trials: Vec<manifest::PlannedTrial>,
+    pub totals: manifest::Totals,
+}
 
 pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
     let layout = state::layout(global)?;
@@ -30,9 +44,12 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
     if args.dry_run {
         let (trials, totals) = planned_trials(&inputs)?;
         if global.json {
-            output::json(
-                &serde_json::json!({ "run": inputs.hash.hex(), "dry_run": true, "trials": trials, "totals": totals }),
-            )?;
+            output::json(&DryRun {
+                run: inputs.hash.hex(),
+                dry_run: true,
+                trials,
+                totals,
+            })?;
         } else {
             let mut out = format!(
                 "dry run of {}: nothing is sent\n",

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use serde_json::json;
 use skilltrial_runner::buyback::{self, Outcome};
 use skilltrial_runner::{BuybackSettings, VenueChoice};
 
@@ -79,46 +78,37 @@ fn buyback_now(args: &BuybackOnceArgs, global: &Global) -> Result<Status, CliErr
         buyback::BuybackError::Setup(why) => CliError::Rejected(anyhow::anyhow!("{why}")),
         buyback::BuybackError::Transient(why) => CliError::Environment(anyhow::anyhow!("{why}")),
     })?;
-    let (doc, text) = match outcome {
+    if global.json {
+        // One line, as it has always been printed.
+        let line = serde_json::to_string(&outcome.report(venue.name())).map_err(|e| {
+            CliError::Environment(anyhow::anyhow!("cannot encode the JSON output: {e}"))
+        })?;
+        output::text(&format!("{line}\n"))?;
+        return Ok(Status::Ok);
+    }
+    let text = match outcome {
         Outcome::Done {
             signature,
             lamports_in,
             quoted_out,
             tokens_burned,
             surplus,
-        } => {
-            let mut doc = json!({"outcome": "done", "signature": signature, "lamports_in": lamports_in, "quoted_out": quoted_out, "tokens_burned": tokens_burned, "venue": venue.name()});
-            if let Some(fields) = doc.as_object_mut() {
-                fields.extend(surplus.json());
-            }
-            let text = format!(
-                "bought back and burned {tokens_burned} $SKTRIAL base units with {lamports_in} lamports of fees through the {} (quoted {quoted_out}) in {signature}; {surplus}\n",
-                venue.name()
-            );
-            (doc, text)
-        }
-        Outcome::NotDue { next_at } => (
-            json!({"outcome": "not_due", "next_at": next_at}),
-            format!(
-                "no buyback yet: the program's interval allows the next one at {} (cluster time)\n",
-                skilltrial_core::time::rfc3339(next_at)
-            ),
+        } => format!(
+            "bought back and burned {tokens_burned} $SKTRIAL base units with {lamports_in} lamports of fees through the {} (quoted {quoted_out}) in {signature}; {surplus}\n",
+            venue.name()
+        ),
+        Outcome::NotDue { next_at } => format!(
+            "no buyback yet: the program's interval allows the next one at {} (cluster time)\n",
+            skilltrial_core::time::rfc3339(next_at)
         ),
         Outcome::TooLittle {
             unreleased,
             minimum,
-        } => (
-            json!({"outcome": "too_little", "unreleased": unreleased, "minimum": minimum}),
-            format!(
-                "no buyback: {unreleased} lamports of fees are unreleased, below the minimum of {minimum} (--buyback-min-lamports)\n"
-            ),
+        } => format!(
+            "no buyback: {unreleased} lamports of fees are unreleased, below the minimum of {minimum} (--buyback-min-lamports)\n"
         ),
     };
-    if global.json {
-        output::text(&format!("{doc}\n"))?;
-    } else {
-        output::text(&text)?;
-    }
+    output::text(&text)?;
     Ok(Status::Ok)
 }
 

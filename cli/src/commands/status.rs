@@ -20,7 +20,7 @@ use crate::exit::{CliError, Status};
 use crate::output;
 use crate::state::{self, short};
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 struct UnknownAttempt {
     attempt: String,
     task: String,
@@ -31,7 +31,7 @@ struct UnknownAttempt {
 }
 
 /// An automatic retry: the attempt that retried, the one it retried, and why.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 struct RetryAttempt {
     attempt: String,
     retry_of: Option<String>,
@@ -42,7 +42,7 @@ struct RetryAttempt {
 }
 
 /// A trial whose latest attempt is an infrastructure error, and the command that retries it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 struct InfraAttempt {
     attempt: String,
     task: String,
@@ -56,7 +56,7 @@ struct InfraAttempt {
 /// A trial whose latest attempt was rate-limited or overloaded and that still has automatic
 /// retries: `run` sends it again by itself (after the wait, or when it resumes after a stop),
 /// so it is not an infrastructure error for the user to resolve.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 struct WaitingRetry {
     attempt: String,
     task: String,
@@ -68,8 +68,8 @@ struct WaitingRetry {
     max_automatic_retries: u32,
 }
 
-#[derive(Debug, Serialize)]
-struct StatusReport {
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct StatusReport {
     run: String,
     /// The journal's status, except `interrupted` for a run the journal says is `running` while
     /// no process holds its lock.

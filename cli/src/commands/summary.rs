@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use skilltrial_core::bundle::display_safe;
 use skilltrial_core::report::{Changes, FixesBreaks, Leader, TaskRow};
 use skilltrial_core::state::RunStatus;
@@ -20,8 +19,8 @@ use skilltrial_engine::journal::Journal;
 use skilltrial_engine::report::{self, Report};
 use skilltrial_engine::store::Store;
 
-/// The summary of a run: what `--json` prints (members sorted) and what the table shows.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The summary of a run: what `--json` prints and what the table shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunSummary {
     pub run: String,
     pub status: RunStatus,
@@ -45,7 +44,7 @@ pub struct RunSummary {
 }
 
 /// One arm: pass / executed and the interval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ArmLine {
     pub arm: String,
     /// "name version", `null` for the baseline.
@@ -62,7 +61,7 @@ pub struct ArmLine {
 }
 
 /// One paired contrast.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PairLine {
     pub contrast: String,
     pub complete_pairs: u64,
@@ -83,13 +82,6 @@ pub struct PairLine {
 /// How many tasks of a fixes or breaks list the text names; it counts the rest and says where the
 /// full list is.
 pub const SHOWN_TASKS: usize = 5;
-
-impl RunSummary {
-    /// As JSON with its members sorted, as every JSON output of the CLI.
-    pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
-    }
-}
 
 /// The summary of a report.
 pub fn of_report(r: &Report) -> RunSummary {

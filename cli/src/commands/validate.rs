@@ -17,7 +17,7 @@ use crate::exit::{CliError, Status};
 use crate::output;
 
 /// The `--json` document.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Report {
     pub bundles: Vec<BundleReport>,
     /// With `--lint`: one entry per bundle, in the same order (absent without `--lint`).
@@ -26,7 +26,7 @@ pub struct Report {
 }
 
 /// One bundle's lint.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct LintReport {
     pub input: String,
     pub mode: Mode,

@@ -14,7 +14,8 @@
 
 use std::fmt::Write as _;
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
 use skilltrial_core::report;
 use skilltrial_core::settlement::{SettlementCheck, SettlementError};
 
@@ -22,10 +23,130 @@ use crate::cli::{Global, VerifyArgs};
 use crate::exit::{CliError, Status};
 use crate::output;
 
+/// `verify --json`: every check, in one shape whether it holds or not (exit 1 when one fails,
+/// 3 when the anchor is not final yet).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Verified {
+    /// Everything checked holds, and nothing is pending.
+    pub ok: bool,
+    /// Nothing failed, but the anchor is not finalized yet: nothing is proven either.
+    pub pending: bool,
+    pub report_hash: HashCheck,
+    pub manifest_hash: HashCheck,
+    /// The members the builder derives (summary, pairs, task table, outcomes, cost sums),
+    /// recomputed from the report's own trials.
+    pub derived: DerivedCheck,
+    /// A hosted run's settlement digest recomputed from its evidence; present only when the
+    /// report has a settlement.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settlement: Option<SettlementView>,
+    /// The report compared with its Run account; only with `--run-account` or `--run`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_account: Option<RunAccountCheck>,
+    /// The anchor memo transaction checked; only with `--signature`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<AnchorView>,
+}
+
+/// One hash: what the file states and what its content hashes to.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct HashCheck {
+    /// What the file states (null when absent).
+    pub stated: Option<String>,
+    /// What the content hashes to.
+    pub recomputed: Option<String>,
+    /// Both are there and equal.
+    pub ok: bool,
+}
+
+/// The derivation check: every member that differs.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DerivedCheck {
+    /// No member differs; null when not checked (the manifest does not recompute).
+    pub ok: Option<bool>,
+    pub differences: Vec<DerivedDifference>,
+}
+
+/// A member the report states differently from what its trials give.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DerivedDifference {
+    /// The member's path, as `summary.arms[1].pass`.
+    pub path: String,
+    /// What the report states there (JSON text; `absent` when it has no such member).
+    pub stated: String,
+    /// What its trials give (JSON text; `absent` likewise).
+    pub derived: String,
+}
+
+/// The settlement, in one shape whether it recomputes or not.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SettlementView {
+    pub ok: bool,
+    /// The digest the file states (hex).
+    pub stated: String,
+    /// The digest recomputed (null when the evidence stops short of one).
+    pub recomputed: Option<String>,
+    /// Evidence records (null when it does not recompute).
+    pub records: Option<usize>,
+    pub batches: Option<usize>,
+    /// The usage of every record.
+    pub usage_lamports: Option<u64>,
+    /// The first thing that does not hold (null when it recomputes).
+    pub error: Option<String>,
+}
+
+/// The report compared with the chain field by field: run id, digest, batches, trials, usage
+/// and the report hash the runner anchored.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RunAccountCheck {
+    /// Every field agrees; null when not compared (the settlement does not recompute).
+    pub ok: Option<bool>,
+    pub compared: bool,
+    /// The Run account's address.
+    pub address: String,
+    /// `account` (the Run account itself) or `finalize_transaction` (its `RunFinalized`
+    /// event, once the account is closed).
+    pub source: &'static str,
+    /// That finalize transaction (null when read from the account).
+    pub finalize_signature: Option<String>,
+    pub disagreements: Vec<Disagreement>,
+}
+
+/// A field the report and the chain disagree on.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Disagreement {
+    pub field: &'static str,
+    /// What the report says.
+    pub report: String,
+    /// What the chain holds.
+    pub account: String,
+}
+
+/// The anchor memo transaction checked against the report.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AnchorView {
+    /// It anchors this report's recomputed hashes for the signer, and is finalized.
+    pub ok: bool,
+    /// Where it stands when it landed but was not finalized within the wait (`processed`,
+    /// `confirmed`); null otherwise.
+    pub pending: Option<&'static str>,
+    pub signature: String,
+    /// The wallet it must be signed by.
+    pub signer: String,
+    /// The memo it must carry.
+    pub memo: String,
+    /// Every way it falls short.
+    pub problems: Vec<String>,
+}
+
 /// One hash: what the file states and what its content hashes to (null when absent).
-fn check(stated: Option<&str>, recomputed: Option<String>) -> Value {
+fn check(stated: Option<&str>, recomputed: Option<String>) -> HashCheck {
     let ok = stated.is_some() && stated == recomputed.as_deref();
-    json!({ "stated": stated, "recomputed": recomputed, "ok": ok })
+    HashCheck {
+        stated: stated.map(str::to_owned),
+        recomputed,
+        ok,
+    }
 }
 
 pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
@@ -48,7 +169,7 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
     // edited and sealed again has hashes that recompute, and is still a forgery.
     // They are derived with the manifest, so they are checked only when it recomputes (an edited
     // manifest is already named, and everything derived from it would differ with it).
-    let derived = if manifest_hash["ok"] == true {
+    let derived = if manifest_hash.ok {
         Some(report::derivations(&report).map_err(rejected)?)
     } else {
         None
@@ -56,8 +177,8 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
     let settlement = report.verify_settlement();
     let settled_ok = settlement.as_ref().is_none_or(Result::is_ok);
     let on_chain = on_chain(args, global, &report, settlement.as_ref())?;
-    let failed = !(report_hash["ok"] == true
-        && manifest_hash["ok"] == true
+    let failed = !(report_hash.ok
+        && manifest_hash.ok
         && derived.as_ref().is_none_or(Vec::is_empty)
         && settled_ok
         && on_chain.ok);
@@ -65,26 +186,27 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
     let pending = on_chain.pending;
     let ok = !failed && !pending;
     if global.json {
-        let mut doc = json!({
-            "ok": ok,
-            "pending": !failed && pending,
-            "report_hash": report_hash,
-            "manifest_hash": manifest_hash,
-            "derived": derived_json(derived.as_ref()),
-        });
-        // Only a hosted run's report has the member, so a local report's output is unchanged.
-        if let (Some(result), Some(section)) = (&settlement, &report.settlement) {
-            doc["settlement"] = settlement_json(&section.digest_sha256, result);
-        }
-        for (member, value) in &on_chain.members {
-            doc[*member] = value.clone();
-        }
-        output::json(&doc)?;
+        output::json(&Verified {
+            ok,
+            pending: !failed && pending,
+            report_hash,
+            manifest_hash,
+            derived: derived_json(derived.as_ref()),
+            // Only a hosted run's report has the member, so a local report's output is unchanged.
+            settlement: match (&settlement, &report.settlement) {
+                (Some(result), Some(section)) => {
+                    Some(settlement_json(&section.digest_sha256, result))
+                }
+                _ => None,
+            },
+            run_account: on_chain.run_account,
+            anchor: on_chain.anchor,
+        })?;
     } else if !failed {
         let mut out = format!(
             "ok: report hash {} and manifest hash {} recompute from the file\n",
-            report_hash["stated"].as_str().unwrap_or(""),
-            manifest_hash["stated"].as_str().unwrap_or("")
+            report_hash.stated.as_deref().unwrap_or(""),
+            manifest_hash.stated.as_deref().unwrap_or("")
         );
         out.push_str(
             "derived: the summary, pairs, task table, trial outcomes and cost sums are what its trials give\n",
@@ -107,18 +229,15 @@ pub fn run(args: &VerifyArgs, global: &Global) -> Result<Status, CliError> {
             ("report hash", "the content", &report_hash),
             ("manifest hash", "the manifest", &manifest_hash),
         ] {
-            if check["ok"] == true {
+            if check.ok {
                 continue;
             }
-            let said = |v: &Value| {
-                v.as_str()
-                    .map_or_else(|| "nothing".to_owned(), str::to_owned)
-            };
+            let said = |v: &Option<String>| v.as_deref().unwrap_or("nothing").to_owned();
             let _ = writeln!(
                 out,
                 "MISMATCH: {name}: the file states {}, {what} hashes to {}",
-                said(&check["stated"]),
-                said(&check["recomputed"])
+                said(&check.stated),
+                said(&check.recomputed)
             );
         }
         let derived = derived.as_deref().unwrap_or_default();
@@ -156,7 +275,8 @@ pub(crate) struct OnChainFindings {
     pub(crate) ok: bool,
     /// The anchor landed but is not finalized yet.
     pub(crate) pending: bool,
-    pub(crate) members: Vec<(&'static str, Value)>,
+    pub(crate) run_account: Option<RunAccountCheck>,
+    pub(crate) anchor: Option<AnchorView>,
     pub(crate) ok_text: String,
     pub(crate) mismatch_text: String,
 }
@@ -167,7 +287,8 @@ impl OnChainFindings {
         OnChainFindings {
             ok: true,
             pending: false,
-            members: Vec::new(),
+            run_account: None,
+            anchor: None,
             ok_text: String::new(),
             mismatch_text: String::new(),
         }
@@ -198,43 +319,53 @@ const SHOWN_DERIVATIONS: usize = 10;
 
 /// The derivation check as `--json` reports it: every member that differs; `ok` null when it
 /// was not checked (the manifest does not recompute).
-fn derived_json(derived: Option<&Vec<report::Derivation>>) -> Value {
-    let differences: Vec<Value> = derived
+fn derived_json(derived: Option<&Vec<report::Derivation>>) -> DerivedCheck {
+    let differences = derived
         .into_iter()
         .flatten()
-        .map(|d| json!({ "path": d.path, "stated": d.stated, "derived": d.derived }))
+        .map(|d| DerivedDifference {
+            path: d.path.clone(),
+            stated: d.stated.clone(),
+            derived: d.derived.clone(),
+        })
         .collect();
-    json!({ "ok": derived.map(Vec::is_empty), "differences": differences })
+    DerivedCheck {
+        ok: derived.map(Vec::is_empty),
+        differences,
+    }
 }
 
 /// The settlement as `--json` reports it, in one shape whether it recomputes or not: the digest
 /// the file states, the one recomputed (`null` when the evidence stops short of a digest), the
 /// counts, and the first thing that does not hold.
-fn settlement_json(stated: &str, result: &Result<SettlementCheck, SettlementError>) -> Value {
+fn settlement_json(
+    stated: &str,
+    result: &Result<SettlementCheck, SettlementError>,
+) -> SettlementView {
     match result {
-        Ok(check) => json!({
-            "ok": true,
-            "stated": stated,
-            "recomputed": check.digest.hex(),
-            "records": check.records,
-            "batches": check.batches,
-            "usage_lamports": check.usage_lamports,
-            "error": null,
-        }),
+        Ok(check) => SettlementView {
+            ok: true,
+            stated: stated.to_owned(),
+            recomputed: Some(check.digest.hex()),
+            records: Some(check.records),
+            batches: Some(check.batches),
+            usage_lamports: Some(check.usage_lamports),
+            error: None,
+        },
         Err(e) => {
             let recomputed = match e {
-                SettlementError::Digest { expected, .. } => Some(expected.as_str()),
+                SettlementError::Digest { expected, .. } => Some(expected.clone()),
                 _ => None,
             };
-            json!({
-                "ok": false,
-                "stated": stated,
-                "recomputed": recomputed,
-                "records": null,
-                "batches": null,
-                "usage_lamports": null,
-                "error": e.to_string(),
-            })
+            SettlementView {
+                ok: false,
+                stated: stated.to_owned(),
+                recomputed,
+                records: None,
+                batches: None,
+                usage_lamports: None,
+                error: Some(e.to_string()),
+            }
         }
     }
 }

@@ -7,7 +7,6 @@ use std::fmt::Write as _;
 use std::io::Read as _;
 
 use anyhow::Context;
-use serde_json::{Value, json};
 use skilltrial_chain::account::{self, Disagreement};
 use skilltrial_chain::anchor::{AnchorMemo, check_transaction};
 use skilltrial_chain::cli_config::Commitment;
@@ -16,7 +15,7 @@ use skilltrial_core::report::Report;
 use skilltrial_core::settlement::{SettlementCheck, SettlementError};
 
 use crate::cli::{Global, VerifyArgs};
-use crate::commands::verify::OnChainFindings;
+use crate::commands::verify::{self, AnchorView, OnChainFindings, RunAccountCheck};
 use crate::commands::{chain, input};
 use crate::exit::CliError;
 
@@ -72,7 +71,7 @@ pub(crate) fn on_chain(
         && anchor.as_ref().is_none_or(|a| a.problems.is_empty());
     found.pending = anchor.as_ref().is_some_and(|a| a.pending.is_some());
     if let Some(chain) = &on_chain {
-        found.members.push(("run_account", chain.json()));
+        found.run_account = Some(chain.json());
         let _ = writeln!(
             found.ok_text,
             "{} agrees (run id, digest, batches, trials, usage and the anchored report hash)",
@@ -87,7 +86,7 @@ pub(crate) fn on_chain(
         }
     }
     if let Some(anchor) = &anchor {
-        found.members.push(("anchor", anchor.json()));
+        found.anchor = Some(anchor.json());
         match anchor.pending {
             None => {
                 let _ = writeln!(
@@ -161,24 +160,28 @@ impl OnChain {
         }
     }
 
-    fn json(&self) -> Value {
-        let disagreements: Vec<Value> = self
+    fn json(&self) -> RunAccountCheck {
+        let disagreements = self
             .disagreements
             .iter()
-            .map(|d| json!({ "field": d.field, "report": d.report, "account": d.account }))
+            .map(|d| verify::Disagreement {
+                field: d.field,
+                report: d.report.clone(),
+                account: d.account.clone(),
+            })
             .collect();
         let (source, signature) = match &self.source {
             Source::Account => ("account", None),
-            Source::Finalization(signature) => ("finalize_transaction", Some(signature)),
+            Source::Finalization(signature) => ("finalize_transaction", Some(signature.clone())),
         };
-        json!({
-            "ok": self.compared.then_some(self.disagreements.is_empty()),
-            "compared": self.compared,
-            "address": self.address,
-            "source": source,
-            "finalize_signature": signature,
-            "disagreements": disagreements,
-        })
+        RunAccountCheck {
+            ok: self.compared.then_some(self.disagreements.is_empty()),
+            compared: self.compared,
+            address: self.address.clone(),
+            source,
+            finalize_signature: signature,
+            disagreements,
+        }
     }
 }
 
@@ -382,15 +385,15 @@ struct AnchorCheck {
 }
 
 impl AnchorCheck {
-    fn json(&self) -> Value {
-        json!({
-            "ok": self.problems.is_empty() && self.pending.is_none(),
-            "pending": self.pending.map(Commitment::as_str),
-            "signature": self.signature,
-            "signer": self.signer.to_string(),
-            "memo": self.memo,
-            "problems": self.problems,
-        })
+    fn json(&self) -> AnchorView {
+        AnchorView {
+            ok: self.problems.is_empty() && self.pending.is_none(),
+            pending: self.pending.map(Commitment::as_str),
+            signature: self.signature.clone(),
+            signer: self.signer.to_string(),
+            memo: self.memo.clone(),
+            problems: self.problems.clone(),
+        }
     }
 }
 

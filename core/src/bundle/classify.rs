@@ -6,7 +6,9 @@
 use serde::Serialize;
 
 /// The kind of a bundle file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum FileKind {
     /// `SKILL.md` at the bundle root.

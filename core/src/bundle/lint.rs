@@ -17,7 +17,7 @@ use super::scan::{BundleLink, bundle_links};
 use super::{Bundle, FileKind, SKILL_FILE};
 
 /// Which rule set applies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// The Agent Skills format as written.
@@ -37,7 +37,7 @@ impl Mode {
 }
 
 /// How much a finding matters. Only errors fail `validate --lint`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     Error,
@@ -196,7 +196,7 @@ const CLAUDE_CODE_KEYS: [&str; 10] = [
 ];
 
 /// One finding.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Finding {
     pub rule: &'static str,
     pub severity: Severity,
@@ -210,7 +210,7 @@ pub struct Finding {
 }
 
 /// A mechanical fix: on line `line` of `path`, `old` becomes `new`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Fix {
     pub path: String,
     pub line: usize,
@@ -220,7 +220,7 @@ pub struct Fix {
 }
 
 /// What a fix rewrites.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FixKind {
     /// The whole line (`old` is the line as it stands).

@@ -58,7 +58,9 @@ impl Default for Limits {
 }
 
 /// Why a bundle was rejected. The names are stable: scripts match on them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum RejectCode {
     /// Not a readable ZIP, a corrupt entry, or an unsupported compression method.
@@ -134,7 +136,7 @@ impl fmt::Display for RejectCode {
 }
 
 /// One reason a bundle was rejected.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Rejection {
     /// Stable code.
     pub code: RejectCode,
@@ -175,7 +177,7 @@ pub struct Rejected {
 }
 
 /// How a bundle arrived.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SourceKind {
     /// A folder on disk.

@@ -24,7 +24,9 @@ use super::text::{display_safe, is_invisible};
 use super::{grader, markdown};
 
 /// What a flag is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum FlagKind {
     /// Text addressed to a grader, checker or evaluator, or trying to override instructions.
@@ -54,7 +56,7 @@ impl FlagKind {
 }
 
 /// One finding, located at a file and 1-based line. Ordered by path, line, kind.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Flag {
     /// What kind of finding.
     pub kind: FlagKind,

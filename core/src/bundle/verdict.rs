@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::{Bundle, FileKind, Flag, Rejection, SourceKind};
 
 /// One bundle's verdict. A rejected bundle carries `errors` and nulls elsewhere.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct BundleReport {
     pub input: String,
     pub ok: bool,
@@ -24,7 +24,7 @@ pub struct BundleReport {
 }
 
 /// One file of an accepted bundle.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FileReport {
     pub path: String,
     pub kind: FileKind,

@@ -55,7 +55,17 @@ pub fn source_sha256() -> &'static str {
 
 /// The task families.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Family {
@@ -92,7 +102,7 @@ pub enum Expected {
 }
 
 /// One difference or violation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Detail {
     /// Reason code.
     pub reason: String,
@@ -109,7 +119,7 @@ pub struct Detail {
 }
 
 /// The checker's verdict on one answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Verdict {
     /// `pass`, `fail`, `invalid_output` or `unsupported_case`.
     pub outcome: Outcome,

@@ -48,7 +48,7 @@ pub enum Basis {
 }
 
 /// The whole ledger. Members in reading order.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Ledger {
     /// Always [`FORMAT`].
     pub format: String,
@@ -65,7 +65,7 @@ pub struct Ledger {
 }
 
 /// What every column of the ledger shares.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Shared {
     pub pack: PackRef,
     pub arms: Vec<ArmSpec>,
@@ -102,7 +102,7 @@ impl Shared {
 }
 
 /// One model: the run shown for it and what that run's report says.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ModelColumn {
     /// `provider model@revision`, with `(scripted)` for the built-in scripted model.
     pub model: String,
@@ -123,7 +123,7 @@ pub struct ModelColumn {
 }
 
 /// One arm in one model's run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LedgerArm {
     pub arm: String,
     pub pass: u64,
@@ -135,7 +135,7 @@ pub struct LedgerArm {
 }
 
 /// One contrast (`b_vs_a`, `b_vs_baseline`, `a_vs_baseline`) in one model's run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ContrastCell {
     pub contrast: String,
     /// Tasks compared: those with a verdict in both arms.
@@ -149,7 +149,7 @@ pub struct ContrastCell {
 }
 
 /// What a version does on one model, by the tasks it fixes and breaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Reading {
     /// Fixes at least one task and breaks none.
@@ -188,7 +188,7 @@ impl Reading {
 }
 
 /// Across models, what one contrast's first arm does.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct VersionEffect {
     pub contrast: String,
     /// The models (their labels) by reading.
@@ -218,7 +218,7 @@ impl VersionEffect {
 }
 
 /// One task across the models.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LedgerTask {
     pub task: String,
     pub family: Option<String>,
@@ -227,7 +227,7 @@ pub struct LedgerTask {
 }
 
 /// One task in one model's run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TaskCell {
     /// Passes and executed repetitions per arm.
     pub arms: BTreeMap<String, TaskArm>,
@@ -236,7 +236,7 @@ pub struct TaskCell {
 }
 
 /// A run the ledger does not show, and why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LeftOut {
     pub run: String,
     pub model: String,

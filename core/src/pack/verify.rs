@@ -11,7 +11,7 @@ use crate::outcome::Outcome;
 pub const MIN_KNOWN_WRONG: usize = 5;
 
 /// One verified claim.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct VerifyItem {
     /// The task, or empty for pack-wide claims.
     pub task: String,
@@ -23,7 +23,7 @@ pub struct VerifyItem {
 }
 
 /// The whole verification.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct VerifyReport {
     pub pack: String,
     pub hash: String,

@@ -12,7 +12,7 @@ use super::Report;
 pub type Check = (&'static str, fn(&Report) -> Value);
 
 /// A member that differs between two reports.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Difference {
     /// The member, as [`Check`] names it.
     pub what: String,

@@ -128,7 +128,7 @@ pub struct Report {
     pub report_hash: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GeneratedBy {
     pub app: String,
@@ -136,7 +136,7 @@ pub struct GeneratedBy {
 }
 
 /// The run as the journal records it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Run {
     pub id: String,
@@ -150,7 +150,7 @@ pub struct Run {
 }
 
 /// What must match for two runs to be compared.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Comparability {
     pub model: ModelIdentity,
@@ -162,7 +162,7 @@ pub struct Comparability {
     pub prompt_template_sha256: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelIdentity {
     pub provider: ProviderKind,
@@ -174,7 +174,7 @@ pub struct ModelIdentity {
     pub system_fingerprints: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckerIdentity {
     pub version: String,
@@ -182,7 +182,7 @@ pub struct CheckerIdentity {
 }
 
 /// The first screen.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Summary {
     pub planned: u64,
@@ -196,7 +196,7 @@ pub struct Summary {
 }
 
 /// One arm's counts by outcome; they add up to `planned`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ArmSummary {
     pub arm: String,
@@ -225,7 +225,7 @@ pub struct ArmSummary {
 /// a scored answer: `pass_hat_k` (pass^k) is the share of those tasks passed in every repetition,
 /// how reliably the arm gets a task right; `pass_at_k` (pass@k) the share passed in at least one,
 /// whether it can get the task right at all. With k = 1 both equal the success rate.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Consistency {
     /// The repetitions per task (the manifest's).
@@ -279,12 +279,14 @@ impl Consistency {
 }
 
 /// A proportion with its Wilson 95% interval, decimals as six-place strings.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Rate {
     pub num: u64,
     pub den: u64,
+    /// num / den, six decimals.
     pub value: String,
+    /// The Wilson 95% interval's bounds, six decimals.
     pub wilson95: [String; 2],
 }
 
@@ -310,7 +312,7 @@ impl Rate {
 }
 
 /// The arm with the most passes in a complete run, or a tie.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Leader {
     /// `null` on a tie.
@@ -320,7 +322,7 @@ pub struct Leader {
 
 /// Per contrast, the tasks the first arm fixes and breaks. A contrast whose arms the run does
 /// not have is absent (not `null`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Changes {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -359,7 +361,7 @@ impl Changes {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FixesBreaks {
     pub fixes: Vec<String>,
@@ -367,7 +369,7 @@ pub struct FixesBreaks {
 }
 
 /// One paired contrast x − y over complete (task, repetition) pairs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Pair {
     /// `x-y`, e.g. `b-a`.
@@ -390,7 +392,7 @@ pub struct Pair {
 }
 
 /// A (task, repetition) left out of a contrast, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Excluded {
     pub task: String,
@@ -398,7 +400,7 @@ pub struct Excluded {
     pub reason: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Difference {
     pub pairs: u64,
@@ -406,7 +408,7 @@ pub struct Difference {
     pub value: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskDifference {
     pub task: String,
@@ -415,7 +417,7 @@ pub struct TaskDifference {
 }
 
 /// The paired test of a contrast; `p` is `null` when the test has no units.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PairTest {
     pub name: String,
@@ -426,7 +428,7 @@ pub struct PairTest {
 
 /// An exact fraction: numerator and denominator as decimal strings (their 2^n denominators
 /// outgrow JSON's safe integers), its reading ([`fraction_text`]) and a six-place value.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExactFraction {
     pub num: String,
@@ -458,7 +460,7 @@ impl ExactFraction {
 }
 
 /// One row of the per-task table.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskRow {
     pub task: String,
@@ -468,7 +470,7 @@ pub struct TaskRow {
     pub verdicts: Verdicts,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskArm {
     pub pass: u64,
@@ -485,7 +487,7 @@ impl TaskArm {
 
 /// Per-task majority verdicts. A member is absent when the run has no such arm, and `null` when
 /// the arm has it but the task has no verdict yet (no executed result on one side).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Verdicts {
     #[serde(
@@ -493,18 +495,21 @@ pub struct Verdicts {
         skip_serializing_if = "Option::is_none",
         with = "present_or_absent"
     )]
+    #[schemars(with = "Option<String>")]
     pub a: Option<Option<String>>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         with = "present_or_absent"
     )]
+    #[schemars(with = "Option<String>")]
     pub b: Option<Option<String>>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         with = "present_or_absent"
     )]
+    #[schemars(with = "Option<String>")]
     pub b_vs_a: Option<Option<String>>,
 }
 
@@ -557,7 +562,7 @@ mod present_or_absent {
 }
 
 /// Money, tokens and time.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Cost {
     pub cap_usd_micros: Option<u64>,
@@ -576,7 +581,7 @@ pub struct Cost {
     pub unknown_holding_reserve: Vec<UnknownHolding>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UnknownHolding {
     pub attempt: String,

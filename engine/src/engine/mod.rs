@@ -217,7 +217,7 @@ pub struct Progress {
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RunSummary {
     pub run: String,
     pub status: String,

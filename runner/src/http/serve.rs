@@ -9,13 +9,19 @@ use solana_signer::Signer;
 use super::router::router;
 use crate::App;
 
-/// What the daemon prints when it is ready.
-#[derive(Debug, Clone, serde::Serialize)]
+/// What the daemon prints when it is ready (`runner serve --json`: one line).
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct Ready {
+    /// The origin the API is served at (`http://127.0.0.1:<port>`).
     pub origin: String,
+    /// The socket address it listens on.
     pub listening: String,
+    /// The runner's public key (base58).
     pub runner: String,
+    /// The cluster it settles on (`mainnet`, `devnet`, `testnet` or `localnet`, named by its
+    /// genesis hash).
     pub chain_id: String,
+    /// Where the daemon keeps its state.
     pub state_dir: String,
 }
 
