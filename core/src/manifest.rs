@@ -184,7 +184,7 @@ pub struct Manifest {
 
 /// A pinned SOL/USD rate: what a hosted run's upper cost in lamports is computed at, and where
 /// the rate came from, so the person approving the escrow sees both.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SolUsd {
     /// µUSD per SOL: 151.25 USD/SOL is 151_250_000.
