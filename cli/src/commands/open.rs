@@ -7,7 +7,6 @@
 //! pinned rate, rounded up to the lamport. Nothing is signed before the person (or `--yes`)
 //! approves the amounts shown.
 
-use skilltrial_chain::escrow::OpenError;
 use skilltrial_core::money::MicroUsd;
 use skilltrial_engine::engine;
 use skilltrial_runner::client::escrow::{self, Escrowed};
@@ -59,9 +58,7 @@ fn next_steps(opened: &Opened) -> String {
 pub fn escrow(args: &OpenArgs, global: &Global) -> Result<Opened, CliError> {
     // Every local check first: a bad flag or an unfit manifest costs no RPC call.
     let runner = skilltrial_chain::host_key(&args.runner);
-    if args.deadline > skilltrial_core::hosted::MAX_DEADLINE_SECS {
-        return Err(OpenError::DeadlineTooFar(args.deadline).into());
-    }
+    escrow::deadline_within_limit(args.deadline)?;
     let layout = state::layout(global)?;
     let store = state::store(&layout)?;
     let manifest_ref = state::run_id(&layout, &args.manifest)?;

@@ -60,10 +60,20 @@ pub struct Plan {
     pub deadline_in: i64,
 }
 
+/// Refuses a deadline farther than the program allows: a bad flag costs no read of the store
+/// and no RPC call.
+pub fn deadline_within_limit(deadline_in: i64) -> Result<(), OpenError> {
+    if deadline_in > skilltrial_core::hosted::MAX_DEADLINE_SECS {
+        return Err(OpenError::DeadlineTooFar(deadline_in));
+    }
+    Ok(())
+}
+
 /// The escrow of `inputs` for `runner` with a deadline `deadline_in` seconds after it lands:
 /// `planned trials × (per-request cap + fee)`, the cap being the largest trial's upper cost at
 /// the pinned rate, rounded up to the lamport.
 pub fn plan(inputs: &Inputs, runner: Pubkey, deadline_in: i64) -> Result<Plan, EscrowPlanError> {
+    deadline_within_limit(deadline_in)?;
     let m = &inputs.manifest;
     let terms_error = |source| EscrowPlanError::Terms {
         manifest: inputs.hash.hex(),

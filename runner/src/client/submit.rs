@@ -255,3 +255,29 @@ impl Pending {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The documents' schemas name every field `submit --json` prints: the escrow, or that the
+    /// runner had the run.
+    #[test]
+    fn the_submitted_documents_schema_holds_both_registrations() {
+        let schema = serde_json::to_value(schemars::schema_for!(Submitted)).unwrap_or_default();
+        let text = schema.to_string();
+        for field in [
+            "run",
+            "runner_url",
+            "runner",
+            "manifest",
+            "phase",
+            "escrow",
+            "already_registered",
+            "already_open",
+            "sol_usd",
+        ] {
+            assert!(text.contains(&format!("\"{field}\"")), "{field}: {text}");
+        }
+    }
+}
