@@ -316,6 +316,10 @@ mod chain_errors {
     use skilltrial_chain::send::SendError;
     use skilltrial_chain::session::SessionError;
     use skilltrial_runner::client::ClientError;
+    use skilltrial_runner::client::escrow::EscrowPlanError;
+    use skilltrial_runner::client::report::DownloadError;
+    use skilltrial_runner::client::status::FollowError;
+    use skilltrial_runner::client::submit::SubmitError;
 
     use super::CliError;
 
@@ -416,6 +420,59 @@ mod chain_errors {
                         CliError::Rejected(err)
                     }
                 }
+            }
+        }
+    }
+
+    impl From<EscrowPlanError> for CliError {
+        /// A manifest whose trials or terms cannot be escrowed is a judged input (1); the
+        /// program's checks and the session decide as above.
+        fn from(e: EscrowPlanError) -> Self {
+            match e {
+                EscrowPlanError::Open(e) => e.into(),
+                EscrowPlanError::Session(e) => e.into(),
+                refused => CliError::Rejected(anyhow::anyhow!("{refused}")),
+            }
+        }
+    }
+
+    impl From<SubmitError> for CliError {
+        /// A runner on another cluster, a deadline below the runner's minimum or stored inputs
+        /// that cannot be sent are judged inputs (1); a runner that answers with another key or
+        /// stores the manifest under another hash is not a runner to escrow for (2). The store,
+        /// the runner, the cluster and the escrow decide as above.
+        fn from(e: SubmitError) -> Self {
+            match e {
+                SubmitError::Engine(e) => e.into(),
+                SubmitError::Store(e) => e.into(),
+                SubmitError::Client(e) => e.into(),
+                SubmitError::Session(e) => e.into(),
+                SubmitError::Escrow(e) => e.into(),
+                SubmitError::NotAKey { .. } | SubmitError::StoredAs { .. } => {
+                    CliError::Environment(anyhow::anyhow!("{e}"))
+                }
+                refused => CliError::Rejected(anyhow::anyhow!("{refused}")),
+            }
+        }
+    }
+
+    impl From<FollowError> for CliError {
+        /// A runner gone for longer than the follower waits is the environment (2).
+        fn from(e: FollowError) -> Self {
+            match e {
+                FollowError::Client(e) => e.into(),
+                gone => CliError::Environment(anyhow::anyhow!("{gone}")),
+            }
+        }
+    }
+
+    impl From<DownloadError> for CliError {
+        /// A report that does not prove itself is a judged input (1); the runner decides as
+        /// above.
+        fn from(e: DownloadError) -> Self {
+            match e {
+                DownloadError::Client(e) => e.into(),
+                refused => CliError::Rejected(anyhow::anyhow!("{refused}")),
             }
         }
     }
@@ -735,6 +792,99 @@ mod tests {
         assert_eq!(
             shown(PlanError::Invalid("--reps must be at least 1".to_owned())),
             (2, "cannot plan: --reps must be at least 1".to_owned())
+        );
+    }
+
+    #[cfg(feature = "chain")]
+    #[test]
+    fn the_runner_clients_refusals_exit_1_and_a_runner_or_node_not_there_exits_2() {
+        use skilltrial_core::hosted::TermsError;
+        use skilltrial_runner::client::ClientError;
+        use skilltrial_runner::client::escrow::EscrowPlanError;
+        use skilltrial_runner::client::report::DownloadError;
+        use skilltrial_runner::client::status::FollowError;
+        use skilltrial_runner::client::submit::SubmitError;
+        let url: url::Url = "http://127.0.0.1:1/"
+            .parse()
+            .unwrap_or_else(|e| panic!("{e}"));
+        // `submit`: what it judged is 1, a runner that is not one to escrow for is 2, and what
+        // it wraps keeps its own code and words.
+        assert_eq!(
+            shown(SubmitError::OtherCluster {
+                runner_url: url.to_string(),
+                runner_chain: "localnet".to_owned(),
+                cluster: "https://api.devnet.solana.com/".to_owned(),
+                ours: "devnet",
+            }),
+            (
+                1,
+                "the runner at http://127.0.0.1:1/ settles on localnet; your --url https://api.devnet.solana.com/ is devnet: give the same cluster".to_owned()
+            )
+        );
+        assert_eq!(
+            shown(SubmitError::DeadlineBelowRunner {
+                given: 60,
+                min: 240
+            })
+            .0,
+            1
+        );
+        assert_eq!(shown(SubmitError::BundleDigest("zz".to_owned())).0, 1);
+        assert_eq!(
+            shown(SubmitError::NotAKey {
+                runner_url: url.to_string(),
+                key: "k".to_owned()
+            })
+            .0,
+            2
+        );
+        assert_eq!(
+            shown(SubmitError::StoredAs {
+                stored: "a".to_owned(),
+                manifest: "b".to_owned()
+            })
+            .0,
+            2
+        );
+        assert_eq!(
+            shown(SubmitError::Client(ClientError::Unreachable(
+                "GET /v1/info: refused".to_owned()
+            ))),
+            (
+                2,
+                "GET /v1/info: refused (is the runner daemon running at that URL?)".to_owned()
+            )
+        );
+        assert_eq!(shown(SubmitError::Store(store_io())).0, 2);
+        // The escrow's terms are judged (1), even a plan that cannot be rebuilt (which `plan`
+        // itself reports as a usage error).
+        assert_eq!(
+            shown(EscrowPlanError::Terms {
+                manifest: "ab".to_owned(),
+                source: TermsError::NoRate
+            }),
+            (
+                1,
+                "manifest ab: no SOL/USD rate is pinned in it, so its cost cannot be escrowed in lamports; plan it with --sol-usd <USD per SOL>".to_owned()
+            )
+        );
+        assert_eq!(
+            shown(EscrowPlanError::Trials(PlanError::Invalid("x".to_owned()))).0,
+            1
+        );
+        // `status --remote --follow`: a runner gone for two minutes is the environment.
+        assert_eq!(
+            shown(FollowError::GaveUp {
+                url,
+                run: "R".to_owned()
+            })
+            .0,
+            2
+        );
+        // `report --remote`: a report that does not prove itself is refused.
+        assert_eq!(
+            shown(DownloadError::NotUtf8),
+            (1, "the runner's report.json is not UTF-8".to_owned())
         );
     }
 

@@ -146,7 +146,7 @@ pub struct Register {
 }
 
 /// A run as its owner sees it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct RunView {
     pub run: String,
@@ -363,7 +363,7 @@ pub struct SignedIn {
 /// One event of a run (`GET /v1/runs/{run}/events`). `kind` names it and `data` holds its
 /// fields: the SSE frame's `event:` is the kind, its `id:` the event's number in the run, and
 /// its `data:` is [`Framed`]. The state stores `kind` and `data` as they are here.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(tag = "kind", content = "data", rename_all = "snake_case")]
 pub enum Event {
@@ -424,7 +424,7 @@ pub struct Framed {
 }
 
 /// A run's progress: the engine's after each trial, or where a chunk of the run left it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Progress {
     /// Trials by outcome (`pass`, `fail`, `not_run`, `unknown`, …).
@@ -445,7 +445,7 @@ pub struct Progress {
 }
 
 /// A [`Event::Phase`]: the run entered `phase`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct PhaseChange {
     /// Why (a failure's reason), or `null`.
@@ -458,7 +458,7 @@ pub struct PhaseChange {
 }
 
 /// A [`Event::Settled`]: settlement batch `batch` landed in `signature`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Settled {
     pub batch: u32,
@@ -469,7 +469,7 @@ pub struct Settled {
 }
 
 /// A [`Event::Notice`]: a message for the run's owner, with what it concerns.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Notice {
     /// The settlement batch it is about.

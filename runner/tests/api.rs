@@ -14,8 +14,10 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::{Value, json};
 use skilltrial_chain::cli_config::Commitment;
+use skilltrial_core::bundle::Bundle;
 use skilltrial_core::manifest::{self, Manifest, PlanOptions, SolUsd};
 use skilltrial_core::money::MicroUsd;
+use skilltrial_core::pack::Pack;
 use skilltrial_runner::client::{Client, ClientError};
 use skilltrial_runner::http::connections::{ConnectionLimits, serve_connections};
 use skilltrial_runner::http::intake::BodyBounds;
@@ -48,20 +50,34 @@ fn serve_bounded(bounds: BodyBounds) -> Served {
 }
 
 fn serve_full(prepare: impl FnOnce(&Path), bounds: BodyBounds) -> Served {
-    serve_within(prepare, bounds, ConnectionLimits::default())
+    serve_within(prepare, bounds, ConnectionLimits::default(), NO_CLUSTER)
 }
 
 /// A daemon serving connections within `limits`.
 fn serve_limited(limits: ConnectionLimits) -> Served {
-    serve_within(|_| {}, BodyBounds::default(), limits)
+    serve_within(|_| {}, BodyBounds::default(), limits, NO_CLUSTER)
 }
 
+/// A daemon reading the cluster at `rpc_url`.
+fn serve_on_cluster(rpc_url: &str) -> Served {
+    serve_within(
+        |_| {},
+        BodyBounds::default(),
+        ConnectionLimits::default(),
+        rpc_url,
+    )
+}
+
+/// Nothing listens there: the chain is unreachable.
+const NO_CLUSTER: &str = "http://127.0.0.1:9";
+
 /// A daemon as `skilltrial runner serve` runs it (its accept loop and router), with its bounds
-/// given and the state directory `prepare` filled first.
+/// given, the state directory `prepare` filled first, and its cluster at `rpc_url`.
 fn serve_within(
     prepare: impl FnOnce(&Path),
     bounds: BodyBounds,
     limits: ConnectionLimits,
+    rpc_url: &str,
 ) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let state_dir = dir.path().join("state");
@@ -76,8 +92,7 @@ fn serve_within(
         origin: origin.clone(),
         bind: listener.local_addr().unwrap(),
         state_dir,
-        // Nothing listens there: the chain is unreachable in these tests.
-        rpc_url: "http://127.0.0.1:9".to_owned(),
+        rpc_url: rpc_url.to_owned(),
         commitment: Commitment::Confirmed,
         chain_id: "localnet".to_owned(),
         profiles: Some(profiles.clone()),
@@ -509,6 +524,27 @@ fn unix_now() -> i64 {
 /// What `plan --model loopback --a solana-reader-1.5.0 --reps 1 --cap-usd 1 --sol-usd 150`
 /// writes, with its inputs uploaded by `client`.
 fn planned_and_uploaded(client: &Client, profiles: &Path) -> Manifest {
+    let (m, pack, a) = planned(profiles);
+    let files: Vec<(String, Vec<u8>)> = a
+        .files
+        .iter()
+        .map(|f| (f.path.clone(), f.bytes.clone()))
+        .collect();
+    client.upload_tree("bundle", None, &files).unwrap();
+    let files: Vec<(String, Vec<u8>)> = pack
+        .files()
+        .iter()
+        .map(|(p, b)| (p.clone(), b.clone()))
+        .collect();
+    client
+        .upload_tree("pack", Some(&pack.id()), &files)
+        .unwrap();
+    m
+}
+
+/// What `plan --model loopback --a solana-reader-1.5.0 --reps 1 --cap-usd 1 --sol-usd 150`
+/// writes, and its pack and bundle.
+fn planned(profiles: &Path) -> (Manifest, Pack, Bundle) {
     let profile = skilltrial_core::profile::find("loopback", Some(profiles)).unwrap();
     let pack = skilltrial_core::pack::open("solana-core@1.0.3").unwrap();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -530,21 +566,7 @@ fn planned_and_uploaded(client: &Client, profiles: &Path) -> Manifest {
         source: "test".to_owned(),
         at: skilltrial_core::time::rfc3339(unix_now()),
     });
-    let files: Vec<(String, Vec<u8>)> = a
-        .files
-        .iter()
-        .map(|f| (f.path.clone(), f.bytes.clone()))
-        .collect();
-    client.upload_tree("bundle", None, &files).unwrap();
-    let files: Vec<(String, Vec<u8>)> = pack
-        .files()
-        .iter()
-        .map(|(p, b)| (p.clone(), b.clone()))
-        .collect();
-    client
-        .upload_tree("pack", Some(&pack.id()), &files)
-        .unwrap();
-    m
+    (m, pack, a)
 }
 
 /// The daemon's answer to uploading `m`: its status and message.
@@ -1508,4 +1530,251 @@ fn connections_past_the_bound_wait_until_one_ends_and_are_then_served() {
     };
     assert_eq!(info.unwrap().chain_id, "localnet");
     drop(holders);
+}
+
+// --- The client's `submit` workflow against this daemon and a loopback cluster: the refusals it
+// makes before anything is signed.
+
+/// Mainnet's genesis hash: a cluster the daemon (on `localnet`) does not settle on.
+const MAINNET_GENESIS: &str = "5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d";
+
+/// A JSON-RPC server on loopback standing for a cluster whose genesis hash is `genesis` and
+/// whose program config charges `fee_per_trial`; every other account is absent. The methods
+/// asked are recorded in the returned list.
+fn cluster(
+    genesis: &'static str,
+    fee_per_trial: u64,
+) -> (
+    skilltrial_engine::scripted::ScriptedServer,
+    Arc<std::sync::Mutex<Vec<String>>>,
+) {
+    use skilltrial_engine::scripted::{Reply, ScriptedServer};
+    use skilltrial_program::state::{BuybackRate, SpendingLimit};
+    let config = skilltrial_chain::account::Config {
+        version: skilltrial_program::constants::ACCOUNT_VERSION,
+        admin: Keypair::new().pubkey(),
+        pending_admin: None,
+        runner: Keypair::new().pubkey(),
+        runner_payout: Keypair::new().pubkey(),
+        fee_per_trial,
+        min_deadline_secs: 60,
+        time_lock_secs: 0,
+        usage_limit: SpendingLimit {
+            amount: u64::MAX,
+            period_secs: 86_400,
+        },
+        sktrial_mint: Keypair::new().pubkey(),
+        buyback_interval_secs: 21_600,
+        max_buyback_lamports: 1_000_000,
+        buyback_rate: BuybackRate {
+            tokens: 1,
+            lamports: 1,
+        },
+        pending: None,
+        bump: 255,
+        fee_vault_bump: 255,
+        reserved: [0; 64],
+    };
+    let mut data = Vec::new();
+    anchor_lang::AccountSerialize::try_serialize(&config, &mut data).unwrap();
+    let config_address = skilltrial_chain::pda::config().to_string();
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = Arc::clone(&asked);
+    let server = ScriptedServer::start(move |r| {
+        let call = r.json().unwrap_or(Value::Null);
+        let method = call["method"].as_str().unwrap_or("").to_owned();
+        log.lock().unwrap().push(method.clone());
+        let result = match method.as_str() {
+            "getGenesisHash" => json!(genesis),
+            "getAccountInfo" if call["params"][0] == config_address.as_str() => json!({
+                "context": { "slot": 1 },
+                "value": {
+                    "data": [base64::engine::general_purpose::STANDARD.encode(&data), "base64"],
+                    "owner": skilltrial_chain::PROGRAM_ID.to_string(),
+                    "lamports": 5_000_000u64, "executable": false, "rentEpoch": 0,
+                    "space": data.len(),
+                }
+            }),
+            "getAccountInfo" => json!({ "context": { "slot": 1 }, "value": null }),
+            _ => return Reply::Status(404),
+        };
+        Reply::Verbatim {
+            status: 200,
+            headers: vec![("content-type".to_owned(), "application/json".to_owned())],
+            body: json!({ "jsonrpc": "2.0", "id": call["id"], "result": result }).to_string(),
+        }
+    })
+    .unwrap();
+    (server, asked)
+}
+
+/// A user's side of `submit`: the plan's inputs in a store, a wallet file, and a session with
+/// the cluster at `rpc_url`.
+struct User {
+    dir: tempfile::TempDir,
+    store: skilltrial_engine::store::Store,
+    manifest: Manifest,
+    hash: String,
+    /// How many files the plan's bundle holds.
+    bundle_files: usize,
+    session: skilltrial_chain::session::Session,
+}
+
+fn user(profiles: &Path, rpc_url: &str, wallet: Option<&Keypair>) -> User {
+    let dir = tempfile::tempdir().unwrap();
+    let store = skilltrial_engine::store::Store::open(&dir.path().join("store")).unwrap();
+    let (manifest, pack, a) = planned(profiles);
+    let hash =
+        skilltrial_engine::engine::save_inputs(&store, &manifest, &pack, Some(&a), None).unwrap();
+    let keypair = dir.path().join("id.json");
+    if let Some(wallet) = wallet {
+        std::fs::write(
+            &keypair,
+            serde_json::to_string(&wallet.to_bytes().to_vec()).unwrap(),
+        )
+        .unwrap();
+    }
+    let session = skilltrial_chain::session::Session::connect(
+        skilltrial_chain::session::Flags {
+            url: Some(rpc_url),
+            keypair: Some(&keypair),
+            ..Default::default()
+        },
+        None,
+        Ok(dir.path().join("chain-outbox.sqlite")),
+        |_| {},
+    )
+    .unwrap();
+    User {
+        dir,
+        store,
+        manifest,
+        hash: hash.hex(),
+        bundle_files: a.files.len(),
+        session,
+    }
+}
+
+/// Every step `submit` reported, in words.
+fn submit_steps(
+    user: &User,
+    runner_url: &url::Url,
+    deadline_secs: i64,
+) -> (
+    Result<
+        skilltrial_runner::client::submit::Submission,
+        skilltrial_runner::client::submit::SubmitError,
+    >,
+    Vec<String>,
+) {
+    use skilltrial_runner::client::submit::{self, Step};
+    let mut steps = Vec::new();
+    let result = submit::prepare(
+        &user.store,
+        &user.session,
+        submit::Request {
+            manifest: &user.hash,
+            runner_url,
+            deadline_secs,
+        },
+        &mut |step| {
+            steps.push(match step {
+                Step::SigningIn { wallet, .. } => format!("sign in {wallet}"),
+                Step::UploadedBundle { name, files } => format!("bundle {name} {files}"),
+                other => format!("{other:?}"),
+            });
+        },
+    );
+    (result, steps)
+}
+
+#[test]
+fn submit_refuses_a_runner_on_another_cluster_before_it_signs_in() {
+    use skilltrial_runner::client::submit::SubmitError;
+    // Given a daemon settling on a local cluster, and a user whose --url is mainnet (and whose
+    // wallet file does not exist: it must not even be read),
+    let served = serve();
+    let (rpc, asked) = cluster(MAINNET_GENESIS, 200_000);
+    let user = user(&served._dir.path().join("profiles.toml"), &rpc.url(), None);
+    // when the user submits,
+    let (result, steps) = submit_steps(&user, &served.base, 3600);
+    // then it is refused naming both clusters, before a sign-in, an upload or an escrow.
+    let error = result.unwrap_err();
+    match &error {
+        SubmitError::OtherCluster {
+            runner_chain, ours, ..
+        } => assert_eq!((runner_chain.as_str(), *ours), ("localnet", "mainnet")),
+        other => panic!("expected another cluster, got {other:?}"),
+    }
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "the runner at {} settles on localnet; your --url {}/ is mainnet: give the same cluster",
+            served.base,
+            rpc.url()
+        )
+    );
+    assert!(steps.is_empty(), "{steps:?}");
+    assert_eq!(*asked.lock().unwrap(), ["getGenesisHash"]);
+    assert!(!user.dir.path().join("chain-outbox.sqlite").exists());
+}
+
+#[test]
+fn submit_refuses_a_deadline_below_the_runners_minimum_before_the_escrow() {
+    use skilltrial_runner::client::submit::SubmitError;
+    // Given a daemon on a local cluster whose program config it can read, and a user of that
+    // cluster with a wallet and a planned run,
+    let (rpc, asked) = cluster("GH7ome3EiwEr7tu9JuTh2dpYWBJK3z69Xm1ZE3MEE6JC", 200_000);
+    let served = serve_on_cluster(&rpc.url());
+    let wallet = Keypair::new();
+    let user = user(
+        &served._dir.path().join("profiles.toml"),
+        &rpc.url(),
+        Some(&wallet),
+    );
+    let min = skilltrial_runner::worker::min_deadline_secs(&user.manifest);
+    assert!(min > 60, "{min}");
+    // when the user submits with a deadline one second short of what the runner needs,
+    let (result, steps) = submit_steps(&user, &served.base, min - 1);
+    // then the inputs were uploaded under the user's own sign-in, and the deadline is refused
+    // with the runner's minimum, before the escrow is even prepared.
+    let error = result.unwrap_err();
+    assert!(
+        matches!(error, SubmitError::DeadlineBelowRunner { given, min: m } if given == min - 1 && m == min),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "--deadline {}s: the runner needs at least {min}s for this manifest (its time limit, and time to settle)",
+            min - 1
+        )
+    );
+    assert_eq!(
+        steps,
+        [
+            format!("sign in {}", wallet.pubkey()),
+            format!("bundle solana-reader {}", user.bundle_files)
+        ]
+    );
+    // Nothing was escrowed: the cluster was asked its genesis and the daemon its config, nothing
+    // else (no balance, no Run account, no transaction), and the daemon registered no run.
+    assert!(
+        asked
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|m| m == "getGenesisHash" || m == "getAccountInfo"),
+        "{:?}",
+        asked.lock().unwrap()
+    );
+    assert!(!user.dir.path().join("chain-outbox.sqlite").exists());
+    let client = Client::signed_in(&served.base, &wallet).unwrap();
+    assert!(client.runs().unwrap().is_empty());
+    // And with the runner's minimum, the same submission reaches the runner's check.
+    let (result, _) = submit_steps(&user, &served.base, min);
+    assert!(
+        !matches!(result, Err(SubmitError::DeadlineBelowRunner { .. })),
+        "{result:?}"
+    );
 }

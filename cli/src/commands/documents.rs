@@ -202,7 +202,7 @@ fn chain_documents() -> Vec<Document> {
         ),
         document!(
             "open",
-            open::Escrowed,
+            skilltrial_runner::client::escrow::Escrowed,
             "The escrow opened, or the one already open for this manifest and wallet."
         ),
         document!("chain-status", escrow::RunView, "A Run account decoded."),
@@ -262,13 +262,36 @@ fn chain_documents() -> Vec<Document> {
             skilltrial_runner::buyback::BuybackReport,
             "What one buyback attempt did (one line)."
         ),
-        // Owned by the runner client's branch: the lead adds `submit`, `status --remote` and
-        // `report --remote` here on merge, and takes `submit` out of `AWAITING_TYPES`.
+        document!(
+            "submit",
+            skilltrial_runner::client::submit::Submitted,
+            "The run registered with the runner, with the escrow opened for it, or already registered (one line)."
+        ),
+        document!(
+            "status --remote",
+            skilltrial_runner::client::status::Runs,
+            "Without a run: your runs as the runner sees them (one line)."
+        ),
+        document!(
+            "status --remote RUN",
+            skilltrial_runner::api::RunView,
+            "One hosted run as the runner sees it (one line)."
+        ),
+        document!(
+            "status --remote --follow",
+            skilltrial_runner::client::StreamEvent,
+            "One line per event while following: progress, settlements and phases."
+        ),
+        document!(
+            "report --remote",
+            skilltrial_runner::client::report::Saved,
+            "The downloaded report, its hashes, where it was written, and the chain's agreement."
+        ),
     ]
 }
 
-/// Commands whose `--json` document another branch makes a type of (not in [`all`] yet).
-pub const AWAITING_TYPES: &[&str] = &["submit"];
+/// Commands whose `--json` document is not a type yet (not in [`all`]). Empty: keep it so.
+pub const AWAITING_TYPES: &[&str] = &[];
 
 /// Every command's error documents: on stdout, one line, whatever the command.
 fn error_documents() -> [Document; 2] {

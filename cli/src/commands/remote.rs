@@ -1,18 +1,24 @@
 //! The client side of a runner daemon: `submit`, `status --remote [--follow]`,
 //! `report --remote`. Each signs in with the wallet (Sign-In With Solana; the message is
-//! checked to name this wallet before it is signed) and keeps no token on disk.
+//! checked to name this wallet before it is signed) and keeps no token on disk. The workflows
+//! are `skilltrial_runner::client`'s; this module parses, asks, and renders.
 
 use std::fmt::Write as _;
 
-use serde_json::{Value, json};
-use skilltrial_core::report::Report;
-use skilltrial_engine::engine;
+use serde::Serialize;
 use skilltrial_runner::api::{Event, Progress, RunView};
-use skilltrial_runner::client::{Client, ClientError, StreamEvent};
-use solana_signer::Signer;
+use skilltrial_runner::client::escrow::Prepared;
+use skilltrial_runner::client::report::{RunAccount, RunAccountSource, Saved};
+use skilltrial_runner::client::status::{Followed, Runs};
+use skilltrial_runner::client::submit::{self, Registration, Step, Submission, Submitted};
+use skilltrial_runner::client::{
+    Client, StreamEvent, report as remote_report, status as remote_status,
+};
 
-use crate::cli::{Global, OpenArgs, ReportArgs, StatusArgs, SubmitArgs};
+use crate::cli::{Global, ReportArgs, StatusArgs, SubmitArgs};
 use crate::commands::chain;
+use crate::commands::open::{approve_escrow, escrowed_text};
+use crate::commands::progress::notice;
 use crate::commands::verify_chain::Source;
 use crate::exit::{CliError, Status};
 use crate::output;
@@ -26,8 +32,7 @@ fn signed_in(
 ) -> Result<(Client, chain::Session), CliError> {
     let session = chain::connect(solana, global)?;
     let wallet = session.wallet()?;
-    let mut client = Client::new(url)?;
-    client.sign_in(&wallet)?;
+    let client = Client::signed_in(url, &wallet)?;
     Ok((client, session))
 }
 
@@ -41,138 +46,67 @@ pub fn submit(args: &SubmitArgs, global: &Global) -> Result<Status, CliError> {
     }
     let layout = state::layout(global)?;
     let store = state::store(&layout)?;
-    let manifest_ref = state::run_id(&layout, &args.manifest)?;
-    let inputs = engine::load_inputs(&store, &manifest_ref)?;
-    let hash = inputs.hash.hex();
-
-    let mut client = Client::new(&args.runner)?;
-    let info = client.info()?;
+    let manifest = state::run_id(&layout, &args.manifest)?;
     let session = chain::connect(&args.solana, global)?;
-    let genesis = session.chain.genesis_hash()?;
-    let ours = skilltrial_runner::chain_id_of(&genesis);
-    if ours != info.chain_id {
-        return Err(CliError::Rejected(anyhow::anyhow!(
-            "the runner at {} settles on {}; your --url {} is {ours}: give the same cluster",
-            args.runner,
-            info.chain_id,
-            skilltrial_chain::rpc::redact_url(session.chain.url())
-        )));
-    }
-    let runner: skilltrial_chain::Pubkey = info.runner.parse().map_err(|_| {
-        CliError::Environment(anyhow::anyhow!(
-            "the runner at {} gave `{}` as its key, not a public key",
-            args.runner,
-            info.runner
-        ))
-    })?;
-    let wallet = session.wallet()?;
-    crate::commands::progress::notice(&format!(
-        "signing in to {} as {}",
-        args.runner,
-        wallet.pubkey()
-    ));
-    client.sign_in(&wallet)?;
-
-    // The inputs, each validated by the runner as `plan` validated them here.
-    for spec in &inputs.manifest.arms {
-        if let Some(bundle) = &spec.bundle {
-            let digest = skilltrial_engine::store::parse_hex(&bundle.digest).ok_or_else(|| {
-                CliError::Rejected(anyhow::anyhow!(
-                    "bundle digest `{}` is malformed",
-                    bundle.digest
-                ))
-            })?;
-            let files = store.get_tree(&digest)?;
-            let stored = client.upload_tree("bundle", None, &files)?;
-            crate::commands::progress::notice(&format!(
-                "uploaded bundle {} ({} files)",
-                bundle.name, stored.files
-            ));
+    let request = submit::Request {
+        manifest: &manifest,
+        runner_url: &args.runner,
+        deadline_secs: args.deadline,
+    };
+    let submitted = match submit::prepare(&store, &session, request, &mut step_notice)? {
+        Submission::Registered(submitted) => submitted,
+        Submission::Escrow(pending) => {
+            if let Prepared::Ready(ready) = pending.escrow() {
+                approve_escrow(ready, args.yes)?;
+            }
+            pending.finish(&session)?
         }
-    }
-    let pack_digest =
-        skilltrial_engine::store::parse_hex(&inputs.manifest.pack.hash).ok_or_else(|| {
-            CliError::Rejected(anyhow::anyhow!("the manifest's pack hash is malformed"))
-        })?;
-    let files = store.get_tree(&pack_digest)?;
-    client.upload_tree("pack", Some(&inputs.manifest.pack.id), &files)?;
-    let text = String::from_utf8(store.get(&inputs.hash)?).map_err(|_| {
-        CliError::Rejected(anyhow::anyhow!("the stored manifest {hash} is not UTF-8"))
-    })?;
-    let terms = client.upload_manifest(&text)?;
-    if terms.manifest != hash {
-        return Err(CliError::Environment(anyhow::anyhow!(
-            "the runner stored the manifest as {}, not {hash}: not escrowed",
-            terms.manifest
-        )));
-    }
-    if args.deadline < terms.min_deadline_secs {
-        return Err(CliError::Rejected(anyhow::anyhow!(
-            "--deadline {}s: the runner needs at least {}s for this manifest (its time limit, and time to settle)",
-            args.deadline,
-            terms.min_deadline_secs
-        )));
-    }
-    // The runner agrees before anything is signed: a refusal after the escrow would leave the
-    // money locked until the deadline.
-    let checked = client.check(&hash, args.deadline)?;
-    if let Some(view) = checked.registered {
-        return registered(args, global, &info.runner, &hash, &view, None);
-    }
-    let opened = crate::commands::open::escrow(
-        &OpenArgs {
-            manifest: hash.clone(),
-            runner: skilltrial_core::solana::Address(runner.to_bytes()),
-            deadline: args.deadline,
-            yes: args.yes,
-            solana: args.solana.clone(),
-        },
-        global,
-    )?;
-    let view = client.register(&hash)?;
-    registered(args, global, &info.runner, &hash, &view, Some(&opened))
-}
-
-/// What `submit` prints once the runner has the run: the escrow it opened, or none when the
-/// runner had it already.
-fn registered(
-    args: &SubmitArgs,
-    global: &Global,
-    runner: &str,
-    hash: &str,
-    view: &RunView,
-    opened: Option<&crate::commands::open::Opened>,
-) -> Result<Status, CliError> {
+    };
     if global.json {
-        let mut doc = json!({
-            "run": view.run,
-            "runner_url": args.runner.as_str(),
-            "runner": runner,
-            "manifest": hash,
-            "phase": view.phase,
-        });
-        match opened {
-            Some(opened) => doc["escrow"] = opened.doc.clone(),
-            None => doc["already_registered"] = Value::Bool(true),
-        }
-        one_line(&doc)?;
+        one_line(&submitted)?;
     } else {
-        let said = opened.map_or_else(
-            || "already registered with the runner (nothing escrowed again)".to_owned(),
-            |o| format!("{}registered with the runner", o.text),
-        );
-        output::text(&format!(
-            "{said}: it is {}\n  follow it: skilltrial status --remote --runner {} {} --follow\n",
-            view.phase, args.runner, view.run
-        ))?;
+        output::text(&submitted_text(&submitted))?;
     }
     Ok(Status::Ok)
 }
 
+/// A step of `submit` as it happens, on stderr.
+fn step_notice(step: Step<'_>) {
+    match step {
+        Step::SigningIn { runner_url, wallet } => {
+            notice(&format!("signing in to {runner_url} as {wallet}"));
+        }
+        Step::UploadedBundle { name, files } => {
+            notice(&format!("uploaded bundle {name} ({files} files)"));
+        }
+        _ => {}
+    }
+}
+
+/// What `submit` prints once the runner has the run: the escrow it opened, or none when the
+/// runner had it already.
+fn submitted_text(submitted: &Submitted) -> String {
+    let said = match &submitted.registration {
+        Registration::Escrow(escrowed) => {
+            format!("{}registered with the runner", escrowed_text(escrowed))
+        }
+        Registration::AlreadyRegistered(_) => {
+            "already registered with the runner (nothing escrowed again)".to_owned()
+        }
+    };
+    format!(
+        "{said}: it is {}\n  follow it: skilltrial status --remote --runner {} {} --follow\n",
+        submitted.phase, submitted.runner_url, submitted.run
+    )
+}
+
 /// The `--json` output of the hosted commands: one document on one line, as `runner serve` and
-/// `status --remote --follow` print theirs, so that a script reads it line by line.
-fn one_line(doc: &Value) -> Result<(), CliError> {
-    let line = serde_json::to_string(doc).map_err(anyhow::Error::from)?;
+/// `status --remote --follow` print theirs, so that a script reads it line by line. Through a
+/// JSON value: its keys sorted, as these lines have always had them.
+fn one_line(doc: &impl Serialize) -> Result<(), CliError> {
+    let line = serde_json::to_value(doc)
+        .map_err(anyhow::Error::from)?
+        .to_string();
     output::text(&format!("{line}\n"))?;
     Ok(())
 }
@@ -273,18 +207,39 @@ pub fn status(args: &StatusArgs, global: &Global) -> Result<Status, CliError> {
         .ok_or_else(|| CliError::Rejected(anyhow::anyhow!("--remote needs --runner <URL>")))?;
     let (client, _) = signed_in(url, &args.solana, global)?;
     let Some(run) = &args.run else {
-        let runs = client.runs()?;
+        let runs = Runs {
+            runs: client.runs()?,
+        };
         if global.json {
-            one_line(&json!({ "runs": runs }))?;
-        } else if runs.is_empty() {
+            one_line(&runs)?;
+        } else if runs.runs.is_empty() {
             output::text("no runs on this runner for this wallet\n")?;
         } else {
-            output::text(&runs.iter().map(view_text).collect::<String>())?;
+            output::text(&runs.runs.iter().map(view_text).collect::<String>())?;
         }
         return Ok(Status::Ok);
     };
     if args.follow {
-        let failed = follow(&client, url, run, global)?;
+        let ended = remote_status::follow(&client, url, run, &mut |followed| match followed {
+            Followed::Event(event) => {
+                let line = if global.json {
+                    // Through a JSON value: its keys sorted, as this line has always had them.
+                    serde_json::to_value(event)
+                        .unwrap_or(serde_json::Value::Null)
+                        .to_string()
+                } else {
+                    event_text(event)
+                };
+                output::text(&format!("{line}\n")).is_ok()
+            }
+            Followed::Reconnecting { after } => {
+                notice(&format!(
+                    "the runner's stream of run {run} ended before the run did; reconnecting (from event {after})…"
+                ));
+                true
+            }
+            _ => true,
+        })?;
         let view = client.run(run)?;
         if !global.json {
             output::text(&view_text(&view))?;
@@ -295,7 +250,7 @@ pub fn status(args: &StatusArgs, global: &Global) -> Result<Status, CliError> {
                 ))?;
             }
         }
-        if let Some(why) = failed {
+        if let Some(why) = ended.failed {
             return Err(CliError::Rejected(anyhow::anyhow!(
                 "run {run} failed: {why}"
             )));
@@ -304,71 +259,11 @@ pub fn status(args: &StatusArgs, global: &Global) -> Result<Status, CliError> {
     }
     let view = client.run(run)?;
     if global.json {
-        one_line(&serde_json::to_value(&view).unwrap_or(Value::Null))?;
+        one_line(&view)?;
     } else {
         output::text(&view_text(&view))?;
     }
     Ok(Status::Ok)
-}
-
-/// How long `--follow` keeps trying to reach a runner that stopped or dropped the stream
-/// before it gives up (a restart of the daemon takes seconds).
-const RECONNECT_FOR: std::time::Duration = std::time::Duration::from_secs(120);
-
-/// Prints `run`'s events until it is over (finalized or failed), reconnecting after a restart
-/// of the runner or a dropped connection from the last event seen (`Last-Event-ID`), so that
-/// nothing is shown twice or missed. Returns the failure's detail when the run failed.
-fn follow(
-    client: &Client,
-    url: &url::Url,
-    run: &str,
-    global: &Global,
-) -> Result<Option<String>, CliError> {
-    let mut last = 0u64;
-    let mut failed = None;
-    let mut over = false;
-    loop {
-        let mut closed = false;
-        let result = client.follow(run, last, &mut |event| {
-            last = last.max(event.id);
-            over |= event.event.ends_run();
-            if let Event::Phase(p) = &event.event
-                && p.phase == "failed"
-            {
-                failed.clone_from(&p.detail);
-            }
-            let line = if global.json {
-                // Through a JSON value: its keys sorted, as this line has always had them.
-                serde_json::to_value(event)
-                    .unwrap_or(Value::Null)
-                    .to_string()
-            } else {
-                event_text(event)
-            };
-            closed = output::text(&format!("{line}\n")).is_err();
-            !closed
-        });
-        match result {
-            Ok(()) if over || closed => return Ok(failed),
-            // The stream ended before the run did (the runner stopped, or was killed), or the
-            // runner could not be reached: wait for it and go on from the last event.
-            Ok(()) | Err(ClientError::Unreachable(_)) => {}
-            Err(e) => return Err(e.into()),
-        }
-        crate::commands::progress::notice(&format!(
-            "the runner's stream of run {run} ended before the run did; reconnecting (from event {last})…"
-        ));
-        let started = std::time::Instant::now();
-        while client.info().is_err() {
-            if started.elapsed() >= RECONNECT_FOR {
-                return Err(CliError::Environment(anyhow::anyhow!(
-                    "the runner at {url} has not answered for {} s while you followed run {run}; it resumes the run when it is back: follow it again then (skilltrial status --remote --runner {url} {run} --follow)",
-                    RECONNECT_FOR.as_secs()
-                )));
-            }
-            std::thread::sleep(std::time::Duration::from_secs(2));
-        }
-    }
 }
 
 pub fn report(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
@@ -382,26 +277,10 @@ pub fn report(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
         ))
     })?;
     let (client, session) = signed_in(url, &args.solana, global)?;
-    let json_bytes = client.report(run, "report.json")?;
-    let html = client.report(run, "report.html")?;
-    // Nothing is written before the file proves itself: its hashes recompute, and it is the
-    // report of this Run.
-    let text = String::from_utf8(json_bytes).map_err(|_| {
-        CliError::Rejected(anyhow::anyhow!("the runner's report.json is not UTF-8"))
-    })?;
-    let report = Report::from_json(&text)
-        .map_err(|e| CliError::Rejected(anyhow::anyhow!("the runner's report.json: {e}")))?;
-    let (report_hash, manifest_hash) = report.verify().map_err(|e| {
-        CliError::Rejected(anyhow::anyhow!(
-            "the runner's report.json does not verify: {e}"
-        ))
-    })?;
-    if report.settlement.as_ref().map(|s| s.run_address.as_str()) != Some(run) {
-        return Err(CliError::Rejected(anyhow::anyhow!(
-            "the runner's report is not the settlement of run {run}"
-        )));
-    }
-    let on_chain = on_chain(&session, run, &report)?;
+    // Nothing is written before the file proves itself: its hashes recompute, it is the report
+    // of this Run, and the Run on-chain agrees.
+    let downloaded = remote_report::download(&client, run)?;
+    let on_chain = on_chain(&session, &downloaded)?;
     let layout = state::layout(global)?;
     let dir = args.out.clone().unwrap_or_else(|| {
         layout
@@ -417,22 +296,26 @@ pub fn report(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
         .out_html
         .clone()
         .unwrap_or_else(|| dir.join("report.html"));
-    for (path, bytes) in [(&json_path, text.as_bytes()), (&html_path, html.as_slice())] {
+    for (path, bytes) in [
+        (&json_path, downloaded.json.as_bytes()),
+        (&html_path, downloaded.html.as_slice()),
+    ] {
         skilltrial_engine::files::write_file(path, bytes)?;
     }
+    let report_hash = downloaded.report_hash;
     if global.json {
-        one_line(&json!({
-            "run": run,
-            "report_hash": report_hash.to_string(),
-            "manifest_hash": manifest_hash.to_string(),
-            "json": json_path.display().to_string(),
-            "html": html_path.display().to_string(),
-            "run_account": "agrees",
-            "run_account_source": match &on_chain {
-                Source::Account => "account",
-                Source::Finalization(_) => "finalize_transaction",
+        one_line(&Saved {
+            run: run.to_owned(),
+            report_hash: report_hash.to_string(),
+            manifest_hash: downloaded.manifest_hash.to_string(),
+            json: json_path.display().to_string(),
+            html: html_path.display().to_string(),
+            run_account: RunAccount::Agrees,
+            run_account_source: match &on_chain {
+                Source::Account => RunAccountSource::Account,
+                Source::Finalization(_) => RunAccountSource::FinalizeTransaction,
             },
-        }))?;
+        })?;
     } else {
         let chain = match &on_chain {
             Source::Account => "the Run account agrees: run id, digest, batches, trials, usage and the anchored report hash".to_owned(),
@@ -452,21 +335,17 @@ pub fn report(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
 /// The downloaded report against its Run, as `verify --run` compares them (the same code): its
 /// account, or once closed its finalize transaction; what agreed, or an error naming each field
 /// where they disagree.
-fn on_chain(session: &chain::Session, run: &str, report: &Report) -> Result<Source, CliError> {
-    let address: skilltrial_chain::Pubkey = run
-        .parse()
-        .map_err(|_| CliError::Rejected(anyhow::anyhow!("`{run}` is not a Run account address")))?;
-    let settlement = report.verify_settlement();
-    if let Some(Err(e)) = &settlement {
-        return Err(CliError::Rejected(anyhow::anyhow!(
-            "the runner's report of run {run}: its settlement does not recompute: {e}; nothing written"
-        )));
-    }
+fn on_chain(
+    session: &chain::Session,
+    downloaded: &remote_report::Downloaded,
+) -> Result<Source, CliError> {
+    let run = &downloaded.address;
+    let settlement = Ok(downloaded.settlement);
     let (checked, _) = crate::commands::verify_chain::live_run_account(
         session,
-        &address,
-        report,
-        settlement.as_ref(),
+        run,
+        &downloaded.report,
+        Some(&settlement),
         60,
     )?;
     if checked.agrees() {

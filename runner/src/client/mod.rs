@@ -1,5 +1,20 @@
 //! The daemon's client, as `skilltrial submit`, `status --remote` and `report --remote` use it:
 //! blocking, one request at a time, every error naming the endpoint and what the daemon said.
+//!
+//! [`Client`] speaks the HTTP API one request at a time. The hosted workflows are built on it,
+//! one module each, each returning a typed result (what the CLI prints, `--json` included) or a
+//! typed error, and printing nothing:
+//!
+//! - [`submit`]: inputs uploaded, the runner's checks, the escrow, the registration, staged so
+//!   that the caller asks the person before anything is signed;
+//! - [`escrow`]: a stored manifest's escrow (prepare, approve, open), shared with `open`;
+//! - [`status`]: the wallet's runs, and a run's events followed across restarts of the runner;
+//! - [`report`]: a finalized run's report, downloaded and proven before it is written.
+
+pub mod escrow;
+pub mod report;
+pub mod status;
+pub mod submit;
 
 use std::io::{BufRead, BufReader};
 use std::time::Duration;
@@ -35,8 +50,8 @@ pub struct Client {
 }
 
 /// One event of a run's stream. Serialized, it is the event's `kind` and `data` with its `id`
-/// and `at` beside them.
-#[derive(Debug, Clone, serde::Serialize)]
+/// and `at` beside them: one line of `status --remote --follow --json`.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct StreamEvent {
     /// Its number in the run (`0` for the notice of a daemon stopping, which is not recorded).
     pub id: u64,
@@ -66,6 +81,13 @@ impl Client {
             http,
             token: None,
         })
+    }
+
+    /// A client of `base`, signed in with `wallet` ([`Client::sign_in`]).
+    pub fn signed_in(base: &url::Url, wallet: &Keypair) -> Result<Self, ClientError> {
+        let mut client = Self::new(base)?;
+        client.sign_in(wallet)?;
+        Ok(client)
     }
 
     fn url(&self, path: &str) -> Result<url::Url, ClientError> {
