@@ -19,10 +19,10 @@ use crate::state;
 
 /// What `open` did: the escrow (its `--json` document), and the manifest it escrows.
 #[derive(Debug)]
-pub struct Opened {
-    pub escrowed: Escrowed,
+struct Opened {
+    escrowed: Escrowed,
     /// The escrowed run's manifest hash.
-    pub manifest: String,
+    manifest: String,
 }
 
 pub fn run(args: &OpenArgs, global: &Global) -> Result<Status, CliError> {
@@ -55,7 +55,7 @@ fn next_steps(opened: &Opened) -> String {
 /// Opens the escrow of `args.manifest` (or finds it open), asking first unless `--yes`: the
 /// manifest's terms from the store, every check the program will make, the amounts shown and
 /// approved, then the transaction (`skilltrial_runner::client::escrow`).
-pub fn escrow(args: &OpenArgs, global: &Global) -> Result<Opened, CliError> {
+fn escrow(args: &OpenArgs, global: &Global) -> Result<Opened, CliError> {
     // Every local check first: a bad flag or an unfit manifest costs no RPC call.
     let runner = skilltrial_chain::host_key(&args.runner);
     escrow::deadline_within_limit(args.deadline)?;
