@@ -36,6 +36,7 @@ pub mod send;
 pub mod session;
 pub mod token;
 pub mod venue;
+pub mod verify;
 
 /// The program's constants (limits, windows), from the program crate itself.
 pub use skilltrial::constants;

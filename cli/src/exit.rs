@@ -472,6 +472,7 @@ mod chain_errors {
         fn from(e: DownloadError) -> Self {
             match e {
                 DownloadError::Client(e) => e.into(),
+                DownloadError::Chain(e) => e.into(),
                 refused => CliError::Rejected(anyhow::anyhow!("{refused}")),
             }
         }

@@ -29,6 +29,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::state::Phase;
+
 /// `GET /v1/info`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -154,7 +156,7 @@ pub struct RunView {
     pub manifest: String,
     pub run_id: u64,
     pub deadline: i64,
-    pub phase: String,
+    pub phase: Phase,
     pub detail: Option<String>,
     /// The latest progress event's data, if any.
     pub progress: Option<Progress>,
@@ -408,7 +410,7 @@ impl Event {
 
     /// Whether the run is over after it (finalized or failed): a stream ends with it.
     pub fn ends_run(&self) -> bool {
-        matches!(self, Self::Phase(p) if matches!(p.phase.as_str(), "finalized" | "failed"))
+        matches!(self, Self::Phase(p) if p.phase.is_final())
     }
 }
 
@@ -450,8 +452,7 @@ pub struct Progress {
 pub struct PhaseChange {
     /// Why (a failure's reason), or `null`.
     pub detail: Option<String>,
-    /// `executing`, `finalizing`, `finalized` or `failed`.
-    pub phase: String,
+    pub phase: Phase,
     /// The `run_finalize` transaction, on `finalized`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
@@ -535,6 +536,7 @@ mod tests {
             Stored::decl(&cfg),
             Terms::decl(&cfg),
             Register::decl(&cfg),
+            Phase::decl(&cfg),
             RunView::decl(&cfg),
             Progress::decl(&cfg),
             Event::decl(&cfg),

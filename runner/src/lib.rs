@@ -349,7 +349,7 @@ impl App {
             run,
             Event::Phase(PhaseChange {
                 detail: detail.map(str::to_owned),
-                phase: phase.as_str().to_owned(),
+                phase,
                 signature: None,
             }),
         );
@@ -387,7 +387,7 @@ impl App {
             run,
             Event::Phase(PhaseChange {
                 detail: None,
-                phase: Phase::Finalized.as_str().to_owned(),
+                phase: Phase::Finalized,
                 signature: Some(signature.to_owned()),
             }),
         );

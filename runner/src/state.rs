@@ -17,8 +17,9 @@ use serde_json::Value;
 use skilltrial_core::settlement::EvidenceRecord;
 use skilltrial_sqlite::{get_with, migrate};
 
-/// Where a hosted run stands in the daemon.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Where a hosted run stands in the daemon (on the wire as its snake_case name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Registered and authorised by its Run account; executing (or about to), settling as it goes.
@@ -56,6 +57,12 @@ impl Phase {
     /// The daemon has nothing more to do for it.
     pub fn is_final(self) -> bool {
         matches!(self, Self::Finalized | Self::Failed)
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -496,7 +496,7 @@ fn registering_a_registered_run_again_answers_its_view_and_the_daemon_stays_resp
     // Then it gets the existing run's view, and the daemon still answers everything else.
     let view = again.unwrap();
     assert_eq!(view.run, address);
-    assert_eq!(view.phase, "executing");
+    assert_eq!(view.phase, skilltrial_runner::api::Phase::Executing);
     assert_eq!(view.manifest, manifest);
     let runs = {
         let client = Arc::clone(&client);
@@ -799,7 +799,10 @@ fn the_check_before_the_escrow_refuses_what_registration_would() {
     );
     // About the executing one: the run it already has.
     let checked = client.check(&running, 3600).unwrap();
-    assert_eq!(checked.registered.unwrap().phase, "executing");
+    assert_eq!(
+        checked.registered.unwrap().phase,
+        skilltrial_runner::api::Phase::Executing
+    );
 
     // A manifest never uploaded, or uploaded with a deadline too short to run it: refused
     // before anything is signed.

@@ -117,7 +117,9 @@ min_deadline_secs: number, };
 
 export type Register = { manifest: string, };
 
-export type RunView = { run: string, user: string, manifest: string, run_id: number, deadline: number, phase: string, detail: string | null, 
+export type Phase = "executing" | "finalizing" | "finalized" | "failed";
+
+export type RunView = { run: string, user: string, manifest: string, run_id: number, deadline: number, phase: Phase, detail: string | null, 
 /**
  * The latest progress event's data, if any.
  */
@@ -166,11 +168,7 @@ export type PhaseChange = {
 /**
  * Why (a failure's reason), or `null`.
  */
-detail: string | null, 
-/**
- * `executing`, `finalizing`, `finalized` or `failed`.
- */
-phase: string, 
+detail: string | null, phase: Phase, 
 /**
  * The `run_finalize` transaction, on `finalized`.
  */

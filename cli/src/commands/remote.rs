@@ -19,10 +19,10 @@ use crate::cli::{Global, ReportArgs, StatusArgs, SubmitArgs};
 use crate::commands::chain;
 use crate::commands::open::{approve_escrow, escrowed_text};
 use crate::commands::progress::notice;
-use crate::commands::verify_chain::Source;
 use crate::exit::{CliError, Status};
 use crate::output;
 use crate::state;
+use skilltrial_chain::verify::Source;
 
 /// A signed-in client of `url` for the wallet of `solana`.
 fn signed_in(
@@ -243,7 +243,7 @@ pub fn status(args: &StatusArgs, global: &Global) -> Result<Status, CliError> {
         let view = client.run(run)?;
         if !global.json {
             output::text(&view_text(&view))?;
-            if view.phase == "finalized" {
+            if view.phase == skilltrial_runner::api::Phase::Finalized {
                 // The last line says what the owner does next.
                 output::text(&format!(
                     "run {run} is finalized: its report: skilltrial report {run} --remote --runner {url}; the rest of the escrow: skilltrial close {run}\n"
@@ -280,14 +280,14 @@ pub fn report(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
     // Nothing is written before the file proves itself: its hashes recompute, it is the report
     // of this Run, and the Run on-chain agrees.
     let downloaded = remote_report::download(&client, run)?;
-    let on_chain = on_chain(&session, &downloaded)?;
+    let on_chain = remote_report::against_chain(&session.chain, &downloaded, &mut |line| {
+        crate::commands::progress::notice(line);
+    })?;
     let layout = state::layout(global)?;
-    let dir = args.out.clone().unwrap_or_else(|| {
-        layout
-            .root
-            .join("reports")
-            .join(run.get(..12).unwrap_or(run))
-    });
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| skilltrial_engine::report::default_dir(&layout.root, run));
     let json_path = args
         .out_json
         .clone()
@@ -330,40 +330,4 @@ pub fn report(args: &ReportArgs, global: &Global) -> Result<Status, CliError> {
         ))?;
     }
     Ok(Status::Ok)
-}
-
-/// The downloaded report against its Run, as `verify --run` compares them (the same code): its
-/// account, or once closed its finalize transaction; what agreed, or an error naming each field
-/// where they disagree.
-fn on_chain(
-    session: &chain::Session,
-    downloaded: &remote_report::Downloaded,
-) -> Result<Source, CliError> {
-    let run = &downloaded.address;
-    let settlement = Ok(downloaded.settlement);
-    let (checked, _) = crate::commands::verify_chain::live_run_account(
-        session,
-        run,
-        &downloaded.report,
-        Some(&settlement),
-        60,
-    )?;
-    if checked.agrees() {
-        return Ok(checked.source);
-    }
-    let fields: Vec<String> = checked
-        .disagreements
-        .iter()
-        .map(|d| {
-            format!(
-                "{}: the report says {}, the account holds {}",
-                d.field, d.report, d.account
-            )
-        })
-        .collect();
-    Err(CliError::Rejected(anyhow::anyhow!(
-        "the runner's report of run {run} is not what its Run account {} holds; nothing written:\n  {}",
-        checked.address,
-        fields.join("\n  ")
-    )))
 }

@@ -1,7 +1,7 @@
 //! `skilltrial report --remote`: a finalized run's report downloaded from its runner and proven
 //! before anything is written: its hashes recompute, it is the settlement of this Run, and that
-//! settlement recomputes. (Comparing it with the Run on-chain, as `verify --run` does, is the
-//! caller's next step.)
+//! settlement recomputes ([`download`]); then the Run on-chain must hold that settlement
+//! ([`against_chain`], the comparison `verify --run` makes).
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -35,6 +35,68 @@ pub enum DownloadError {
         run: String,
         error: Box<SettlementError>,
     },
+    /// The node could not be asked.
+    #[error(transparent)]
+    Chain(#[from] skilltrial_chain::rpc::RpcFailure),
+    /// The chain rules a comparison out (no Run and no finalization of this run there, …).
+    #[error("--run {address}: {why}")]
+    ChainRefused { address: Pubkey, why: String },
+    /// The Run on-chain holds another settlement than the report states: each field named.
+    #[error(
+        "the runner's report of run {run} is not what its Run account {account} holds; nothing written:\n  {}",
+        fields.join("\n  ")
+    )]
+    Disagrees {
+        run: Pubkey,
+        account: String,
+        fields: Vec<String>,
+    },
+}
+
+/// How long [`against_chain`] looks again for a closed Run's finalization the node has not
+/// indexed yet.
+pub const FINALIZATION_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The downloaded report against its Run, as `verify --run` compares them (the same code,
+/// [`skilltrial_chain::verify::against_run`]): its account, or once closed its finalize
+/// transaction. Where the books came from when they agree, else every field where they differ.
+pub fn against_chain(
+    chain: &skilltrial_chain::rpc::Chain,
+    downloaded: &Downloaded,
+    notice: &mut dyn FnMut(&str),
+) -> Result<skilltrial_chain::verify::Source, DownloadError> {
+    use skilltrial_chain::verify::{self, VerifyError};
+    let run = downloaded.address;
+    let settlement = Ok(downloaded.settlement);
+    let (checked, _) = verify::against_run(
+        chain,
+        &run,
+        &downloaded.report,
+        Some(&settlement),
+        FINALIZATION_WAIT,
+        notice,
+    )
+    .map_err(|e| match e {
+        VerifyError::Rpc(e) => DownloadError::Chain(e),
+        VerifyError::Refused(why) => DownloadError::ChainRefused { address: run, why },
+    })?;
+    if checked.agrees() {
+        return Ok(checked.source);
+    }
+    Err(DownloadError::Disagrees {
+        run,
+        account: checked.address,
+        fields: checked
+            .disagreements
+            .iter()
+            .map(|d| {
+                format!(
+                    "{}: the report says {}, the account holds {}",
+                    d.field, d.report, d.account
+                )
+            })
+            .collect(),
+    })
 }
 
 /// A report that proved itself (see the module's documentation).

@@ -72,7 +72,7 @@ pub fn follow(
             last = last.max(event.id);
             over |= event.event.ends_run();
             if let Event::Phase(p) = &event.event
-                && p.phase == "failed"
+                && p.phase == crate::api::Phase::Failed
             {
                 ended.failed.clone_from(&p.detail);
             }

@@ -127,7 +127,7 @@ pub struct Submitted {
     /// The manifest hash.
     pub manifest: String,
     /// The run's phase at the runner.
-    pub phase: String,
+    pub phase: crate::api::Phase,
     #[serde(flatten)]
     pub registration: Registration,
 }

@@ -32,7 +32,7 @@ fn view(app: &App, run: &HostedRun) -> Result<api::RunView, crate::state::StateE
         manifest: run.manifest.clone(),
         run_id: run.run_id,
         deadline: run.deadline,
-        phase: run.phase.as_str().to_owned(),
+        phase: run.phase,
         detail: run.detail.clone(),
         progress,
         settled_trials: batches
@@ -75,7 +75,7 @@ pub(crate) async fn register(
             &run.address,
             Event::Phase(PhaseChange {
                 detail: None,
-                phase: Phase::Executing.as_str().to_owned(),
+                phase: Phase::Executing,
                 signature: None,
             }),
         );
