@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use skilltrial_core::concurrency::Concurrency;
 use skilltrial_core::manifest::DEFAULT_REPETITIONS;
 use skilltrial_core::money::MicroUsd;
 use skilltrial_core::profile::ProviderKind;
@@ -644,6 +645,11 @@ pub struct DemoArgs {
     /// as openai-compatible-local.
     #[arg(long, value_name = "NAME", env = "SKILLTRIAL_MODEL_NAME")]
     pub model_name: Option<String>,
+    /// Requests in flight at once, 1 to 64 (default 1: one at a time). Not part of the
+    /// manifest: the trials go out in their planned order and every cap holds exactly at any
+    /// setting (docs/runs.md, "Concurrency").
+    #[arg(long, value_name = "N", default_value_t = Concurrency::SEQUENTIAL, allow_negative_numbers = true)]
+    pub concurrency: Concurrency,
 }
 
 #[derive(Debug, Subcommand)]
@@ -748,6 +754,11 @@ pub struct RunArgs {
     /// Stop after this many dispatches in this invocation (the run can be resumed).
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub max_dispatch: Option<u32>,
+    /// Requests in flight at once, 1 to 64 (default 1: one at a time). Not part of the
+    /// manifest: the trials go out in their planned order and every cap holds exactly at any
+    /// setting (docs/runs.md, "Concurrency").
+    #[arg(long, value_name = "N", default_value_t = Concurrency::SEQUENTIAL, allow_negative_numbers = true)]
+    pub concurrency: Concurrency,
 }
 
 #[derive(Debug, Args)]

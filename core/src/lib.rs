@@ -20,6 +20,7 @@
 pub mod bundle;
 pub mod canonical;
 pub mod checker;
+pub mod concurrency;
 pub mod digest;
 pub mod gate;
 pub mod hosted;

@@ -30,6 +30,7 @@ fn request(home: &Path, reps: u32) -> DemoRequest {
         gate: None,
         home: Some(home.to_path_buf()),
         stop: None,
+        concurrency: Default::default(),
     }
 }
 

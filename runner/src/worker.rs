@@ -556,6 +556,7 @@ impl Ctx<'_> {
                     // The key is the operator's: a refused key pauses the run (retried later,
                     // the refused trial sent again), never ends it as a row of errors.
                     stop_on_key_refusal: true,
+                    ..RunOptions::default()
                 },
                 &mut |p| {
                     if p.done != last_done || p.current.is_none() {

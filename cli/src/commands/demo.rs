@@ -47,6 +47,7 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
         gate,
         home: global.home.clone(),
         stop: Some(Arc::clone(&stop)),
+        concurrency: args.concurrency,
     };
     let mut show = Some(progress::printer(global.json));
     let mut notice = None;

@@ -124,6 +124,7 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
         RunOptions {
             dispatch_limit: args.max_dispatch,
             stop: Some(Arc::clone(&stop)),
+            concurrency: args.concurrency,
             ..RunOptions::default()
         },
         &mut show,

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use skilltrial_core::bundle::{self, Bundle, examples};
+use skilltrial_core::concurrency::Concurrency;
 use skilltrial_core::digest::Sha256Digest;
 use skilltrial_core::gate::Pin;
 use skilltrial_core::manifest::{self, PlanError, PlanOptions};
@@ -70,6 +71,8 @@ pub struct DemoRequest {
     /// Set to stop the run after the request in flight, resumable (a Ctrl-C); see
     /// [`DemoOutcome::Stopped`].
     pub stop: Option<Arc<AtomicBool>>,
+    /// Requests in flight at once.
+    pub concurrency: Concurrency,
 }
 
 /// A step done, with the line a person reads for it ([`fmt::Display`]).
@@ -380,6 +383,7 @@ pub fn run(
         RunOptions {
             dispatch_limit: None,
             stop: Some(Arc::clone(&stop)),
+            concurrency: request.concurrency,
             ..RunOptions::default()
         },
         &mut |p: &Progress| {

@@ -36,6 +36,7 @@ use crate::journal::{
 };
 use crate::provider::{Provider, retry};
 use crate::store::{Store, StoreError};
+pub use skilltrial_core::concurrency::Concurrency;
 use skilltrial_core::digest::Sha256Digest;
 use skilltrial_core::manifest::{self, Manifest, PlannedTrial};
 use skilltrial_core::money::MicroUsd;
@@ -268,6 +269,9 @@ pub struct RunOptions {
     /// (nothing reached the model). The hosted runner sets it: the key is the operator's, and a
     /// user's run must not end as a row of errors for it.
     pub stop_on_key_refusal: bool,
+    /// Requests in flight at once (not part of the manifest: it changes how long the run takes,
+    /// never what it sends or finds). Recorded in the run's journal.
+    pub concurrency: Concurrency,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -277,6 +281,7 @@ impl std::fmt::Debug for RunOptions {
             .field("stop", &self.stop)
             .field("gate", &self.gate.as_ref().map(|_| "set"))
             .field("stop_on_key_refusal", &self.stop_on_key_refusal)
+            .field("concurrency", &self.concurrency)
             .finish()
     }
 }
