@@ -25,41 +25,33 @@
 )]
 
 use std::collections::BTreeMap;
-use std::fmt::Display;
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use skilltrial_core::bundle;
-use skilltrial_core::manifest::{self, PlanOptions};
-use skilltrial_core::money::{MicroUsd, PerMtok};
-use skilltrial_core::pack;
-use skilltrial_core::profile::{Price, Profile, ProviderKind};
-use skilltrial_engine::demo;
-use skilltrial_engine::engine::{self, RunOptions};
-use skilltrial_engine::home::{self, Layout};
-use skilltrial_engine::journal::Journal;
+use skilltrial_core::profile::ProviderKind;
+use skilltrial_engine::engine::RunOptions;
 use skilltrial_engine::provider::{Anthropic, CallError, ModelRequest, ModelResponse, Provider};
-use skilltrial_engine::scripted::ScriptedServer;
-use skilltrial_engine::store::Store;
+
+mod support;
+
+use support::{
+    BenchDir, CHILD_ENV, Prepared, Workload, check_complete, child_dir, ctx, filesystem_of,
+    fsyncs_per_trial, percentile, prepare, sorted, state_dir,
+};
+
+/// The plan every run of this bench executes: 54 trials against an instant model.
+const WORKLOAD: Workload = Workload {
+    pack: "solana-core@1.0.3",
+    repetitions: 3,
+    answer_delay: Duration::ZERO,
+};
 
 /// Timed runs of the whole plan (54 trials each): 162 samples for the percentiles.
 const RUNS: u64 = 3;
 /// fsync probes of a fresh 4 KiB file.
 const FSYNC_PROBES: usize = 50;
-/// Set in a child: `setup` (prepare a run, do not execute it) or `run` (prepare and execute).
-const CHILD_ENV: &str = "SKILLTRIAL_ENGINE_BENCH_CHILD";
-/// The folder a child works in.
-const CHILD_DIR_ENV: &str = "SKILLTRIAL_ENGINE_BENCH_DIR";
-/// Outcomes a checked trial can have; anything else means the run did not do its work.
-const SCORED: [&str; 4] = ["pass", "fail", "invalid_output", "unsupported_case"];
-
-fn ctx<T, E: Display>(result: Result<T, E>, what: &str) -> Result<T, String> {
-    result.map_err(|e| format!("{what}: {e}"))
-}
-
 /// Wraps the real provider and records each call's duration and answer size.
 struct Timed {
     inner: Anthropic,
@@ -86,82 +78,6 @@ impl Provider for Timed {
     }
 }
 
-/// Everything a run needs, built in `dir` (a fresh state directory).
-struct Prepared {
-    layout: Layout,
-    server: ScriptedServer,
-    inputs: engine::Inputs,
-    payloads: Store,
-    journal: Journal,
-}
-
-fn prepare(dir: &Path, seed: u64) -> Result<Prepared, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let pack = ctx(pack::open("solana-core@1.0.3"), "pack solana-core@1.0.3")?;
-    let a = ctx(
-        bundle::import(&root.join("fixtures/bundles/solana-reader-1.4.2")),
-        "bundle solana-reader-1.4.2",
-    )?;
-    let b = ctx(
-        bundle::import(&root.join("fixtures/bundles/solana-reader-1.5.0")),
-        "bundle solana-reader-1.5.0",
-    )?;
-    // The demo's script: golden records and the pack's known-wrong answers, by task and version.
-    let plans = demo::Plans::default();
-    let server = ctx(
-        ScriptedServer::start(demo::responder(pack.clone(), plans.clone())),
-        "loopback server",
-    )?;
-    let profile = Profile {
-        id: "bench".into(),
-        provider: ProviderKind::Anthropic,
-        model: "bench-model".into(),
-        revision: None,
-        base_url: Some(server.url()),
-        context_tokens: 200_000,
-        max_output_tokens: 1024,
-        price: Some(Price {
-            input: PerMtok(3_000_000),
-            output: PerMtok(15_000_000),
-            source: "bench".into(),
-            as_of: "2026-11-29".into(),
-        }),
-        origin: "bench".into(),
-    };
-    let options = PlanOptions {
-        repetitions: 3,
-        seed,
-        cap: Some(ctx(MicroUsd::parse_usd("100"), "cap")?),
-        max_requests: None,
-        max_tokens: None,
-        max_output_tokens: Some(1024),
-        endpoint: server.url(),
-        scripted: false,
-    };
-    let m = ctx(
-        manifest::build(&pack, Some(&a), Some(&b), &profile, &options),
-        "manifest",
-    )?;
-    let layout = Layout::new(dir);
-    let store = ctx(Store::open(&layout.store), "store")?;
-    let payloads = ctx(Store::open(&layout.payloads), "payload store")?;
-    let hash = ctx(
-        engine::save_inputs(&store, &m, &pack, Some(&a), Some(&b)),
-        "save inputs",
-    )?;
-    let (planned, _) = ctx(manifest::trials(&m, &pack, Some(&a), Some(&b)), "plan")?;
-    plans.add(&hash.hex(), &planned);
-    let inputs = ctx(engine::load_inputs(&store, &hash.hex()), "load inputs")?;
-    let journal = ctx(Journal::open(&layout.journal), "journal")?;
-    Ok(Prepared {
-        layout,
-        server,
-        inputs,
-        payloads,
-        journal,
-    })
-}
-
 /// One executed run: per-trial overhead samples (ms), model calls (ms, answer bytes), outcomes.
 struct Measured {
     trials: u32,
@@ -186,24 +102,18 @@ fn execute(mut p: Prepared) -> Result<Measured, String> {
     let mut last_done = 0;
     let cpu_before = runner_cpu();
     let start = Instant::now();
-    let summary = ctx(
-        engine::run(
-            &mut p.journal,
-            &p.payloads,
-            &provider,
-            &p.inputs,
-            RunOptions {
-                dispatch_limit: None,
-                ..RunOptions::default()
-            },
-            &mut |progress| {
-                if progress.done != last_done {
-                    last_done = progress.done;
-                    marks.push(Instant::now());
-                }
-            },
-        ),
-        &format!("run in {}", p.layout.root.display()),
+    let summary = p.run(
+        &provider,
+        RunOptions {
+            dispatch_limit: None,
+            ..RunOptions::default()
+        },
+        &mut |progress| {
+            if progress.done != last_done {
+                last_done = progress.done;
+                marks.push(Instant::now());
+            }
+        },
     )?;
     let wall = start.elapsed();
     let cpu = runner_cpu()
@@ -216,24 +126,11 @@ fn execute(mut p: Prepared) -> Result<Measured, String> {
     let requests = p.server.requests().len();
 
     // A run that did not do all of its work would make every figure below a lie.
-    if summary.status != "finished" {
-        return Err(format!(
-            "run ended `{}`, not `finished`: {:?}",
-            summary.status, summary.counts
-        ));
-    }
-    let unscored: Vec<_> = summary
-        .counts
-        .iter()
-        .filter(|(k, _)| !SCORED.contains(&k.as_str()))
-        .collect();
-    if !unscored.is_empty() {
-        return Err(format!("trials left unscored: {unscored:?}"));
-    }
+    check_complete(&summary, requests)?;
     let planned = summary.planned as usize;
-    if requests != planned || calls.len() != planned || marks.len() != planned {
+    if calls.len() != planned || marks.len() != planned {
         return Err(format!(
-            "expected one request per trial ({planned}): the server saw {requests}, the provider made {}, progress advanced {} times",
+            "expected one call and one progress step per trial ({planned}): the provider made {}, progress advanced {} times",
             calls.len(),
             marks.len()
         ));
@@ -284,16 +181,6 @@ fn runner_cpu() -> Option<Duration> {
     Some(Duration::from_millis(process.saturating_sub(server) * 10))
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
-}
-
-fn sorted(mut v: Vec<f64>) -> Vec<f64> {
-    v.sort_by(f64::total_cmp);
-    v
-}
-
 fn fsync_latency(dir: &Path) -> Result<Vec<f64>, String> {
     let mut samples = Vec::new();
     for i in 0..FSYNC_PROBES {
@@ -308,171 +195,8 @@ fn fsync_latency(dir: &Path) -> Result<Vec<f64>, String> {
     Ok(sorted(samples))
 }
 
-/// `/proc/mounts` escapes space, tab, newline and backslash in octal.
-fn unescape_mount(field: &str) -> String {
-    let mut out = String::new();
-    let mut rest = field;
-    while let Some(at) = rest.find('\\') {
-        out.push_str(&rest[..at]);
-        let code = rest.get(at + 1..at + 4);
-        match code.and_then(|c| u8::from_str_radix(c, 8).ok()) {
-            Some(byte) => {
-                out.push(char::from(byte));
-                rest = &rest[at + 4..];
-            }
-            None => {
-                out.push('\\');
-                rest = &rest[at + 1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// The filesystem type and mount point holding `path`: the longest mount point that is a
-/// prefix of it (by components), the last such line winning as the kernel's stacking does.
-/// "unknown" where `/proc/mounts` does not exist.
-fn filesystem_of(path: &Path) -> (String, String) {
-    let Ok(mounts) = std::fs::read_to_string("/proc/mounts") else {
-        return ("unknown".into(), "unknown".into());
-    };
-    let mut best: Option<(usize, String, String)> = None;
-    for line in mounts.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let (Some(point), Some(kind)) = (fields.get(1), fields.get(2)) else {
-            continue;
-        };
-        let point = unescape_mount(point);
-        if !path.starts_with(&point) {
-            continue;
-        }
-        let depth = Path::new(&point).components().count();
-        if best.as_ref().is_none_or(|(d, _, _)| depth >= *d) {
-            best = Some((depth, (*kind).to_owned(), point));
-        }
-    }
-    best.map_or_else(
-        || ("unknown".into(), "unknown".into()),
-        |(_, kind, point)| (kind, point),
-    )
-}
-
-/// The bench folder inside the state directory, removed on drop with every parent the bench had
-/// to create (those only if still empty: a real state directory made meanwhile is kept).
-struct BenchDir {
-    path: PathBuf,
-    created: Vec<PathBuf>,
-}
-
-impl BenchDir {
-    fn create(state: &Path) -> Result<Self, String> {
-        let mut created = Vec::new();
-        let mut at = Some(state);
-        while let Some(dir) = at {
-            if dir.exists() {
-                break;
-            }
-            created.push(dir.to_path_buf());
-            at = dir.parent();
-        }
-        let path = state.join(format!("bench-engine-{}", std::process::id()));
-        ctx(std::fs::create_dir_all(&path), &path.display().to_string())?;
-        let path = ctx(std::fs::canonicalize(&path), &path.display().to_string())?;
-        Ok(Self { path, created })
-    }
-}
-
-impl Drop for BenchDir {
-    fn drop(&mut self) {
-        if let Err(e) = std::fs::remove_dir_all(&self.path) {
-            eprintln!("could not remove {}: {e}", self.path.display());
-        }
-        for dir in &self.created {
-            let _ = std::fs::remove_dir(dir);
-        }
-    }
-}
-
-/// Whether and how strace can count syscalls here.
-fn strace_usable() -> Result<(), String> {
-    if !cfg!(target_os = "linux") {
-        return Err("not Linux".into());
-    }
-    match Command::new("strace")
-        .args(["-f", "-c", "-o", "/dev/null", "-e", "trace=fsync,fdatasync"])
-        .arg("true")
-        .output()
-    {
-        Err(e) => Err(format!("strace not available: {e}")),
-        Ok(out) if !out.status.success() => Err(format!(
-            "strace cannot trace here: {}",
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .next()
-                .unwrap_or("")
-        )),
-        Ok(_) => Ok(()),
-    }
-}
-
-/// Runs this bench as a child in `mode` under strace and returns (fsync, fdatasync) calls and
-/// the child's stdout.
-fn counted_child(mode: &str, dir: &Path) -> Result<((u64, u64), String), String> {
-    let summary = dir.join(format!("strace-{mode}.txt"));
-    let work = dir.join(format!("child-{mode}"));
-    let exe = ctx(std::env::current_exe(), "current exe")?;
-    let out = ctx(
-        Command::new("strace")
-            .args(["-f", "-c", "-e", "trace=fsync,fdatasync", "-o"])
-            .arg(&summary)
-            .arg(exe)
-            .env(CHILD_ENV, mode)
-            .env(CHILD_DIR_ENV, &work)
-            .output(),
-        "strace child",
-    )?;
-    if !out.status.success() {
-        return Err(format!(
-            "child `{mode}` failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    let text = ctx(
-        std::fs::read_to_string(&summary),
-        &summary.display().to_string(),
-    )?;
-    if !text.contains("% time") {
-        return Err(format!(
-            "no strace summary in {}: {text}",
-            summary.display()
-        ));
-    }
-    let mut counts = (0, 0);
-    for line in text.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        // % time, seconds, usecs/call, calls, [errors], syscall
-        let calls = || {
-            fields
-                .get(3)
-                .and_then(|c| c.parse::<u64>().ok())
-                .ok_or_else(|| format!("unreadable strace line: {line}"))
-        };
-        match fields.last() {
-            Some(&"fsync") => counts.0 = calls()?,
-            Some(&"fdatasync") => counts.1 = calls()?,
-            _ => {}
-        }
-    }
-    Ok((counts, String::from_utf8_lossy(&out.stdout).into_owned()))
-}
-
 fn child(mode: &str) -> Result<(), String> {
-    let dir = PathBuf::from(
-        std::env::var_os(CHILD_DIR_ENV).ok_or_else(|| format!("{CHILD_DIR_ENV} is unset"))?,
-    );
-    let prepared = prepare(&dir, 1)?;
+    let prepared = prepare(&child_dir()?, 1, &WORKLOAD)?;
     match mode {
         "setup" => Ok(()),
         "run" => {
@@ -486,43 +210,16 @@ fn child(mode: &str) -> Result<(), String> {
     }
 }
 
-/// fsyncs per trial (when strace could count them) and what the fsync count line says.
-fn fsyncs_per_trial(dir: &Path) -> Result<(Option<f64>, String), String> {
-    if let Err(why) = strace_usable() {
-        return Ok((None, format!("not measured ({why})")));
-    }
-    let ((setup_fsync, setup_fdatasync), _) = counted_child("setup", dir)?;
-    let ((run_fsync, run_fdatasync), out) = counted_child("run", dir)?;
-    let trials: u64 = ctx(out.trim().parse(), "the run child's trial count")?;
-    let setup = setup_fsync + setup_fdatasync;
-    let in_run = (run_fsync + run_fdatasync)
-        .checked_sub(setup)
-        .ok_or("the run child made fewer fsyncs than its setup alone")?;
-    let per_trial = in_run as f64 / trials as f64;
-    Ok((
-        Some(per_trial),
-        format!(
-            "{per_trial:.2} = ({} in a child that sets up and runs - {setup} in one that only sets up) / {trials} trials; of those, fsync {}, fdatasync {} (strace -f -c)",
-            run_fsync + run_fdatasync,
-            run_fsync.saturating_sub(setup_fsync),
-            run_fdatasync.saturating_sub(setup_fdatasync),
-        ),
-    ))
-}
-
 fn parent() -> Result<(), String> {
-    let state = ctx(
-        home::resolve_home(None, |k| std::env::var(k).ok()),
-        "state directory",
-    )?;
-    let bench = BenchDir::create(&state.path)?;
+    let (state, source) = state_dir()?;
+    let bench = BenchDir::create(&state, "bench-engine")?;
     let (fs_type, mount_point) = filesystem_of(&bench.path);
     let fsync = fsync_latency(&bench.path)?;
 
     let mut runs = Vec::new();
     for n in 1..=RUNS {
         let dir = bench.path.join(format!("run-{n}"));
-        runs.push(execute(prepare(&dir, n)?)?);
+        runs.push(execute(prepare(&dir, n, &WORKLOAD)?)?);
     }
     let (fsyncs, fsync_line) = fsyncs_per_trial(&bench.path)?;
 
@@ -547,21 +244,11 @@ fn parent() -> Result<(), String> {
         answers[0],
         answers[answers.len() - 1],
         answers[answers.len() / 2],
-        counts
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        support::counts_line(&counts)
     );
-    let source = match state.source {
-        home::HomeSource::Flag => "--home",
-        home::HomeSource::Env => "SKILLTRIAL_HOME",
-        home::HomeSource::XdgDataHome => "$XDG_DATA_HOME/skilltrial",
-        home::HomeSource::DefaultDataDir => "$HOME/.local/share/skilltrial",
-    };
     println!(
         "state directory: {} ({source}); bench folder {} (removed afterwards)",
-        state.path.display(),
+        state.display(),
         bench.path.display()
     );
     println!("filesystem: {fs_type} (mount point {mount_point})\n");
@@ -625,12 +312,5 @@ fn parent() -> Result<(), String> {
 }
 
 fn main() {
-    let result = match std::env::var(CHILD_ENV) {
-        Ok(mode) => child(&mode),
-        Err(_) => parent(),
-    };
-    if let Err(e) = result {
-        eprintln!("engine bench failed: {e}");
-        std::process::exit(1);
-    }
+    support::main("engine", child, parent);
 }
