@@ -526,8 +526,9 @@ fn spent_and_reserved_stay_within_the_cap_throughout_a_run_at_eight_that_the_cap
     let env = Env::new(&server).backoff_scale("0");
     let probe = env.plan_seeded("11", &["--reps", "3", "--cap-usd", "20"]);
     let reserves = env.reserves(&probe);
-    // Room for about a third of the trials' reserves.
-    let cap: u64 = reserves.iter().sum::<u64>() / 3;
+    // Room for the reserves of about a tenth of the trials: some 5 in flight at once, and less
+    // than the whole run spends.
+    let cap: u64 = reserves.iter().sum::<u64>() / 10;
     let cap_usd = format!("{}.{:06}", cap / 1_000_000, cap % 1_000_000);
     let run = env.plan(&["--reps", "3", "--cap-usd", &cap_usd]);
     let mut child = env
@@ -551,20 +552,17 @@ fn spent_and_reserved_stay_within_the_cap_throughout_a_run_at_eight_that_the_cap
     }
     assert!(child.wait().unwrap().success());
     assert!(samples > 3, "too few samples ({samples}) to say anything");
-    assert!(most_in_flight > 1, "never more than one request in flight");
 
     // And the cap cut the run: trials not run for the budget, nothing over the cap at the end
     let status = env.json(&["status", &run, "--json"]);
     assert!(
-        status["not_run_reasons"]
-            .as_object()
-            .unwrap()
-            .keys()
-            .any(|k| k.contains("budget") || k.contains("cap")),
+        status["not_run_reasons"]["not_run_budget"].as_u64() > Some(0),
         "{status}"
     );
     let spent = status["spent_usd_micros"].as_u64().unwrap();
     assert!(spent <= cap, "{status}");
     assert_eq!(status["reserved_usd_micros"], 0, "{status}");
     assert!(server.requests().len() < 54);
+    // With more than one request in flight at a time
+    assert!(most_in_flight > 1, "never more than one request in flight");
 }
