@@ -37,10 +37,11 @@ use skilltrial_sqlite::MigrateError;
 /// per attempt; 4 — `CHECK`s on every stored state (attempt and check outcomes, not-run
 /// reasons), so that no text outside the enums can be written; 5 — `payloads.content`, a
 /// payload's bytes in the commit that records it; 6 — the not-run reason
-/// `not_run_model_unavailable`. Keep `MIGRATIONS` in file-number order; the files live in the
+/// `not_run_model_unavailable`; 7 — `runs.concurrency` and `runs.syncs` (requests in flight at
+/// once, and the engine's durable syncs). Keep `MIGRATIONS` in file-number order; the files live in the
 /// workspace's `migrations/journal/` (the home of every database's migrations), named by path
 /// from this file so the crate builds wherever the workspace is.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/journal/0001_journal.sql"),
@@ -49,6 +50,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/journal/0004_state_checks.sql"),
     include_str!("../../migrations/journal/0005_payload_content.sql"),
     include_str!("../../migrations/journal/0006_model_unavailable.sql"),
+    include_str!("../../migrations/journal/0007_concurrency.sql"),
 ];
 
 /// How long a connection waits for another process's write lock before failing. Set before any
@@ -185,6 +187,11 @@ pub struct RunRow {
     pub run_limit_ms: Option<u64>,
     /// The time (ms) the runner has spent executing this run, over every `run` invocation.
     pub executed_ms: u64,
+    /// Requests in flight at once in the run's latest invocation; `None` for runs recorded
+    /// before schema 7 (one at a time).
+    pub concurrency: Option<u32>,
+    /// The engine's durable syncs of this run (see [`Journal::sync`]).
+    pub syncs: u64,
 }
 
 /// The ledger's raw sums for one run (µUSD and tokens), as stored.
@@ -320,6 +327,9 @@ pub enum Resolution {
 pub struct Journal {
     conn: Connection,
     path: PathBuf,
+    /// Set between [`Journal::defer_fsyncs`] and [`Journal::fsync_again`]: commits skip their
+    /// own fsync and become durable at the next [`Journal::sync`].
+    deferring: bool,
 }
 
 /// The columns [`Journal::run_from`] reads, in `SELECT` order.
@@ -337,6 +347,8 @@ const RUN_COLUMNS: &[&str] = &[
     "max_tokens",
     "run_limit_ms",
     "executed_ms",
+    "concurrency",
+    "syncs",
 ];
 
 /// The columns [`Journal::attempt_from`] reads (and the attempt's run), in `SELECT` order.
@@ -454,6 +466,7 @@ impl Journal {
         let mut journal = Self {
             conn,
             path: path.to_path_buf(),
+            deferring: false,
         };
         journal.migrate()?;
         Ok(journal)
@@ -509,6 +522,7 @@ impl Journal {
         Ok(Self {
             conn,
             path: path.to_path_buf(),
+            deferring: false,
         })
     }
 
@@ -546,7 +560,7 @@ impl Journal {
         durability: Durability,
         f: impl FnOnce(&Transaction<'_>) -> Result<T, TxError>,
     ) -> Result<T, JournalError> {
-        if durability == Durability::WithNextCommit {
+        if durability == Durability::WithNextCommit && !self.deferring {
             self.set_synchronous("NORMAL")?;
             let out = self.write_with(Durability::Now, f);
             // FULL again whatever happened: every other commit must stay durable on return.
@@ -568,6 +582,48 @@ impl Journal {
         })?;
         tx.commit().map_err(sql)?;
         Ok(value)
+    }
+
+    /// From now on, until [`Journal::fsync_again`], commits skip their own fsync: each becomes
+    /// durable at the next [`Journal::sync`], which covers every commit before it, in order
+    /// (see [`Durability`]). The engine defers while a run executes, so that N requests in
+    /// flight cost one fsync per batch of dispatches or answers, not one per commit; it syncs
+    /// before any request it journaled is sent and before any answer is checked. A killed
+    /// process loses no deferred commit (the OS holds the pages); a power loss loses at most
+    /// what followed the last sync, and nothing unsynced ever left the machine.
+    pub fn defer_fsyncs(&mut self) -> Result<(), JournalError> {
+        self.set_synchronous("NORMAL")?;
+        self.deferring = true;
+        Ok(())
+    }
+
+    /// Makes every commit so far durable: one commit that always writes (it counts the run's
+    /// syncs and stores its clock) and so always fsyncs, even when deferring.
+    pub fn sync(&mut self, run_id: &str, executed_ms: u64) -> Result<(), JournalError> {
+        let deferring = self.deferring;
+        if deferring {
+            self.set_synchronous("FULL")?;
+        }
+        let written = self.sql(|c| {
+            c.prepare_cached(
+                "UPDATE runs SET syncs = syncs + 1, executed_ms = MAX(executed_ms, ?2) WHERE id = ?1",
+            )?
+            .execute(rusqlite::params![run_id, to_i64(executed_ms)])
+        });
+        if deferring {
+            self.set_synchronous("NORMAL")?;
+        }
+        match written? {
+            1 => Ok(()),
+            _ => Err(JournalError::State(format!("run {run_id} vanished"))),
+        }
+    }
+
+    /// Ends [`Journal::defer_fsyncs`]: every commit is durable when it returns again, and the
+    /// next one makes the deferred ones durable too.
+    pub fn fsync_again(&mut self) -> Result<(), JournalError> {
+        self.deferring = false;
+        self.set_synchronous("FULL")
     }
 
     fn set_synchronous(&self, level: &str) -> Result<(), JournalError> {
@@ -1058,18 +1114,25 @@ mod tests {
         // When SkillTrial opens it
         let mut journal = Journal::open(&path).unwrap();
 
-        // Then it is at the current schema (6), with every row as it was (payloads gain an
-        // empty `content`: their bytes stay in the payload store) and foreign keys on and whole
+        // Then it is at the current schema (7), with every row as it was (payloads gain an
+        // empty `content`: their bytes stay in the payload store; runs gain no concurrency and
+        // no syncs) and foreign keys on and whole
         let version: u32 = journal
             .conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
-        assert_eq!((version, SCHEMA_VERSION), (6, 6));
+        assert_eq!((version, SCHEMA_VERSION), (7, 7));
         let mut expected = before.clone();
         for (table, rows) in &mut expected {
             if table == "payloads" {
                 for row in rows.iter_mut() {
                     row.push(rusqlite::types::Value::Null);
+                }
+            }
+            if table == "runs" {
+                for row in rows.iter_mut() {
+                    row.push(rusqlite::types::Value::Null);
+                    row.push(rusqlite::types::Value::Integer(0));
                 }
             }
         }

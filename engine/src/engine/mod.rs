@@ -20,11 +20,12 @@
 
 pub mod admission;
 mod dispatch;
+mod events;
 mod inputs;
 mod lock;
 pub mod scoring;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -32,7 +33,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::journal::{
-    AttemptRow, AttemptState, Journal, JournalError, Money, NotRunReason, RunStatus, now_ms,
+    AttemptRow, AttemptState, Journal, JournalError, NotRunReason, RunStatus, now_ms,
 };
 use crate::provider::{Provider, retry};
 use crate::store::{Store, StoreError};
@@ -40,7 +41,6 @@ pub use skilltrial_core::concurrency::Concurrency;
 use skilltrial_core::digest::Sha256Digest;
 use skilltrial_core::manifest::{self, Manifest, PlannedTrial};
 use skilltrial_core::money::MicroUsd;
-use skilltrial_core::outcome::Outcome;
 pub(crate) use skilltrial_core::state::short_id as short;
 
 pub use admission::{Admission, LimitsNow, admit};
@@ -49,7 +49,7 @@ pub use inputs::{Inputs, load_inputs, load_pinned, save_inputs};
 pub use lock::{RunLock, run_is_live};
 pub use scoring::{Checker, Rescore, Rescored, Select, rescore};
 
-use dispatch::{Dispatched, Dispatcher};
+use events::{Clock, Halt};
 
 /// Why a run could not start or continue.
 #[derive(Debug, thiserror::Error)]
@@ -213,8 +213,10 @@ pub struct Progress {
     pub counts: BTreeMap<String, u32>,
     pub spent: MicroUsd,
     pub reserved: MicroUsd,
-    /// The trial now in flight: (task, arm, repetition).
+    /// The trial sent last among those in flight: (task, arm, repetition).
     pub current: Option<(String, String, u32)>,
+    /// Requests in flight now.
+    pub in_flight: u32,
 }
 
 /// How a run ended.
@@ -292,18 +294,6 @@ impl RunOptions {
     }
 }
 
-/// Whether a trial needs no more work: its latest attempt is a result, an unknown held for the
-/// user, or closed with a final outcome. A planned attempt (a user's retry, or one planned just
-/// before a stop) still needs the run.
-fn settled(latest: Option<&AttemptRow>) -> bool {
-    latest.is_some_and(|a| {
-        matches!(
-            a.state,
-            AttemptState::Result | AttemptState::Unknown | AttemptState::Closed
-        )
-    })
-}
-
 /// Counts of the latest attempt of every trial, by outcome.
 pub fn outcome_counts(trials: u32, attempts: &[AttemptRow]) -> BTreeMap<String, u32> {
     let mut latest: BTreeMap<u32, &AttemptRow> = BTreeMap::new();
@@ -330,8 +320,9 @@ pub fn outcome_counts(trials: u32, attempts: &[AttemptRow]) -> BTreeMap<String, 
     counts
 }
 
-/// Executes (or resumes) the run of `inputs` against `provider`, calling `on_progress` after
-/// every change a progress line shows.
+/// Executes (or resumes) the run of `inputs` against `provider`, with up to
+/// [`RunOptions::concurrency`] requests in flight, calling `on_progress` after every change a
+/// progress line shows.
 pub fn run(
     journal: &mut Journal,
     payloads: &Store,
@@ -341,286 +332,49 @@ pub fn run(
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunSummary, EngineError> {
     let backoff_scale = retry::backoff_scale().map_err(Refusal::TestKnob)?;
-    let manifest = &inputs.manifest;
     let run_id = inputs.hash.hex();
-    let (trials, _totals) =
-        manifest::trials(manifest, &inputs.pack, inputs.a.as_ref(), inputs.b.as_ref())
-            .map_err(|e| Refusal::Plan(e.to_string()))?;
+    let (trials, _totals) = manifest::trials(
+        &inputs.manifest,
+        &inputs.pack,
+        inputs.a.as_ref(),
+        inputs.b.as_ref(),
+    )
+    .map_err(|e| Refusal::Plan(e.to_string()))?;
     // One process per run: a second `run` must not recover (and so orphan) the first one's
-    // request in flight, nor race it past the cap. The lock dies with the process. It is taken
+    // requests in flight, nor race it past the cap. The lock dies with the process. It is taken
     // before the run row is written, so two `run`s started together never both write it.
     let _lock = lock::lock_run(journal, &run_id)?;
-    journal.create_run(&run_id, manifest, &trials)?;
-    let recovered_unknown = journal.recover(&run_id)?;
-    let mut checker = Checker::new();
-    // A stop between journaling an answer and its verdict leaves a result without an outcome:
-    // score it now from the stored answer (the answer is on disk before the checker ever runs).
-    let rescored = rescore(
-        journal,
-        payloads,
-        &inputs.pack,
-        &run_id,
-        Select::Unscored,
-        &mut checker,
-    )?;
-    if let Some((_, sha)) = rescored.purged.first() {
-        // An unscored answer that is gone can never be scored: say which.
-        let digest = crate::store::parse_hex(sha).unwrap_or(Sha256Digest([0; 32]));
-        return Err(StoreError::Missing(digest).into());
-    }
-    let run_row = journal.find_run(&run_id)?.ok_or(Refusal::RunVanished)?;
-    if run_row.status == RunStatus::Cancelled {
-        // A retry planned after the cancel can never be sent: close it rather than leave it
-        // planned.
-        for attempt in journal.attempts(&run_id)? {
-            if attempt.state == AttemptState::Planned {
-                journal.close_planned_not_run(
-                    &attempt.id,
-                    NotRunReason::Cancelled,
-                    "the run was cancelled before this attempt was sent",
-                )?;
-            }
-        }
-        return Err(Refusal::RunCancelled(short(&run_id).to_owned()).into());
-    }
-    journal.set_status(&run_id, RunStatus::Running)?;
-    // The time limit bounds the run's own executing time over ALL its invocations (hosted runs
-    // rely on it: their deadline assumes a run cannot outlast it), so it continues from the time
-    // the journal holds; a pause between two invocations does not count.
-    let limit_ms = run_limit_ms(run_row.run_limit_ms, manifest);
-    // A request in flight when the runner died ran for an unknown time after the clock was last
-    // stored, at most the request timeout: count that bound, so that kills cannot stretch a run
-    // past its limit.
-    let mut lost_ms = 0u64;
-    for id in &recovered_unknown {
-        if let Some((_, attempt)) = journal.attempt(id)?
-            && let Some(dispatched) = attempt.dispatched_at_ms
-        {
-            let since = u64::try_from(now_ms().saturating_sub(dispatched)).unwrap_or(0);
-            lost_ms = lost_ms.saturating_add(since.min(manifest.limits.request_timeout_ms));
-        }
-    }
-    let executed_before = run_row.executed_ms.saturating_add(lost_ms);
-    journal.set_executed_ms(&run_id, executed_before)?;
-    let invocation_started = Instant::now();
-    let executed_ms = || executed_before.saturating_add(elapsed_ms(invocation_started));
-    let total = u32::try_from(trials.len()).unwrap_or(u32::MAX);
-    // A trial whose request was rate-limited is queued again at the front, after its wait, with
-    // the rejected attempt and the reason its retry will carry.
-    let mut queue: VecDeque<&PlannedTrial> = trials.iter().collect();
-    let mut auto_retry: BTreeMap<u32, (String, String)> = BTreeMap::new();
-    // A stop (kill, Ctrl-C, `--max-dispatch`) during a retry's wait leaves the trial's latest
-    // attempt a retryable rejection with retries left: it keeps them, up to the same bound, after
-    // what remains of the default wait.
-    for trial in &trials {
-        if let Some((attempt, reason)) =
-            dispatch::resumed_auto_retry(journal, &run_id, trial.index, backoff_scale, &options)?
-        {
-            auto_retry.insert(trial.index, (attempt, reason));
-        } else if options.stop_on_key_refusal
-            && let Some(refused) = dispatch::key_refused_latest(journal, &run_id, trial.index)?
-        {
-            auto_retry.insert(trial.index, refused);
-        }
-    }
-    let mut dispatched_now = 0u32;
-    let mut stopped = false;
-
-    // `unwritten` is a verdict that rides in the next commit (see `dispatch`): shown as if
-    // written, so that the line never steps back to "unscored".
-    let emit_progress = |journal: &Journal,
-                         current: Option<&PlannedTrial>,
-                         unwritten: Option<(&str, Outcome)>,
-                         on_progress: &mut dyn FnMut(&Progress)|
-     -> Result<(Vec<AttemptRow>, Money), EngineError> {
-        let mut attempts = journal.attempts_without_details(&run_id)?;
-        if let Some((id, outcome)) = unwritten
-            && let Some(a) = attempts.iter_mut().find(|a| a.id == id)
-        {
-            a.outcome = Some(outcome);
-        }
-        let counts = outcome_counts(total, &attempts);
-        let money = journal.money(&run_id)?;
-        // A trial waiting for an automatic retry is not done: counting it would step the count
-        // back when its retry is planned.
-        let waiting = trials
-            .iter()
-            .filter(|t| awaiting_auto_retry(&attempts, t.index).is_some())
-            .count();
-        let pending = counts.get("pending").copied().unwrap_or(0)
-            + counts.get("in_flight").copied().unwrap_or(0)
-            + u32::try_from(waiting).unwrap_or(u32::MAX);
-        on_progress(&Progress {
-            done: total.saturating_sub(pending),
-            total,
-            counts,
-            spent: money.spent,
-            reserved: money.reserved,
-            current: current.map(|t| (t.task.clone(), t.arm.as_str().to_owned(), t.repetition)),
-        });
-        Ok((attempts, money))
-    };
-    // What the last progress line read, when nothing was written since: the next trial's
-    // admission reads the same rows.
-    let mut last_read = Some(emit_progress(journal, None, None, on_progress)?);
-
-    let mut dispatcher = Dispatcher {
-        journal,
+    let (clock, recovered_unknown) = start(journal, payloads, inputs, &run_id, &trials)?;
+    journal.set_concurrency(&run_id, options.concurrency.get())?;
+    // While the loop runs, commits are durable at its syncs (see `events`); every commit after
+    // it is durable on return again.
+    journal.defer_fsyncs()?;
+    let setting = events::Setting {
         provider,
         inputs,
         run_id: &run_id,
-        checker,
-        unwritten: None,
+        trials: &trials,
+        options: &options,
+        clock,
+        backoff_scale,
     };
-    while let Some(trial) = queue.pop_front() {
-        let journal = &mut *dispatcher.journal;
-        let (attempts, money) = match last_read.take() {
-            Some(read) => read,
-            None => (
-                journal.attempts_without_details(&run_id)?,
-                journal.money(&run_id)?,
-            ),
-        };
-        let latest = dispatch::latest_of(&attempts, trial.index);
-        let skip = settled(latest) && !auto_retry.contains_key(&trial.index);
-        let pending_retry = latest
-            .filter(|a| a.state == AttemptState::Planned)
-            .map(|a| a.id.clone());
-        if skip {
-            // Nothing written: the next trial may read the same rows.
-            last_read = Some((attempts, money));
-            continue;
+    let driven = events::Loop::new(journal, setting).and_then(|l| l.drive(on_progress));
+    let restored = journal.fsync_again();
+    let halt = driven?;
+    restored?;
+    journal.set_executed_ms(&run_id, clock.executed_ms())?;
+    let status = match halt {
+        Some(Halt::Refused(refusal)) => {
+            journal.set_status(&run_id, RunStatus::Stopped)?;
+            return Err(refusal.into());
         }
-
-        // Admission, before every dispatch. The clock is stored with whatever this trial commits
-        // first (its reserve, or its `not_run`).
-        let executed = executed_ms();
-        let mut cancel_requested = journal.cancel_requested(&run_id)?;
-        let mut gate_stop = false;
-        let mut gate_closed = None;
-        if !cancel_requested && let Some(gate) = &options.gate {
-            match gate() {
-                Gate::Go => {}
-                Gate::Cancel => {
-                    journal.request_cancel(&run_id)?;
-                    cancel_requested = true;
-                }
-                Gate::Stop => gate_stop = true,
-                Gate::Close(reason, message) => gate_closed = Some((reason, message)),
-            }
-        }
-        let limits = LimitsNow {
-            cancel_requested,
-            executed_ms: executed,
-            limit_ms,
-            sent: u32::try_from(
-                attempts
-                    .iter()
-                    .filter(|a| a.dispatched_at_ms.is_some())
-                    .count(),
-            )
-            .unwrap_or(u32::MAX),
-            stop_requested: gate_stop
-                || options.stop_requested()
-                || options
-                    .dispatch_limit
-                    .is_some_and(|limit| dispatched_now >= limit),
-        };
-        let admission = match gate_closed {
-            Some((reason, message)) => Admission::NotRun(reason, message),
-            None => admit(trial, &money, &manifest.budget, &limits),
-        };
-        match admission {
-            Admission::Send => {}
-            Admission::NotRun(reason, message) => {
-                dispatcher.write_verdict()?;
-                let journal = &mut *dispatcher.journal;
-                journal.set_executed_ms(&run_id, executed)?;
-                close_not_run(
-                    journal,
-                    &run_id,
-                    trial.index,
-                    pending_retry.as_deref(),
-                    reason,
-                    &message,
-                )?;
-                continue;
-            }
-            Admission::Pause => {
-                dispatcher.write_verdict()?;
-                dispatcher.journal.set_executed_ms(&run_id, executed)?;
-                stopped = true;
-                break;
-            }
-        }
-
-        dispatched_now = dispatched_now.saturating_add(1);
-        let ended = dispatcher.dispatch_one(
-            trial,
-            pending_retry,
-            auto_retry.remove(&trial.index),
-            executed,
-            &mut |journal| emit_progress(journal, Some(trial), None, on_progress).map(drop),
-        )?;
-        if matches!(ended, Dispatched::Retryable { .. }) {
-            // Nothing else commits during the wait.
-            dispatcher.write_verdict()?;
-        }
-        let unwritten = dispatcher.unwritten_outcome();
-        let journal = &mut *dispatcher.journal;
-        match ended {
-            Dispatched::Done => {}
-            Dispatched::Retryable {
-                attempt,
-                status,
-                retry_after,
-            } => {
-                if let Some(reason) = dispatch::wait_for_auto_retry(
-                    journal,
-                    &run_id,
-                    trial.index,
-                    status,
-                    retry_after,
-                    backoff_scale,
-                    &options,
-                )? {
-                    auto_retry.insert(trial.index, (attempt, reason));
-                    queue.push_front(trial);
-                }
-            }
-            Dispatched::KeyRefused { status, message } if options.stop_on_key_refusal => {
-                journal.set_executed_ms(&run_id, executed_ms())?;
-                journal.set_status(&run_id, RunStatus::Stopped)?;
-                return Err(Refusal::KeyRefused { status, message }.into());
-            }
-            Dispatched::KeyRefused { .. } => {}
-            Dispatched::ReservationBroken(refusal) => {
-                journal.set_executed_ms(&run_id, executed_ms())?;
-                journal.set_status(&run_id, RunStatus::Stopped)?;
-                return Err(refusal.into());
-            }
-        }
-        last_read = Some(emit_progress(
-            journal,
-            None,
-            unwritten.as_ref().map(|(id, o)| (id.as_str(), *o)),
-            on_progress,
-        )?);
-    }
-
-    dispatcher.write_verdict()?;
-    let journal = &mut *dispatcher.journal;
-    journal.set_executed_ms(&run_id, executed_ms())?;
-    let cancelled = journal.cancel_requested(&run_id)?;
-    let status = if stopped {
-        RunStatus::Stopped
-    } else if cancelled {
-        RunStatus::Cancelled
-    } else {
-        RunStatus::Finished
+        Some(Halt::Pause) => RunStatus::Stopped,
+        None if journal.cancel_requested(&run_id)? => RunStatus::Cancelled,
+        None => RunStatus::Finished,
     };
     journal.set_status(&run_id, status)?;
-    let attempts = journal.attempts(&run_id)?;
+    let total = u32::try_from(trials.len()).unwrap_or(u32::MAX);
+    let attempts = journal.attempts_without_details(&run_id)?;
     let money = journal.money(&run_id)?;
     Ok(RunSummary {
         run: run_id.clone(),
@@ -633,6 +387,74 @@ pub fn run(
     })
 }
 
-fn elapsed_ms(started: Instant) -> u64 {
-    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+/// Sets a run up to execute: its row, crash recovery (a request in flight when the runner died
+/// is `unknown`, never re-sent), the scoring of answers a stop left unscored, its status and
+/// its clock. Refuses a cancelled run. Returns the clock and the attempts recovery turned
+/// `unknown`.
+fn start(
+    journal: &mut Journal,
+    payloads: &Store,
+    inputs: &Inputs,
+    run_id: &str,
+    trials: &[PlannedTrial],
+) -> Result<(Clock, Vec<String>), EngineError> {
+    let manifest = &inputs.manifest;
+    journal.create_run(run_id, manifest, trials)?;
+    let recovered_unknown = journal.recover(run_id)?;
+    // A stop between journaling an answer and its verdict leaves a result without an outcome:
+    // score it now from the stored answer (the answer is on disk before the checker ever runs).
+    let rescored = rescore(
+        journal,
+        payloads,
+        &inputs.pack,
+        run_id,
+        Select::Unscored,
+        &mut Checker::new(),
+    )?;
+    if let Some((_, sha)) = rescored.purged.first() {
+        // An unscored answer that is gone can never be scored: say which.
+        let digest = crate::store::parse_hex(sha).unwrap_or(Sha256Digest([0; 32]));
+        return Err(StoreError::Missing(digest).into());
+    }
+    let run_row = journal.find_run(run_id)?.ok_or(Refusal::RunVanished)?;
+    if run_row.status == RunStatus::Cancelled {
+        // A retry planned after the cancel can never be sent: close it rather than leave it
+        // planned.
+        for attempt in journal.attempts(run_id)? {
+            if attempt.state == AttemptState::Planned {
+                journal.close_planned_not_run(
+                    &attempt.id,
+                    NotRunReason::Cancelled,
+                    "the run was cancelled before this attempt was sent",
+                )?;
+            }
+        }
+        return Err(Refusal::RunCancelled(short(run_id).to_owned()).into());
+    }
+    journal.set_status(run_id, RunStatus::Running)?;
+    // The time limit bounds the run's own executing time over ALL its invocations (hosted runs
+    // rely on it: their deadline assumes a run cannot outlast it), so it continues from the time
+    // the journal holds; a pause between two invocations does not count. It is wall time: N
+    // requests in flight for a minute count one minute.
+    let limit_ms = run_limit_ms(run_row.run_limit_ms, manifest);
+    // The requests in flight when the runner died ran together, for an unknown time after the
+    // clock was last stored, at most the request timeout: count the longest such bound once, so
+    // that kills cannot stretch a run past its limit.
+    let mut lost_ms = 0u64;
+    for id in &recovered_unknown {
+        if let Some((_, attempt)) = journal.attempt(id)?
+            && let Some(dispatched) = attempt.dispatched_at_ms
+        {
+            let since = u64::try_from(now_ms().saturating_sub(dispatched)).unwrap_or(0);
+            lost_ms = lost_ms.max(since.min(manifest.limits.request_timeout_ms));
+        }
+    }
+    let before_ms = run_row.executed_ms.saturating_add(lost_ms);
+    journal.set_executed_ms(run_id, before_ms)?;
+    let clock = Clock {
+        before_ms,
+        started: Instant::now(),
+        limit_ms,
+    };
+    Ok((clock, recovered_unknown))
 }

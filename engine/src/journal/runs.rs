@@ -88,6 +88,10 @@ impl Journal {
                 .get::<_, Option<i64>>(at!(RUN_COLUMNS, "run_limit_ms"))?
                 .map(to_u64),
             executed_ms: to_u64(r.get(at!(RUN_COLUMNS, "executed_ms"))?),
+            concurrency: r
+                .get::<_, Option<i64>>(at!(RUN_COLUMNS, "concurrency"))?
+                .and_then(|n| u32::try_from(n).ok()),
+            syncs: to_u64(r.get(at!(RUN_COLUMNS, "syncs"))?),
         })
     }
 
@@ -170,6 +174,15 @@ impl Journal {
     ) -> rusqlite::Result<()> {
         c.prepare_cached("UPDATE runs SET executed_ms = MAX(executed_ms, ?2) WHERE id = ?1")?
             .execute(params![run_id, to_i64(executed_ms)])?;
+        Ok(())
+    }
+
+    /// Records the requests in flight at once of the run's current invocation.
+    pub fn set_concurrency(&self, run_id: &str, concurrency: u32) -> Result<(), JournalError> {
+        self.sql(|c| {
+            c.prepare_cached("UPDATE runs SET concurrency = ?2 WHERE id = ?1")?
+                .execute(params![run_id, concurrency])
+        })?;
         Ok(())
     }
 
