@@ -25,7 +25,7 @@ use skilltrial_engine::engine;
 use skilltrial_engine::home::{self, Layout};
 use skilltrial_engine::journal::Journal;
 use skilltrial_engine::provider::Provider;
-use skilltrial_engine::scripted::{Reply, ScriptedServer};
+use skilltrial_engine::scripted::ScriptedServer;
 use skilltrial_engine::store::Store;
 
 /// Set in a child: `setup` (prepare a run, do not execute it) or `run` (prepare and execute).
@@ -91,11 +91,13 @@ pub fn prepare(dir: &Path, seed: u64, work: &Workload) -> Result<Prepared, Strin
     // so hashing and checking cost what they cost on real answers.
     let plans = demo::Plans::default();
     let script = demo::responder(pack.clone(), plans.clone());
+    // One sleep for the whole delay, not the server's `Reply::Slow` (10 ms steps, counted, not
+    // measured): on a loaded machine every step wakes late and a 2 s answer took some 2.2 s.
     let delay = work.answer_delay;
     let server = ctx(
-        ScriptedServer::start(move |r| match script(r) {
-            Reply::Answer(text) if !delay.is_zero() => Reply::Slow(text, delay),
-            other => other,
+        ScriptedServer::start(move |r| {
+            std::thread::sleep(delay);
+            script(r)
         }),
         "loopback server",
     )?;
