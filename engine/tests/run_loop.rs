@@ -1,0 +1,320 @@
+//! The run loop with requests in flight, against a real loopback model that HOLDS requests until
+//! the test lets them through: the cap, the order, the once-only sends and the results hold at
+//! any concurrency.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use skilltrial_core::concurrency::Concurrency;
+use skilltrial_core::manifest::{self, Manifest, PlanOptions};
+use skilltrial_core::money::{MicroUsd, PerMtok};
+use skilltrial_core::pack::Pack;
+use skilltrial_core::profile::{Price, Profile, ProviderKind};
+use skilltrial_core::{bundle, pack};
+use skilltrial_engine::engine::{self, RunOptions, RunSummary};
+use skilltrial_engine::home::Layout;
+use skilltrial_engine::journal::{AttemptRow, AttemptState, Journal};
+use skilltrial_engine::provider::Anthropic;
+use skilltrial_engine::scripted::{Reply, ScriptedServer, ServerRequest};
+use skilltrial_engine::store::Store;
+
+/// What the holding model has seen, under one lock.
+#[derive(Debug, Default)]
+struct Held {
+    /// Requests waiting to be let through now.
+    now: usize,
+    /// The most ever waiting at once.
+    most: usize,
+    /// Requests the test lets through (each answers one); `None` lets every request through.
+    allowance: Option<usize>,
+    /// Every attempt id seen, in arrival order.
+    seen: Vec<String>,
+}
+
+/// A loopback model whose every request waits until the test lets it through.
+#[derive(Clone, Default)]
+struct Gate(Arc<(Mutex<Held>, Condvar)>);
+
+impl Gate {
+    /// Holds `request` until the test lets it through, then for `linger` more, counted held.
+    fn hold(&self, request: &ServerRequest, linger: Duration) {
+        let (lock, signal) = &*self.0;
+        let mut held = lock.lock().unwrap();
+        held.seen.push(
+            request
+                .header("x-skilltrial-attempt")
+                .unwrap_or("")
+                .to_owned(),
+        );
+        held.now += 1;
+        held.most = held.most.max(held.now);
+        signal.notify_all();
+        while held.allowance == Some(0) {
+            held = signal.wait(held).unwrap();
+        }
+        if let Some(n) = held.allowance.as_mut() {
+            *n -= 1;
+        }
+        drop(held);
+        std::thread::sleep(linger);
+        let mut held = lock.lock().unwrap();
+        held.now -= 1;
+        signal.notify_all();
+    }
+
+    fn now(&self) -> usize {
+        self.0.0.lock().unwrap().now
+    }
+
+    fn allow(&self, n: Option<usize>) {
+        let (lock, signal) = &*self.0;
+        lock.lock().unwrap().allowance = n;
+        signal.notify_all();
+    }
+
+    fn add(&self, n: usize) {
+        let (lock, signal) = &*self.0;
+        let mut held = lock.lock().unwrap();
+        held.allowance = Some(held.allowance.unwrap_or(0) + n);
+        signal.notify_all();
+    }
+
+    fn most(&self) -> usize {
+        self.0.0.lock().unwrap().most
+    }
+
+    fn seen(&self) -> Vec<String> {
+        self.0.0.lock().unwrap().seen.clone()
+    }
+}
+
+/// An answer that depends only on the request's task text, so that every order of sending gives
+/// the same answers: some parse and pass or fail, some do not parse.
+fn answer_for(request: &ServerRequest) -> Reply {
+    let user = request.user_text();
+    let n = user
+        .bytes()
+        .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
+    match n % 3 {
+        0 => Reply::Answer("{}".into()),
+        1 => Reply::Answer("no JSON here".into()),
+        _ => Reply::Answer(r#"{"answer": 1}"#.into()),
+    }
+}
+
+fn profile(url: &str) -> Profile {
+    Profile {
+        id: "loopback".into(),
+        provider: ProviderKind::Anthropic,
+        model: "loopback-model".into(),
+        revision: None,
+        base_url: Some(url.to_owned()),
+        context_tokens: 200_000,
+        max_output_tokens: 1024,
+        price: Some(Price {
+            input: PerMtok(3_000_000),
+            output: PerMtok(15_000_000),
+            source: "test".into(),
+            as_of: "2026-12-04".into(),
+        }),
+        origin: "test".into(),
+    }
+}
+
+/// The 54-trial plan (six tasks, three arms, three repetitions) against `url`, capped at `cap`.
+fn plan(url: &str, cap: MicroUsd) -> (Pack, bundle::Bundle, bundle::Bundle, Manifest) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let pack = pack::open("solana-core@1.0.3").unwrap();
+    let a = bundle::import(&root.join("fixtures/bundles/solana-reader-1.4.2")).unwrap();
+    let b = bundle::import(&root.join("fixtures/bundles/solana-reader-1.5.0")).unwrap();
+    let options = PlanOptions {
+        repetitions: 3,
+        seed: 7,
+        cap: Some(cap),
+        max_requests: None,
+        max_tokens: None,
+        max_output_tokens: Some(1024),
+        endpoint: url.to_owned(),
+        scripted: false,
+    };
+    let m = manifest::build(&pack, Some(&a), Some(&b), &profile(url), &options).unwrap();
+    (pack, a, b, m)
+}
+
+/// Runs the plan in a state directory of its own with `concurrency`, on this thread.
+fn run(
+    dir: &std::path::Path,
+    url: &str,
+    planned: &(Pack, bundle::Bundle, bundle::Bundle, Manifest),
+    concurrency: u32,
+) -> RunSummary {
+    let (pack, a, b, m) = planned;
+    let layout = Layout::new(dir);
+    let store = Store::open(&layout.store).unwrap();
+    let payloads = Store::open(&layout.payloads).unwrap();
+    let hash = engine::save_inputs(&store, m, pack, Some(a), Some(b)).unwrap();
+    let inputs = engine::load_inputs(&store, &hash.hex()).unwrap();
+    let mut journal = Journal::open(&layout.journal).unwrap();
+    let provider = Anthropic::new(url, "k".into(), Duration::from_secs(30)).unwrap();
+    engine::run(
+        &mut journal,
+        &payloads,
+        &provider,
+        &inputs,
+        RunOptions {
+            concurrency: Concurrency::new(concurrency).unwrap(),
+            ..RunOptions::default()
+        },
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
+fn attempts(dir: &std::path::Path, run: &str) -> Vec<AttemptRow> {
+    Journal::open(&Layout::new(dir).journal)
+        .unwrap()
+        .attempts(run)
+        .unwrap()
+}
+
+/// How a trial ended: its outcome, reasons, cost and answer.
+type Ending = (Option<String>, Vec<String>, Option<u64>, Option<String>);
+
+#[test]
+fn spent_plus_reserved_never_passes_a_cap_that_cuts_a_run_with_eight_in_flight() {
+    // Given a model that holds every request, and a cap that fits ten trials' upper costs
+    let gate = Gate::default();
+    gate.allow(Some(0));
+    let server = {
+        let gate = gate.clone();
+        ScriptedServer::start(move |r| {
+            gate.hold(r, Duration::ZERO);
+            answer_for(r)
+        })
+        .unwrap()
+    };
+    let probe = plan(&server.url(), MicroUsd::parse_usd("1000").unwrap());
+    let (trials, _) = manifest::trials(&probe.3, &probe.0, Some(&probe.1), Some(&probe.2)).unwrap();
+    let most_reserve = trials.iter().map(|t| t.reserve.0).max().unwrap();
+    let cap = 10 * most_reserve;
+    let planned = plan(&server.url(), MicroUsd(cap));
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().to_path_buf();
+
+    // When it runs with eight in flight, and the test samples the journal's money every time
+    // the model holds what the run can send, then lets three through
+    let url = server.url();
+    let runner = {
+        let dir = dir.clone();
+        std::thread::spawn(move || run(&dir, &url, &planned, 8))
+    };
+    let journal = Journal::open(&Layout::new(&dir).journal).unwrap();
+    let mut samples = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !runner.is_finished() {
+        assert!(Instant::now() < deadline, "the run never ended");
+        std::thread::sleep(Duration::from_millis(10));
+        let Some(run_id) = journal.latest_run().unwrap().map(|r| r.id) else {
+            continue;
+        };
+        // Sample once every request the journal says is in flight has reached the model.
+        let in_flight = journal
+            .attempts_without_details(&run_id)
+            .unwrap()
+            .iter()
+            .filter(|a| a.state == AttemptState::Dispatched)
+            .count();
+        let money = journal.money(&run_id).unwrap();
+        let committed = money.spent.0 + money.reserved.0;
+        assert!(committed <= cap, "spent + reserved {committed} > cap {cap}");
+        if in_flight > 0 && gate.now() == in_flight {
+            samples += 1;
+            gate.add(3);
+        }
+    }
+    let summary = runner.join().unwrap();
+
+    // Then eight were in flight at once, the cap cut the run, and it held at every sample
+    assert_eq!(gate.most(), 8, "eight requests in flight at once");
+    assert!(samples >= 5, "{samples} samples");
+    assert!(
+        summary.counts.get("not_run").copied().unwrap_or(0) > 0,
+        "the cap cut the run: {:?}",
+        summary.counts
+    );
+    assert!(summary.spent.0 + summary.reserved.0 <= cap);
+    assert_eq!(summary.reserved, MicroUsd::ZERO, "every reserve released");
+}
+
+#[test]
+fn eight_in_flight_send_every_attempt_once_in_planned_order_with_the_results_of_one() {
+    // Given the same deterministic answers served one at a time and eight at a time
+    let results = |concurrency: u32| {
+        let gate = Gate::default();
+        let server = {
+            let gate = gate.clone();
+            ScriptedServer::start(move |r| {
+                // Answers come back out of order: later requests first, now and then.
+                let linger = if r.index % 5 == 0 { 60 } else { 15 };
+                gate.hold(r, Duration::from_millis(linger));
+                answer_for(r)
+            })
+            .unwrap()
+        };
+        let planned = plan(&server.url(), MicroUsd::parse_usd("50").unwrap());
+        let work = tempfile::tempdir().unwrap();
+        let summary = run(work.path(), &server.url(), &planned, concurrency);
+        let rows = attempts(work.path(), &summary.run);
+        let seen = gate.seen();
+        (summary, rows, seen, gate.most())
+    };
+    let (one, one_rows, one_seen, one_most) = results(1);
+    let (eight, eight_rows, eight_seen, eight_most) = results(8);
+
+    // Then one ran one at a time and eight overlapped
+    assert_eq!(one_most, 1);
+    assert!(eight_most > 1, "requests overlapped: {eight_most}");
+    for (rows, seen) in [(&one_rows, &one_seen), (&eight_rows, &eight_seen)] {
+        // every attempt was sent exactly once, one per trial
+        let mut ids = seen.clone();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), seen.len(), "an attempt was sent twice");
+        assert_eq!(seen.len(), 54);
+        assert_eq!(rows.len(), 54);
+        // and the journal dispatched the trials in their planned order
+        let mut by_dispatch: Vec<&AttemptRow> = rows.iter().collect();
+        by_dispatch.sort_by_key(|a| (a.dispatched_at_ms, a.seq, a.trial_idx));
+        let order: Vec<u32> = by_dispatch.iter().map(|a| a.trial_idx).collect();
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(order, sorted, "dispatched out of planned order");
+    }
+    // and every trial ended the same way, at the same cost
+    let outcome = |rows: &[AttemptRow]| -> BTreeMap<u32, Ending> {
+        rows.iter()
+            .map(|a| {
+                (
+                    a.trial_idx,
+                    (
+                        a.outcome.map(|o| o.as_str().to_owned()),
+                        a.reasons.clone(),
+                        a.spent_micros,
+                        a.answer_sha256.clone(),
+                    ),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(outcome(&one_rows), outcome(&eight_rows));
+    assert_eq!(one.counts, eight.counts);
+    assert_eq!(one.spent, eight.spent);
+    assert_eq!(
+        (one.status.as_str(), eight.status.as_str()),
+        ("finished", "finished")
+    );
+    let journal_of = |rows: &[AttemptRow]| rows.iter().filter(|a| a.outcome.is_some()).count();
+    assert_eq!(journal_of(&one_rows), 54);
+}
