@@ -283,8 +283,9 @@ impl<'r> Loop<'r> {
     /// Waits for the next answer, the next due time, or a tick; then queues what happened.
     fn next_events(&self, rx: &Receiver<Landing>, events: &mut VecDeque<Event>) {
         let now = Instant::now();
-        let due = self.next_due();
-        let timeout = due.map_or(TICK, |d| d.saturating_duration_since(now).min(TICK));
+        let timeout = self
+            .next_due(now)
+            .map_or(TICK, |d| d.saturating_duration_since(now).min(TICK));
         match rx.recv_timeout(timeout) {
             Ok(landing) => {
                 events.push_back(Event::Answered(Box::new(landing)));
@@ -307,10 +308,11 @@ impl<'r> Loop<'r> {
         events.push_back(Event::Ready);
     }
 
-    /// The next time something becomes due: the end of the backoff for the queued trials, a
-    /// retry (never before the backoff ends).
-    fn next_due(&self) -> Option<Instant> {
-        let backoff = self.backoff_until;
+    /// The next time something becomes due, if it is still ahead: the end of the backoff for the
+    /// queued trials, a retry (never before the backoff ends). A time already past was acted on
+    /// in this round, so it never makes the wait spin.
+    fn next_due(&self, now: Instant) -> Option<Instant> {
+        let backoff = self.backoff_until.filter(|b| *b > now);
         let queued = backoff.filter(|_| !self.queue.is_empty());
         let retry = self
             .retries
@@ -318,10 +320,11 @@ impl<'r> Loop<'r> {
             .filter_map(|r| r.due)
             .min()
             .map(|r| backoff.map_or(r, |b| r.max(b)));
-        match (queued, retry) {
-            (Some(q), Some(r)) => Some(q.min(r)),
-            (q, r) => q.or(r),
-        }
+        [queued, retry]
+            .into_iter()
+            .flatten()
+            .filter(|t| *t > now)
+            .min()
     }
 
     fn backing_off(&self, now: Instant) -> bool {
