@@ -150,6 +150,25 @@ fn run(
     planned: &(Pack, bundle::Bundle, bundle::Bundle, Manifest),
     concurrency: u32,
 ) -> RunSummary {
+    run_with(
+        dir,
+        url,
+        planned,
+        RunOptions {
+            concurrency: Concurrency::new(concurrency).unwrap(),
+            ..RunOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+/// [`run`] with options of the test's own.
+fn run_with(
+    dir: &std::path::Path,
+    url: &str,
+    planned: &(Pack, bundle::Bundle, bundle::Bundle, Manifest),
+    options: RunOptions,
+) -> Result<RunSummary, engine::EngineError> {
     let (pack, a, b, m) = planned;
     let layout = Layout::new(dir);
     let store = Store::open(&layout.store).unwrap();
@@ -163,13 +182,9 @@ fn run(
         &payloads,
         &provider,
         &inputs,
-        RunOptions {
-            concurrency: Concurrency::new(concurrency).unwrap(),
-            ..RunOptions::default()
-        },
+        options,
         &mut |_| {},
     )
-    .unwrap()
 }
 
 fn attempts(dir: &std::path::Path, run: &str) -> Vec<AttemptRow> {
@@ -317,4 +332,113 @@ fn eight_in_flight_send_every_attempt_once_in_planned_order_with_the_results_of_
     );
     let journal_of = |rows: &[AttemptRow]| rows.iter().filter(|a| a.outcome.is_some()).count();
     assert_eq!(journal_of(&one_rows), 54);
+}
+
+/// Starts a run of the 54-trial plan with eight in flight on a model that holds every request,
+/// and waits until it holds eight. Returns the model, the run's thread and its state directory.
+fn eight_held(
+    options: RunOptions,
+) -> (
+    Gate,
+    ScriptedServer,
+    std::thread::JoinHandle<Result<RunSummary, engine::EngineError>>,
+    tempfile::TempDir,
+) {
+    let gate = Gate::default();
+    gate.allow(Some(0));
+    let server = {
+        let gate = gate.clone();
+        ScriptedServer::start(move |r| {
+            gate.hold(r, Duration::ZERO);
+            answer_for(r)
+        })
+        .unwrap()
+    };
+    let planned = plan(&server.url(), MicroUsd::parse_usd("50").unwrap());
+    let work = tempfile::tempdir().unwrap();
+    let runner = {
+        let (dir, url) = (work.path().to_path_buf(), server.url());
+        let options = RunOptions {
+            concurrency: Concurrency::new(8).unwrap(),
+            ..options
+        };
+        std::thread::spawn(move || run_with(&dir, &url, &planned, options))
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while gate.now() < 8 {
+        assert!(Instant::now() < deadline, "only {} held", gate.now());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    (gate, server, runner, work)
+}
+
+#[test]
+fn a_cancel_with_eight_in_flight_journals_all_eight_answers_and_sends_nothing_more() {
+    // Given a run holding eight requests
+    let (gate, _server, runner, work) = eight_held(RunOptions::default());
+
+    // When another connection cancels it, and the model then answers the eight
+    let other = Journal::open(&Layout::new(work.path()).journal).unwrap();
+    let run_id = other.latest_run().unwrap().unwrap().id;
+    other.request_cancel(&run_id).unwrap();
+    gate.allow(None);
+    let summary = runner.join().unwrap().unwrap();
+
+    // Then the eight answers are journaled and scored, nothing else was sent, every other trial
+    // is `not_run` for the cancel, and nothing stays reserved
+    assert_eq!(gate.seen().len(), 8, "nothing sent after the cancel");
+    assert_eq!(summary.status, "cancelled");
+    let rows = attempts(work.path(), &run_id);
+    let answered = rows
+        .iter()
+        .filter(|a| a.state == AttemptState::Result)
+        .count();
+    assert_eq!(answered, 8);
+    assert!(
+        rows.iter()
+            .filter(|a| a.state == AttemptState::Result)
+            .all(|a| a.outcome.is_some())
+    );
+    assert_eq!(summary.counts.get("not_run"), Some(&46));
+    assert_eq!(summary.reserved, MicroUsd::ZERO);
+}
+
+#[test]
+fn a_stop_with_eight_in_flight_waits_for_them_and_the_next_run_sends_the_rest_once() {
+    // Given a run holding eight requests, with a stop flag as Ctrl-C sets it
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (gate, server, runner, work) = eight_held(RunOptions {
+        stop: Some(Arc::clone(&stop)),
+        ..RunOptions::default()
+    });
+
+    // When the stop is asked, then the model answers the eight
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    gate.allow(None);
+    let summary = runner.join().unwrap().unwrap();
+
+    // Then the run is stopped with the eight answered and the rest pending, nothing more sent
+    assert_eq!(summary.status, "stopped");
+    assert_eq!(gate.seen().len(), 8);
+    assert_eq!(summary.counts.get("pending"), Some(&46));
+    let run_id = summary.run.clone();
+    let rows = attempts(work.path(), &run_id);
+    assert_eq!(
+        rows.iter()
+            .filter(|a| a.state == AttemptState::Result && a.outcome.is_some())
+            .count(),
+        8
+    );
+
+    // And the next run sends the 46 others, each once, and none of the eight again
+    let planned = plan(&server.url(), MicroUsd::parse_usd("50").unwrap());
+    let again = run(work.path(), &server.url(), &planned, 8);
+    assert_eq!(again.status, "finished");
+    let seen = gate.seen();
+    assert_eq!(seen.len(), 54);
+    let mut unique = seen.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), 54, "an attempt was sent twice");
+    assert_eq!(attempts(work.path(), &run_id).len(), 54);
 }
