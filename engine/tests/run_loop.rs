@@ -442,3 +442,95 @@ fn a_stop_with_eight_in_flight_waits_for_them_and_the_next_run_sends_the_rest_on
     assert_eq!(unique.len(), 54, "an attempt was sent twice");
     assert_eq!(attempts(work.path(), &run_id).len(), 54);
 }
+
+#[test]
+fn a_rate_limit_on_one_request_backs_off_the_whole_run_for_its_retry_after() {
+    // Given a model that turns the third request away (429, retry-after 1 s) at once, holds the
+    // other answers of the first four until the test lets them through, and notes when each
+    // request arrives
+    #[derive(Default)]
+    struct Seen {
+        arrivals: Vec<(u64, Instant)>,
+        refused_at: Option<Instant>,
+    }
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let gate = Gate::default();
+    gate.allow(Some(0));
+    let server = {
+        let (seen, gate) = (Arc::clone(&seen), gate.clone());
+        ScriptedServer::start(move |r| {
+            seen.lock()
+                .unwrap()
+                .arrivals
+                .push((r.index, Instant::now()));
+            if r.index == 2 {
+                seen.lock().unwrap().refused_at = Some(Instant::now());
+                return Reply::RetryAfter(429, "1".into());
+            }
+            if r.index < 4 {
+                gate.hold(r, Duration::ZERO);
+            }
+            answer_for(r)
+        })
+        .unwrap()
+    };
+    let planned = plan(&server.url(), MicroUsd::parse_usd("50").unwrap());
+    let work = tempfile::tempdir().unwrap();
+    let runner = {
+        let (dir, url) = (work.path().to_path_buf(), server.url());
+        let options = RunOptions {
+            concurrency: Concurrency::new(4).unwrap(),
+            ..RunOptions::default()
+        };
+        std::thread::spawn(move || run_with(&dir, &url, &planned, options))
+    };
+
+    // When the rejection is journaled, the three held answers are let through
+    let journal = Journal::open(&Layout::new(work.path()).journal).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        assert!(Instant::now() < deadline, "the 429 was never journaled");
+        std::thread::sleep(Duration::from_millis(10));
+        let Some(run) = journal.latest_run().unwrap() else {
+            continue;
+        };
+        let rows = journal.attempts_without_details(&run.id).unwrap();
+        if rows.iter().any(|a| a.http_status == Some(429)) {
+            break;
+        }
+    }
+    gate.allow(None);
+    let summary = runner.join().unwrap().unwrap();
+
+    // Then no request reached the model until the retry-after was over, and the refused trial
+    // was retried automatically and answered
+    let seen = seen.lock().unwrap();
+    let refused_at = seen.refused_at.unwrap();
+    let after: Vec<Duration> = seen
+        .arrivals
+        .iter()
+        .filter(|(index, _)| *index >= 4)
+        .map(|(_, at)| at.duration_since(refused_at))
+        .collect();
+    assert_eq!(after.len(), 51, "the 50 other trials and the retry");
+    let first = after.iter().min().unwrap();
+    assert!(
+        *first >= Duration::from_secs(1),
+        "a request left {first:?} after the 429 asked for 1 s"
+    );
+    assert_eq!(summary.status, "finished");
+    let rows = attempts(work.path(), &summary.run);
+    let retry = rows
+        .iter()
+        .find(|a| a.retry_of.is_some())
+        .expect("an automatic retry");
+    assert!(
+        retry
+            .retry_reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with("automatic retry 1/3 after HTTP 429")),
+        "{:?}",
+        retry.retry_reason
+    );
+    assert!(retry.outcome.is_some() && retry.state == AttemptState::Result);
+}
