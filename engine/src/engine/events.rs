@@ -128,6 +128,8 @@ pub(super) struct Loop<'r> {
     backoff_until: Option<Instant>,
     halt: Option<Halt>,
     dispatched_now: u32,
+    /// What the progress line last showed: it is shown again only when it changed.
+    shown: Option<Progress>,
 }
 
 impl<'r> Loop<'r> {
@@ -183,6 +185,7 @@ impl<'r> Loop<'r> {
             backoff_until,
             halt: None,
             dispatched_now: 0,
+            shown: None,
         })
     }
 
@@ -575,8 +578,8 @@ impl<'r> Loop<'r> {
         Ok(outgoing)
     }
 
-    /// Shows the run as it stands.
-    fn progress(&self, on_progress: &mut dyn FnMut(&Progress)) -> Result<(), EngineError> {
+    /// Shows the run as it stands, when that changed since it was last shown.
+    fn progress(&mut self, on_progress: &mut dyn FnMut(&Progress)) -> Result<(), EngineError> {
         let attempts = self.journal.attempts_without_details(self.set.run_id)?;
         let money = self.journal.money(self.set.run_id)?;
         let total = u32::try_from(self.set.trials.len()).unwrap_or(u32::MAX);
@@ -592,7 +595,7 @@ impl<'r> Loop<'r> {
             .filter(|(attempt, _)| self.in_flight.contains_key(attempt))
             .and_then(|(_, idx)| self.by_index.get(idx))
             .map(|t| (t.task.clone(), t.arm.as_str().to_owned(), t.repetition));
-        on_progress(&Progress {
+        let now = Progress {
             done: total.saturating_sub(pending),
             total,
             counts,
@@ -600,7 +603,11 @@ impl<'r> Loop<'r> {
             reserved: money.reserved,
             current,
             in_flight: u32::try_from(self.in_flight.len()).unwrap_or(u32::MAX),
-        });
+        };
+        if self.shown.as_ref() != Some(&now) {
+            on_progress(&now);
+            self.shown = Some(now);
+        }
         Ok(())
     }
 }
