@@ -59,14 +59,15 @@ pub enum Command {
     Check(CheckArgs),
     /// Plan a paired run: copy every input into the store, write the manifest, show the bounds.
     Plan(PlanArgs),
-    /// Run (or resume) a planned manifest: one request in flight, budget reserved before each.
+    /// Run (or resume) a planned manifest: one request in flight (up to N with --concurrency), budget
+    /// reserved before each.
     Run(RunArgs),
     /// Show a run's counts, money and unknown attempts (the latest run by default).
     ///
     /// With `--remote --runner URL`: a hosted run on a runner daemon (signed in with your
     /// wallet); `--follow` streams its trials as they land.
     Status(StatusArgs),
-    /// Stop a run's new dispatches (from any terminal); the request in flight finishes. With
+    /// Stop a run's new dispatches (from any terminal); the requests in flight finish. With
     /// `--chain <RUN_ADDRESS>`, cancel a hosted run on-chain instead (the runner may still settle
     /// what it already executed, for a short window).
     Cancel(CancelArgs),
