@@ -59,14 +59,15 @@ pub enum Command {
     Check(CheckArgs),
     /// Plan a paired run: copy every input into the store, write the manifest, show the bounds.
     Plan(PlanArgs),
-    /// Run (or resume) a planned manifest: one request in flight, budget reserved before each.
+    /// Run (or resume) a planned manifest: one request in flight (up to N with --concurrency), budget
+    /// reserved before each.
     Run(RunArgs),
     /// Show a run's counts, money and unknown attempts (the latest run by default).
     ///
     /// With `--remote --runner URL`: a hosted run on a runner daemon (signed in with your
     /// wallet); `--follow` streams its trials as they land.
     Status(StatusArgs),
-    /// Stop a run's new dispatches (from any terminal); the request in flight finishes. With
+    /// Stop a run's new dispatches (from any terminal); the requests in flight finish. With
     /// `--chain <RUN_ADDRESS>`, cancel a hosted run on-chain instead (the runner may still settle
     /// what it already executed, for a short window).
     Cancel(CancelArgs),
@@ -169,6 +170,11 @@ pub struct SubmitArgs {
     /// Escrow without asking.
     #[arg(long)]
     pub yes: bool,
+    /// Requests the runner may have in flight at once for this run: 1 (one at a time) up to
+    /// the runner's maximum (`max_concurrency` in its GET /v1/info; refused before the sign-in
+    /// above it). Not part of the manifest: it changes how long the run takes, not its results.
+    #[arg(long, value_name = "N", default_value_t = Concurrency::SEQUENTIAL, allow_negative_numbers = true)]
+    pub concurrency: Concurrency,
     #[command(flatten)]
     pub solana: SolanaArgs,
 }
@@ -239,6 +245,16 @@ pub struct ServeArgs {
     /// Runs executing at once.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub max_runs: u16,
+    /// The most requests one run may have in flight at once, 1 to 64: each run is registered
+    /// with the concurrency its owner asks for (1 by default) up to this, published in GET
+    /// /v1/info. The daemon's requests in flight are at most --max-runs times this.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value = "4",
+        allow_negative_numbers = true
+    )]
+    pub max_concurrency: Concurrency,
     /// Trials per settlement transaction.
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=60))]
     pub batch: u32,

@@ -338,7 +338,7 @@ fn one_ctrl_c_finishes_the_request_in_flight_and_stops_resumable() {
         assert_eq!(code, Some(130), "SIG{sig}: {stderr}");
         assert!(
             stderr.contains(
-                "stopping: the request in flight finishes and is journaled; no new request is sent"
+                "stopping: the requests in flight finish and are journaled; no new request is sent"
             ),
             "{stderr}"
         );
@@ -589,10 +589,10 @@ fn a_ctrl_c_on_a_real_terminal_leaves_no_stale_bar_over_the_notice() {
     let lines: Vec<&str> = screen.lines().collect();
     let notice = lines
         .iter()
-        .position(|l| l.starts_with("stopping: the request in flight finishes"))
+        .position(|l| l.starts_with("stopping: the requests in flight finish"))
         .unwrap_or_else(|| panic!("{screen}"));
     assert!(
-        lines[notice + 1].starts_with("hat request then becomes unknown"),
+        lines[notice + 1].starts_with("hose requests then become unknown"),
         "{screen}"
     );
     assert!(

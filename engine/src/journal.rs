@@ -305,14 +305,6 @@ pub struct StoredPayload<'a> {
     pub content: Option<&'a [u8]>,
 }
 
-/// An answered attempt's verdict and the runner's own time on it (µs), written together.
-#[derive(Debug, Clone, Copy)]
-pub struct Scored<'a> {
-    pub attempt: &'a str,
-    pub verdict: &'a skilltrial_core::checker::Verdict,
-    pub runner_us: u64,
-}
-
 /// How the user resolves an `unknown` attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resolution {

@@ -76,6 +76,7 @@ pub fn facts(
             created_at_ms: run.created_at_ms,
             started_at_ms: run.started_at_ms,
             finished_at_ms: run.finished_at_ms,
+            concurrency: run.concurrency,
         },
         manifest_hash: manifest_hash.to_string(),
         families: families(store, &manifest)?,

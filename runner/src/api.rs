@@ -52,6 +52,17 @@ pub struct Info {
     /// buybacks.
     #[serde(default)]
     pub buyback: Option<BuybackInfo>,
+    /// The most requests one run may have in flight at once on this runner
+    /// (`runner serve --max-concurrency`): a run asks for 1 up to it when it is registered. A
+    /// runner from before concurrency runs one at a time, and says nothing: 1.
+    #[serde(default = "sequential")]
+    pub max_concurrency: u32,
+}
+
+/// One request in flight: what a run asks for when it says nothing, and what a runner that
+/// does not advertise a maximum runs.
+fn sequential() -> u32 {
+    skilltrial_core::concurrency::Concurrency::SEQUENTIAL.get()
 }
 
 /// The operator's SOL/USD terms, in `GET /v1/info`.
@@ -145,6 +156,11 @@ pub struct Terms {
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Register {
     pub manifest: String,
+    /// Requests in flight at once for this run, 1 up to the runner's `max_concurrency`; 1 when
+    /// missing. It changes how long the run takes, never what it sends or finds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub concurrency: Option<u32>,
 }
 
 /// A run as its owner sees it.
@@ -164,6 +180,10 @@ pub struct RunView {
     pub settle_batches: usize,
     pub report_hash: Option<String>,
     pub finalize_signature: Option<String>,
+    /// Requests in flight at once, as the run was registered with (1 from a runner from
+    /// before concurrency).
+    #[serde(default = "sequential")]
+    pub concurrency: u32,
 }
 
 /// An error answer.
@@ -186,6 +206,11 @@ pub struct Check {
     pub manifest: String,
     /// The deadline the escrow will be opened with, in seconds from now.
     pub deadline_secs: i64,
+    /// The concurrency the run will be registered with ([`Register::concurrency`]), checked
+    /// against the runner's maximum before anything is escrowed; 1 when missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub concurrency: Option<u32>,
 }
 
 /// `POST /v1/runs/check` answer: every check registration makes, but the Run account's, passed.

@@ -16,9 +16,10 @@
 //! - [`client`]: what `skilltrial submit`, `status --remote` and `report --remote` speak.
 //!
 //! Threads: the HTTP server runs on a tokio runtime; each run executes on a thread of its own
-//! (the engine, the journal and the chain client are blocking), at most `max_runs` at once, one
-//! request in flight per run. The supervisor thread starts runs as they are registered and
-//! again after a restart.
+//! (the engine, the journal and the chain client are blocking), at most `max_runs` at once, each
+//! with up to the concurrency its owner registered it with in flight (at most the operator's
+//! `max_concurrency`). The supervisor thread starts runs as they are registered and again after
+//! a restart.
 //!
 //! Logs are `tracing` events, with the run's address, a transaction's signature or a batch as
 //! fields; the binary installs the subscriber. Never a secret: keys stay in the provider, tokens
@@ -45,6 +46,7 @@ use std::time::{Duration, Instant};
 use skilltrial_chain::cli_config::Commitment;
 use skilltrial_chain::rpc::Chain;
 use skilltrial_chain::send::Fees;
+use skilltrial_core::concurrency::Concurrency;
 use skilltrial_engine::store::Store;
 use solana_keypair::Keypair;
 
@@ -69,6 +71,10 @@ pub struct Config {
     pub profiles: Option<PathBuf>,
     /// Runs executing at once.
     pub max_runs: usize,
+    /// The most requests one run may have in flight at once: a run is registered with 1 up to
+    /// this, and `GET /v1/info` advertises it. Requests in flight on the daemon are at most
+    /// `max_runs` times this.
+    pub max_concurrency: Concurrency,
     /// Trials per engine chunk and per settlement transaction.
     pub batch: u32,
     pub fees: Fees,

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use skilltrial_core::concurrency::Concurrency;
 use skilltrial_core::settlement::EvidenceRecord;
 use skilltrial_sqlite::{get_with, migrate};
 
@@ -86,6 +87,9 @@ pub struct HostedRun {
     pub report_hash: Option<String>,
     /// The `run_finalize` transaction.
     pub finalize_signature: Option<String>,
+    /// Requests in flight at once, as its owner registered it (within the operator's maximum
+    /// then).
+    pub concurrency: Concurrency,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -198,14 +202,16 @@ pub trait RunnerState: Send {
 ///
 /// Log: 1 — the first schema, as the code created it before it was numbered (such a file is
 /// adopted as it is, `batches.refused` added if it predates that column); 2 — `CHECK`s that
-/// `runs.run_id` and `events.seq` are never negative (a rebuild of both tables). Keep
+/// `runs.run_id` and `events.seq` are never negative (a rebuild of both tables); 3 —
+/// `runs.concurrency`, the requests a run may have in flight (1 for every earlier run). Keep
 /// `MIGRATIONS` in file-number order; the files live in the workspace's `migrations/runner/`,
 /// named by path from this file so the crate builds wherever the workspace is.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/runner/0001_runner.sql"),
     include_str!("../../migrations/runner/0002_checks.sql"),
+    include_str!("../../migrations/runner/0003_concurrency.sql"),
 ];
 
 /// Brings a state written before the migrations existed to migration 1's shape: one written
@@ -224,7 +230,7 @@ fn adopt_unnumbered(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
 
 /// The columns [`HostedRun::from_row`] reads, for every `SELECT` of a run.
 const RUN_COLUMNS: &str = "address, user, manifest, run_id, deadline, phase, detail, report_hash, \
-                           finalize_signature, created_at, updated_at";
+                           finalize_signature, concurrency, created_at, updated_at";
 
 /// The columns [`Batch::from_row`] reads.
 const BATCH_COLUMNS: &str = "seq, evidence, signature, refused";
@@ -265,6 +271,9 @@ impl HostedRun {
             detail: row.get("detail")?,
             report_hash: row.get("report_hash")?,
             finalize_signature: row.get("finalize_signature")?,
+            concurrency: get_with(row, "concurrency", |n: u32| {
+                Concurrency::new(n).map_err(|e| e.to_string())
+            })?,
             created_at: row.get("created_at")?,
             updated_at: row.get("updated_at")?,
         })
@@ -440,8 +449,8 @@ impl RunnerState for SqliteState {
         let changed = self
             .conn
             .execute(
-                "INSERT OR IGNORE INTO runs (address, user, manifest, run_id, deadline, phase, detail, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+                "INSERT OR IGNORE INTO runs (address, user, manifest, run_id, deadline, phase, detail, concurrency, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
                 params![
                     run.address,
                     run.user,
@@ -450,6 +459,7 @@ impl RunnerState for SqliteState {
                     run.deadline,
                     run.phase.as_str(),
                     run.detail,
+                    run.concurrency.get(),
                     run.created_at
                 ],
             )
@@ -630,6 +640,7 @@ mod tests {
             detail: None,
             report_hash: None,
             finalize_signature: None,
+            concurrency: Concurrency::SEQUENTIAL,
             created_at: 1,
             updated_at: 1,
         }
@@ -749,7 +760,7 @@ CREATE TABLE IF NOT EXISTS events (
     }
 
     /// Given a state written by the code before its migrations, holding a row in every table,
-    /// when the daemon opens it, then it is adopted and migrated in place (schema 2) and every
+    /// when the daemon opens it, then it is adopted and migrated in place (the current schema) and every
     /// row reads back as it was written.
     #[test]
     fn an_unnumbered_state_is_migrated_in_place_with_its_rows() {
@@ -792,6 +803,7 @@ CREATE TABLE IF NOT EXISTS events (
                 detail: None,
                 report_hash: Some("beef".into()),
                 finalize_signature: Some("fsig".into()),
+                concurrency: Concurrency::SEQUENTIAL,
                 created_at: 1,
                 updated_at: 5,
             }
@@ -921,7 +933,7 @@ CREATE TABLE IF NOT EXISTS events (
         assert_eq!(
             err,
             format!(
-                "runner state {}: written by a newer SkillTrial (schema 3, this one knows 2)",
+                "runner state {}: written by a newer SkillTrial (schema 4, this one knows 3)",
                 path.display()
             )
         );

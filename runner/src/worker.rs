@@ -22,6 +22,7 @@ use skilltrial_chain::outbox::{EntryState, Outbox};
 use skilltrial_chain::rpc::Chain;
 use skilltrial_chain::send::{SendError, Sender};
 use skilltrial_chain::{Pubkey, anchor_key, pda};
+use skilltrial_core::concurrency::Concurrency;
 use skilltrial_core::hosted::Terms;
 use skilltrial_core::manifest;
 use skilltrial_core::money::MicroUsd;
@@ -259,10 +260,33 @@ pub fn preflight(
     Ok((inputs, terms))
 }
 
+/// The concurrency a run asks for (`None`: it says nothing, 1), when it is from 1 to the
+/// operator's maximum; otherwise why not, naming the field, the value and the maximum.
+pub fn concurrency(app: &App, asked: Option<u32>) -> Result<Concurrency, Unauthorised> {
+    let most = app.config.max_concurrency;
+    let Some(n) = asked else {
+        return Ok(Concurrency::SEQUENTIAL);
+    };
+    Concurrency::new(n)
+        .ok()
+        .filter(|c| *c <= most)
+        .ok_or_else(|| {
+            Unauthorised::Inadmissible(format!(
+                "`concurrency` {n} is out of range: this runner runs 1 to {most} requests in flight per run (its `max_concurrency` in GET /v1/info); nothing was registered"
+            ))
+        })
+}
+
 /// The chain's authorisation of `user`'s run of `manifest_hex`: [`preflight`], and its Run
 /// account exists, names this runner, pins this manifest, is open, holds the manifest's whole
-/// upper cost and fee, and leaves time to run and settle. Returns the run to register.
-pub fn authorise(app: &App, user: &Pubkey, manifest_hex: &str) -> Result<HostedRun, Unauthorised> {
+/// upper cost and fee, and leaves time to run and settle. Returns the run to register, with
+/// `concurrency` (checked by [`concurrency`]).
+pub fn authorise(
+    app: &App,
+    user: &Pubkey,
+    manifest_hex: &str,
+    concurrency: Concurrency,
+) -> Result<HostedRun, Unauthorised> {
     let (inputs, terms) = preflight(app, manifest_hex, Admission::Register, None)?;
     let chain = app.chain();
     let address = pda::run(user, &inputs.hash.0);
@@ -335,6 +359,7 @@ pub fn authorise(app: &App, user: &Pubkey, manifest_hex: &str) -> Result<HostedR
         detail: None,
         report_hash: None,
         finalize_signature: None,
+        concurrency,
         created_at: at,
         updated_at: at,
     })
@@ -556,7 +581,8 @@ impl Ctx<'_> {
                     // The key is the operator's: a refused key pauses the run (retried later,
                     // the refused trial sent again), never ends it as a row of errors.
                     stop_on_key_refusal: true,
-                    ..RunOptions::default()
+                    // As its owner registered it: within the operator's maximum then.
+                    concurrency: self.run.concurrency,
                 },
                 &mut |p| {
                     if p.done != last_done || p.current.is_none() {

@@ -15,6 +15,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 use skilltrial_chain::cli_config::Commitment;
 use skilltrial_core::bundle::Bundle;
+use skilltrial_core::concurrency::Concurrency;
 use skilltrial_core::manifest::{self, Manifest, PlanOptions, SolUsd};
 use skilltrial_core::money::MicroUsd;
 use skilltrial_core::pack::Pack;
@@ -79,6 +80,18 @@ fn serve_within(
     limits: ConnectionLimits,
     rpc_url: &str,
 ) -> Served {
+    serve_as(prepare, bounds, limits, rpc_url, Keypair::new(), 1)
+}
+
+/// [`serve_within`] with `runner` as the daemon's key, executing at most `max_runs` at once.
+fn serve_as(
+    prepare: impl FnOnce(&Path),
+    bounds: BodyBounds,
+    limits: ConnectionLimits,
+    rpc_url: &str,
+    runner: Keypair,
+    max_runs: usize,
+) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let state_dir = dir.path().join("state");
     std::fs::create_dir_all(&state_dir).unwrap();
@@ -96,7 +109,8 @@ fn serve_within(
         commitment: Commitment::Confirmed,
         chain_id: "localnet".to_owned(),
         profiles: Some(profiles.clone()),
-        max_runs: 1,
+        max_runs,
+        max_concurrency: Concurrency::new(4).unwrap(),
         batch: 10,
         fees: skilltrial_chain::send::Fees::default(),
         rate: operator_rate(),
@@ -113,7 +127,7 @@ fn serve_within(
     // environment); every other check of what the daemon serves is the real one.
     let served = Profiles::load_with(Some(&profiles), |_| true).unwrap();
     assert!(served.find("loopback").is_ok(), "{:?}", served.skipped);
-    let app = App::open_with(config, Keypair::new(), served).unwrap();
+    let app = App::open_with(config, runner, served).unwrap();
     // One daemon per state directory.
     let refused = App::open(second, Keypair::new()).unwrap_err();
     assert!(refused.contains("another runner daemon"), "{refused}");
@@ -151,6 +165,7 @@ fn config_defaults() -> Config {
         chain_id: "localnet".to_owned(),
         profiles: None,
         max_runs: 1,
+        max_concurrency: Concurrency::new(4).unwrap(),
         batch: 10,
         fees: skilltrial_chain::send::Fees::default(),
         rate: operator_rate(),
@@ -451,6 +466,7 @@ fn register_in_state(
         detail: None,
         report_hash: None,
         finalize_signature: None,
+        concurrency: Concurrency::SEQUENTIAL,
         created_at: 1,
         updated_at: 1,
     };
@@ -525,6 +541,12 @@ fn unix_now() -> i64 {
 /// writes, with its inputs uploaded by `client`.
 fn planned_and_uploaded(client: &Client, profiles: &Path) -> Manifest {
     let (m, pack, a) = planned(profiles);
+    upload_inputs(client, &pack, &a);
+    m
+}
+
+/// Uploads a plan's bundle and pack as `client`'s wallet.
+fn upload_inputs(client: &Client, pack: &Pack, a: &Bundle) {
     let files: Vec<(String, Vec<u8>)> = a
         .files
         .iter()
@@ -539,7 +561,6 @@ fn planned_and_uploaded(client: &Client, profiles: &Path) -> Manifest {
     client
         .upload_tree("pack", Some(&pack.id()), &files)
         .unwrap();
-    m
 }
 
 /// What `plan --model loopback --a solana-reader-1.5.0 --reps 1 --cap-usd 1 --sol-usd 150`
@@ -1551,13 +1572,36 @@ fn cluster(
     skilltrial_engine::scripted::ScriptedServer,
     Arc<std::sync::Mutex<Vec<String>>>,
 ) {
+    cluster_of(
+        genesis,
+        fee_per_trial,
+        Keypair::new().pubkey(),
+        Accounts::default(),
+    )
+}
+
+/// Accounts a [`cluster_of`] holds besides its config, by address: the data of each (owned by
+/// the program).
+type Accounts = Arc<std::sync::Mutex<std::collections::BTreeMap<String, Vec<u8>>>>;
+
+/// [`cluster`] whose config names `runner` and which holds `accounts` as well; its clock (the
+/// block time of its slot) is this machine's.
+fn cluster_of(
+    genesis: &'static str,
+    fee_per_trial: u64,
+    runner: skilltrial_chain::Pubkey,
+    accounts: Accounts,
+) -> (
+    skilltrial_engine::scripted::ScriptedServer,
+    Arc<std::sync::Mutex<Vec<String>>>,
+) {
     use skilltrial_engine::scripted::{Reply, ScriptedServer};
     use skilltrial_program::state::{BuybackRate, SpendingLimit};
     let config = skilltrial_chain::account::Config {
         version: skilltrial_program::constants::ACCOUNT_VERSION,
         admin: Keypair::new().pubkey(),
         pending_admin: None,
-        runner: Keypair::new().pubkey(),
+        runner,
         runner_payout: Keypair::new().pubkey(),
         fee_per_trial,
         min_deadline_secs: 60,
@@ -1587,18 +1631,27 @@ fn cluster(
         let call = r.json().unwrap_or(Value::Null);
         let method = call["method"].as_str().unwrap_or("").to_owned();
         log.lock().unwrap().push(method.clone());
-        let result = match method.as_str() {
-            "getGenesisHash" => json!(genesis),
-            "getAccountInfo" if call["params"][0] == config_address.as_str() => json!({
+        let held = |data: &[u8]| {
+            json!({
                 "context": { "slot": 1 },
                 "value": {
-                    "data": [base64::engine::general_purpose::STANDARD.encode(&data), "base64"],
+                    "data": [base64::engine::general_purpose::STANDARD.encode(data), "base64"],
                     "owner": skilltrial_chain::PROGRAM_ID.to_string(),
                     "lamports": 5_000_000u64, "executable": false, "rentEpoch": 0,
                     "space": data.len(),
                 }
-            }),
-            "getAccountInfo" => json!({ "context": { "slot": 1 }, "value": null }),
+            })
+        };
+        let address = call["params"][0].as_str().unwrap_or("").to_owned();
+        let result = match method.as_str() {
+            "getGenesisHash" => json!(genesis),
+            "getAccountInfo" if address == config_address => held(&data),
+            "getAccountInfo" => match accounts.lock().unwrap().get(&address) {
+                Some(account) => held(account),
+                None => json!({ "context": { "slot": 1 }, "value": null }),
+            },
+            "getSlot" => json!(1),
+            "getBlockTime" => json!(unix_now()),
             _ => return Reply::Status(404),
         };
         Reply::Verbatim {
@@ -1658,11 +1711,27 @@ fn user(profiles: &Path, rpc_url: &str, wallet: Option<&Keypair>) -> User {
     }
 }
 
-/// Every step `submit` reported, in words.
+/// Every step `submit` reported, in words (one request in flight).
 fn submit_steps(
     user: &User,
     runner_url: &url::Url,
     deadline_secs: i64,
+) -> (
+    Result<
+        skilltrial_runner::client::submit::Submission,
+        skilltrial_runner::client::submit::SubmitError,
+    >,
+    Vec<String>,
+) {
+    submit_steps_at(user, runner_url, deadline_secs, Concurrency::SEQUENTIAL)
+}
+
+/// [`submit_steps`] asking for `concurrency` requests in flight.
+fn submit_steps_at(
+    user: &User,
+    runner_url: &url::Url,
+    deadline_secs: i64,
+    concurrency: Concurrency,
 ) -> (
     Result<
         skilltrial_runner::client::submit::Submission,
@@ -1679,6 +1748,7 @@ fn submit_steps(
             manifest: &user.hash,
             runner_url,
             deadline_secs,
+            concurrency,
         },
         &mut |step| {
             steps.push(match step {
@@ -1780,4 +1850,222 @@ fn submit_refuses_a_deadline_below_the_runners_minimum_before_the_escrow() {
         !matches!(result, Err(SubmitError::DeadlineBelowRunner { .. })),
         "{result:?}"
     );
+}
+
+/// A local cluster's genesis hash (not a public cluster's): the daemon's `localnet`.
+const LOCAL_GENESIS: &str = "GH7ome3EiwEr7tu9JuTh2dpYWBJK3z69Xm1ZE3MEE6JC";
+
+/// The fee per trial of the clusters below.
+const FEE_PER_TRIAL: u64 = 200_000;
+
+/// The Run account `wallet` opens for `m` (planned from `pack` and `a`) naming `runner`: all the
+/// manifest needs escrowed, open, its deadline an hour away. Returns its address and its data as
+/// the program lays it out.
+fn escrowed(
+    wallet: &Keypair,
+    runner: skilltrial_chain::Pubkey,
+    (m, pack, a): (&Manifest, &Pack, &Bundle),
+) -> (String, Vec<u8>) {
+    use skilltrial_chain::account::{Run, RunStatus, SETTLED_BITMAP_BYTES};
+    let (trials, _) = manifest::trials(m, pack, Some(a), None).unwrap();
+    let terms = skilltrial_core::hosted::Terms::of(m, &trials).unwrap();
+    let hash = m.hash().unwrap();
+    let run = Run {
+        version: skilltrial_program::constants::ACCOUNT_VERSION,
+        run_id: 1,
+        user: wallet.pubkey(),
+        runner,
+        manifest_hash: hash.0,
+        planned_trials: terms.planned_trials,
+        per_request_cap: terms.per_request_cap.0,
+        fee_per_trial: FEE_PER_TRIAL,
+        escrowed: terms.escrow(FEE_PER_TRIAL).unwrap(),
+        settled_usage: 0,
+        settled_fees: 0,
+        settled_trials: 0,
+        settle_batches: 0,
+        settled_bitmap: [0; SETTLED_BITMAP_BYTES],
+        settle_digest: [0; 32],
+        status: RunStatus::Open,
+        opened_at: unix_now(),
+        deadline: unix_now() + 3600,
+        report_hash: [0; 32],
+        bump: 255,
+        reserved: [0; 32],
+    };
+    let mut data = Vec::new();
+    anchor_lang::AccountSerialize::try_serialize(&run, &mut data).unwrap();
+    // The program allocates the largest layout; a shorter variant leaves zeros at the end.
+    data.resize(8 + <Run as anchor_lang::Space>::INIT_SPACE, 0);
+    let address = skilltrial_chain::pda::run(&wallet.pubkey(), &hash.0).to_string();
+    (address, data)
+}
+
+/// `POST /v1/runs` with `body` as `token`'s wallet: the status and the answer.
+fn register_raw(base: &url::Url, token: &str, body: &Value) -> (u16, Value) {
+    let response = http()
+        .post(base.join("v1/runs").unwrap())
+        .bearer_auth(token)
+        .json(body)
+        .send()
+        .unwrap();
+    (response.status().as_u16(), response.json().unwrap())
+}
+
+/// The runs the daemon's state holds, with the concurrency of each.
+fn stored_runs(state: &Path) -> Vec<(String, i64)> {
+    let conn = rusqlite::Connection::open(state.join("runner.sqlite")).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT address, concurrency FROM runs ORDER BY address")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// A run asks the daemon for its concurrency when it registers: up to the operator's
+/// maximum, advertised in `GET /v1/info`; above it (or 0) it is refused in words naming the
+/// field, the value and the maximum, before anything is stored; without the field (a client
+/// from before concurrency) it is 1. What it was registered with is stored and shown.
+#[test]
+fn a_runs_concurrency_is_registered_within_the_operators_maximum_and_shown() {
+    // Given a daemon whose operator allows 4 requests in flight per run, on a cluster whose
+    // config names it, and two wallets that each uploaded the same plan and escrowed it.
+    let runner = Keypair::new();
+    let accounts = Accounts::default();
+    let (rpc, _) = cluster_of(
+        LOCAL_GENESIS,
+        FEE_PER_TRIAL,
+        runner.pubkey(),
+        Arc::clone(&accounts),
+    );
+    let mut state = std::path::PathBuf::new();
+    let served = serve_as(
+        |dir| state = dir.to_path_buf(),
+        BodyBounds::default(),
+        ConnectionLimits::default(),
+        &rpc.url(),
+        runner.insecure_clone(),
+        // Registered runs are not executed: this test is about what registration stores.
+        0,
+    );
+    let base = &served.base;
+    assert_eq!(
+        Client::new(base).unwrap().info().unwrap().max_concurrency,
+        4
+    );
+    let (m, pack, a) = planned(&state.parent().unwrap().join("profiles.toml"));
+    let hash = m.hash().unwrap().hex();
+    let (first, second) = (Keypair::new(), Keypair::new());
+    let mut tokens = Vec::new();
+    for wallet in [&first, &second] {
+        let mut client = Client::new(base).unwrap();
+        tokens.push(client.sign_in(wallet).unwrap().token);
+        upload_inputs(&client, &pack, &a);
+        client.upload_manifest(&m.canonical().unwrap()).unwrap();
+        let (address, data) = escrowed(wallet, runner.pubkey(), (&m, &pack, &a));
+        accounts.lock().unwrap().insert(address, data);
+    }
+
+    // When the first asks for 5, or 0, before its escrow and at registration,
+    for asked in [5, 0] {
+        // then each is refused naming the field, the value and the maximum,
+        let (status, doc) = check(base, &tokens[0], &hash, 3600);
+        assert_eq!(status, 200, "{doc}");
+        let response = http()
+            .post(base.join("v1/runs/check").unwrap())
+            .bearer_auth(&tokens[0])
+            .json(&json!({"manifest": hash, "deadline_secs": 3600, "concurrency": asked}))
+            .send()
+            .unwrap();
+        let (status, doc): (u16, Value) = (response.status().as_u16(), response.json().unwrap());
+        let words = format!(
+            "`concurrency` {asked} is out of range: this runner runs 1 to 4 requests in flight per run"
+        );
+        refused_with(status, &doc, 422, &words);
+        let (status, doc) = register_raw(
+            base,
+            &tokens[0],
+            &json!({"manifest": hash, "concurrency": asked}),
+        );
+        refused_with(status, &doc, 422, &words);
+        assert_eq!(doc["code"], "invalid", "{doc}");
+    }
+    // and nothing was stored.
+    assert!(stored_runs(&state).is_empty());
+
+    // When it asks for 3, then its run is registered with 3, stored so and shown in its view.
+    let (status, view) = register_raw(
+        base,
+        &tokens[0],
+        &json!({"manifest": hash, "concurrency": 3}),
+    );
+    assert_eq!(status, 201, "{view}");
+    assert_eq!(view["concurrency"], 3, "{view}");
+    let run = view["run"].as_str().unwrap().to_owned();
+    let client = Client::signed_in(base, &first).unwrap();
+    assert_eq!(client.run(&run).unwrap().concurrency, 3);
+    // Registering it again with another concurrency answers the run as it was registered.
+    let again = client
+        .register_with(&hash, Some(Concurrency::new(2).unwrap()))
+        .unwrap();
+    assert_eq!((again.run.as_str(), again.concurrency), (run.as_str(), 3));
+
+    // When the second wallet registers without the field (a client from before concurrency),
+    // then its run is registered with 1.
+    let (status, view) = register_raw(base, &tokens[1], &json!({"manifest": hash}));
+    assert_eq!(status, 201, "{view}");
+    assert_eq!(view["concurrency"], 1, "{view}");
+    let other = view["run"].as_str().unwrap().to_owned();
+    let mut want = vec![(run, 3), (other, 1)];
+    want.sort();
+    assert_eq!(stored_runs(&state), want);
+}
+
+#[test]
+fn submit_refuses_a_concurrency_above_the_runners_maximum_before_it_signs_in() {
+    use skilltrial_runner::client::submit::SubmitError;
+    // Given a daemon allowing 4 requests in flight per run on a local cluster, and a user of
+    // that cluster (whose wallet file does not exist: it must not even be read),
+    let (rpc, asked) = cluster(LOCAL_GENESIS, FEE_PER_TRIAL);
+    let served = serve_on_cluster(&rpc.url());
+    let user = user(&served._dir.path().join("profiles.toml"), &rpc.url(), None);
+    // when the user submits asking for 5,
+    let five = Concurrency::new(5).unwrap();
+    let (result, steps) = submit_steps_at(&user, &served.base, 3600, five);
+    // then it is refused naming the value and the runner's maximum, before the cluster is
+    // asked anything, a sign-in, an upload or an escrow.
+    let error = result.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            SubmitError::ConcurrencyAboveRunner {
+                asked: 5,
+                max: 4,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "--concurrency 5: the runner at {} runs at most 4 requests in flight per run (its max_concurrency): ask for 4 or fewer; nothing was signed in, uploaded or escrowed",
+            served.base
+        )
+    );
+    assert!(steps.is_empty(), "{steps:?}");
+    assert!(
+        asked.lock().unwrap().is_empty(),
+        "{:?}",
+        asked.lock().unwrap()
+    );
+    assert!(!user.dir.path().join("chain-outbox.sqlite").exists());
+    // And at the maximum it goes on: to the cluster, then to the wallet it has not got.
+    let four = Concurrency::new(4).unwrap();
+    let (result, steps) = submit_steps_at(&user, &served.base, 3600, four);
+    assert!(matches!(result, Err(SubmitError::Session(_))), "{result:?}");
+    assert!(steps.is_empty(), "{steps:?}");
+    assert_eq!(*asked.lock().unwrap(), ["getGenesisHash"]);
 }

@@ -25,11 +25,13 @@ import {
   call,
   post,
   type Blockhash,
+  type Check,
   type Checked,
   type Funds,
   type Info,
   type Offer,
   type Progress,
+  type Register,
   type RunView,
   type Terms,
 } from "./api.js";
@@ -177,6 +179,9 @@ async function start(): Promise<void> {
   state.chain = `solana:${info.chain_id}`;
   $("runner-line").textContent =
     `Runner ${info.runner} on ${info.chain_id} · SOL at ${moneyText(String(info.sol_usd.usd_micros_per_sol)).split(" ")[0]} · fee ${sol(String(state.offer.fee_per_trial_lamports))} per executed trial`;
+  // A run asks for 1 up to the operator's maximum (a runner from before concurrency: 1).
+  $<HTMLInputElement>("concurrency").max = String(info.max_concurrency);
+  $("concurrency-max").textContent = String(info.max_concurrency);
   const select = $<HTMLSelectElement>("profile");
   // The operator's own profiles first: the built-in ones follow.
   state.offer.profiles.sort((x, y) => Number(x.profile["origin"] === "builtin") - Number(y.profile["origin"] === "builtin"));
@@ -578,6 +583,12 @@ async function approve(): Promise<void> {
     say("plan-error", "This plan's rate was pinned too long ago for the runner, so it was planned again: check the new hash, then approve.");
     return;
   }
+  const concurrency = concurrencyAsked(state.info.max_concurrency);
+  if (concurrency === null) {
+    say("plan-error", `Requests at once must be a whole number from 1 to ${state.info.max_concurrency} (this runner's maximum).`);
+    $("concurrency").focus();
+    return;
+  }
   if (!state.wallet || !state.account) {
     say("plan-error", "Connect a wallet first (at the top of the page).");
     $("wallet-list").querySelector("button")?.focus();
@@ -646,7 +657,7 @@ async function approve(): Promise<void> {
     current = "check";
     step(current, "active");
     const deadlineSecs = state.offer.default_deadline_secs;
-    const checked = await post<Checked>("/v1/runs/check", { manifest: hash, deadline_secs: deadlineSecs });
+    const checked = await post<Checked>("/v1/runs/check", { manifest: hash, deadline_secs: deadlineSecs, concurrency } satisfies Check);
     if (checked.registered) {
       step(current, "done", "this wallet's run of this manifest is already running: nothing to escrow again");
       watch(checked.registered.run);
@@ -657,7 +668,7 @@ async function approve(): Promise<void> {
     // An escrow of this very plan may have landed already (an approval interrupted after the
     // wallet signed): then it is registered, never escrowed twice.
     if (checked.escrowed) {
-      const landed = await post<RunView>("/v1/runs", { manifest: hash });
+      const landed = await post<RunView>("/v1/runs", { manifest: hash, concurrency } satisfies Register);
       step(current, "done", "this plan's escrow has already landed: it is handed to the runner, nothing is escrowed again");
       forgetPending();
       watch(landed.run);
@@ -700,7 +711,7 @@ async function approve(): Promise<void> {
 
     current = "register";
     step(current, "active");
-    const view = await registerWhenLanded(hash);
+    const view = await registerWhenLanded(hash, concurrency);
     step(current, "done", `run ${view.run} is ${view.phase}`);
     forgetPending();
     setLive(view.run);
@@ -768,13 +779,19 @@ async function relay(signed: Uint8Array): Promise<string> {
   return relayed.signature;
 }
 
+/// The requests at once asked for in the form, when it is a whole number from 1 to `max`.
+function concurrencyAsked(max: number): number | null {
+  const n = Number($<HTMLInputElement>("concurrency").value);
+  return Number.isInteger(n) && n >= 1 && n <= max ? n : null;
+}
+
 /// Registers the run; a wallet that sent the escrow itself may be a few seconds ahead of the
 /// runner's view of the chain, so a missing Run account is asked about again for a minute.
-async function registerWhenLanded(hash: string): Promise<RunView> {
+async function registerWhenLanded(hash: string, concurrency: number): Promise<RunView> {
   const until = Date.now() + 60_000;
   for (;;) {
     try {
-      return await post<RunView>("/v1/runs", { manifest: hash });
+      return await post<RunView>("/v1/runs", { manifest: hash, concurrency } satisfies Register);
     } catch (e) {
       const notYet =
         e instanceof ApiError && ((e.status === 403 && e.message.startsWith("no Run account")) || e.status === 503);
@@ -806,6 +823,7 @@ function watch(run: string): void {
   $("f-returned").textContent = "";
   $("f-funds").textContent = "";
   $("w-deadline").textContent = "—";
+  $("w-concurrency").textContent = "—";
   $("verification").removeAttribute("data-shown");
   state.run = run;
   // A reload comes back to the run.
@@ -845,6 +863,7 @@ function watch(run: string): void {
 function showView(view: RunView): void {
   showPhase(view.phase, view.detail);
   $("w-deadline").textContent = `${clusterDate(view.deadline)}: the chain's clock decides; after it, you can take back everything still held`;
+  $("w-concurrency").textContent = view.concurrency === 1 ? "1 (one at a time)" : `up to ${view.concurrency} in flight`;
   if (isLive(view.run, view.phase)) setLive(view.run);
   else if (state.live === view.run) setLive(null);
   if (view.progress) showProgress(view.progress);

@@ -23,7 +23,13 @@ sol_usd: Rate,
  * The buyback schedule and the last attempt's outcome; `null` when the operator makes no
  * buybacks.
  */
-buyback: BuybackInfo | null, };
+buyback: BuybackInfo | null, 
+/**
+ * The most requests one run may have in flight at once on this runner
+ * (`runner serve --max-concurrency`): a run asks for 1 up to it when it is registered. A
+ * runner from before concurrency runs one at a time, and says nothing: 1.
+ */
+max_concurrency: number, };
 
 export type Rate = { 
 /**
@@ -115,7 +121,12 @@ export type Terms = { manifest: string, trials: number, per_request_cap_lamports
  */
 min_deadline_secs: number, };
 
-export type Register = { manifest: string, };
+export type Register = { manifest: string, 
+/**
+ * Requests in flight at once for this run, 1 up to the runner's `max_concurrency`; 1 when
+ * missing. It changes how long the run takes, never what it sends or finds.
+ */
+concurrency?: number, };
 
 export type Phase = "executing" | "finalizing" | "finalized" | "failed";
 
@@ -123,7 +134,12 @@ export type RunView = { run: string, user: string, manifest: string, run_id: num
 /**
  * The latest progress event's data, if any.
  */
-progress: Progress | null, settled_trials: number, settle_batches: number, report_hash: string | null, finalize_signature: string | null, };
+progress: Progress | null, settled_trials: number, settle_batches: number, report_hash: string | null, finalize_signature: string | null, 
+/**
+ * Requests in flight at once, as the run was registered with (1 from a runner from
+ * before concurrency).
+ */
+concurrency: number, };
 
 export type Progress = { 
 /**
@@ -219,7 +235,12 @@ manifest: string,
 /**
  * The deadline the escrow will be opened with, in seconds from now.
  */
-deadline_secs: number, };
+deadline_secs: number, 
+/**
+ * The concurrency the run will be registered with ([`Register::concurrency`]), checked
+ * against the runner's maximum before anything is escrowed; 1 when missing.
+ */
+concurrency?: number, };
 
 export type Checked = { 
 /**

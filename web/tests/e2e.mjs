@@ -130,13 +130,22 @@ async function demo() {
   check(/scripted demo model/.test(note), `the page says the runner serves the scripted demo model: ${note}`);
   await pickBoth();
   await page.fill("#reps", "1");
+  // Requests at once (filled in the form's order, before the cap): bounded by the runner's
+  // maximum (`runner serve --max-concurrency`, 4 by default), sent with the run and shown in its
+  // view.
+  const most = await page.locator("#concurrency").getAttribute("max");
+  check(most === "4" && (await text("#concurrency-max")) === "4", `the field is bounded by the runner's maximum: ${most}`);
+  await page.fill("#concurrency", "2");
   await page.fill("#cap", "0.05");
   await page.locator("#plan-out").waitFor();
   const escrow = await escrowShown();
   await snap("demo-planned");
   await page.locator("#approve").click();
   await page.locator("#watch-section").waitFor({ timeout: 180_000 });
+  await page.locator("#w-concurrency", { hasText: "up to 2 in flight" }).waitFor({ timeout: 30_000 });
   const run = await text("#w-run");
+  const view = await page.evaluate(async (r) => (await fetch(`/v1/runs/${r}`)).json(), run);
+  check(view.concurrency === 2, `the run is registered with 2 requests at once: ${JSON.stringify(view)}`);
   said({ step: "opened", run, hash: await text("#p-hash"), escrow, options, note });
   await page.locator("#finish-section").waitFor({ timeout: 300_000 });
   await page.locator("#verification li.ok", { hasText: "Run account" }).waitFor({ timeout: 120_000 });

@@ -1,4 +1,4 @@
-//! `skilltrial cancel [run]`: stop new dispatches. The request in flight finishes. A run that
+//! `skilltrial cancel [run]`: stop new dispatches. The requests in flight finish. A run that
 //! already finished or was cancelled is left as it is, and the output says so.
 
 use schemars::JsonSchema;

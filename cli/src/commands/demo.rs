@@ -59,7 +59,7 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
                 }
             }
             Event::Running => {
-                // Ctrl-C as in `run`: the first stops after the request in flight (resumable),
+                // Ctrl-C as in `run`: the first stops after the requests in flight (resumable),
                 // the second exits at once.
                 crate::commands::run::on_interrupt(&stop)?;
                 notice = Some(crate::commands::run::interrupt_notice(Arc::clone(&stop)));

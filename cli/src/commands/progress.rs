@@ -22,7 +22,10 @@ fn line(p: &Progress) -> String {
     let current = p
         .current
         .as_ref()
-        .map(|(t, a, r)| format!("  now {t}/{a}/rep {r}"))
+        .map(|(t, a, r)| match p.in_flight {
+            0 | 1 => format!("  now {t}/{a}/rep {r}"),
+            n => format!("  {n} in flight, latest {t}/{a}/rep {r}"),
+        })
         .unwrap_or_default();
     format!(
         "{}  spent {} reserved {}{current}",

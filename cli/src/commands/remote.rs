@@ -52,6 +52,7 @@ pub fn submit(args: &SubmitArgs, global: &Global) -> Result<Status, CliError> {
         manifest: &manifest,
         runner_url: &args.runner,
         deadline_secs: args.deadline,
+        concurrency: args.concurrency,
     };
     let submitted = match submit::prepare(&store, &session, request, &mut step_notice)? {
         Submission::Registered(submitted) => submitted,
@@ -95,8 +96,11 @@ fn submitted_text(submitted: &Submitted) -> String {
         }
     };
     format!(
-        "{said}: it is {}\n  follow it: skilltrial status --remote --runner {} {} --follow\n",
-        submitted.phase, submitted.runner_url, submitted.run
+        "{said}: it is {}{}\n  follow it: skilltrial status --remote --runner {} {} --follow\n",
+        submitted.phase,
+        in_flight(submitted.concurrency),
+        submitted.runner_url,
+        submitted.run
     )
 }
 
@@ -111,11 +115,22 @@ fn one_line(doc: &impl Serialize) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `, up to N requests in flight` for a run registered with a concurrency above 1 (nothing for
+/// one at a time, the default, as these lines have always been).
+fn in_flight(concurrency: u32) -> String {
+    if concurrency > 1 {
+        format!(", up to {concurrency} requests in flight")
+    } else {
+        String::new()
+    }
+}
+
 fn view_text(v: &RunView) -> String {
     let mut out = format!("run {}  {}", v.run, v.phase);
     if let Some(detail) = &v.detail {
         let _ = write!(out, " ({detail})");
     }
+    out.push_str(&in_flight(v.concurrency));
     out.push('\n');
     if let Some(p) = &v.progress {
         let _ = writeln!(

@@ -1,8 +1,8 @@
 //! `skilltrial run --manifest <hash>`: execute or resume a planned run.
 //!
-//! Ctrl-C (or SIGTERM) once: the request in flight finishes and is journaled, nothing more is
+//! Ctrl-C (or SIGTERM) once: the requests in flight finish and are journaled, nothing more is
 //! sent, and the run is left `stopped`, resumable with `run` (a stop, not a cancel). Twice: the
-//! process exits at once, and the request in flight becomes `unknown` when the run resumes, as
+//! process exits at once, and the requests in flight become `unknown` when the run resumes, as
 //! after a kill.
 
 use std::fmt::Write as _;
@@ -207,7 +207,7 @@ pub(crate) fn interrupt_notice(stop: Arc<AtomicBool>) -> Notice {
             if stop.load(Ordering::SeqCst) {
                 // Through the progress printer: a bar drawn after the notice would overwrite it.
                 crate::commands::progress::notice(
-                    "stopping: the request in flight finishes and is journaled; no new request is sent. Press Ctrl-C again to exit at once (that request then becomes unknown when the run resumes).",
+                    "stopping: the requests in flight finish and are journaled; no new request is sent. Press Ctrl-C again to exit at once (those requests then become unknown when the run resumes).",
                 );
                 return;
             }

@@ -153,6 +153,7 @@ fn serve(args: &ServeArgs, global: &Global) -> Result<Status, CliError> {
         chain_id,
         profiles: args.profiles.clone(),
         max_runs: usize::from(args.max_runs),
+        max_concurrency: args.max_concurrency,
         batch: args.batch,
         fees: session.fees,
         rate,

@@ -93,6 +93,9 @@ pub(crate) struct StatusReport {
     /// The run's time limit and the executing time used so far, over all `run` invocations.
     run_limit_ms: Option<u64>,
     executed_ms: u64,
+    /// Requests in flight at once in the run's latest invocation (`--concurrency`); `null` for
+    /// a run not started yet, or journaled before SkillTrial recorded it (one at a time).
+    concurrency: Option<u32>,
     unknown: Vec<UnknownAttempt>,
     /// Attempts journaled as sent with no answer yet: in flight now when `live`, else in flight
     /// at the kill (they may have cost money, and become `unknown` when `run` resumes).
@@ -267,6 +270,7 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
         max_tokens: run.max_tokens,
         run_limit_ms: run.run_limit_ms,
         executed_ms: run.executed_ms,
+        concurrency: run.concurrency,
         unknown,
         in_flight,
         unscored,
@@ -353,6 +357,13 @@ fn render(r: &StatusReport) -> String {
         "bounds   at most {} requests, {tokens}, {time}",
         r.request_bound
     );
+    match r.concurrency {
+        None => {}
+        Some(1) => out.push_str("         one request at a time\n"),
+        Some(n) => {
+            let _ = writeln!(out, "         up to {n} requests at a time");
+        }
+    }
     if !r.unknown.is_empty() {
         let _ = writeln!(
             out,

@@ -665,7 +665,7 @@ fn cost_view(h: &mut String, report: &Report) {
     let cost: &Cost = &report.cost;
     let _ = write!(
         h,
-        "<section class=\"view\" id=\"cost\"><h2>Cost and unknowns</h2><div class=\"cards\"><div class=\"card\"><div class=\"k\">spent (model usage at cost)</div><div class=\"big\">{}</div><div class=\"k\">cap {}</div></div><div class=\"card\"><div class=\"k\">still reserved</div><div class=\"big\">{}</div><div class=\"k\">held by unknown attempts</div></div><div class=\"card\"><div class=\"k\">tokens</div><div class=\"big\">{}</div><div class=\"k\">input {} · output {}</div></div><div class=\"card\"><div class=\"k\">time</div><div class=\"big\">{} ms</div><div class=\"k\">model latency (not the runner's) · runner's own time {} ms{}</div></div></div>",
+        "<section class=\"view\" id=\"cost\"><h2>Cost and unknowns</h2><div class=\"cards\"><div class=\"card\"><div class=\"k\">spent (model usage at cost)</div><div class=\"big\">{}</div><div class=\"k\">cap {}</div></div><div class=\"card\"><div class=\"k\">still reserved</div><div class=\"big\">{}</div><div class=\"k\">held by unknown attempts</div></div><div class=\"card\"><div class=\"k\">tokens</div><div class=\"big\">{}</div><div class=\"k\">input {} · output {}</div></div><div class=\"card\"><div class=\"k\">time</div><div class=\"big\">{} ms</div><div class=\"k\">model latency (not the runner's) · runner's own time {} ms{}{}</div></div></div>",
         usd(Some(cost.spent_usd_micros)),
         usd(cost.cap_usd_micros),
         usd(Some(cost.reserved_usd_micros)),
@@ -677,6 +677,10 @@ fn cost_view(h: &mut String, report: &Report) {
         match cost.runner_time_unmeasured_attempts {
             0 => String::new(),
             n => format!(" (not measured for {})", count_of(n, "attempt", "attempts")),
+        },
+        match report.run.concurrency {
+            None | Some(1) => " · one request at a time".to_owned(),
+            Some(n) => format!(" · up to {n} requests at a time"),
         }
     );
     h.push_str("<table class=\"sortable\"><thead><tr><th>arm</th><th class=\"num\">spent</th></tr></thead><tbody>");

@@ -147,6 +147,11 @@ pub struct Run {
     pub created_at_ms: i64,
     pub started_at_ms: Option<i64>,
     pub finished_at_ms: Option<i64>,
+    /// Requests in flight at once in the run's latest invocation (`--concurrency`); absent for
+    /// runs journaled before it was recorded, which ran one at a time. It changes how long a
+    /// run took, never its results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
 }
 
 /// What must match for two runs to be compared.

@@ -121,7 +121,7 @@ pub(super) fn prepare(
     let tokens = super::admission::trial_tokens(trial);
     let attempt = match which {
         Which::Planned(id) => {
-            journal.reserve_planned_at(&id, trial.reserve, tokens, run_id, executed_ms, None)?;
+            journal.reserve_planned_at(&id, trial.reserve, tokens, run_id, executed_ms)?;
             id
         }
         Which::New(auto_retry) => {
@@ -135,7 +135,6 @@ pub(super) fn prepare(
                 tokens,
                 retry,
                 executed_ms,
-                None,
             )?
         }
     };

@@ -128,6 +128,8 @@ pub(super) struct Loop<'r> {
     backoff_until: Option<Instant>,
     halt: Option<Halt>,
     dispatched_now: u32,
+    /// What the progress line last showed: it is shown again only when it changed.
+    shown: Option<Progress>,
 }
 
 impl<'r> Loop<'r> {
@@ -183,6 +185,7 @@ impl<'r> Loop<'r> {
             backoff_until,
             halt: None,
             dispatched_now: 0,
+            shown: None,
         })
     }
 
@@ -283,8 +286,9 @@ impl<'r> Loop<'r> {
     /// Waits for the next answer, the next due time, or a tick; then queues what happened.
     fn next_events(&self, rx: &Receiver<Landing>, events: &mut VecDeque<Event>) {
         let now = Instant::now();
-        let due = self.next_due();
-        let timeout = due.map_or(TICK, |d| d.saturating_duration_since(now).min(TICK));
+        let timeout = self
+            .next_due(now)
+            .map_or(TICK, |d| d.saturating_duration_since(now).min(TICK));
         match rx.recv_timeout(timeout) {
             Ok(landing) => {
                 events.push_back(Event::Answered(Box::new(landing)));
@@ -307,10 +311,11 @@ impl<'r> Loop<'r> {
         events.push_back(Event::Ready);
     }
 
-    /// The next time something becomes due: the end of the backoff for the queued trials, a
-    /// retry (never before the backoff ends).
-    fn next_due(&self) -> Option<Instant> {
-        let backoff = self.backoff_until;
+    /// The next time something becomes due, if it is still ahead: the end of the backoff for the
+    /// queued trials, a retry (never before the backoff ends). A time already past was acted on
+    /// in this round, so it never makes the wait spin.
+    fn next_due(&self, now: Instant) -> Option<Instant> {
+        let backoff = self.backoff_until.filter(|b| *b > now);
         let queued = backoff.filter(|_| !self.queue.is_empty());
         let retry = self
             .retries
@@ -318,10 +323,11 @@ impl<'r> Loop<'r> {
             .filter_map(|r| r.due)
             .min()
             .map(|r| backoff.map_or(r, |b| r.max(b)));
-        match (queued, retry) {
-            (Some(q), Some(r)) => Some(q.min(r)),
-            (q, r) => q.or(r),
-        }
+        [queued, retry]
+            .into_iter()
+            .flatten()
+            .filter(|t| *t > now)
+            .min()
     }
 
     fn backing_off(&self, now: Instant) -> bool {
@@ -572,8 +578,8 @@ impl<'r> Loop<'r> {
         Ok(outgoing)
     }
 
-    /// Shows the run as it stands.
-    fn progress(&self, on_progress: &mut dyn FnMut(&Progress)) -> Result<(), EngineError> {
+    /// Shows the run as it stands, when that changed since it was last shown.
+    fn progress(&mut self, on_progress: &mut dyn FnMut(&Progress)) -> Result<(), EngineError> {
         let attempts = self.journal.attempts_without_details(self.set.run_id)?;
         let money = self.journal.money(self.set.run_id)?;
         let total = u32::try_from(self.set.trials.len()).unwrap_or(u32::MAX);
@@ -589,7 +595,7 @@ impl<'r> Loop<'r> {
             .filter(|(attempt, _)| self.in_flight.contains_key(attempt))
             .and_then(|(_, idx)| self.by_index.get(idx))
             .map(|t| (t.task.clone(), t.arm.as_str().to_owned(), t.repetition));
-        on_progress(&Progress {
+        let now = Progress {
             done: total.saturating_sub(pending),
             total,
             counts,
@@ -597,7 +603,11 @@ impl<'r> Loop<'r> {
             reserved: money.reserved,
             current,
             in_flight: u32::try_from(self.in_flight.len()).unwrap_or(u32::MAX),
-        });
+        };
+        if self.shown.as_ref() != Some(&now) {
+            on_progress(&now);
+            self.shown = Some(now);
+        }
         Ok(())
     }
 }

@@ -206,7 +206,7 @@ fn close_not_run(
 }
 
 /// Live progress, for the CLI's progress line.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Progress {
     pub done: u32,
     pub total: u32,

@@ -9,7 +9,7 @@ use skilltrial_core::state::short_id;
 
 use super::{
     ATTEMPT_COLUMNS, AttemptRow, AttemptState, CallRecord, Durability, Journal, JournalError,
-    LedgerKind, NotRunReason, PayloadKind, Scored, StoredPayload, TxError, column, now_ms, parsed,
+    LedgerKind, NotRunReason, PayloadKind, StoredPayload, TxError, column, now_ms, parsed,
     parsed_opt, refuse, select, to_i64, to_u64,
 };
 
@@ -133,12 +133,9 @@ impl Journal {
         })
     }
 
-    /// [`Journal::plan_attempt`], the run's clock ([`Journal::set_executed_ms`]) and the
-    /// previous attempt's verdict, if one is still to be written ([`Journal::record_scored`]),
-    /// in one commit: the engine's first write of every trial it sends. A verdict may wait for
-    /// this commit because it is recomputable: its answer is already durable, and a run (or
-    /// `recheck`) scores any answer whose verdict a crash lost.
-    #[allow(clippy::too_many_arguments)]
+    /// [`Journal::plan_attempt`] and the run's clock ([`Journal::set_executed_ms`]) in one
+    /// commit, durable with the next one: the engine's first write of every trial it sends
+    /// (nothing is sent before the `dispatched` commit, which the engine syncs).
     pub fn plan_attempt_at(
         &mut self,
         run_id: &str,
@@ -147,10 +144,8 @@ impl Journal {
         reserve_tokens: u64,
         retry: Option<(&str, &str)>,
         executed_ms: u64,
-        scored: Option<Scored<'_>>,
     ) -> Result<String, JournalError> {
         self.write_with(Durability::WithNextCommit, |tx| {
-            Self::scored_tx(tx, scored)?;
             Self::set_executed_ms_on(tx, run_id, executed_ms)?;
             Self::plan_attempt_tx(tx, run_id, trial_idx, reserve, reserve_tokens, retry)
         })

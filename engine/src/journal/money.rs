@@ -5,8 +5,8 @@ use rusqlite::{Transaction, params};
 use skilltrial_core::money::MicroUsd;
 
 use super::{
-    AttemptState, Durability, Journal, JournalError, LedgerKind, LedgerTotals, Money, Scored,
-    TxError, now_ms, refuse, to_i64, to_u64,
+    AttemptState, Durability, Journal, JournalError, LedgerKind, LedgerTotals, Money, TxError,
+    now_ms, refuse, to_i64, to_u64,
 };
 
 impl Journal {
@@ -104,8 +104,8 @@ impl Journal {
         self.write(|tx| Self::reserve_planned_tx(tx, attempt, reserve, tokens))
     }
 
-    /// [`Journal::reserve_planned`], the run's clock and the previous attempt's verdict in one
-    /// commit, as [`Journal::plan_attempt_at`].
+    /// [`Journal::reserve_planned`] and the run's clock in one commit, as
+    /// [`Journal::plan_attempt_at`].
     pub fn reserve_planned_at(
         &mut self,
         attempt: &str,
@@ -113,10 +113,8 @@ impl Journal {
         tokens: u64,
         run_id: &str,
         executed_ms: u64,
-        scored: Option<Scored<'_>>,
     ) -> Result<(), JournalError> {
         self.write_with(Durability::WithNextCommit, |tx| {
-            Self::scored_tx(tx, scored)?;
             Self::set_executed_ms_on(tx, run_id, executed_ms)?;
             Self::reserve_planned_tx(tx, attempt, reserve, tokens)
         })

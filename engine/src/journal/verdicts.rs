@@ -2,7 +2,7 @@
 
 use rusqlite::{Transaction, params};
 
-use super::{AttemptState, Durability, Journal, JournalError, Scored, TxError, now_ms};
+use super::{AttemptState, Durability, Journal, JournalError, TxError, now_ms};
 
 impl Journal {
     /// Records a checker verdict for an attempt (the first check, or a recheck).
@@ -23,26 +23,10 @@ impl Journal {
         runner_us: u64,
     ) -> Result<(), JournalError> {
         self.write_with(Durability::WithNextCommit, |tx| {
-            Self::scored_tx(
-                tx,
-                Some(Scored {
-                    attempt,
-                    verdict,
-                    runner_us,
-                }),
-            )
+            Self::record_verdict_tx(tx, attempt, verdict)?;
+            Self::record_runner_time_on(tx, attempt, runner_us)?;
+            Ok(())
         })
-    }
-
-    pub(super) fn scored_tx(
-        tx: &Transaction<'_>,
-        scored: Option<Scored<'_>>,
-    ) -> Result<(), TxError> {
-        if let Some(s) = scored {
-            Self::record_verdict_tx(tx, s.attempt, s.verdict)?;
-            Self::record_runner_time_on(tx, s.attempt, s.runner_us)?;
-        }
-        Ok(())
     }
 
     pub(super) fn record_verdict_tx(

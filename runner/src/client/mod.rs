@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use serde::de::DeserializeOwned;
+use skilltrial_core::concurrency::Concurrency;
 use solana_keypair::Keypair;
 use solana_signer::Signer;
 
@@ -201,8 +202,20 @@ impl Client {
         )
     }
 
-    /// Asks, before the escrow, whether the daemon would register this run.
+    /// Asks, before the escrow, whether the daemon would register this run (at the daemon's
+    /// default concurrency, 1).
     pub fn check(&self, manifest: &str, deadline_secs: i64) -> Result<api::Checked, ClientError> {
+        self.check_with(manifest, deadline_secs, None)
+    }
+
+    /// [`Client::check`] for a run to be registered with `concurrency` (`None`: the daemon's
+    /// default, 1).
+    pub fn check_with(
+        &self,
+        manifest: &str,
+        deadline_secs: i64,
+        concurrency: Option<Concurrency>,
+    ) -> Result<api::Checked, ClientError> {
         self.send(
             "POST /v1/runs/check",
             self.http
@@ -210,15 +223,29 @@ impl Client {
                 .json(&api::Check {
                     manifest: manifest.to_owned(),
                     deadline_secs,
+                    concurrency: concurrency.map(Concurrency::get),
                 }),
         )
     }
 
+    /// Registers the run of `manifest` (escrowed already), at the daemon's default
+    /// concurrency, 1.
     pub fn register(&self, manifest: &str) -> Result<api::RunView, ClientError> {
+        self.register_with(manifest, None)
+    }
+
+    /// [`Client::register`] with `concurrency` requests in flight (`None`: the daemon's
+    /// default, 1).
+    pub fn register_with(
+        &self,
+        manifest: &str,
+        concurrency: Option<Concurrency>,
+    ) -> Result<api::RunView, ClientError> {
         self.send(
             "POST /v1/runs",
             self.http.post(self.url("v1/runs")?).json(&api::Register {
                 manifest: manifest.to_owned(),
+                concurrency: concurrency.map(Concurrency::get),
             }),
         )
     }

@@ -14,6 +14,7 @@ use serde::Serialize;
 use skilltrial_chain::Pubkey;
 use skilltrial_chain::rpc::RpcFailure;
 use skilltrial_chain::session::{Session, SessionError};
+use skilltrial_core::concurrency::Concurrency;
 use skilltrial_engine::engine::{self, EngineError};
 use skilltrial_engine::store::{self, Store, StoreError};
 use solana_signer::Signer;
@@ -64,6 +65,15 @@ pub enum SubmitError {
         "--deadline {given}s: the runner needs at least {min}s for this manifest (its time limit, and time to settle)"
     )]
     DeadlineBelowRunner { given: i64, min: i64 },
+    #[error(
+        "--concurrency {asked}: the runner at {runner_url} runs at most {max} requests in flight per run (its max_concurrency): ask for {max} or fewer; nothing was signed in, uploaded or escrowed"
+    )]
+    ConcurrencyAboveRunner {
+        runner_url: String,
+        asked: u32,
+        /// What the runner advertises (1 for a runner from before concurrency).
+        max: u32,
+    },
 }
 
 impl From<RpcFailure> for SubmitError {
@@ -73,12 +83,14 @@ impl From<RpcFailure> for SubmitError {
 }
 
 /// What to submit: the manifest (its full hash, stored with its inputs), to which runner, with
-/// which deadline (seconds from when the escrow lands).
+/// which deadline (seconds from when the escrow lands), with how many requests in flight.
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {
     pub manifest: &'a str,
     pub runner_url: &'a url::Url,
     pub deadline_secs: i64,
+    /// At most the runner's advertised `max_concurrency` (refused before the sign-in otherwise).
+    pub concurrency: Concurrency,
 }
 
 /// A step of [`prepare`] the person may want to see as it happens.
@@ -111,6 +123,7 @@ pub struct Pending {
     runner_url: url::Url,
     runner: String,
     manifest: String,
+    concurrency: Concurrency,
     escrow: escrow::Prepared,
 }
 
@@ -128,6 +141,9 @@ pub struct Submitted {
     pub manifest: String,
     /// The run's phase at the runner.
     pub phase: crate::api::Phase,
+    /// Requests in flight at once, as the runner registered the run (a run registered before
+    /// keeps its own).
+    pub concurrency: u32,
     #[serde(flatten)]
     pub registration: Registration,
 }
@@ -157,6 +173,15 @@ pub fn prepare(
 
     let mut client = Client::new(runner_url)?;
     let info = client.info()?;
+    // The runner would refuse it at the check: refused here first, before the cluster is even
+    // asked, so that the person learns the bound before anything is read or signed.
+    if request.concurrency.get() > info.max_concurrency {
+        return Err(SubmitError::ConcurrencyAboveRunner {
+            runner_url: runner_url.to_string(),
+            asked: request.concurrency.get(),
+            max: info.max_concurrency,
+        });
+    }
     let genesis = session.chain.genesis_hash()?;
     let ours = crate::chain_id_of(&genesis);
     if ours != info.chain_id {
@@ -210,7 +235,7 @@ pub fn prepare(
     }
     // The runner agrees before anything is signed: a refusal after the escrow would leave the
     // money locked until the deadline.
-    let checked = client.check(&hash, request.deadline_secs)?;
+    let checked = client.check_with(&hash, request.deadline_secs, Some(request.concurrency))?;
     if let Some(view) = checked.registered {
         return Ok(Submission::Registered(Submitted {
             run: view.run,
@@ -218,6 +243,7 @@ pub fn prepare(
             runner: info.runner,
             manifest: hash,
             phase: view.phase,
+            concurrency: view.concurrency,
             registration: Registration::AlreadyRegistered(true),
         }));
     }
@@ -227,6 +253,7 @@ pub fn prepare(
         runner_url: runner_url.clone(),
         runner: info.runner,
         manifest: hash,
+        concurrency: request.concurrency,
         escrow,
     })))
 }
@@ -244,13 +271,16 @@ impl Pending {
             escrow::Prepared::AlreadyOpen(open) => Escrowed::AlreadyOpen(open),
             escrow::Prepared::Ready(ready) => Escrowed::Opened(ready.open(session)?),
         };
-        let view = self.client.register(&self.manifest)?;
+        let view = self
+            .client
+            .register_with(&self.manifest, Some(self.concurrency))?;
         Ok(Submitted {
             run: view.run,
             runner_url: self.runner_url.to_string(),
             runner: self.runner,
             manifest: self.manifest,
             phase: view.phase,
+            concurrency: view.concurrency,
             registration: Registration::Escrow(Box::new(escrowed)),
         })
     }
@@ -272,6 +302,7 @@ mod tests {
             "runner",
             "manifest",
             "phase",
+            "concurrency",
             "escrow",
             "already_registered",
             "already_open",

@@ -24,5 +24,6 @@ pub(crate) async fn info(State(app): State<Arc<App>>) -> Answer<axum::Json<api::
         profiles: ids,
         sol_usd: app.config.rate.info(),
         buyback: app.buyback_info(),
+        max_concurrency: app.config.max_concurrency.get(),
     }))
 }

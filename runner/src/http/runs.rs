@@ -43,6 +43,7 @@ fn view(app: &App, run: &HostedRun) -> Result<api::RunView, crate::state::StateE
         settle_batches: batches.iter().filter(|b| b.signature.is_some()).count(),
         report_hash: run.report_hash.clone(),
         finalize_signature: run.finalize_signature.clone(),
+        concurrency: run.concurrency.get(),
     })
 }
 
@@ -51,15 +52,24 @@ pub(crate) async fn register(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Answer<Response> {
-    let (user, ask): (_, api::Register) =
-        posted(&app, &headers, body, "{\"manifest\": <hash>}").await?;
+    let (user, ask): (_, api::Register) = posted(
+        &app,
+        &headers,
+        body,
+        "{\"manifest\": <hash>, \"concurrency\": <requests in flight, optional>}",
+    )
+    .await?;
+    // Refused before anything is read or stored, whatever else the run is.
+    let concurrency = worker::concurrency(&app, ask.concurrency).map_err(unauthorised)?;
     let app2 = Arc::clone(&app);
     let answer = blocking(move || -> Answer<api::RunView> {
+        // A run registered already keeps the concurrency it was registered with.
         if let (_, Some(existing)) = registered(&app2, &user, &ask.manifest)? {
             return view(&app2, &existing).map_err(Failure::internal);
         }
         uploaded_by(&app2, &user, &ask.manifest)?;
-        let run = worker::authorise(&app2, &user, &ask.manifest).map_err(unauthorised)?;
+        let run =
+            worker::authorise(&app2, &user, &ask.manifest, concurrency).map_err(unauthorised)?;
         // The insert decides, not the read above: of two registrations racing, one inserts and
         // the other answers the run as registered, with no second `phase` event.
         let inserted = app2.state().register_run(&run).map_err(Failure::internal)?;
@@ -148,9 +158,11 @@ pub(crate) async fn check(
         &app,
         &headers,
         body,
-        "{\"manifest\": <hash>, \"deadline_secs\": <seconds>}",
+        "{\"manifest\": <hash>, \"deadline_secs\": <seconds>, \"concurrency\": <requests in flight, optional>}",
     )
     .await?;
+    // What registration would refuse, refused before the escrow.
+    worker::concurrency(&app, ask.concurrency).map_err(unauthorised)?;
     let app2 = Arc::clone(&app);
     let answer = blocking(move || -> Answer<api::Checked> {
         let (address, existing) = registered(&app2, &user, &ask.manifest)?;
