@@ -523,7 +523,7 @@ fn spent_and_reserved_stay_within_the_cap_throughout_a_run_at_eight_that_the_cap
     // Given a cap that covers fewer trials' reserves than the plan has, and a model that holds
     // each request a little while
     let server =
-        ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(50)))
+        ScriptedServer::start(|r| Reply::Slow(scripted_answer(r), Duration::from_millis(100)))
             .unwrap();
     let env = Env::new(&server).backoff_scale("0");
     let probe = env.plan_seeded("11", &["--reps", "3", "--cap-usd", "20"]);
