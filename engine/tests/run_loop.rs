@@ -194,12 +194,9 @@ fn attempts(dir: &std::path::Path, run: &str) -> Vec<AttemptRow> {
         .unwrap()
 }
 
-/// How a trial ended: its outcome, reasons, cost and answer.
-type Ending = (Option<String>, Vec<String>, Option<u64>, Option<String>);
-
-#[test]
-fn spent_plus_reserved_never_passes_a_cap_that_cuts_a_run_with_eight_in_flight() {
-    // Given a model that holds every request, and a cap that fits ten trials' upper costs
+/// A loopback model that holds every request until the test lets it through, then answers
+/// [`answer_for`] it.
+fn holding() -> (Gate, ScriptedServer) {
     let gate = Gate::default();
     gate.allow(Some(0));
     let server = {
@@ -210,6 +207,16 @@ fn spent_plus_reserved_never_passes_a_cap_that_cuts_a_run_with_eight_in_flight()
         })
         .unwrap()
     };
+    (gate, server)
+}
+
+/// How a trial ended: its outcome, reasons, cost and answer.
+type Ending = (Option<String>, Vec<String>, Option<u64>, Option<String>);
+
+#[test]
+fn spent_plus_reserved_never_passes_a_cap_that_cuts_a_run_with_eight_in_flight() {
+    // Given a model that holds every request, and a cap that fits ten trials' upper costs
+    let (gate, server) = holding();
     let probe = plan(&server.url(), MicroUsd::parse_usd("1000").unwrap());
     let (trials, _) = manifest::trials(&probe.3, &probe.0, Some(&probe.1), Some(&probe.2)).unwrap();
     let most_reserve = trials.iter().map(|t| t.reserve.0).max().unwrap();
@@ -344,16 +351,7 @@ fn eight_held(
     std::thread::JoinHandle<Result<RunSummary, engine::EngineError>>,
     tempfile::TempDir,
 ) {
-    let gate = Gate::default();
-    gate.allow(Some(0));
-    let server = {
-        let gate = gate.clone();
-        ScriptedServer::start(move |r| {
-            gate.hold(r, Duration::ZERO);
-            answer_for(r)
-        })
-        .unwrap()
-    };
+    let (gate, server) = holding();
     let planned = plan(&server.url(), MicroUsd::parse_usd("50").unwrap());
     let work = tempfile::tempdir().unwrap();
     let runner = {
