@@ -21,6 +21,7 @@ pub mod bundle;
 pub mod canonical;
 pub mod checker;
 pub mod concurrency;
+pub mod delivery;
 pub mod digest;
 pub mod gate;
 pub mod hosted;
