@@ -192,6 +192,11 @@ pub struct Manifest {
     /// Absent when none was pinned, leaving the hash of such a manifest unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<GatePin>,
+    /// How the skill reaches the model when it is not pasted inline (`plan --delivery
+    /// progressive`): the turn limit and the tool definitions. Absent for inline delivery, so
+    /// the bytes and hash of every inline manifest are what they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<crate::delivery::DeliveryPin>,
 }
 
 /// A pinned SOL/USD rate: what a hosted run's upper cost in lamports is computed at, and where
@@ -319,8 +324,57 @@ pub struct PlannedTrial {
     pub repetition: u32,
     pub input_token_bound: u64,
     pub max_output_tokens: u64,
-    /// The upper cost reserved before dispatch (zero without a price).
+    /// The upper cost reserved before dispatch (zero without a price): for a progressive trial,
+    /// the whole trial's, every turn at its bound.
     pub reserve: MicroUsd,
+    /// A progressive trial's bounds per turn; absent inline (one request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<crate::delivery::TurnBounds>,
+}
+
+impl PlannedTrial {
+    /// The most requests the trial sends.
+    pub fn max_turns(&self) -> u32 {
+        self.turns.map_or(1, |t| t.turns)
+    }
+
+    /// The tokens reserved from turn `from` (1-based) on: the input bounds of those turns plus
+    /// their output limits. Turn 1 gives the whole trial's.
+    pub fn tokens_from(&self, from: u32) -> u64 {
+        match self.turns {
+            None => self
+                .input_token_bound
+                .saturating_add(self.max_output_tokens),
+            Some(bounds) => bounds.input_from(from).saturating_add(
+                u64::from(bounds.turns.saturating_sub(from.max(1) - 1))
+                    .saturating_mul(self.max_output_tokens),
+            ),
+        }
+    }
+
+    /// The money reserved from turn `from` (1-based) on, at `price`: each remaining turn's input
+    /// bound and output limit, priced turn by turn, so that what turn `t` may spend is exactly
+    /// `reserve_from(t) - reserve_from(t + 1)`.
+    pub fn reserve_from(&self, price: Option<&Price>, from: u32) -> Result<MicroUsd, PlanError> {
+        let Some(price) = price else {
+            return Ok(MicroUsd::ZERO);
+        };
+        match self.turns {
+            None => Ok(price
+                .input
+                .cost(self.input_token_bound)?
+                .checked_add(price.output.cost(self.max_output_tokens)?)?),
+            Some(bounds) => {
+                let mut sum = MicroUsd::ZERO;
+                for turn in from.max(1)..=bounds.turns {
+                    sum = sum
+                        .checked_add(price.input.cost(bounds.input_of(turn))?)?
+                        .checked_add(price.output.cost(self.max_output_tokens)?)?;
+                }
+                Ok(sum)
+            }
+        }
+    }
 }
 
 /// Totals of a plan.
@@ -531,7 +585,79 @@ pub fn build_named(
         limits: plan_limits(),
         sol_usd: None,
         gate: None,
+        delivery: None,
     })
+}
+
+impl Manifest {
+    /// The delivery mode this manifest pins.
+    pub fn delivery_mode(&self) -> crate::delivery::Mode {
+        self.delivery
+            .as_ref()
+            .map_or(crate::delivery::Mode::Inline, |d| d.mode)
+    }
+
+    /// K: the most requests one trial sends (1 inline).
+    pub fn max_turns(&self) -> u32 {
+        self.delivery.as_ref().map_or(1, |d| d.max_turns)
+    }
+
+    /// Makes this plan progressive with turn limit `max_turns`: pins the progressive template in
+    /// `prompt` and the tools in `delivery`. `plan --delivery progressive` and the page call it
+    /// after [`build`].
+    pub fn make_progressive(&mut self, max_turns: u32) -> Result<(), PlanError> {
+        if !(2..=crate::delivery::MAX_TURNS).contains(&max_turns) {
+            return Err(PlanError::Invalid(format!(
+                "--max-turns {max_turns} is outside 2 to {}",
+                crate::delivery::MAX_TURNS
+            )));
+        }
+        self.prompt = PromptInfo {
+            template_id: crate::delivery::TEMPLATE_ID.to_owned(),
+            template_sha256: crate::delivery::template_sha256().to_string(),
+            template: crate::delivery::TEMPLATE.to_owned(),
+        };
+        self.delivery = Some(crate::delivery::DeliveryPin::progressive(max_turns));
+        Ok(())
+    }
+
+    /// Refuses a manifest whose prompt or delivery pin this build would not have written: a run
+    /// never goes out with another template or other tools than its manifest names.
+    pub fn check_delivery(&self) -> Result<(), PlanError> {
+        let (id, sha, template) = match &self.delivery {
+            None => (
+                prompt::TEMPLATE_ID,
+                prompt::template_sha256().to_string(),
+                prompt::TEMPLATE,
+            ),
+            Some(pin) => {
+                if !pin.is_current() {
+                    return Err(PlanError::Invalid(format!(
+                        "delivery: this build of skilltrial does not speak the pinned delivery (mode {}, max_turns {}, tools {}); plan again with this version",
+                        pin.mode.as_str(),
+                        pin.max_turns,
+                        pin.tools_sha256
+                    )));
+                }
+                (
+                    crate::delivery::TEMPLATE_ID,
+                    crate::delivery::template_sha256().to_string(),
+                    crate::delivery::TEMPLATE,
+                )
+            }
+        };
+        if self.prompt.template_id != id
+            || self.prompt.template_sha256 != sha
+            || self.prompt.template != template
+        {
+            return Err(PlanError::Invalid(format!(
+                "prompt: template {} does not match the {} delivery of this build ({id}); plan again with this version",
+                self.prompt.template_id,
+                self.delivery_mode().as_str()
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// The sampling temperature every plan pins.
@@ -669,11 +795,7 @@ pub fn check_token_cap(
     naming: Naming,
 ) -> Result<(), PlanError> {
     let names = naming.names();
-    let per_request = trials
-        .iter()
-        .map(|t| t.input_token_bound.saturating_add(t.max_output_tokens))
-        .min()
-        .unwrap_or(0);
+    let per_request = trials.iter().map(|t| t.tokens_from(1)).min().unwrap_or(0);
     match m.budget.max_tokens {
         Some(cap) if cap < per_request => Err(PlanError::Invalid(format!(
             "{} {cap} is below the {per_request} tokens the smallest request of this plan may use (its prompt's input bound plus {}): no trial could ever be sent; give at least that",
@@ -742,6 +864,7 @@ pub fn check_planned(m: &Manifest, profile: &Profile) -> Result<(), PlanError> {
             (!priced).to_string(),
         );
     }
+    m.check_delivery()?;
     let limits = plan_limits();
     for (field, found, planned) in [
         (
@@ -787,6 +910,11 @@ pub fn bundle_for<'a>(
     }
 }
 
+/// The catalog of an arm in progressive delivery: its own skill (none for the baseline).
+pub fn catalog_for<'a>(arm: Arm, a: Option<&'a Bundle>, b: Option<&'a Bundle>) -> Vec<&'a Bundle> {
+    bundle_for(arm, a, b).into_iter().collect()
+}
+
 /// Automatic retries per trial after the first rejected attempt (so at most four requests): a
 /// rate-limited or overloaded answer reached no model, so it may be sent again (the engine's
 /// `provider::retry` policy). Planning needs the number to bound a run's requests.
@@ -819,17 +947,25 @@ pub fn trials(
         let task = pack
             .task(&task_id)
             .map_err(|e| PlanError::Invalid(e.to_string()))?;
-        let prompt = prompt::build(&task.public(), bundle_for(arm, a, b));
-        let input_token_bound = prompt.input_token_bound();
         let max_output_tokens = manifest.sampling.max_output_tokens;
-        let reserve = match &manifest.budget.price {
-            Some(price) => price
-                .input
-                .cost(input_token_bound)?
-                .checked_add(price.output.cost(max_output_tokens)?)?,
-            None => MicroUsd::ZERO,
+        let (input_token_bound, turns) = match &manifest.delivery {
+            None => (
+                prompt::build(&task.public(), bundle_for(arm, a, b)).input_token_bound(),
+                None,
+            ),
+            Some(pin) => {
+                let catalog = catalog_for(arm, a, b);
+                let bounds = crate::delivery::TurnBounds::of(
+                    &catalog,
+                    &crate::delivery::system_text(&catalog),
+                    &prompt::task_text(&task.public()),
+                    max_output_tokens,
+                    pin.max_turns,
+                );
+                (bounds.input_total(), Some(bounds))
+            }
         };
-        planned.push(PlannedTrial {
+        let mut trial = PlannedTrial {
             index: u32::try_from(index)
                 .map_err(|_| PlanError::Invalid("too many trials".to_owned()))?,
             task: task_id,
@@ -837,26 +973,39 @@ pub fn trials(
             repetition,
             input_token_bound,
             max_output_tokens,
-            reserve,
-        });
+            reserve: MicroUsd::ZERO,
+            turns,
+        };
+        trial.reserve = trial.reserve_from(manifest.budget.price.as_ref(), 1)?;
+        planned.push(trial);
     }
     let count = u32::try_from(planned.len())
         .map_err(|_| PlanError::Invalid("too many trials".to_owned()))?;
-    if count > manifest.budget.max_requests {
+    let turns = manifest.max_turns();
+    let needed = count.saturating_mul(turns);
+    if needed > manifest.budget.max_requests {
+        let per = if turns == 1 {
+            String::new()
+        } else {
+            format!(" (up to {turns} turns each)")
+        };
         return Err(PlanError::Invalid(format!(
-            "{count} trials need {count} requests, over the cap of {} per run; raise --max-requests or lower --reps",
+            "{count} trials{per} need {needed} requests, over the cap of {} per run; raise --max-requests or lower --reps",
             manifest.budget.max_requests
         )));
     }
-    // The true hard bound on requests: each trial may be sent once and then retried
+    // The true hard bound on requests: each request of a trial may be sent once and then retried
     // automatically after a rate-limited or overloaded answer, and every request, retries
     // included, counts against the cap, which stops the run when reached.
-    let max_requests = request_bound(count, manifest.budget.max_requests);
+    let max_requests = request_bound(needed, manifest.budget.max_requests);
     let totals = Totals {
         trials: count,
         max_requests,
         max_input_tokens: planned.iter().map(|t| t.input_token_bound).sum(),
-        max_output_tokens: planned.iter().map(|t| t.max_output_tokens).sum(),
+        max_output_tokens: planned
+            .iter()
+            .map(|t| u64::from(t.max_turns()).saturating_mul(t.max_output_tokens))
+            .sum(),
         upper_cost: match manifest.budget.price {
             Some(_) => Some(MicroUsd::sum(planned.iter().map(|t| t.reserve))?),
             None => None,
@@ -905,6 +1054,137 @@ mod tests {
             tiny.lamports(MicroUsd(u64::MAX)).is_err(),
             "overflow is refused"
         );
+    }
+
+    fn example_plan(progressive: Option<u32>) -> (Manifest, Vec<PlannedTrial>, Totals) {
+        use crate::bundle::examples::{EXAMPLE_A, EXAMPLE_B, example_bundle};
+        let pack = crate::pack::open("solana-core@1.0.3").unwrap();
+        let a = example_bundle(EXAMPLE_A).unwrap();
+        let b = example_bundle(EXAMPLE_B).unwrap();
+        let profile = crate::profile::find("claude-sonnet-4-5@2025-09-29", None).unwrap();
+        let options = PlanOptions {
+            repetitions: 1,
+            seed: 7,
+            cap: Some(MicroUsd(1_000_000_000)),
+            max_requests: Some(1_000),
+            max_tokens: None,
+            max_output_tokens: Some(1_000),
+            endpoint: "https://api.anthropic.com".to_owned(),
+            scripted: false,
+        };
+        let mut m = build(&pack, Some(&a), Some(&b), &profile, &options).unwrap();
+        if let Some(k) = progressive {
+            m.make_progressive(k).unwrap();
+        }
+        let (trials, totals) = trials(&m, &pack, Some(&a), Some(&b)).unwrap();
+        (m, trials, totals)
+    }
+
+    #[test]
+    fn a_progressive_plan_pins_its_tools_and_reserves_every_turn_of_a_trial() {
+        let (inline, inline_trials, _) = example_plan(None);
+        assert!(inline.delivery.is_none());
+        assert!(!inline.canonical().unwrap().contains("delivery"));
+        inline.check_delivery().unwrap();
+        let (m, planned, totals) = example_plan(Some(4));
+        m.check_delivery().unwrap();
+        assert_eq!(m.prompt.template_id, crate::delivery::TEMPLATE_ID);
+        assert_ne!(m.hash().unwrap(), inline.hash().unwrap());
+        let price = m.budget.price.clone().unwrap();
+        for trial in &planned {
+            let bounds = trial.turns.expect("progressive bounds");
+            assert_eq!(bounds.turns, 4);
+            assert_eq!(trial.input_token_bound, bounds.input_total());
+            assert_eq!(trial.reserve, trial.reserve_from(Some(&price), 1).unwrap());
+            // What turn t may spend is the difference of two reserves: they telescope.
+            let mut sum = MicroUsd::ZERO;
+            for t in 1..=4 {
+                let turn = price
+                    .input
+                    .cost(bounds.input_of(t))
+                    .unwrap()
+                    .checked_add(price.output.cost(1_000).unwrap())
+                    .unwrap();
+                let rest = trial.reserve_from(Some(&price), t + 1).unwrap();
+                assert_eq!(
+                    trial.reserve_from(Some(&price), t).unwrap(),
+                    turn.checked_add(rest).unwrap()
+                );
+                sum = sum.checked_add(turn).unwrap();
+            }
+            assert_eq!(sum, trial.reserve);
+            assert_eq!(trial.reserve_from(Some(&price), 5).unwrap(), MicroUsd::ZERO);
+            assert_eq!(trial.tokens_from(5), 0);
+            assert_eq!(trial.tokens_from(1), bounds.input_total() + 4_000);
+        }
+        assert_eq!(totals.max_output_tokens, planned.len() as u64 * 4_000);
+        // A skill arm's first request carries its catalog entry, the baseline's an empty one; an
+        // inline skill arm carries the whole bundle instead.
+        let first = |arm: Arm| {
+            planned
+                .iter()
+                .find(|t| t.arm == arm && t.task == planned[0].task)
+                .and_then(|t| t.turns)
+                .unwrap()
+                .first_input
+        };
+        assert!(first(Arm::A) > first(Arm::Baseline));
+        let inline_a = inline_trials
+            .iter()
+            .find(|t| t.arm == Arm::B && t.task == planned[0].task)
+            .unwrap();
+        assert!(first(Arm::B) < inline_a.input_token_bound);
+    }
+
+    #[test]
+    fn a_manifest_with_tools_this_build_does_not_send_is_refused() {
+        let (mut m, _, _) = example_plan(Some(4));
+        if let Some(pin) = m.delivery.as_mut() {
+            pin.tools = pin.tools.replace("load_skill", "load_any");
+        }
+        assert!(
+            m.check_delivery()
+                .unwrap_err()
+                .to_string()
+                .contains("does not speak")
+        );
+        let (mut m, _, _) = example_plan(Some(4));
+        m.prompt.template = prompt::TEMPLATE.to_owned();
+        assert!(
+            m.check_delivery()
+                .unwrap_err()
+                .to_string()
+                .contains("does not match")
+        );
+        let (mut m, _, _) = example_plan(None);
+        assert!(m.make_progressive(1).is_err());
+        assert!(m.make_progressive(13).is_err());
+    }
+
+    #[test]
+    fn a_progressive_plan_counts_every_turn_against_the_request_cap() {
+        use crate::bundle::examples::{EXAMPLE_A, example_bundle};
+        let pack = crate::pack::open("solana-core@1.0.3").unwrap();
+        let a = example_bundle(EXAMPLE_A).unwrap();
+        let profile = crate::profile::find("claude-sonnet-4-5@2025-09-29", None).unwrap();
+        let n = u32::try_from(pack.tasks.len()).unwrap();
+        let options = PlanOptions {
+            repetitions: 1,
+            seed: 7,
+            cap: Some(MicroUsd(1_000_000_000)),
+            max_requests: Some(n * 2 * 3),
+            max_tokens: None,
+            max_output_tokens: None,
+            endpoint: "https://api.anthropic.com".to_owned(),
+            scripted: false,
+        };
+        let mut m = build(&pack, Some(&a), None, &profile, &options).unwrap();
+        m.make_progressive(4).unwrap();
+        let err = trials(&m, &pack, Some(&a), None).unwrap_err().to_string();
+        assert!(err.contains("(up to 4 turns each)"), "{err}");
+        m.make_progressive(3).unwrap();
+        let (_, totals) = trials(&m, &pack, Some(&a), None).unwrap();
+        assert_eq!(totals.max_requests, n * 2 * 3);
     }
 
     #[test]

@@ -85,10 +85,16 @@ fn skill_block(bundle: &Bundle) -> String {
     block
 }
 
+/// The task block: the same in both delivery modes (progressive sends it alone as the user
+/// message).
+pub fn task_text(task: &PublicTask<'_>) -> String {
+    format!("<task id=\"{}\">\n{}</task>\n", task.id, task.render())
+}
+
 /// Builds the prompt of one trial.
 pub fn build(task: &PublicTask<'_>, bundle: Option<&Bundle>) -> Prompt {
     let skill = bundle.map(skill_block).unwrap_or_default();
-    let task_text = format!("<task id=\"{}\">\n{}</task>\n", task.id, task.render());
+    let task_text = task_text(task);
     // One pass over the template: text inside the skill or task can never be taken for a
     // placeholder (a bundle that contains "{{task}}" stays as written).
     let template = TEMPLATE

@@ -404,6 +404,7 @@ mod tests {
             input_token_bound: 1,
             max_output_tokens: 1,
             reserve: MicroUsd::ZERO,
+            turns: None,
         }
     }
 

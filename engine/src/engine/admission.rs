@@ -98,9 +98,7 @@ pub fn admit(trial: &PlannedTrial, money: &Money, budget: &Budget, now: &LimitsN
 
 /// The tokens a trial reserves: its input bound plus its output limit.
 pub fn trial_tokens(trial: &PlannedTrial) -> u64 {
-    trial
-        .input_token_bound
-        .saturating_add(trial.max_output_tokens)
+    trial.tokens_from(1)
 }
 
 #[cfg(test)]
