@@ -542,8 +542,9 @@ fn skill_content(bundle: &Bundle) -> String {
         .map(strip_front_matter)
         .unwrap_or("");
     let mut out = format!(
-        "<skill_content name=\"{}\">\n{}\n</skill_content>\n<skill_files>\n",
+        "<skill_content name=\"{}\" version=\"{}\">\n{}\n</skill_content>\n<skill_files>\n",
         escape(&bundle.name),
+        escape(bundle.version.as_deref().unwrap_or("unversioned")),
         body.trim()
     );
     for file in bundle.files.iter().filter(|f| f.kind != FileKind::Skill) {

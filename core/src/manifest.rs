@@ -342,6 +342,7 @@ impl PlannedTrial {
     /// their output limits. Turn 1 gives the whole trial's.
     pub fn tokens_from(&self, from: u32) -> u64 {
         match self.turns {
+            None if from > 1 => 0,
             None => self
                 .input_token_bound
                 .saturating_add(self.max_output_tokens),
@@ -352,7 +353,8 @@ impl PlannedTrial {
         }
     }
 
-    /// The money reserved from turn `from` (1-based) on, at `price`: each remaining turn's input
+    /// The money reserved from turn `from` (1-based) on, at `price` (an inline trial has one
+    /// turn: nothing after it): each remaining turn's input
     /// bound and output limit, priced turn by turn, so that what turn `t` may spend is exactly
     /// `reserve_from(t) - reserve_from(t + 1)`.
     pub fn reserve_from(&self, price: Option<&Price>, from: u32) -> Result<MicroUsd, PlanError> {
@@ -360,15 +362,16 @@ impl PlannedTrial {
             return Ok(MicroUsd::ZERO);
         };
         match self.turns {
+            None if from > 1 => Ok(MicroUsd::ZERO),
             None => Ok(price
-                .input
+                .worst_input()
                 .cost(self.input_token_bound)?
                 .checked_add(price.output.cost(self.max_output_tokens)?)?),
             Some(bounds) => {
                 let mut sum = MicroUsd::ZERO;
                 for turn in from.max(1)..=bounds.turns {
                     sum = sum
-                        .checked_add(price.input.cost(bounds.input_of(turn))?)?
+                        .checked_add(price.worst_input().cost(bounds.input_of(turn))?)?
                         .checked_add(price.output.cost(self.max_output_tokens)?)?;
                 }
                 Ok(sum)
@@ -577,7 +580,8 @@ pub fn build_named(
         },
         budget: Budget {
             cap_usd_micros: cap,
-            price: profile.price.clone(),
+            // Cache prices only with `--cache` ([`Manifest::enable_cache`]).
+            price: profile.price.clone().map(|p| Price { cache: None, ..p }),
             max_requests: options.max_requests.unwrap_or(DEFAULT_MAX_REQUESTS),
             max_tokens: options.max_tokens,
             requires_confirmation: !priced,
@@ -618,6 +622,31 @@ impl Manifest {
             template: crate::delivery::TEMPLATE.to_owned(),
         };
         self.delivery = Some(crate::delivery::DeliveryPin::progressive(max_turns));
+        Ok(())
+    }
+
+    /// Whether the plan asked for prompt caching: its price carries the cache prices.
+    pub fn caches(&self) -> bool {
+        self.budget
+            .price
+            .as_ref()
+            .is_some_and(|p| p.cache.is_some())
+    }
+
+    /// Asks for prompt caching (`plan --cache`): the profile's cache prices go into the pinned
+    /// price, the requests mark their stable prefix for the provider's cache, spend is computed
+    /// from the cached tokens the provider reports, and every reservation prices each input token
+    /// as the dearer of an input token and a cache write.
+    pub fn enable_cache(&mut self, profile: &Profile) -> Result<(), PlanError> {
+        let Some(cache) = profile.price.as_ref().and_then(|p| p.cache) else {
+            return Err(PlanError::Invalid(format!(
+                "--cache: profile {} states no cache prices (cache_write_usd_per_mtok and cache_read_usd_per_mtok in its profile); without them cached tokens could not be priced",
+                profile.id
+            )));
+        };
+        if let Some(price) = self.budget.price.as_mut() {
+            price.cache = Some(cache);
+        }
         Ok(())
     }
 
@@ -843,7 +872,13 @@ pub fn check_planned(m: &Manifest, profile: &Profile) -> Result<(), PlanError> {
             shown(&profile.revision),
         );
     }
-    if m.budget.price != profile.price {
+    let planned_price = |cache: bool| {
+        profile.price.clone().map(|p| Price {
+            cache: if cache { p.cache } else { None },
+            ..p
+        })
+    };
+    if m.budget.price != planned_price(false) && m.budget.price != planned_price(true) {
         return differs(
             "budget.price",
             "another price".to_owned(),
@@ -1028,6 +1063,7 @@ pub struct GatePin {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::money::PerMtok;
 
     #[test]
     fn usd_converts_to_lamports_rounding_up() {
@@ -1134,6 +1170,57 @@ mod tests {
             .find(|t| t.arm == Arm::B && t.task == planned[0].task)
             .unwrap();
         assert!(first(Arm::B) < inline_a.input_token_bound);
+    }
+
+    #[test]
+    fn a_plan_with_cache_pins_the_cache_prices_and_reserves_input_as_cache_writes() {
+        use crate::bundle::examples::{EXAMPLE_A, example_bundle};
+        let pack = crate::pack::open("solana-core@1.0.3").unwrap();
+        let a = example_bundle(EXAMPLE_A).unwrap();
+        let profile = crate::profile::find("claude-sonnet-4-5@2025-09-29", None).unwrap();
+        let options = PlanOptions {
+            repetitions: 1,
+            seed: 7,
+            cap: Some(MicroUsd(1_000_000_000)),
+            max_requests: None,
+            max_tokens: None,
+            max_output_tokens: Some(1_000),
+            endpoint: "https://api.anthropic.com".to_owned(),
+            scripted: false,
+        };
+        let plain = build(&pack, Some(&a), None, &profile, &options).unwrap();
+        assert!(!plain.caches());
+        assert!(!plain.canonical().unwrap().contains("cache"));
+        check_planned(&plain, &profile).unwrap();
+        let mut cached = plain.clone();
+        cached.enable_cache(&profile).unwrap();
+        assert!(cached.caches());
+        check_planned(&cached, &profile).unwrap();
+        let (p, _) = trials(&plain, &pack, Some(&a), None).unwrap();
+        let (c, _) = trials(&cached, &pack, Some(&a), None).unwrap();
+        let price = profile.price.clone().unwrap();
+        for (p, c) in p.iter().zip(&c) {
+            assert_eq!(
+                c.reserve,
+                PerMtok(3_750_000)
+                    .cost(c.input_token_bound)
+                    .unwrap()
+                    .checked_add(price.output.cost(1_000).unwrap())
+                    .unwrap()
+            );
+            assert!(c.reserve > p.reserve);
+        }
+        let unpriced = crate::profile::find("openai-compatible-local", None).unwrap();
+        assert!(plain.clone().enable_cache(&unpriced).is_err());
+        // A cache price the profile does not state is refused as another price.
+        let mut edited = cached.clone();
+        if let Some(price) = edited.budget.price.as_mut() {
+            price.cache = Some(crate::profile::CachePrice {
+                write: PerMtok(1),
+                read: PerMtok(1),
+            });
+        }
+        assert!(check_planned(&edited, &profile).is_err());
     }
 
     #[test]

@@ -64,6 +64,70 @@ pub struct Price {
     pub source: String,
     /// When.
     pub as_of: String,
+    /// Prompt-caching prices, when the provider states them. In a manifest only when the plan
+    /// asked for caching (`plan --cache`): absent, every inline manifest keeps its bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CachePrice>,
+}
+
+/// What cached input costs: a token written to the cache and a token read from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CachePrice {
+    /// µUSD per million input tokens written to the cache (Anthropic: 1.25× input for a
+    /// 5-minute entry).
+    pub write: PerMtok,
+    /// µUSD per million input tokens read from the cache (Anthropic: 0.1× input).
+    pub read: PerMtok,
+}
+
+/// What a provider reported one request used, its input split by how it was billed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Every input token, however billed (cached ones included).
+    pub input: u64,
+    /// Of `input`, the tokens written to the cache.
+    pub cache_write: u64,
+    /// Of `input`, the tokens read from the cache.
+    pub cache_read: u64,
+    pub output: u64,
+}
+
+impl Price {
+    /// The most one input token can cost under this price: the input price, or a cache write
+    /// when that is dearer. A reservation prices every input token at it, so that what a
+    /// request spends never passes what it reserved, whatever the cache does.
+    pub fn worst_input(&self) -> PerMtok {
+        match self.cache {
+            Some(cache) if cache.write.0 > self.input.0 => cache.write,
+            _ => self.input,
+        }
+    }
+
+    /// The cost of `usage`: uncached input at the input price, cache writes and reads at theirs
+    /// (at the input price when the plan pinned no cache prices: never under-counted), output
+    /// at the output price. Cache counts above the input are taken as the input (a provider's
+    /// inconsistent report is charged at its dearest reading).
+    pub fn cost(&self, usage: &Usage) -> Result<MicroUsd, crate::money::MoneyError> {
+        let (write_price, read_price) = match self.cache {
+            Some(cache) => (cache.write, cache.read),
+            None => (self.input, self.input),
+        };
+        let write = usage.cache_write.min(usage.input);
+        let read = usage.cache_read.min(usage.input - write);
+        let plain = usage.input - write - read;
+        // A write is never charged below the input price, whatever a profile says.
+        let write_price = if write_price.0 < self.input.0 {
+            self.input
+        } else {
+            write_price
+        };
+        self.input
+            .cost(plain)?
+            .checked_add(write_price.cost(write)?)?
+            .checked_add(read_price.cost(read)?)?
+            .checked_add(self.output.cost(usage.output)?)
+    }
 }
 
 /// A model profile.
@@ -170,6 +234,8 @@ struct Entry {
     output_usd_per_mtok: Option<String>,
     price_source: Option<String>,
     price_as_of: Option<String>,
+    cache_write_usd_per_mtok: Option<String>,
+    cache_read_usd_per_mtok: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -227,14 +293,48 @@ fn parse(text: &str, origin: &str) -> Result<Vec<Profile>, ProfileError> {
                     let as_of = e
                         .price_as_of
                         .ok_or_else(|| invalid(format!("{}: a price needs price_as_of", e.id)))?;
+                    let cache = match (e.cache_write_usd_per_mtok, e.cache_read_usd_per_mtok) {
+                        (Some(w), Some(r)) => Some(CachePrice {
+                            write: PerMtok(
+                                MicroUsd::parse_usd(&w)
+                                    .map_err(|err| {
+                                        invalid(format!("{}: cache write price: {err}", e.id))
+                                    })?
+                                    .0,
+                            ),
+                            read: PerMtok(
+                                MicroUsd::parse_usd(&r)
+                                    .map_err(|err| {
+                                        invalid(format!("{}: cache read price: {err}", e.id))
+                                    })?
+                                    .0,
+                            ),
+                        }),
+                        (None, None) => None,
+                        _ => {
+                            return Err(invalid(format!(
+                                "{}: give both cache prices (cache_write_usd_per_mtok, cache_read_usd_per_mtok) or neither",
+                                e.id
+                            )));
+                        }
+                    };
                     Some(Price {
                         input: PerMtok(input.0),
                         output: PerMtok(output.0),
                         source,
                         as_of,
+                        cache,
                     })
                 }
-                (None, None) => None,
+                (None, None) => {
+                    if e.cache_write_usd_per_mtok.is_some() || e.cache_read_usd_per_mtok.is_some() {
+                        return Err(invalid(format!(
+                            "{}: cache prices need the input and output prices",
+                            e.id
+                        )));
+                    }
+                    None
+                }
                 _ => return Err(invalid(format!("{}: give both prices or neither", e.id))),
             };
             if e.id.trim().is_empty() || e.model.trim().is_empty() {
@@ -310,6 +410,72 @@ pub fn find(id: &str, user_file: Option<&Path>) -> Result<Profile, ProfileError>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cached_input_is_priced_by_how_it_was_billed_and_reserved_as_the_dearest() {
+        let sonnet = find("claude-sonnet-4-5@2025-09-29", None).unwrap();
+        let price = sonnet.price.unwrap();
+        let cache = price.cache.unwrap();
+        assert_eq!(
+            (cache.write, cache.read),
+            (PerMtok(3_750_000), PerMtok(300_000))
+        );
+        assert_eq!(price.worst_input(), PerMtok(3_750_000));
+        // Anthropic's verbatim usage (prompt-caching docs): 2048 uncached + 1800 read + 248
+        // written = 4096 input tokens, 503 output.
+        let usage = Usage {
+            input: 4_096,
+            cache_write: 248,
+            cache_read: 1_800,
+            output: 503,
+        };
+        // 2048 × 3 + 248 × 3.75 + 1800 × 0.3 + 503 × 15 µUSD per token / 1e6 ... in µUSD:
+        // 6144 + 930 + 540 + 7545 = 15159.
+        assert_eq!(price.cost(&usage).unwrap(), MicroUsd(15_159));
+        // Without cache prices every input token is charged in full: never under-counted.
+        let plain = Price {
+            cache: None,
+            ..price.clone()
+        };
+        assert_eq!(plain.worst_input(), PerMtok(3_000_000));
+        assert_eq!(plain.cost(&usage).unwrap(), MicroUsd(4_096 * 3 + 503 * 15));
+        // Cache counts above the input are read as input (a provider's inconsistent report).
+        let odd = Usage {
+            input: 100,
+            cache_write: 80,
+            cache_read: 80,
+            output: 0,
+        };
+        assert_eq!(
+            price.cost(&odd).unwrap(),
+            MicroUsd(80 * 375 / 100 + 20 * 3 / 10)
+        );
+        // The cost never passes the reservation at the worst input price.
+        let worst = price.worst_input().cost(4_096).unwrap();
+        assert!(price.cost(&Usage { output: 0, ..usage }).unwrap() <= worst);
+    }
+
+    #[test]
+    fn cache_prices_come_in_pairs_and_only_with_prices() {
+        let base = "[[profile]]\nid = \"x\"\nprovider = \"anthropic\"\nmodel = \"m\"\ncontext_tokens = 10\nmax_output_tokens = 5\n";
+        let one = format!(
+            "{base}input_usd_per_mtok = \"1\"\noutput_usd_per_mtok = \"2\"\nprice_source = \"s\"\nprice_as_of = \"d\"\ncache_write_usd_per_mtok = \"1.25\"\n"
+        );
+        assert!(
+            parse(&one, "t")
+                .unwrap_err()
+                .to_string()
+                .contains("both cache prices")
+        );
+        let unpriced =
+            format!("{base}cache_write_usd_per_mtok = \"1\"\ncache_read_usd_per_mtok = \"1\"\n");
+        assert!(
+            parse(&unpriced, "t")
+                .unwrap_err()
+                .to_string()
+                .contains("need the input and output prices")
+        );
+    }
 
     #[test]
     fn builtin_table_parses_and_prices_are_exact() {
