@@ -170,6 +170,10 @@ pub struct DeliveryPin {
     /// The tool definitions sent (compact JSON, provider-neutral) and their hash.
     pub tools: String,
     pub tools_sha256: String,
+    /// Other skills listed in every arm's catalog beside the arm's own (`--with-skills`),
+    /// digested and stored like A and B, in the order given. Absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub with_skills: Vec<crate::manifest::BundleRef>,
 }
 
 impl DeliveryPin {
@@ -180,6 +184,7 @@ impl DeliveryPin {
             max_turns,
             tools: tools_json(),
             tools_sha256: tools_sha256().hex(),
+            with_skills: Vec::new(),
         }
     }
 

@@ -625,6 +625,62 @@ impl Manifest {
         Ok(())
     }
 
+    /// Lists `others` in every arm's catalog (`--with-skills`), pinned by digest like A and B.
+    /// Needs progressive delivery; each name must differ from A's, B's and each other's (a
+    /// catalog lists each name once).
+    pub fn add_skills(
+        &mut self,
+        others: &[Bundle],
+        a: Option<&Bundle>,
+        b: Option<&Bundle>,
+    ) -> Result<(), PlanError> {
+        let Some(pin) = self.delivery.as_mut() else {
+            return Err(PlanError::Invalid(
+                "--with-skills: other skills are listed in a catalog, which only --delivery progressive has".to_owned(),
+            ));
+        };
+        if others.len() > MAX_WITH_SKILLS {
+            return Err(PlanError::Invalid(format!(
+                "--with-skills: {} other skills, more than the {MAX_WITH_SKILLS} a catalog lists",
+                others.len()
+            )));
+        }
+        let mut names: Vec<(&str, String)> = Vec::new();
+        for (label, bundle) in [("A", a), ("B", b)] {
+            if let Some(bundle) = bundle {
+                names.push((bundle.name.as_str(), format!("bundle {label}")));
+            }
+        }
+        let mut refs = Vec::with_capacity(others.len());
+        for (i, other) in others.iter().enumerate() {
+            if let Some((_, taken)) = names.iter().find(|(n, _)| *n == other.name) {
+                // A and B may share their name (two versions of one skill), never another.
+                return Err(PlanError::Invalid(format!(
+                    "--with-skills: skill {} (the {} given) has the name of {taken}: a catalog lists each name once",
+                    other.name,
+                    ordinal(i + 1)
+                )));
+            }
+            names.push((
+                other.name.as_str(),
+                format!("the {} other skill", ordinal(i + 1)),
+            ));
+            refs.push(BundleRef {
+                name: other.name.clone(),
+                version: other.version.clone(),
+                digest: other.digest.to_string(),
+                coverage: if other.has_non_executable() {
+                    "partial"
+                } else {
+                    "full"
+                }
+                .to_owned(),
+            });
+        }
+        pin.with_skills = refs;
+        Ok(())
+    }
+
     /// Whether the plan asked for prompt caching: its price carries the cache prices.
     pub fn caches(&self) -> bool {
         self.budget
@@ -945,10 +1001,34 @@ pub fn bundle_for<'a>(
     }
 }
 
-/// The catalog of an arm in progressive delivery: its own skill (none for the baseline).
-pub fn catalog_for<'a>(arm: Arm, a: Option<&'a Bundle>, b: Option<&'a Bundle>) -> Vec<&'a Bundle> {
-    bundle_for(arm, a, b).into_iter().collect()
+/// The catalog of an arm in progressive delivery: its own skill (none for the baseline), then the
+/// other skills every arm lists (`--with-skills`).
+pub fn catalog_for<'a>(
+    arm: Arm,
+    a: Option<&'a Bundle>,
+    b: Option<&'a Bundle>,
+    others: &'a [Bundle],
+) -> Vec<&'a Bundle> {
+    bundle_for(arm, a, b)
+        .into_iter()
+        .chain(others.iter())
+        .collect()
 }
+
+/// "1st", "2nd", "3rd", "4th", …
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+/// The most other skills a catalog lists beside the arm's own.
+pub const MAX_WITH_SKILLS: usize = 32;
 
 /// Automatic retries per trial after the first rejected attempt (so at most four requests): a
 /// rate-limited or overloaded answer reached no model, so it may be sent again (the engine's
@@ -962,14 +1042,43 @@ pub fn request_bound(trials: u32, cap: u32) -> u32 {
     trials.saturating_mul(1 + MAX_AUTO_RETRIES).min(cap)
 }
 
-/// THE plan: every trial in execution order with its token bounds and reservation, and the
-/// totals. Shared by `plan`, `run --dry-run` and the real run.
+/// THE plan of a manifest without other skills: [`trials_with`] and none. A manifest that pins
+/// other skills (`--with-skills`) is refused here: its catalogs need their bundles.
 pub fn trials(
     manifest: &Manifest,
     pack: &Pack,
     a: Option<&Bundle>,
     b: Option<&Bundle>,
 ) -> Result<(Vec<PlannedTrial>, Totals), PlanError> {
+    trials_with(manifest, pack, a, b, &[])
+}
+
+/// THE plan: every trial in execution order with its token bounds and reservation, and the
+/// totals. Shared by `plan`, `run --dry-run` and the real run. `others` are the bundles of the
+/// skills every progressive catalog lists beside the arm's own, exactly those the manifest pins.
+pub fn trials_with(
+    manifest: &Manifest,
+    pack: &Pack,
+    a: Option<&Bundle>,
+    b: Option<&Bundle>,
+    others: &[Bundle],
+) -> Result<(Vec<PlannedTrial>, Totals), PlanError> {
+    let pinned = manifest
+        .delivery
+        .as_ref()
+        .map_or(&[][..], |d| d.with_skills.as_slice());
+    if pinned.len() != others.len()
+        || pinned
+            .iter()
+            .zip(others)
+            .any(|(p, o)| p.digest != o.digest.to_string())
+    {
+        return Err(PlanError::Invalid(format!(
+            "delivery.with_skills: the manifest lists {} other skills, and {} bundles with other digests were given",
+            pinned.len(),
+            others.len()
+        )));
+    }
     let arms: Vec<Arm> = manifest.arms.iter().map(|s| s.arm).collect();
     let order = order(
         &manifest.tasks,
@@ -989,7 +1098,7 @@ pub fn trials(
                 None,
             ),
             Some(pin) => {
-                let catalog = catalog_for(arm, a, b);
+                let catalog = catalog_for(arm, a, b, others);
                 let bounds = crate::delivery::TurnBounds::of(
                     &catalog,
                     &crate::delivery::system_text(&catalog),
@@ -1221,6 +1330,70 @@ mod tests {
             });
         }
         assert!(check_planned(&edited, &profile).is_err());
+    }
+
+    #[test]
+    fn other_skills_are_pinned_listed_in_every_catalog_and_needed_to_plan() {
+        use crate::bundle::examples::{EXAMPLE_A, EXAMPLE_B, example_bundle};
+        let pack = crate::pack::open("solana-core@1.0.3").unwrap();
+        let a = example_bundle(EXAMPLE_A).unwrap();
+        let b = example_bundle(EXAMPLE_B).unwrap();
+        let neighbour = crate::bundle::from_files(
+            vec![(
+                "SKILL.md".to_owned(),
+                b"---\nname: solana-fees\ndescription: Explains Solana fees.\n---\n# fees\n"
+                    .to_vec(),
+            )],
+            crate::bundle::SourceKind::Folder,
+            &crate::bundle::Limits::default(),
+        )
+        .unwrap();
+        let (mut m, alone, _) = example_plan(Some(4));
+        let inline = example_plan(None).0;
+        assert!(
+            inline
+                .clone()
+                .add_skills(std::slice::from_ref(&neighbour), Some(&a), Some(&b))
+                .unwrap_err()
+                .to_string()
+                .contains("only --delivery progressive")
+        );
+        // A name the arms already use is refused.
+        assert!(
+            m.clone()
+                .add_skills(std::slice::from_ref(&b), Some(&a), Some(&b))
+                .unwrap_err()
+                .to_string()
+                .contains("has the name of bundle A")
+        );
+        m.add_skills(std::slice::from_ref(&neighbour), Some(&a), Some(&b))
+            .unwrap();
+        let pin = m.delivery.as_ref().unwrap();
+        assert_eq!(pin.with_skills[0].name, "solana-fees");
+        assert_eq!(pin.with_skills[0].digest, neighbour.digest.to_string());
+        // Planned only with the pinned bundles.
+        assert!(trials(&m, &pack, Some(&a), Some(&b)).is_err());
+        let (with, _) = trials_with(
+            &m,
+            &pack,
+            Some(&a),
+            Some(&b),
+            std::slice::from_ref(&neighbour),
+        )
+        .unwrap();
+        // Every arm's catalog grew by the neighbour's entry, the baseline's too.
+        for (w, o) in with.iter().zip(&alone) {
+            assert!(w.turns.unwrap().first_input > o.turns.unwrap().first_input);
+        }
+        let catalog = catalog_for(
+            Arm::Baseline,
+            Some(&a),
+            Some(&b),
+            std::slice::from_ref(&neighbour),
+        );
+        assert_eq!(catalog.len(), 1);
+        assert_eq!(ordinal(2), "2nd");
+        assert_eq!(ordinal(12), "12th");
     }
 
     #[test]
