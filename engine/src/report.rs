@@ -88,6 +88,8 @@ pub fn facts(
                 task: t.task,
                 arm: t.arm,
                 repetition: t.repetition,
+                // Progressive evidence: the engine's to fill (issue #32).
+                evidence: None,
             })
             .collect(),
         attempts,
@@ -101,6 +103,7 @@ pub fn facts(
                 source_sha256,
             })
             .collect(),
+        readable_files: BTreeMap::new(),
         manifest,
     })
 }
@@ -123,6 +126,7 @@ fn attempt_facts(
             runner_us: runner_times.get(&a.id).copied(),
             id: a.id,
             seq: a.seq,
+            turn: None,
             state: a.state,
             outcome: a.outcome,
             reasons: a.reasons,

@@ -7,7 +7,7 @@ use super::facts::{AttemptFacts, Observation, RunFacts, TrialFacts};
 use super::{
     ArmSummary, Attempt, CheckerIdentity, Comparability, Consistency, Cost, FORMAT, GeneratedBy,
     Leader, ModelIdentity, Rate, Report, Run, SENSITIVE_WARNING, Summary, Trial, TrialOutcome,
-    UnknownHolding, pairs, tasks,
+    UnknownHolding, activation, pairs, tasks,
 };
 use crate::manifest::Manifest;
 use crate::outcome::Outcome;
@@ -25,6 +25,7 @@ pub fn build(facts: RunFacts) -> Report {
         spent_usd_micros,
         reserved_usd_micros,
         verdicts_by,
+        readable_files,
     } = facts;
     for a in &mut attempts {
         a.record.answer_purged = a.record.answer_sha256.is_some() && a.record.answer.is_none();
@@ -85,8 +86,10 @@ pub fn build(facts: RunFacts) -> Report {
                 .filter(|a| a.trial_index == obs.trial.index)
                 .map(|a| a.record.clone())
                 .collect(),
+            evidence: obs.trial.evidence.clone(),
         })
         .collect();
+    let activation = activation::activation(&manifest, &observations, &readable_files);
     let scripted = manifest.model.scripted;
     Report {
         format: FORMAT.to_owned(),
@@ -109,6 +112,7 @@ pub fn build(facts: RunFacts) -> Report {
         tasks,
         cost,
         trials: trial_records,
+        activation,
         manifest,
         // Set by the hosted runner once its batches are settled, before the report is sealed.
         settlement: None,
@@ -279,43 +283,7 @@ fn cost(
 /// models) is then the trials' own: a report whose derived members differ from [`rederive`]'s
 /// was edited, however it was sealed.
 pub fn rederive(report: &Report) -> Report {
-    let facts = RunFacts {
-        run: report.run.clone(),
-        manifest_hash: report.manifest_hash.clone(),
-        manifest: report.manifest.clone(),
-        families: report
-            .trials
-            .iter()
-            .filter_map(|t| Some((t.task.clone(), t.family.clone()?)))
-            .collect(),
-        trials: report
-            .trials
-            .iter()
-            .map(|t| TrialFacts {
-                index: t.index,
-                task: t.task.clone(),
-                arm: t.arm.clone(),
-                repetition: t.repetition,
-            })
-            .collect(),
-        attempts: report
-            .trials
-            .iter()
-            .flat_map(|t| {
-                t.attempts.iter().map(|a| AttemptFacts {
-                    trial_index: t.index,
-                    // Only the count of dispatched attempts without a runner time depends on
-                    // it, and that count is kept as stated below.
-                    dispatched: false,
-                    record: a.clone(),
-                })
-            })
-            .collect(),
-        spent_usd_micros: report.cost.spent_usd_micros,
-        reserved_usd_micros: report.cost.reserved_usd_micros,
-        verdicts_by: report.comparability.verdicts_by.clone(),
-    };
-    let mut rebuilt = build(facts);
+    let mut rebuilt = build(facts_of(report));
     rebuilt.format.clone_from(&report.format);
     rebuilt.generated_by = report.generated_by.clone();
     rebuilt.warning.clone_from(&report.warning);
@@ -341,6 +309,55 @@ pub fn rederive(report: &Report) -> Report {
         }
     }
     rebuilt
+}
+
+/// The facts a report states: its run, manifest, trials with their evidence and attempts, the
+/// ledger's money, the checkers, and the readable file lists its activation was given.
+pub(crate) fn facts_of(report: &Report) -> RunFacts {
+    RunFacts {
+        run: report.run.clone(),
+        manifest_hash: report.manifest_hash.clone(),
+        manifest: report.manifest.clone(),
+        families: report
+            .trials
+            .iter()
+            .filter_map(|t| Some((t.task.clone(), t.family.clone()?)))
+            .collect(),
+        trials: report
+            .trials
+            .iter()
+            .map(|t| TrialFacts {
+                index: t.index,
+                task: t.task.clone(),
+                arm: t.arm.clone(),
+                repetition: t.repetition,
+                evidence: t.evidence.clone(),
+            })
+            .collect(),
+        attempts: report
+            .trials
+            .iter()
+            .flat_map(|t| {
+                t.attempts.iter().map(|a| AttemptFacts {
+                    trial_index: t.index,
+                    // Only the count of dispatched attempts without a runner time depends on
+                    // it, and that count is kept as stated below.
+                    dispatched: false,
+                    record: a.clone(),
+                })
+            })
+            .collect(),
+        spent_usd_micros: report.cost.spent_usd_micros,
+        reserved_usd_micros: report.cost.reserved_usd_micros,
+        verdicts_by: report.comparability.verdicts_by.clone(),
+        // The bundles' file lists are the run's input, as stated.
+        readable_files: report
+            .activation
+            .iter()
+            .flat_map(|a| &a.arms)
+            .filter_map(|a| Some((a.arm.clone(), a.readable_files.clone()?)))
+            .collect(),
+    }
 }
 
 /// One member where a report differs from what its trials give.

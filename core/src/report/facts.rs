@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::{Attempt, CheckerIdentity, Run, TrialOutcome};
+use crate::delivery::TrialEvidence;
 use crate::manifest::Manifest;
 use crate::outcome::Outcome;
 
@@ -26,6 +27,10 @@ pub struct RunFacts {
     pub reserved_usd_micros: u64,
     /// The checkers that produced the stored verdicts.
     pub verdicts_by: Vec<CheckerIdentity>,
+    /// Progressive runs: per skill arm (`a`, `b`), the readable files of its own bundle, as
+    /// [`super::activation::readable_files`] lists them, for the references no trial read. Empty
+    /// for an inline run; an arm left out has `readable_files: null` in the report.
+    pub readable_files: BTreeMap<String, Vec<String>>,
 }
 
 /// One planned trial.
@@ -35,6 +40,9 @@ pub struct TrialFacts {
     pub task: String,
     pub arm: String,
     pub repetition: u32,
+    /// What the trial showed about loading (progressive runs: computed from its journaled tool
+    /// calls); `None` for an inline trial, or one that sent no request.
+    pub evidence: Option<TrialEvidence>,
 }
 
 /// One attempt: its report record (answer and runner time filled in by the reader; the builder

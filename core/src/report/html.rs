@@ -13,7 +13,7 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use super::TrialOutcome;
-use super::{ArmSummary, Attempt, Cost, Pair, Rate, Report, TaskRow, Trial, count_of};
+use super::{Activation, ArmSummary, Attempt, Cost, Pair, Rate, Report, TaskRow, Trial, count_of};
 use crate::manifest::BundleRef;
 use crate::money::{Lamports, MicroUsd};
 use crate::outcome::Outcome;
@@ -361,6 +361,9 @@ fn summary_view(h: &mut String, report: &Report) {
         h,
         "<p>Success rate = pass ÷ executed model trials. {leader}</p>"
     );
+    if let Some(activation) = &report.activation {
+        activation_section(h, activation);
+    }
     h.push_str("<h3>Coverage</h3><table class=\"sortable\"><thead><tr><th>arm</th><th>bundle</th><th>coverage</th><th class=\"num\">pass</th><th class=\"num\">fail</th><th class=\"num\">invalid output</th><th class=\"num\">unsupported</th></tr></thead><tbody>");
     for arm in &summary.arms {
         let (bundle, coverage) = match &arm.bundle {
@@ -383,6 +386,165 @@ fn summary_view(h: &mut String, report: &Report) {
         );
     }
     h.push_str("</tbody></table></section>");
+}
+
+/// What the activation rate means, in one sentence.
+pub const ACTIVATION_MEANING: &str = "Activation: the share of an arm's progressive trials in which the model loaded the arm's own skill with load_skill (for the baseline, any skill: its catalog lists only other skills), with the Wilson 95% interval. Counted from the tool calls the runner served, never from the answer's text.";
+
+/// Progressive runs: per arm the activation rate with its interval and what loading cost, the
+/// per-task loaded/passed grid, the references no trial read and the skills loaded instead.
+fn activation_section(h: &mut String, activation: &Activation) {
+    h.push_str("<h2 id=\"activation\">Skill loading</h2><div class=\"cards\">");
+    for arm in &activation.arms {
+        let (label, what) = match &arm.skill {
+            Some(skill) => (
+                format!("{} loads {skill}", arm_label(&arm.arm)),
+                "trials loaded the skill",
+            ),
+            None => (
+                "baseline loads another skill".to_owned(),
+                "trials loaded another skill",
+            ),
+        };
+        let line = match &arm.rate {
+            None => "no trial with evidence yet".to_owned(),
+            Some(r) => format!(
+                "{} of {} {what} · 95% CI {}–{}",
+                r.num,
+                r.den,
+                pct_of(Some(&r.wilson95[0])),
+                pct_of(Some(&r.wilson95[1]))
+            ),
+        };
+        let turn = arm
+            .median_load_turn
+            .as_deref()
+            .map_or_else(String::new, |t| format!("median load turn {t} · "));
+        let errors: Vec<String> = arm
+            .tool_errors
+            .iter()
+            .map(|e| format!("{} {}", e.error.as_str(), e.count))
+            .collect();
+        let errors = if errors.is_empty() {
+            "no tool errors".to_owned()
+        } else {
+            format!("tool errors: {}", errors.join(", "))
+        };
+        let _ = write!(
+            h,
+            "<div class=\"card\"><div class=\"k\">{}</div><div class=\"big\">{}</div><div class=\"k\">{}</div><div class=\"k\">{}{} · turn limit reached {}</div><div class=\"k\">bytes sent: catalog {} · instructions {} · references {}</div></div>",
+            escape(&label),
+            pct(arm.rate.as_ref()),
+            escape(&line),
+            escape(&turn),
+            escape(&errors),
+            arm.turn_limit,
+            arm.catalog_bytes,
+            arm.instructions_bytes,
+            arm.resources_bytes
+        );
+    }
+    let _ = write!(
+        h,
+        "</div><p class=\"sub\">{}</p>",
+        escape(ACTIVATION_MEANING)
+    );
+    // The per-task grid: loaded and passed / loaded and failed / not loaded, per arm.
+    let arms: Vec<&str> = activation.arms.iter().map(|a| a.arm.as_str()).collect();
+    h.push_str("<h3>Per task: loaded and passed · loaded and failed · not loaded</h3><table class=\"sortable\"><thead><tr><th>task</th>");
+    for arm in &arms {
+        let _ = write!(h, "<th class=\"num\">{}</th>", escape(&arm_label(arm)));
+    }
+    h.push_str("</tr></thead><tbody>");
+    for task in &activation.tasks {
+        let _ = write!(h, "<tr><td>{}</td>", escape(&task.task));
+        for arm in &arms {
+            match task.arms.get(*arm) {
+                None => h.push_str("<td class=\"num\">—</td>"),
+                Some(l) => {
+                    let loaded = l.loaded_passed + l.loaded_failed + l.loaded_unscored;
+                    let class = if loaded == 0 {
+                        ""
+                    } else {
+                        cell_class(l.loaded_passed, loaded)
+                    };
+                    let unscored = match l.loaded_unscored {
+                        0 => String::new(),
+                        n => format!(" · {n} unscored"),
+                    };
+                    let _ = write!(
+                        h,
+                        "<td class=\"num {class}\" data-v=\"{loaded}\">{}</td>",
+                        evidence_link(
+                            &format!(
+                                "{} ✓ · {} ✗ · {} not loaded{unscored}",
+                                l.loaded_passed, l.loaded_failed, l.not_loaded
+                            ),
+                            &task.task,
+                            Some(arm)
+                        )
+                    );
+                }
+            }
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</tbody></table><h3>References never read</h3><ul class=\"changes\">");
+    for arm in activation.arms.iter().filter(|a| a.skill.is_some()) {
+        let name = arm_label(&arm.arm);
+        let text = match (&arm.readable_files, &arm.never_read) {
+            (Some(files), _) if files.is_empty() => {
+                "the skill has no file to read besides SKILL.md".to_owned()
+            }
+            (Some(files), Some(never)) if never.is_empty() => format!(
+                "every one of its {} was read by some trial",
+                count_of(files.len() as u64, "readable file", "readable files")
+            ),
+            (Some(files), Some(never)) => format!(
+                "{} of its {} no trial read: {}",
+                never.len(),
+                count_of(files.len() as u64, "readable file", "readable files"),
+                never.join(", ")
+            ),
+            _ => "the run did not record the skill's file list".to_owned(),
+        };
+        let _ = write!(
+            h,
+            "<li><strong>{}</strong>: {}</li>",
+            escape(&name),
+            escape(&text)
+        );
+    }
+    h.push_str("</ul>");
+    let instead: Vec<String> = activation
+        .arms
+        .iter()
+        .filter(|a| !a.others_instead.is_empty())
+        .map(|a| {
+            let names: Vec<String> = a
+                .others_instead
+                .iter()
+                .map(|o| format!("{} in {}", o.skill, count_of(o.trials, "trial", "trials")))
+                .collect();
+            let whose = if a.skill.is_some() {
+                " instead of its own"
+            } else {
+                ""
+            };
+            format!(
+                "<li><strong>{}</strong> loaded{whose}: {}</li>",
+                escape(&arm_label(&a.arm)),
+                escape(&names.join(", "))
+            )
+        })
+        .collect();
+    if !instead.is_empty() {
+        let _ = write!(
+            h,
+            "<h3>Other skills loaded</h3><ul class=\"changes\">{}</ul>",
+            instead.join("")
+        );
+    }
 }
 
 /// What pass^k and pass@k mean, in one sentence each.
@@ -622,6 +784,34 @@ fn attempt_details(h: &mut String, t: &Trial, a: &Attempt, open: bool) {
         escape(&outcome),
         escape(&a.id)
     );
+    if let Some(turn) = a.turn {
+        let _ = write!(h, "<p class=\"k\">turn {turn}</p>");
+    }
+    // The trial's loading, once, with its last attempt (the one whose answer was scored).
+    if let Some(e) = &t.evidence
+        && t.attempts.last().is_some_and(|last| last.id == a.id)
+    {
+        let reads: Vec<String> = e
+            .reads
+            .iter()
+            .map(|r| format!("{}/{}", r.skill, r.path))
+            .collect();
+        let _ = write!(
+            h,
+            "<p class=\"k\">{} turns · skills loaded: {} · files read, in order: {}</p>",
+            e.turns,
+            escape(&if e.skills_loaded.is_empty() {
+                "none".to_owned()
+            } else {
+                e.skills_loaded.join(", ")
+            }),
+            escape(&if reads.is_empty() {
+                "none".to_owned()
+            } else {
+                reads.join(", ")
+            })
+        );
+    }
     if let Some(reason) = &a.retry_reason {
         let _ = write!(
             h,
@@ -816,6 +1006,53 @@ mod tests {
         assert!(h.contains("<h2>What changed</h2><ul class=\"changes\"><li>Nothing can be compared yet: no trial has a model result.</li></ul>"), "{h}");
         assert!(!h.contains("no task"), "{h}");
         assert_eq!(h.matches("no model results yet").count(), 3, "{h}");
+    }
+
+    #[test]
+    fn the_activation_section_is_on_the_first_screen_only_with_activation() {
+        // Given an inline report, then no activation section.
+        let inline = render(&super::super::testing::rich());
+        assert!(!inline.contains("Skill loading"), "{inline}");
+        // Given the same run as a progressive one ...
+        let h = render(&super::super::testing::progressive());
+        // ... then the summary view holds the section, before the coverage table and the
+        // tasks view's long tables.
+        let summary = h.find("id=\"summary\"").unwrap();
+        let section = h
+            .find("<h2 id=\"activation\">Skill loading</h2>")
+            .expect("the section");
+        assert!(summary < section && section < h.find("<h3>Coverage</h3>").unwrap());
+        assert!(section < h.find("id=\"tasks\"").unwrap());
+        // Per-arm rates with their intervals.
+        assert!(h.contains("<div class=\"k\">A loads solana-reader</div><div class=\"big\">67%</div><div class=\"k\">4 of 6 trials loaded the skill · 95% CI 30%–90%</div>"), "{h}");
+        assert!(h.contains("median load turn 1.5 · tool errors: not_a_bundle_file 1, extra_call 2 · turn limit reached 1"), "{h}");
+        assert!(
+            h.contains("baseline loads another skill</div><div class=\"big\">17%</div>"),
+            "{h}"
+        );
+        // The per-task grid, each cell opening its attempts.
+        assert!(h.contains("<a href=\"#evidence\" data-task=\"acct-t22-fzyeg-mint\" data-arm=\"b\">0 ✓ · 0 ✗ · 0 not loaded · 1 unscored</a>"), "{h}");
+        // References never read, and what was loaded instead.
+        assert!(h.contains("<li><strong>A</strong>: 1 of its 3 readable files no trial read: references/c.md</li>"), "{h}");
+        assert!(
+            h.contains(
+                "<li><strong>B</strong>: the run did not record the skill&#39;s file list</li>"
+            ),
+            "{h}"
+        );
+        assert!(
+            h.contains(
+                "<li><strong>A</strong> loaded instead of its own: solana-other in 1 trial</li>"
+            ),
+            "{h}"
+        );
+        // Each trial's loading, with its scored attempt.
+        assert!(
+            h.contains(
+                "skills loaded: solana-reader · files read, in order: solana-reader/references/a.md"
+            ),
+            "{h}"
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! same canonical bytes and the same hash (pinned by `core/tests/report_format.rs`). Every
 //! `Option` below is written as `null` when empty unless it says otherwise.
 
+mod activation;
 mod build;
 pub mod comparable;
 mod facts;
@@ -20,12 +21,15 @@ mod pairs;
 mod seal;
 mod settled;
 mod tasks;
+#[cfg(test)]
+pub(crate) mod testing;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::delivery::TrialEvidence;
 use crate::manifest::{BundleRef, Manifest, PackRef, Sampling};
 use crate::outcome::Outcome;
 use crate::profile::ProviderKind;
@@ -33,6 +37,10 @@ use crate::settlement::Settlement;
 use crate::state::{AttemptState, RunStatus};
 use crate::stats::Fraction;
 
+pub use activation::{
+    Activation, ArmActivation, OtherSkill, TaskActivation, TaskLoads, ToolErrorTotal,
+    readable_files,
+};
 pub use build::{Derivation, build, derivations, rederive};
 pub use facts::{AttemptFacts, RunFacts, TrialFacts};
 pub use seal::ReportError;
@@ -118,6 +126,11 @@ pub struct Report {
     pub tasks: Vec<TaskRow>,
     pub cost: Cost,
     pub trials: Vec<Trial>,
+    /// Progressive runs: what the trials showed about loading each arm's skill, summed from their
+    /// evidence. Absent, not `null`, when no trial has evidence (every inline run), so those
+    /// reports keep their bytes and hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activation: Option<Activation>,
     /// A hosted run's settlement: every evidence record and the batches it was settled in
     /// (docs/program.md). Absent, not `null`, in a local run, so its bytes and hash are unchanged;
     /// the report hash covers it like any other member.
@@ -606,6 +619,10 @@ pub struct Trial {
     pub outcome: TrialOutcome,
     pub reasons: Vec<String>,
     pub attempts: Vec<Attempt>,
+    /// Progressive runs: what the trial showed about loading, from its journaled tool calls.
+    /// Absent, not `null`, for an inline trial (and one that sent no request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<TrialEvidence>,
 }
 
 /// One attempt, as the journal holds it, with its stored answer.
@@ -614,6 +631,10 @@ pub struct Trial {
 pub struct Attempt {
     pub id: String,
     pub seq: u32,
+    /// Progressive runs: the turn (1-based) this request was in its trial. Absent, not `null`,
+    /// for an inline attempt (its trial's only turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
     pub state: AttemptState,
     /// `null` until the attempt is scored or closed.
     pub outcome: Option<Outcome>,
