@@ -666,6 +666,13 @@ pub struct DemoArgs {
     /// setting (docs/runs.md, "Concurrency").
     #[arg(long, value_name = "N", default_value_t = Concurrency::SEQUENTIAL, allow_negative_numbers = true)]
     pub concurrency: Concurrency,
+    /// How the skill reaches the model: `inline` (default) or `progressive` (a catalog and the
+    /// load_skill / read_skill_resource tools; the report then shows which trials loaded it).
+    #[arg(long, value_name = "MODE", default_value = "inline", value_parser = parse_delivery)]
+    pub delivery: skilltrial_core::delivery::Mode,
+    /// K: the most requests one progressive trial sends (2 to 12, default 4).
+    #[arg(long, value_name = "K", value_parser = parse_max_turns)]
+    pub max_turns: Option<u32>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -754,6 +761,32 @@ pub struct PlanArgs {
     /// Where the --sol-usd rate comes from (recorded with it and shown before the escrow).
     #[arg(long, value_name = "TEXT", requires = "sol_usd", value_parser = non_blank)]
     pub sol_usd_source: Option<String>,
+    /// How the skill reaches the model: `inline` (the whole bundle in every prompt, the default)
+    /// or `progressive` (a catalog of names and descriptions; the model loads SKILL.md and reads
+    /// files with tools, over at most --max-turns requests per trial).
+    #[arg(long, value_name = "MODE", default_value = "inline", value_parser = parse_delivery)]
+    pub delivery: skilltrial_core::delivery::Mode,
+    /// K: the most requests one progressive trial sends (2 to 12, default 4).
+    #[arg(long, value_name = "K", value_parser = parse_max_turns)]
+    pub max_turns: Option<u32>,
+    /// Other skills (folders or ZIPs) listed in every arm's catalog beside the arm's own, the
+    /// baseline's too (needs --delivery progressive): does the model pick A or B among them, and
+    /// how often does it load another instead?
+    #[arg(long, value_name = "BUNDLE", num_args = 1..)]
+    pub with_skills: Vec<std::path::PathBuf>,
+    /// Use the provider's prompt cache: mark the stable prefix of every request (Anthropic
+    /// `cache_control`; OpenAI caches shared prefixes itself) and price cached tokens at the
+    /// profile's cache prices. Reservations price every input token as a cache write.
+    #[arg(long)]
+    pub cache: bool,
+}
+
+fn parse_delivery(text: &str) -> Result<skilltrial_core::delivery::Mode, String> {
+    text.parse()
+}
+
+fn parse_max_turns(text: &str) -> Result<u32, String> {
+    skilltrial_core::delivery::parse_max_turns(text)
 }
 
 #[derive(Debug, Args)]

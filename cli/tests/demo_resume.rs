@@ -12,11 +12,7 @@ use serde_json::Value;
 mod support;
 
 fn skilltrial(home: &Path, args: &[&str], kill_at: Option<&str>) -> Output {
-    let mut cmd = support::offline_command(home, args);
-    if let Some(point) = kill_at {
-        cmd.env("SKILLTRIAL_TEST_KILL_AT", point);
-    }
-    cmd.output().unwrap()
+    support::offline_output(home, args, kill_at)
 }
 
 /// What a trial came to: its place in the plan, its outcome, the checker's reasons and the
@@ -74,35 +70,11 @@ fn a_demo_killed_after_every_answer_and_resumed_gives_the_uninterrupted_results(
     let out = skilltrial(&home, &["demo"], Some("after_result"));
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(86), "{stderr}");
-    let run = stderr
-        .lines()
-        .find_map(|l| l.split_once(", manifest ").map(|(_, h)| h.trim()))
-        .unwrap_or_else(|| panic!("no manifest hash in: {stderr}"));
-    let run = run.strip_prefix("sha256:").unwrap_or(run).to_owned();
+    let run = support::manifest_in(&stderr);
 
     // Resume it, each `run` killed after its first answer too: every process (and so every
     // scripted server) sees a single request, so nothing a server remembers can carry over.
-    let mut resumes = 0;
-    loop {
-        let out = skilltrial(
-            &home,
-            &["run", "--manifest", &run, "--yes"],
-            Some("after_result"),
-        );
-        match out.status.code() {
-            Some(86) => resumes += 1,
-            Some(0) => break,
-            code => panic!(
-                "resume {resumes} exited {code:?}: {}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        }
-        assert!(
-            resumes <= 60,
-            "the run never finished after {resumes} resumes"
-        );
-    }
+    let resumes = support::resume_until_done(&home, &run, "after_result", 60);
     // One killed process per trial after the demo's own (the last `run` only scores the answer
     // its predecessor saved, or finds nothing left).
     assert!(resumes >= 53, "only {resumes} resumes");

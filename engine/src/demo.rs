@@ -118,6 +118,7 @@ pub fn profile_of(model: ScriptedModel, base_url: &str) -> Profile {
             output: PerMtok(0),
             source: "built-in scripted model: free".to_owned(),
             as_of: "n/a".to_owned(),
+            cache: None,
         }),
         origin: "builtin".to_owned(),
     }
@@ -334,12 +335,30 @@ pub fn responder(
         let Some((planned_task, repetition)) = plans.place(attempt) else {
             return unplaced(&format!("attempt `{attempt}` names no planned trial"));
         };
-        let user = request.user_text();
+        let progressive = request.has_tools();
+        let user = if progressive {
+            request.task_text()
+        } else {
+            request.user_text()
+        };
         let Some(task_id) = between(&user, "<task id=\"", "\"") else {
             return Reply::Answer("I can only answer SkillTrial tasks.".to_owned());
         };
-        let version =
-            between(&user, "<skill name=\"", ">").and_then(|tag| between(tag, "version=\"", "\""));
+        let version = if progressive {
+            match progressive_step(request, task_id) {
+                Move::Call(name, arguments) => {
+                    return Reply::Tools {
+                        text: String::new(),
+                        calls: vec![(name.to_owned(), arguments)],
+                    };
+                }
+                Move::Answer(version) => version,
+            }
+        } else {
+            between(&user, "<skill name=\"", ">")
+                .and_then(|tag| between(tag, "version=\"", "\""))
+                .map(str::to_owned)
+        };
         if task_id != planned_task {
             return unplaced(&format!(
                 "attempt `{attempt}` asks task `{task_id}`, its trial is planned for `{planned_task}`"
@@ -349,7 +368,7 @@ pub fn responder(
             return Reply::Answer("Unknown task.".to_owned());
         };
         let model = ScriptedModel::of_request(request);
-        let text = match scripted_choice(&pack.id(), model, task, version, repetition) {
+        let text = match scripted_choice(&pack.id(), model, task, version.as_deref(), repetition) {
             None => match task.reveal_expected() {
                 Expected::Golden(g) => format!(
                     "Here is the decoded result.\n\n```json\n{}\n```\n",
@@ -365,6 +384,149 @@ pub fn responder(
         };
         Reply::Answer(text)
     }
+}
+
+/// What the scripted model does next in a progressive trial.
+enum Move {
+    /// Call this tool with these arguments (JSON text).
+    Call(&'static str, String),
+    /// Answer, as one who read the skill of this version (`None`: it loaded none).
+    Answer(Option<String>),
+}
+
+/// The progressive script, read from the request alone (so a resumed run answers the same): on
+/// its first turn the model loads the catalog's skill unless the task is one it believes it
+/// knows (every fifth task by a fixed hash of its id; on the baseline the catalog is empty); once
+/// loaded, it reads the reference its family needs when the skill lists one, then answers as the
+/// inline script does for the version it loaded.
+fn progressive_step(request: &ServerRequest, task: &str) -> Move {
+    let system = request.system_text();
+    let names: Vec<&str> = system
+        .split("<name>")
+        .skip(1)
+        .filter_map(|rest| rest.split("</name>").next())
+        .collect();
+    // A fee task draws the model to the fee planner, when the catalog lists it; any other to
+    // the arm's own skill (the catalog's first other name).
+    let skill = match names.iter().find(|n| **n == DISTRACTOR) {
+        Some(distractor) if task.contains("fee") => Some(*distractor),
+        _ => names.iter().find(|n| **n != DISTRACTOR).copied(),
+    };
+    let results = all_tool_results(request);
+    let loaded = results.iter().find_map(|(_, content, is_error)| {
+        (!is_error)
+            .then(|| between(content, "<skill_content ", ">"))
+            .flatten()
+    });
+    let Some(skill) = skill else {
+        return Move::Answer(None);
+    };
+    let Some(tag) = loaded else {
+        if request.turn() > 1 || fnv(task).is_multiple_of(5) {
+            return Move::Answer(None);
+        }
+        return Move::Call(
+            "load_skill",
+            serde_json::json!({ "name": skill }).to_string(),
+        );
+    };
+    if between(tag, "name=\"", "\"") == Some(DISTRACTOR) {
+        // The fee planner says nothing about decoding: answered as without a skill.
+        return Move::Answer(None);
+    }
+    let version = between(tag, "version=\"", "\"").map(str::to_owned);
+    let read = results
+        .iter()
+        .any(|(_, content, _)| content.starts_with("<skill_resource "));
+    let wanted = match task.split('-').next() {
+        Some("acct") => "account",
+        Some("tx") => "transaction",
+        Some("plan") => "transfer",
+        _ => "",
+    };
+    let listed = results.iter().find_map(|(_, content, _)| {
+        let files = between(content, "<skill_files>\n", "</skill_files>")?;
+        files
+            .lines()
+            .find(|line| line.contains(wanted) && line.contains("readable"))
+            .and_then(|line| line.split(' ').next())
+    });
+    match listed {
+        Some(path) if !read && !wanted.is_empty() => Move::Call(
+            "read_skill_resource",
+            serde_json::json!({ "name": skill, "path": path }).to_string(),
+        ),
+        _ => Move::Answer(version),
+    }
+}
+
+/// Every tool result a request carries, from all its earlier turns, in order: (call id, content,
+/// is error), in either wire format (Anthropic `tool_result` blocks; OpenAI `tool` messages,
+/// which carry no error flag).
+fn all_tool_results(request: &ServerRequest) -> Vec<(String, String, bool)> {
+    let Some(body) = request.json() else {
+        return Vec::new();
+    };
+    let text = |v: Option<&serde_json::Value>| match v {
+        Some(serde_json::Value::String(t)) => t.clone(),
+        Some(serde_json::Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(serde_json::Value::as_str))
+            .collect(),
+        _ => String::new(),
+    };
+    let mut out = Vec::new();
+    for message in body
+        .get("messages")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let field = |k: &str| message.get(k).and_then(serde_json::Value::as_str);
+        if field("role") == Some("tool") {
+            out.push((
+                field("tool_call_id").unwrap_or_default().to_owned(),
+                text(message.get("content")),
+                false,
+            ));
+        }
+        for block in message
+            .get("content")
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if block.get("type").and_then(serde_json::Value::as_str) == Some("tool_result") {
+                out.push((
+                    block
+                        .get("tool_use_id")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    text(block.get("content")),
+                    block
+                        .get("is_error")
+                        .and_then(serde_json::Value::as_bool)
+                        .unwrap_or(false),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The other skill `demo --delivery progressive` lists in every catalog: a fee estimator whose
+/// description draws a model that reads "fee" in a task, though it decodes nothing.
+pub const DISTRACTOR: &str = "solana-fee-planner";
+
+/// The embedded bundle of [`DISTRACTOR`].
+pub const DISTRACTOR_BUNDLE: &str = "solana-fee-planner-1.0.0";
+
+/// FNV-1a of a text: a fixed hash, the same on every platform and run.
+fn fnv(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 #[cfg(test)]

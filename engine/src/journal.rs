@@ -38,10 +38,11 @@ use skilltrial_sqlite::MigrateError;
 /// reasons), so that no text outside the enums can be written; 5 — `payloads.content`, a
 /// payload's bytes in the commit that records it; 6 — the not-run reason
 /// `not_run_model_unavailable`; 7 — `runs.concurrency` and `runs.syncs` (requests in flight at
-/// once, and the engine's durable syncs). Keep `MIGRATIONS` in file-number order; the files live in the
+/// once, and the engine's durable syncs); 8 — `attempts.turn`, `attempts.prior_turn` and
+/// `attempts.exchange` (trials of several turns). Keep `MIGRATIONS` in file-number order; the files live in the
 /// workspace's `migrations/journal/` (the home of every database's migrations), named by path
 /// from this file so the crate builds wherever the workspace is.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/journal/0001_journal.sql"),
@@ -51,6 +52,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/journal/0005_payload_content.sql"),
     include_str!("../../migrations/journal/0006_model_unavailable.sql"),
     include_str!("../../migrations/journal/0007_concurrency.sql"),
+    include_str!("../../migrations/journal/0008_turns.sql"),
 ];
 
 /// How long a connection waits for another process's write lock before failing. Set before any
@@ -246,6 +248,13 @@ pub struct AttemptRow {
     pub planned_at_ms: i64,
     pub dispatched_at_ms: Option<i64>,
     pub finished_at_ms: Option<i64>,
+    /// The turn of its trial this attempt is (1-based; always 1 inline).
+    pub turn: u32,
+    /// The answered turn that led to this one.
+    pub prior_turn: Option<String>,
+    /// An answered turn that asked for tools: its text and calls (JSON). Such a turn is not the
+    /// trial's answer: the next turn carries the trial on.
+    pub exchange: Option<String>,
 }
 
 /// Money of a run, from the ledger.
@@ -372,6 +381,9 @@ const ATTEMPT_COLUMNS: &[&str] = &[
     "planned_at_ms",
     "dispatched_at_ms",
     "finished_at_ms",
+    "turn",
+    "prior_turn",
+    "exchange",
 ];
 
 /// `SELECT <columns> FROM <table> <tail>`.
@@ -1106,14 +1118,14 @@ mod tests {
         // When SkillTrial opens it
         let mut journal = Journal::open(&path).unwrap();
 
-        // Then it is at the current schema (7), with every row as it was (payloads gain an
+        // Then it is at the current schema (8), with every row as it was (payloads gain an
         // empty `content`: their bytes stay in the payload store; runs gain no concurrency and
-        // no syncs) and foreign keys on and whole
+        // no syncs; attempts are each a first turn) and foreign keys on and whole
         let version: u32 = journal
             .conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
-        assert_eq!((version, SCHEMA_VERSION), (7, 7));
+        assert_eq!((version, SCHEMA_VERSION), (8, 8));
         let mut expected = before.clone();
         for (table, rows) in &mut expected {
             if table == "payloads" {
@@ -1125,6 +1137,13 @@ mod tests {
                 for row in rows.iter_mut() {
                     row.push(rusqlite::types::Value::Null);
                     row.push(rusqlite::types::Value::Integer(0));
+                }
+            }
+            if table == "attempts" {
+                for row in rows.iter_mut() {
+                    row.push(rusqlite::types::Value::Integer(1));
+                    row.push(rusqlite::types::Value::Null);
+                    row.push(rusqlite::types::Value::Null);
                 }
             }
         }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use skilltrial_core::manifest::Manifest;
+use skilltrial_core::manifest::{self as manifest, Arm, Manifest};
 use skilltrial_core::report::{self as model, AttemptFacts, CheckerIdentity, RunFacts, TrialFacts};
 pub use skilltrial_core::report::{Report, SENSITIVE_WARNING, html};
 
@@ -62,10 +62,11 @@ pub fn facts(
     let manifest: Manifest = serde_json::from_slice(&store.get(&manifest_hash)?)
         .map_err(|e| ReportError::Invalid(format!("manifest: {e}")))?;
     let runner_times = journal.runner_times(&run.id)?;
-    let attempts = journal
-        .attempts(&run.id)?
+    let rows = journal.attempts(&run.id)?;
+    let progressive = Progressive::of(journal, store, &run.id, &manifest, &rows)?;
+    let attempts = rows
         .into_iter()
-        .map(|a| attempt_facts(journal, payloads, &runner_times, a))
+        .map(|a| attempt_facts(journal, payloads, &runner_times, a, progressive.is_some()))
         .collect::<Result<Vec<_>, _>>()?;
     let money = journal.money(&run.id)?;
     Ok(RunFacts {
@@ -88,8 +89,9 @@ pub fn facts(
                 task: t.task,
                 arm: t.arm,
                 repetition: t.repetition,
-                // Progressive evidence: the engine's to fill (issue #32).
-                evidence: None,
+                evidence: progressive
+                    .as_ref()
+                    .and_then(|p| p.evidence.get(&t.idx).cloned()),
             })
             .collect(),
         attempts,
@@ -103,9 +105,66 @@ pub fn facts(
                 source_sha256,
             })
             .collect(),
-        readable_files: BTreeMap::new(),
+        readable_files: progressive.map(|p| p.readable_files).unwrap_or_default(),
         manifest,
     })
+}
+
+/// What a progressive run's report adds: each trial's evidence, replayed from its journaled
+/// turns, and each skill arm's readable files.
+struct Progressive {
+    evidence: BTreeMap<u32, skilltrial_core::delivery::TrialEvidence>,
+    readable_files: BTreeMap<String, Vec<String>>,
+}
+
+impl Progressive {
+    /// `None` for an inline run.
+    fn of(
+        journal: &Journal,
+        store: &Store,
+        run_id: &str,
+        manifest: &Manifest,
+        rows: &[AttemptRow],
+    ) -> Result<Option<Self>, ReportError> {
+        let Some(pin) = &manifest.delivery else {
+            return Ok(None);
+        };
+        let (a, b, others) = crate::engine::load_bundles(store, manifest)
+            .map_err(|e| ReportError::Invalid(format!("the run's bundles: {e}")))?;
+        let mut evidence = BTreeMap::new();
+        for trial in journal.trials(run_id)? {
+            let arm = match trial.arm.as_str() {
+                "a" => Arm::A,
+                "b" => Arm::B,
+                _ => Arm::Baseline,
+            };
+            let Some(last) = rows
+                .iter()
+                .filter(|r| r.trial_idx == trial.idx)
+                .max_by_key(|r| r.seq)
+            else {
+                continue;
+            };
+            let catalog = manifest::catalog_for(arm, a.as_ref(), b.as_ref(), &others);
+            let own = manifest::bundle_for(arm, a.as_ref(), b.as_ref()).map(|b| b.name.as_str());
+            let found = crate::engine::turns::evidence(journal, &catalog, own, pin.max_turns, last)
+                .map_err(|e| ReportError::Invalid(format!("trial {}: {e}", trial.idx)))?;
+            evidence.insert(trial.idx, found);
+        }
+        let mut readable_files = BTreeMap::new();
+        for (arm, bundle) in [(Arm::A, a.as_ref()), (Arm::B, b.as_ref())] {
+            if let Some(bundle) = bundle {
+                readable_files.insert(
+                    arm.as_str().to_owned(),
+                    skilltrial_core::report::readable_files(bundle),
+                );
+            }
+        }
+        Ok(Some(Self {
+            evidence,
+            readable_files,
+        }))
+    }
 }
 
 fn attempt_facts(
@@ -113,6 +172,7 @@ fn attempt_facts(
     payloads: &Store,
     runner_times: &BTreeMap<String, u64>,
     a: AttemptRow,
+    progressive: bool,
 ) -> Result<AttemptFacts, ReportError> {
     let answer = match a.answer_sha256.as_deref().and_then(parse_hex) {
         Some(sha) => crate::answers::read::<ReportError>(journal, payloads, &sha)?
@@ -126,7 +186,8 @@ fn attempt_facts(
             runner_us: runner_times.get(&a.id).copied(),
             id: a.id,
             seq: a.seq,
-            turn: None,
+            // Inline reports keep their bytes: turns are stated for progressive runs only.
+            turn: progressive.then_some(a.turn),
             state: a.state,
             outcome: a.outcome,
             reasons: a.reasons,

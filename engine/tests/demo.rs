@@ -31,6 +31,7 @@ fn request(home: &Path, reps: u32) -> DemoRequest {
         home: Some(home.to_path_buf()),
         stop: None,
         concurrency: Default::default(),
+        progressive: None,
     }
 }
 

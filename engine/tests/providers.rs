@@ -17,6 +17,8 @@ fn request() -> ModelRequest {
         max_output_tokens: 64,
         temperature: "0".into(),
         attempt: Some("run-000-1".into()),
+        tools: Vec::new(),
+        history: Vec::new(),
     }
 }
 
@@ -811,6 +813,7 @@ fn loopback_plan(
             output: PerMtok(15_000_000),
             source: "test".into(),
             as_of: "2026-11-29".into(),
+            cache: None,
         }),
         origin: "test".into(),
     };

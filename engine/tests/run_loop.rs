@@ -118,6 +118,7 @@ fn profile(url: &str) -> Profile {
             output: PerMtok(15_000_000),
             source: "test".into(),
             as_of: "2026-12-04".into(),
+            cache: None,
         }),
         origin: "test".into(),
     }

@@ -176,8 +176,7 @@ fn examine(
         // Before the plan is computed from it: a bound names its field, not a symptom.
         manifest::check_planned(m, &profile).map_err(bounds)?;
     }
-    let (trials, _) = manifest::trials(m, &inputs.pack, inputs.a.as_ref(), inputs.b.as_ref())
-        .map_err(|e| e.to_string())?;
+    let (trials, _) = inputs.trials().map_err(|e| e.to_string())?;
     if let Some(admission) = admission {
         manifest::check_token_cap(m, &trials, manifest::Naming::Fields).map_err(bounds)?;
         if let Some(pinned) = &m.sol_usd {

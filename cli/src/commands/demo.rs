@@ -9,6 +9,7 @@
 //! step on stderr (nothing with `--json`), handles Ctrl-C while the run is sending, and prints
 //! the report's summary as `report` does.
 
+use skilltrial_core::delivery::{self, Mode};
 use std::fmt::Write as _;
 use std::io::Write;
 use std::sync::Arc;
@@ -48,6 +49,15 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
         home: global.home.clone(),
         stop: Some(Arc::clone(&stop)),
         concurrency: args.concurrency,
+        progressive: match (args.delivery, args.max_turns) {
+            (Mode::Progressive, k) => Some(k.unwrap_or(delivery::DEFAULT_MAX_TURNS)),
+            (Mode::Inline, Some(_)) => {
+                return Err(CliError::Environment(anyhow::anyhow!(
+                    "--max-turns: a turn limit needs --delivery progressive (inline sends one request per trial)"
+                )));
+            }
+            (Mode::Inline, None) => None,
+        },
     };
     let mut show = Some(progress::printer(global.json));
     let mut notice = None;

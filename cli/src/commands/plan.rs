@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use serde::Serialize;
 use skilltrial_core::bundle::{self, Bundle};
+use skilltrial_core::delivery;
 use skilltrial_core::manifest::{self, PlanOptions, Totals};
 use skilltrial_core::money::MicroUsd;
 use skilltrial_core::profile;
@@ -144,11 +145,36 @@ pub fn run(args: &PlanArgs, global: &Global) -> Result<Status, CliError> {
         let pin = crate::commands::gate::pin_policy(path)?;
         manifest.gate = Some(pin);
     }
-    let (trials, totals) = manifest::trials(&manifest, &pack, a.as_ref(), b.as_ref())?;
+    match (args.delivery, args.max_turns) {
+        (delivery::Mode::Progressive, k) => {
+            manifest.make_progressive(k.unwrap_or(delivery::DEFAULT_MAX_TURNS))?;
+        }
+        (delivery::Mode::Inline, Some(_)) => {
+            return Err(CliError::Environment(anyhow::anyhow!(
+                "--max-turns: a turn limit needs --delivery progressive (inline sends one request per trial)"
+            )));
+        }
+        (delivery::Mode::Inline, None) => {}
+    }
+    let others = args
+        .with_skills
+        .iter()
+        .enumerate()
+        .map(|(i, path)| import(path, &format!("--with-skills {}", i + 1)))
+        .collect::<Result<Vec<_>, _>>()?;
+    if !others.is_empty() {
+        manifest.add_skills(&others, a.as_ref(), b.as_ref())?;
+    }
+    if args.cache {
+        manifest.enable_cache(&profile)?;
+    }
+    let (trials, totals) =
+        manifest::trials_with(&manifest, &pack, a.as_ref(), b.as_ref(), &others)?;
     manifest::check_token_cap(&manifest, &trials, manifest::Naming::Flags)?;
 
     let layout = state::layout(global)?;
     let store = state::store(&layout)?;
+    engine::save_bundles(&store, &others)?;
     let hash = engine::save_inputs(&store, &manifest, &pack, a.as_ref(), b.as_ref())?;
     // The run exists from now on (status `planned`), so `status`, `cancel` and `run` find it by
     // its id or a prefix before its first `run`.
@@ -278,6 +304,44 @@ fn render(r: &PlanReport<'_>) -> String {
         let _ = writeln!(
             out,
             "power     no paired test: a plan with the baseline alone has no contrast (add --a)"
+        );
+    }
+    if let Some(pin) = &m.delivery {
+        let _ = writeln!(
+            out,
+            "delivery  progressive: each arm's catalog in the system prompt, load_skill and read_skill_resource as tools, at most {} turns per trial (each turn one request, reserved before it leaves)",
+            pin.max_turns
+        );
+        if !pin.with_skills.is_empty() {
+            let listed: Vec<String> = pin
+                .with_skills
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{} {}",
+                        s.name,
+                        s.version.as_deref().unwrap_or("unversioned")
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "          every catalog also lists: {}",
+                listed.join(", ")
+            );
+        }
+    } else {
+        let _ = writeln!(
+            out,
+            "delivery  inline: the whole bundle in every skill arm's prompt (--delivery progressive lets the model load it)"
+        );
+    }
+    if let Some(cache) = m.budget.price.as_ref().and_then(|p| p.cache) {
+        let _ = writeln!(
+            out,
+            "cache     the stable prefix of every request is marked for the provider's cache; cached tokens are charged as reported (write {}/Mtok, read {}/Mtok), and every reservation prices input as a cache write",
+            MicroUsd(cache.write.0),
+            MicroUsd(cache.read.0)
         );
     }
     let _ = writeln!(

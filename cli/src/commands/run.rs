@@ -162,13 +162,7 @@ pub fn run(args: &RunArgs, global: &Global) -> Result<Status, CliError> {
 fn planned_trials(
     inputs: &engine::Inputs,
 ) -> Result<(Vec<manifest::PlannedTrial>, manifest::Totals), CliError> {
-    manifest::trials(
-        &inputs.manifest,
-        &inputs.pack,
-        inputs.a.as_ref(),
-        inputs.b.as_ref(),
-    )
-    .map_err(|e| CliError::Rejected(e.into()))
+    inputs.trials().map_err(|e| CliError::Rejected(e.into()))
 }
 
 /// Installs the Ctrl-C and SIGTERM handlers: the first such signal sets `stop` (the engine

@@ -203,6 +203,46 @@ pub fn offline_command(home: &Path, args: &[&str]) -> Command {
     cmd
 }
 
+/// [`offline_command`] run to its end, ended at the debug kill point `kill_at` when one is given.
+pub fn offline_output(home: &Path, args: &[&str], kill_at: Option<&str>) -> Output {
+    let mut cmd = offline_command(home, args);
+    if let Some(point) = kill_at {
+        cmd.env(KILL_POINT_VAR, point);
+    }
+    cmd.output().unwrap()
+}
+
+/// Resumes the offline run `run` in `home` with `run --manifest`, each process ended at the kill
+/// point `kill_at`, until one finishes (at most `most` kills); returns how many were killed.
+pub fn resume_until_done(home: &Path, run: &str, kill_at: &str, most: u32) -> u32 {
+    let mut resumes = 0;
+    loop {
+        let out = offline_output(home, &["run", "--manifest", run, "--yes"], Some(kill_at));
+        match out.status.code() {
+            Some(skilltrial_engine::engine::KILL_POINT_EXIT) => resumes += 1,
+            Some(0) => return resumes,
+            code => panic!(
+                "resume {resumes} exited {code:?}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }
+        assert!(
+            resumes <= most,
+            "the run never finished after {resumes} resumes"
+        );
+    }
+}
+
+/// The run id a command printed on stderr (`…, manifest sha256:<hex>`), as hex.
+pub fn manifest_in(stderr: &str) -> String {
+    let run = stderr
+        .lines()
+        .find_map(|l| l.split_once(", manifest ").map(|(_, h)| h.trim()))
+        .unwrap_or_else(|| panic!("no manifest hash in: {stderr}"));
+    run.strip_prefix("sha256:").unwrap_or(run).to_owned()
+}
+
 /// A temporary state directory and a profiles.toml naming the profile `loopback` (Anthropic wire
 /// format, at the test's server), with the key and retry-wait scale the binary is run with.
 pub struct Env {

@@ -114,6 +114,7 @@ pub fn prepare(dir: &Path, seed: u64, work: &Workload) -> Result<Prepared, Strin
             output: PerMtok(15_000_000),
             source: "bench".into(),
             as_of: "2026-11-29".into(),
+            cache: None,
         }),
         origin: "bench".into(),
     };

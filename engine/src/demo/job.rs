@@ -73,6 +73,8 @@ pub struct DemoRequest {
     pub stop: Option<Arc<AtomicBool>>,
     /// Requests in flight at once.
     pub concurrency: Concurrency,
+    /// Progressive delivery with this turn limit K (`--delivery progressive`); `None` inline.
+    pub progressive: Option<u32>,
 }
 
 /// A step done, with the line a person reads for it ([`fmt::Display`]).
@@ -325,7 +327,10 @@ pub fn run(
     // 3. The plan. The request cap fits the pack at the default repetitions with a quarter to
     // spare, so a request left unknown by a crash can be retried (a larger pack needs more than
     // the usual 100); more repetitions than that are refused below with what to change.
-    let per_rep = u32::try_from(pack.tasks.len().saturating_mul(3)).unwrap_or(u32::MAX);
+    let turns = request.progressive.unwrap_or(1);
+    let per_rep = u32::try_from(pack.tasks.len().saturating_mul(3))
+        .unwrap_or(u32::MAX)
+        .saturating_mul(turns);
     let trials = per_rep.saturating_mul(manifest::DEFAULT_REPETITIONS);
     let pack_cap = trials.saturating_add(trials.div_ceil(4));
     let max_requests = if unpriced {
@@ -345,8 +350,28 @@ pub fn run(
     };
     let mut m = manifest::build(&pack, Some(&a), Some(&b), &profile, &options)?;
     m.gate = request.gate.clone();
+    // Progressive: every catalog also lists the fee planner, a skill for another job, so the
+    // report shows how often the model loads a neighbour instead.
+    let others = match request.progressive {
+        Some(k) => {
+            m.make_progressive(k)?;
+            let distractor =
+                skilltrial_core::bundle::examples::example_bundle(super::DISTRACTOR_BUNDLE)
+                    .map_err(|source| DemoError::Bundle {
+                        label: "solana-fee-planner (the built-in other skill)",
+                        path: None,
+                        source,
+                    })?;
+            let others = vec![distractor];
+            m.add_skills(&others, Some(&a), Some(&b))?;
+            others
+        }
+        None => Vec::new(),
+    };
     // The demo's request cap is its own (it takes no --max-requests): say what to change here.
-    let per_rep = u64::try_from(m.tasks.len().saturating_mul(m.arms.len())).unwrap_or(u64::MAX);
+    let per_rep = u64::try_from(m.tasks.len().saturating_mul(m.arms.len()))
+        .unwrap_or(u64::MAX)
+        .saturating_mul(u64::from(turns));
     let needed = u64::from(request.reps).saturating_mul(per_rep);
     if needed > u64::from(m.budget.max_requests) {
         return Err(DemoError::OverCap {
@@ -356,11 +381,12 @@ pub fn run(
             fits: u64::from(m.budget.max_requests) / per_rep.max(1),
         });
     }
-    let (planned, totals) = manifest::trials(&m, &pack, Some(&a), Some(&b))?;
+    let (planned, totals) = manifest::trials_with(&m, &pack, Some(&a), Some(&b), &others)?;
 
     // 4. The inputs into the store: the first write to the state directory.
     let home = state_home(request.home.as_deref(), env)?;
     let mut opened = state::open(Layout::new(&home.path))?;
+    crate::engine::save_bundles(&opened.store, &others)?;
     let hash = runs::save_inputs(&opened.store, &m, &pack, Some(&a), Some(&b))?;
     plans.add(&hash.hex(), &planned);
     on_event(Event::Step(Step::Planned {

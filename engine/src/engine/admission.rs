@@ -26,6 +26,13 @@ pub struct LimitsNow {
     pub sent: u32,
     /// This invocation was asked to stop (Ctrl-C / SIGTERM) or reached its `--max-dispatch`.
     pub stop_requested: bool,
+    /// Requests the trials in progress may still send: the later turns of progressive trials
+    /// already admitted (0 inline).
+    pub requests_held: u32,
+    /// The trial is a progressive trial's next turn that already holds its reserve: its caps
+    /// were checked when the trial was admitted, so only a cancel, the time limit or a stop
+    /// apply.
+    pub held: bool,
 }
 
 /// What to do with the next trial.
@@ -53,14 +60,33 @@ pub fn admit(trial: &PlannedTrial, money: &Money, budget: &Budget, now: &LimitsN
             "the run reached its time limit".to_owned(),
         );
     }
-    if now.sent >= budget.max_requests {
+    if !now.held
+        && now
+            .sent
+            .saturating_add(now.requests_held)
+            .saturating_add(trial.max_turns())
+            > budget.max_requests
+    {
         return Admission::NotRun(
             NotRunReason::RequestCap,
-            "the run reached its request cap".to_owned(),
+            if trial.max_turns() == 1 {
+                "the run reached its request cap".to_owned()
+            } else {
+                format!(
+                    "its {} turns could break the request cap {}: sent {}, held for trials in progress {}",
+                    trial.max_turns(),
+                    budget.max_requests,
+                    now.sent,
+                    now.requests_held
+                )
+            },
         );
     }
     if now.stop_requested {
         return Admission::Pause;
+    }
+    if now.held {
+        return Admission::Send;
     }
     if let Some(cap) = budget.cap_usd_micros {
         let committed = money
@@ -96,7 +122,8 @@ pub fn admit(trial: &PlannedTrial, money: &Money, budget: &Budget, now: &LimitsN
     Admission::Send
 }
 
-/// The tokens a trial reserves: its input bound plus its output limit.
+/// The tokens a trial reserves: its input bound plus its output limit, every turn's for a
+/// progressive trial.
 pub fn trial_tokens(trial: &PlannedTrial) -> u64 {
     trial.tokens_from(1)
 }
@@ -115,6 +142,7 @@ mod tests {
             input_token_bound: 100,
             max_output_tokens: 50,
             reserve: MicroUsd(reserve),
+            turns: None,
         }
     }
 
@@ -198,6 +226,75 @@ mod tests {
         let a = admit(&trial(1), &Money::default(), &budget(), &reached);
         assert_eq!(reason(&a), Some(NotRunReason::RequestCap));
         assert_eq!(NotRunReason::RequestCap.as_str(), "not_run_request_cap");
+    }
+
+    #[test]
+    fn a_progressive_trial_needs_room_for_all_its_turns_beside_the_turns_held() {
+        let mut four = trial(1);
+        four.turns = Some(skilltrial_core::delivery::TurnBounds {
+            first_input: 10,
+            step: 10,
+            turns: 4,
+        });
+        // 3 sent + 3 held by trials in progress + 4 = 10: exactly the cap fits.
+        let fits = LimitsNow {
+            sent: 3,
+            requests_held: 3,
+            ..now()
+        };
+        assert_eq!(
+            admit(&four, &Money::default(), &budget(), &fits),
+            Admission::Send
+        );
+        let over = LimitsNow {
+            requests_held: 4,
+            ..fits
+        };
+        let a = admit(&four, &Money::default(), &budget(), &over);
+        assert_eq!(reason(&a), Some(NotRunReason::RequestCap));
+    }
+
+    #[test]
+    fn a_turn_that_holds_its_reserve_is_stopped_only_by_a_cancel_the_time_limit_or_a_stop() {
+        // Over the request cap and the money cap, the held turn of an admitted trial goes.
+        let money = Money {
+            spent: MicroUsd(1_000),
+            reserved: MicroUsd(900),
+            ..Money::default()
+        };
+        let held = LimitsNow {
+            sent: 10,
+            held: true,
+            ..now()
+        };
+        assert_eq!(
+            admit(&trial(500), &money, &budget(), &held),
+            Admission::Send
+        );
+        let stop = LimitsNow {
+            stop_requested: true,
+            ..held
+        };
+        assert_eq!(
+            admit(&trial(500), &money, &budget(), &stop),
+            Admission::Pause
+        );
+        let cancel = LimitsNow {
+            cancel_requested: true,
+            ..held
+        };
+        assert_eq!(
+            reason(&admit(&trial(500), &money, &budget(), &cancel)),
+            Some(NotRunReason::Cancelled)
+        );
+        let late = LimitsNow {
+            executed_ms: 60_001,
+            ..held
+        };
+        assert_eq!(
+            reason(&admit(&trial(500), &money, &budget(), &late)),
+            Some(NotRunReason::TimeLimit)
+        );
     }
 
     #[test]

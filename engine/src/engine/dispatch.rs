@@ -30,9 +30,11 @@
 
 use std::time::{Duration, Instant};
 
+use skilltrial_core::delivery;
 use skilltrial_core::manifest::{self, PlannedTrial};
 use skilltrial_core::money::MicroUsd;
 use skilltrial_core::outcome::Outcome;
+use skilltrial_core::profile::Usage;
 use skilltrial_core::prompt;
 
 use super::scoring::Checker;
@@ -48,6 +50,10 @@ use skilltrial_core::digest::Sha256Digest;
 pub(super) struct Outgoing {
     pub attempt: String,
     pub trial_idx: u32,
+    /// The turn of its trial (1 inline).
+    pub turn: u32,
+    /// What the attempt reserved: its trial's upper cost from this turn on.
+    pub reserve: MicroUsd,
     pub request: ModelRequest,
 }
 
@@ -55,6 +61,10 @@ pub(super) struct Outgoing {
 #[derive(Debug, Clone)]
 pub(super) struct Flight {
     pub trial_idx: u32,
+    /// The turn of its trial (1 inline).
+    pub turn: u32,
+    /// What the attempt reserved.
+    pub reserve: MicroUsd,
     /// The runner's own time on this attempt so far (its reserve, request and dispatch).
     pub runner: Duration,
 }
@@ -96,15 +106,21 @@ pub(super) enum Landed {
     /// Refused for the key, not the request ([`retry::is_key_refusal`]): closed as an
     /// infrastructure error like any rejection; a run told to stops on it.
     KeyRefused { status: u16, message: String },
+    /// A progressive turn answered with tool calls: recorded, and the trial's next turn planned
+    /// with the rest of its reserve, to be sent without being admitted again.
+    Continue,
 }
 
 /// Which attempt an admitted trial sends.
 #[derive(Debug)]
 pub(super) enum Which {
-    /// Its planned attempt (a user's retry, or one planned just before a stop).
+    /// Its planned attempt (a user's retry, or one planned just before a stop), to be reserved.
     Planned(String),
     /// A new attempt; an automatic retry carries the rejected attempt and the reason.
     New(Option<(String, String)>),
+    /// The next turn of a progressive trial, planned with its reserve when the turn before it
+    /// was answered.
+    Continue(String),
 }
 
 /// Step 1 and 2 for one admitted trial: reserves its upper cost (on `which` attempt), builds its
@@ -118,43 +134,80 @@ pub(super) fn prepare(
     which: Which,
     executed_ms: u64,
 ) -> Result<Outgoing, EngineError> {
-    let tokens = super::admission::trial_tokens(trial);
-    let attempt = match which {
+    let price = inputs.manifest.budget.price.as_ref();
+    // An attempt reserves its trial's upper cost from its own turn on: the whole trial for a
+    // first turn (every inline attempt), the rest of it for a retry of a later turn.
+    let from = |turn: u32| -> Result<(MicroUsd, u64), EngineError> {
+        let reserve = trial
+            .reserve_from(price, turn)
+            .map_err(|e| Refusal::Plan(e.to_string()))?;
+        Ok((reserve, trial.tokens_from(turn)))
+    };
+    let (attempt, reserve) = match which {
         Which::Planned(id) => {
-            journal.reserve_planned_at(&id, trial.reserve, tokens, run_id, executed_ms)?;
-            id
+            let (reserve, tokens) = from(turn_of(journal, &id)?)?;
+            journal.reserve_planned_at(&id, reserve, tokens, run_id, executed_ms)?;
+            (id, reserve)
         }
         Which::New(auto_retry) => {
+            let turn = match &auto_retry {
+                Some((of, _)) => turn_of(journal, of)?,
+                None => 1,
+            };
+            let (reserve, tokens) = from(turn)?;
             let retry = auto_retry
                 .as_ref()
                 .map(|(of, why)| (of.as_str(), why.as_str()));
-            journal.plan_attempt_at(
+            let id = journal.plan_attempt_at(
                 run_id,
                 trial.index,
-                trial.reserve,
+                reserve,
                 tokens,
                 retry,
                 executed_ms,
-            )?
+            )?;
+            (id, reserve)
+        }
+        Which::Continue(id) => {
+            let reserve = journal
+                .attempt(&id)?
+                .map_or(MicroUsd::ZERO, |(_, row)| MicroUsd(row.reserved_micros));
+            (id, reserve)
         }
     };
     kill_point("after_plan");
     let manifest = &inputs.manifest;
-    let task = inputs
-        .pack
-        .task(&trial.task)
-        .map_err(|e| Refusal::TaskMissing(e.to_string()))?;
-    let prompt = prompt::build(
-        &task.public(),
-        manifest::bundle_for(trial.arm, inputs.a.as_ref(), inputs.b.as_ref()),
-    );
-    let request = ModelRequest {
-        model: manifest.model.model.clone(),
-        system: prompt.system,
-        user: prompt.user,
-        max_output_tokens: trial.max_output_tokens,
-        temperature: manifest.sampling.temperature.clone(),
-        attempt: Some(attempt.clone()),
+    let (request, turn) = if manifest.delivery.is_some() {
+        let Some((_, row)) = journal.attempt(&attempt)? else {
+            return Err(EngineError::Environment(format!(
+                "attempt {attempt} was planned but is not in the journal"
+            )));
+        };
+        let chain = super::turns::chain_before(journal, &row)?;
+        (
+            super::turns::request(inputs, trial, &chain, &attempt)?,
+            row.turn,
+        )
+    } else {
+        let task = inputs
+            .pack
+            .task(&trial.task)
+            .map_err(|e| Refusal::TaskMissing(e.to_string()))?;
+        let prompt = prompt::build(
+            &task.public(),
+            manifest::bundle_for(trial.arm, inputs.a.as_ref(), inputs.b.as_ref()),
+        );
+        let request = ModelRequest {
+            model: manifest.model.model.clone(),
+            system: prompt.system,
+            user: prompt.user,
+            max_output_tokens: trial.max_output_tokens,
+            temperature: manifest.sampling.temperature.clone(),
+            attempt: Some(attempt.clone()),
+            tools: Vec::new(),
+            history: Vec::new(),
+        };
+        (request, 1)
     };
     // The request body is kept with the `dispatched` row, in the same commit.
     let body = provider.body(&request);
@@ -162,8 +215,15 @@ pub(super) fn prepare(
     Ok(Outgoing {
         attempt,
         trial_idx: trial.index,
+        turn,
+        reserve,
         request,
     })
+}
+
+/// The turn an attempt is of its trial.
+fn turn_of(journal: &Journal, attempt: &str) -> Result<u32, EngineError> {
+    Ok(journal.attempt(attempt)?.map_or(1, |(_, row)| row.turn))
 }
 
 /// Step 3: journals what came back for `trial`'s attempt. An answer is recorded (bytes, usage,
@@ -186,19 +246,53 @@ pub(super) fn land(
     let latency_ms = u64::try_from(model_wait.as_millis()).unwrap_or(u64::MAX);
     let landed = match call {
         Ok(response) => {
-            let spent = spent(
-                &inputs.manifest,
-                trial,
-                response.input_tokens,
-                response.output_tokens,
-            );
+            let next = flight.turn.saturating_add(1);
+            let price = inputs.manifest.budget.price.as_ref();
+            let rest = trial
+                .reserve_from(price, next)
+                .map_err(|e| Refusal::Plan(e.to_string()))?;
+            // What this turn may spend: its own bound, the part of the attempt's reserve the
+            // trial's later turns do not keep (the whole reserve inline). Usage the provider did
+            // not report is charged at it, never at zero.
+            let allowance = flight.reserve.0.saturating_sub(rest.0);
+            let spent = spent(&inputs.manifest, MicroUsd(allowance), &response);
+            let mut unserved = None;
+            if !response.tool_calls.is_empty() && inputs.manifest.delivery.is_some() {
+                let asked = super::turns::Asked {
+                    text: response.text.clone(),
+                    calls: response.tool_calls.clone(),
+                };
+                if next <= trial.max_turns()
+                    && response.tool_calls.len() <= delivery::MAX_CALLS_PER_TURN
+                    && spent.0 <= allowance
+                {
+                    let (call, payloads) = answer_record(&response, spent);
+                    journal.record_turn(
+                        &attempt,
+                        &call,
+                        &payloads.stored(),
+                        &asked.to_json(),
+                        rest,
+                        trial.tokens_from(next),
+                    )?;
+                    journal.record_runner_time(&attempt, micros(flight.runner + at.elapsed()))?;
+                    return Ok(Landed::Continue);
+                }
+                // The last allowed turn still asked for tools (or asked for more calls than a
+                // turn may hold, or spent more than its own bound): the trial ends here, its
+                // text is its answer, and its calls are kept for the evidence.
+                unserved = Some(asked.to_json());
+            }
             record_answer(journal, &attempt, &response, spent)?;
+            if let Some(exchange) = unserved {
+                journal.record_exchange(&attempt, &exchange)?;
+            }
             return Ok(Landed::Answer(ToScore {
                 attempt,
                 trial_idx: trial.index,
                 text: response.text,
                 spent,
-                reserve: trial.reserve,
+                reserve: MicroUsd(allowance),
                 runner: flight.runner + at.elapsed(),
             }));
         }
@@ -255,11 +349,43 @@ fn record_answer(
     response: &ModelResponse,
     spent: MicroUsd,
 ) -> Result<(), EngineError> {
+    let (call, payloads) = answer_record(response, spent);
+    journal.record_answer(attempt, &call, &payloads.stored())?;
+    Ok(())
+}
+
+/// The answer's and the raw response's payloads, owned until they are journaled.
+struct AnswerPayloads<'a> {
+    answer_hex: String,
+    response_hex: String,
+    response: &'a ModelResponse,
+}
+
+impl AnswerPayloads<'_> {
+    fn stored(&self) -> [StoredPayload<'_>; 2] {
+        [
+            StoredPayload {
+                sha256: &self.answer_hex,
+                kind: PayloadKind::Answer,
+                bytes: self.response.text.len() as u64,
+                content: Some(self.response.text.as_bytes()),
+            },
+            StoredPayload {
+                sha256: &self.response_hex,
+                kind: PayloadKind::Response,
+                bytes: self.response.raw_body.len() as u64,
+                content: Some(&self.response.raw_body),
+            },
+        ]
+    }
+}
+
+/// What the journal records of an answered call.
+fn answer_record(response: &ModelResponse, spent: MicroUsd) -> (CallRecord, AnswerPayloads<'_>) {
     let answer_hex = Sha256Digest::of(response.text.as_bytes()).hex();
     let response_hex = Sha256Digest::of(&response.raw_body).hex();
-    journal.record_answer(
-        attempt,
-        &CallRecord {
+    (
+        CallRecord {
             http_status: Some(response.http_status),
             provider_request_id: response.request_id.clone(),
             model_reported: response.model_reported.clone(),
@@ -272,22 +398,12 @@ fn record_answer(
             latency_ms: u64::try_from(response.latency.as_millis()).unwrap_or(u64::MAX),
             error: None,
         },
-        &[
-            StoredPayload {
-                sha256: &answer_hex,
-                kind: PayloadKind::Answer,
-                bytes: response.text.len() as u64,
-                content: Some(response.text.as_bytes()),
-            },
-            StoredPayload {
-                sha256: &response_hex,
-                kind: PayloadKind::Response,
-                bytes: response.raw_body.len() as u64,
-                content: Some(&response.raw_body),
-            },
-        ],
-    )?;
-    Ok(())
+        AnswerPayloads {
+            answer_hex,
+            response_hex,
+            response,
+        },
+    )
 }
 
 /// Step 4, once the answer is durable: checks it and journals the verdict with the runner's
@@ -325,19 +441,25 @@ pub(super) fn micros(d: Duration) -> u64 {
 
 /// What an answered call cost: usage at the manifest's price; the whole reserve when the usage
 /// is missing (never zero); nothing without a price.
-fn spent(
-    manifest: &manifest::Manifest,
-    trial: &PlannedTrial,
-    input_tokens: Option<u64>,
-    output_tokens: Option<u64>,
-) -> MicroUsd {
-    match (&manifest.budget.price, input_tokens, output_tokens) {
-        (Some(price), Some(i), Some(o)) => price
-            .input
-            .cost(i)
-            .and_then(|a| price.output.cost(o).and_then(|b| a.checked_add(b)))
-            .unwrap_or(trial.reserve),
-        (Some(_), _, _) => trial.reserve,
+///
+/// Cached input is priced by how the provider reports it was billed (writes and reads at the
+/// plan's cache prices, `plan --cache`); without cache prices, or without the fields, every input
+/// token is charged in full: the bill may be over-estimated, never under.
+fn spent(manifest: &manifest::Manifest, reserve: MicroUsd, response: &ModelResponse) -> MicroUsd {
+    match (
+        &manifest.budget.price,
+        response.input_tokens,
+        response.output_tokens,
+    ) {
+        (Some(price), Some(input), Some(output)) => price
+            .cost(&Usage {
+                input,
+                cache_write: response.cache_write_tokens.unwrap_or(0),
+                cache_read: response.cache_read_tokens.unwrap_or(0),
+                output,
+            })
+            .unwrap_or(reserve),
+        (Some(_), _, _) => reserve,
         (None, _, _) => MicroUsd::ZERO,
     }
 }

@@ -255,6 +255,11 @@ impl<'r> Loop<'r> {
             match action {
                 Action::Send(outgoing) => {
                     kill_point("after_dispatch");
+                    if outgoing.turn > 1 {
+                        // A later turn of a progressive trial, by its number: the crash tests
+                        // end the process with that turn journaled `dispatched`.
+                        kill_point(&format!("after_dispatch_turn_{}", outgoing.turn));
+                    }
                     if let Some(flight) = self.in_flight.get_mut(&outgoing.attempt) {
                         flight.runner += share;
                     }
@@ -362,6 +367,11 @@ impl<'r> Loop<'r> {
         let attempt = landing.attempt.clone();
         match dispatch::land(self.journal, self.set.inputs, trial, &flight, landing)? {
             Landed::Answer(answer) => return Ok(vec![Action::Score(answer)]),
+            // The next turn goes first: its trial was admitted and holds its reserve.
+            Landed::Continue => {
+                kill_point("after_turn");
+                self.queue.push_front(trial.index);
+            }
             Landed::Closed => {}
             Landed::RateLimited {
                 status,
@@ -473,11 +483,19 @@ impl<'r> Loop<'r> {
             let pending_retry = latest
                 .filter(|a| a.state == AttemptState::Planned)
                 .map(|a| a.id.clone());
+            // A progressive trial's next turn, planned with its reserve when the turn before
+            // it was answered: admitted with its trial.
+            let held = latest.is_some_and(|a| {
+                a.state == AttemptState::Planned
+                    && a.turn > 1
+                    && (a.reserved_micros > 0 || a.reserved_tokens > 0)
+            });
+            let requests_held = requests_held(attempts, self.set.trials);
             let money = self.journal.money(self.set.run_id)?;
-            match self.admission(trial, &money, *sent)? {
+            match self.admission(trial, &money, *sent, requests_held, held)? {
                 Admission::Send => {
                     self.queue.pop_front();
-                    let outgoing = self.dispatch(trial, pending_retry, retry)?;
+                    let outgoing = self.dispatch(trial, pending_retry, retry, held)?;
                     *sent = sent.saturating_add(1);
                     actions.push(Action::Send(outgoing));
                 }
@@ -512,6 +530,8 @@ impl<'r> Loop<'r> {
         trial: &PlannedTrial,
         money: &Money,
         sent: u32,
+        requests_held: u32,
+        held: bool,
     ) -> Result<Admission, EngineError> {
         let options = self.set.options;
         let run_id = self.set.run_id;
@@ -538,6 +558,8 @@ impl<'r> Loop<'r> {
                 || options
                     .dispatch_limit
                     .is_some_and(|limit| self.dispatched_now >= limit),
+            requests_held,
+            held,
         };
         Ok(admit(
             trial,
@@ -553,6 +575,7 @@ impl<'r> Loop<'r> {
         trial: &PlannedTrial,
         pending_retry: Option<String>,
         retry: Option<Retry>,
+        held: bool,
     ) -> Result<Outgoing, EngineError> {
         let started = Instant::now();
         self.dispatched_now = self.dispatched_now.saturating_add(1);
@@ -563,6 +586,7 @@ impl<'r> Loop<'r> {
             self.set.run_id,
             trial,
             match pending_retry {
+                Some(id) if held => Which::Continue(id),
                 Some(id) => Which::Planned(id),
                 None => Which::New(retry.map(|r| (r.of, r.reason))),
             },
@@ -572,6 +596,8 @@ impl<'r> Loop<'r> {
             outgoing.attempt.clone(),
             Flight {
                 trial_idx: trial.index,
+                turn: outgoing.turn,
+                reserve: outgoing.reserve,
                 runner: started.elapsed(),
             },
         );
@@ -631,6 +657,24 @@ fn send<'s>(
             model_wait: started.elapsed(),
         });
     });
+}
+
+/// The requests the progressive trials in progress may still send after the ones already sent:
+/// for each trial whose latest attempt is in flight (turn t: K - t more) or a next turn holding
+/// its reserve (turn t: K - t + 1). Always 0 inline.
+fn requests_held(attempts: &[AttemptRow], trials: &[PlannedTrial]) -> u32 {
+    trials
+        .iter()
+        .filter(|t| t.max_turns() > 1)
+        .filter_map(|t| latest_of(attempts, t.index).map(|a| (t.max_turns(), a)))
+        .map(|(k, a)| match a.state {
+            AttemptState::Dispatched => k.saturating_sub(a.turn),
+            AttemptState::Planned if a.reserved_micros > 0 || a.reserved_tokens > 0 => {
+                k.saturating_sub(a.turn).saturating_add(1)
+            }
+            _ => 0,
+        })
+        .fold(0u32, u32::saturating_add)
 }
 
 /// Whether a trial needs no more work: its latest attempt is a result, an unknown held for the

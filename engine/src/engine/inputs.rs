@@ -10,7 +10,6 @@ use skilltrial_core::checker;
 use skilltrial_core::digest::Sha256Digest;
 use skilltrial_core::manifest::{self, Arm, Manifest};
 use skilltrial_core::pack::{self, Pack};
-use skilltrial_core::prompt;
 
 use super::{EngineError, Refusal, short};
 use crate::store::{Store, StoreError, parse_hex};
@@ -23,6 +22,39 @@ pub struct Inputs {
     pub pack: Pack,
     pub a: Option<Bundle>,
     pub b: Option<Bundle>,
+    /// The other skills every progressive catalog lists (`--with-skills`), in pinned order.
+    pub others: Vec<Bundle>,
+}
+
+impl Inputs {
+    /// THE plan of these inputs ([`manifest::trials_with`]).
+    pub fn trials(
+        &self,
+    ) -> Result<(Vec<manifest::PlannedTrial>, manifest::Totals), manifest::PlanError> {
+        manifest::trials_with(
+            &self.manifest,
+            &self.pack,
+            self.a.as_ref(),
+            self.b.as_ref(),
+            &self.others,
+        )
+    }
+}
+
+/// Copies the other skills a progressive plan lists (`--with-skills`) into the store, beside
+/// what [`save_inputs`] copies.
+pub fn save_bundles(store: &Store, bundles: &[Bundle]) -> Result<(), EngineError> {
+    bundles.iter().try_for_each(|b| save_bundle(store, b))
+}
+
+fn save_bundle(store: &Store, bundle: &Bundle) -> Result<(), EngineError> {
+    store.put_tree(
+        bundle
+            .files
+            .iter()
+            .map(|f| (f.path.as_str(), f.bytes.as_slice())),
+    )?;
+    Ok(())
 }
 
 /// Copies every input of a manifest into the store; returns the manifest hash.
@@ -38,12 +70,7 @@ pub fn save_inputs(
         return Err(Refusal::PackDigestMismatch.into());
     }
     for bundle in [a, b].into_iter().flatten() {
-        store.put_tree(
-            bundle
-                .files
-                .iter()
-                .map(|f| (f.path.as_str(), f.bytes.as_slice())),
-        )?;
+        save_bundle(store, bundle)?;
     }
     let text = manifest
         .canonical()
@@ -111,39 +138,61 @@ pub fn load_inputs(store: &Store, manifest_ref: &str) -> Result<Inputs, EngineEr
     // Before the pack is read: a binary that would run the manifest differently says so first.
     check_binary(&manifest)?;
     let pack = read_pack(store, &manifest)?;
-    let mut bundles = [None, None];
-    for spec in &manifest.arms {
-        let Some(reference) = &spec.bundle else {
-            continue;
-        };
-        let digest = parse_hex(&reference.digest).ok_or(Refusal::BundleDigestMalformed)?;
-        let files = store.get_tree(&digest)?;
-        let bundle = bundle::from_files(files, SourceKind::Folder, &bundle::Limits::default())
-            .map_err(|e| Refusal::StoredBundleInvalid {
-                digest,
-                message: e.first().map(ToString::to_string).unwrap_or_default(),
-            })?;
-        if bundle.digest != digest {
-            return Err(Refusal::StoredBundleMismatch {
-                found: bundle.digest,
-                digest,
-            }
-            .into());
-        }
-        match spec.arm {
-            Arm::A => bundles[0] = Some(bundle),
-            Arm::B => bundles[1] = Some(bundle),
-            Arm::Baseline => return Err(Refusal::BaselineBundle.into()),
-        }
-    }
-    let [a, b] = bundles;
+    let (a, b, others) = load_bundles(store, &manifest)?;
     Ok(Inputs {
         hash,
         manifest,
         pack,
         a,
         b,
+        others,
     })
+}
+
+/// A manifest's bundles: A, B, and the other skills its catalogs list.
+pub type Pinned = (Option<Bundle>, Option<Bundle>, Vec<Bundle>);
+
+/// The bundles a manifest pins (A, B and the other skills of its catalogs), from the store and
+/// verified, whatever this binary would run: what a report of the run needs.
+pub fn load_bundles(store: &Store, manifest: &Manifest) -> Result<Pinned, EngineError> {
+    let mut bundles = [None, None];
+    for spec in &manifest.arms {
+        if let Some(reference) = &spec.bundle {
+            let bundle = read_bundle(store, &reference.digest)?;
+            match spec.arm {
+                Arm::A => bundles[0] = Some(bundle),
+                Arm::B => bundles[1] = Some(bundle),
+                Arm::Baseline => return Err(Refusal::BaselineBundle.into()),
+            }
+        }
+    }
+    let others = manifest
+        .delivery
+        .iter()
+        .flat_map(|d| d.with_skills.iter())
+        .map(|reference| read_bundle(store, &reference.digest))
+        .collect::<Result<Vec<_>, _>>()?;
+    let [a, b] = bundles;
+    Ok((a, b, others))
+}
+
+/// A pinned bundle from the store, verified against its digest.
+fn read_bundle(store: &Store, digest: &str) -> Result<Bundle, EngineError> {
+    let digest = parse_hex(digest).ok_or(Refusal::BundleDigestMalformed)?;
+    let files = store.get_tree(&digest)?;
+    let bundle = bundle::from_files(files, SourceKind::Folder, &bundle::Limits::default())
+        .map_err(|e| Refusal::StoredBundleInvalid {
+            digest,
+            message: e.first().map(ToString::to_string).unwrap_or_default(),
+        })?;
+    if bundle.digest != digest {
+        return Err(Refusal::StoredBundleMismatch {
+            found: bundle.digest,
+            digest,
+        }
+        .into());
+    }
+    Ok(bundle)
 }
 
 /// Refuses a manifest this binary would run differently than it was planned.
@@ -156,9 +205,9 @@ fn check_binary(manifest: &Manifest) -> Result<(), Refusal> {
             pinned_source: short(&manifest.checker.source_sha256).to_owned(),
         });
     }
-    if manifest.prompt.template_sha256 != prompt::template_sha256().to_string()
-        || manifest.prompt.template != prompt::TEMPLATE
-    {
+    // The template of the manifest's delivery mode, and for a progressive run the tools and the
+    // turn limit this binary sends (inline: today's template, byte for byte).
+    if manifest.check_delivery().is_err() {
         return Err(Refusal::TemplateMismatch);
     }
     Ok(())

@@ -24,6 +24,7 @@ mod events;
 mod inputs;
 mod lock;
 pub mod scoring;
+pub mod turns;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -45,7 +46,7 @@ pub(crate) use skilltrial_core::state::short_id as short;
 
 pub use admission::{Admission, LimitsNow, admit};
 pub use dispatch::awaiting_auto_retry;
-pub use inputs::{Inputs, load_inputs, load_pinned, save_inputs};
+pub use inputs::{Inputs, load_bundles, load_inputs, load_pinned, save_bundles, save_inputs};
 pub use lock::{RunLock, run_is_live};
 pub use scoring::{Checker, Rescore, Rescored, Select, rescore};
 
@@ -333,13 +334,7 @@ pub fn run(
 ) -> Result<RunSummary, EngineError> {
     let backoff_scale = retry::backoff_scale().map_err(Refusal::TestKnob)?;
     let run_id = inputs.hash.hex();
-    let (trials, _totals) = manifest::trials(
-        &inputs.manifest,
-        &inputs.pack,
-        inputs.a.as_ref(),
-        inputs.b.as_ref(),
-    )
-    .map_err(|e| Refusal::Plan(e.to_string()))?;
+    let (trials, _totals) = inputs.trials().map_err(|e| Refusal::Plan(e.to_string()))?;
     // One process per run: a second `run` must not recover (and so orphan) the first one's
     // requests in flight, nor race it past the cap. The lock dies with the process. It is taken
     // before the run row is written, so two `run`s started together never both write it.

@@ -161,8 +161,16 @@ pub fn rescore(
 ) -> Result<Rescore, EngineError> {
     let trials = journal.trials(run_id)?;
     let mut done = Rescore::default();
-    for attempt in journal.attempts(run_id)? {
+    let attempts = journal.attempts(run_id)?;
+    // A progressive turn that asked for tools and led to the next turn is not an answer: only
+    // its trial's last turn is scored.
+    let continued: std::collections::BTreeSet<String> = attempts
+        .iter()
+        .filter_map(|a| a.prior_turn.clone())
+        .collect();
+    for attempt in attempts {
         if attempt.state != AttemptState::Result
+            || continued.contains(&attempt.id)
             || (select == Select::Unscored && attempt.outcome.is_some())
         {
             continue;

@@ -49,6 +49,9 @@ impl Journal {
             planned_at_ms: r.get(at!(ATTEMPT_COLUMNS, "planned_at_ms"))?,
             dispatched_at_ms: r.get(at!(ATTEMPT_COLUMNS, "dispatched_at_ms"))?,
             finished_at_ms: r.get(at!(ATTEMPT_COLUMNS, "finished_at_ms"))?,
+            turn: r.get(at!(ATTEMPT_COLUMNS, "turn"))?,
+            prior_turn: r.get(at!(ATTEMPT_COLUMNS, "prior_turn"))?,
+            exchange: r.get(at!(ATTEMPT_COLUMNS, "exchange"))?,
         })
     }
 
@@ -176,6 +179,9 @@ impl Journal {
             to_i64(reserve_tokens),
             now_ms()
         ])?;
+        if let Some((of, _)) = retry {
+            Self::same_turn_as(tx, &id, of)?;
+        }
         Self::ledger(
             tx,
             run_id,
@@ -186,6 +192,66 @@ impl Journal {
             "upper cost reserved before dispatch",
         )?;
         Ok(id)
+    }
+
+    /// A retry is the same turn of its trial as the attempt it retries, after the same earlier
+    /// turns: it sends that turn again, never a later one.
+    pub(super) fn same_turn_as(
+        tx: &Transaction<'_>,
+        attempt: &str,
+        of: &str,
+    ) -> rusqlite::Result<usize> {
+        tx.prepare_cached(
+            "UPDATE attempts SET turn = (SELECT turn FROM attempts WHERE id = ?2),
+                prior_turn = (SELECT prior_turn FROM attempts WHERE id = ?2)
+             WHERE id = ?1",
+        )?
+        .execute(params![attempt, of])
+    }
+
+    /// An answered turn that asked for tools, and the trial's next turn, in one commit: the
+    /// answer's payloads and result (its reserve released, its usage spent, as
+    /// [`Journal::record_answer`]), its `exchange` (text and calls, JSON), and the next turn
+    /// planned with `next_reserve` and `next_tokens` reserved. Nothing between the two commits
+    /// could let another trial take the room the rest of this trial was admitted with; a crash
+    /// after it leaves a planned turn whose reserve recovery releases, to be admitted again.
+    /// Returns the next turn's attempt id.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_turn(
+        &mut self,
+        attempt: &str,
+        call: &CallRecord,
+        payloads: &[StoredPayload<'_>],
+        exchange: &str,
+        next_reserve: MicroUsd,
+        next_tokens: u64,
+    ) -> Result<String, JournalError> {
+        self.write(|tx| {
+            for p in payloads {
+                Self::record_payload_on(tx, p.sha256, p.kind, p.bytes, p.content)?;
+            }
+            Self::record_result_tx(tx, attempt, call)?;
+            let (run_id, trial_idx, turn): (String, u32, u32) = tx
+                .prepare_cached("SELECT run_id, trial_idx, turn FROM attempts WHERE id = ?1")?
+                .query_row([attempt], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            tx.prepare_cached("UPDATE attempts SET exchange = ?2 WHERE id = ?1")?
+                .execute(params![attempt, exchange])?;
+            let next =
+                Self::plan_attempt_tx(tx, &run_id, trial_idx, next_reserve, next_tokens, None)?;
+            tx.prepare_cached("UPDATE attempts SET turn = ?2, prior_turn = ?3 WHERE id = ?1")?
+                .execute(params![next, turn.saturating_add(1), attempt])?;
+            Ok(next)
+        })
+    }
+
+    /// Records an answered turn's `exchange` (its text and calls) on an attempt that ends its
+    /// trial: the last allowed turn, which still asked for tools.
+    pub fn record_exchange(&mut self, attempt: &str, exchange: &str) -> Result<(), JournalError> {
+        self.write(|tx| {
+            tx.prepare_cached("UPDATE attempts SET exchange = ?2 WHERE id = ?1")?
+                .execute(params![attempt, exchange])?;
+            Ok(())
+        })
     }
 
     /// Marks an attempt dispatched. MUST return before the request is sent: once committed, a

@@ -90,6 +90,7 @@ impl Journal {
             AttemptState::Planned.as_str(),
             now_ms()
         ])?;
+        Self::same_turn_as(tx, &id, attempt)?;
         Ok(id)
     }
 

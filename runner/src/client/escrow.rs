@@ -85,7 +85,7 @@ pub fn plan(inputs: &Inputs, runner: Pubkey, deadline_in: i64) -> Result<Plan, E
         .sol_usd
         .clone()
         .ok_or_else(|| terms_error(TermsError::NoRate))?;
-    let (trials, totals) = manifest::trials(m, &inputs.pack, inputs.a.as_ref(), inputs.b.as_ref())?;
+    let (trials, totals) = inputs.trials()?;
     let terms = Terms::of(m, &trials).map_err(terms_error)?;
     Ok(Plan {
         manifest: inputs.hash,

@@ -203,17 +203,27 @@ pub fn prepare(
     });
     client.sign_in(&wallet)?;
 
-    for spec in &inputs.manifest.arms {
-        if let Some(bundle) = &spec.bundle {
-            let digest = store::parse_hex(&bundle.digest)
-                .ok_or_else(|| SubmitError::BundleDigest(bundle.digest.clone()))?;
-            let files = store.get_tree(&digest)?;
-            let stored = client.upload_tree("bundle", None, &files)?;
-            on_step(Step::UploadedBundle {
-                name: &bundle.name,
-                files: stored.files,
-            });
-        }
+    // A and B, then the other skills a progressive run lists in every catalog.
+    let others = inputs
+        .manifest
+        .delivery
+        .iter()
+        .flat_map(|d| d.with_skills.iter());
+    for bundle in inputs
+        .manifest
+        .arms
+        .iter()
+        .filter_map(|spec| spec.bundle.as_ref())
+        .chain(others)
+    {
+        let digest = store::parse_hex(&bundle.digest)
+            .ok_or_else(|| SubmitError::BundleDigest(bundle.digest.clone()))?;
+        let files = store.get_tree(&digest)?;
+        let stored = client.upload_tree("bundle", None, &files)?;
+        on_step(Step::UploadedBundle {
+            name: &bundle.name,
+            files: stored.files,
+        });
     }
     let pack_digest = store::parse_hex(&inputs.manifest.pack.hash).ok_or(SubmitError::PackHash)?;
     let files = store.get_tree(&pack_digest)?;
