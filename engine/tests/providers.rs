@@ -17,6 +17,8 @@ fn request() -> ModelRequest {
         max_output_tokens: 64,
         temperature: "0".into(),
         attempt: Some("run-000-1".into()),
+        tools: Vec::new(),
+        history: Vec::new(),
     }
 }
 

@@ -155,6 +155,8 @@ pub(super) fn prepare(
         max_output_tokens: trial.max_output_tokens,
         temperature: manifest.sampling.temperature.clone(),
         attempt: Some(attempt.clone()),
+        tools: Vec::new(),
+        history: Vec::new(),
     };
     // The request body is kept with the `dispatched` row, in the same commit.
     let body = provider.body(&request);

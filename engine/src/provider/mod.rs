@@ -26,14 +26,19 @@ pub use anthropic::Anthropic;
 pub use openai::OpenAi;
 pub use scrub::Scrubber;
 
+pub use skilltrial_core::delivery::{ToolCall, ToolDef, ToolReply};
 use skilltrial_core::digest::Sha256Digest;
 use skilltrial_core::profile::ProviderKind;
 
-/// What a trial asks the model.
+/// What a trial asks the model: one turn.
+///
+/// **Invariant:** with `tools` and `history` empty (inline delivery), each provider's body is
+/// the one it sent before tool use existed, byte for byte, so inline request hashes never move.
 #[derive(Debug, Clone)]
 pub struct ModelRequest {
     pub model: String,
     pub system: String,
+    /// The first user message: the task (progressive), or the skill block and the task (inline).
     pub user: String,
     pub max_output_tokens: u64,
     /// Decimal string, e.g. "0".
@@ -41,6 +46,23 @@ pub struct ModelRequest {
     /// The journal's attempt id, sent as the `x-skilltrial-attempt` header so that every request
     /// can be traced to exactly one attempt on both sides (bodies repeat across repetitions).
     pub attempt: Option<String>,
+    /// Progressive delivery: the tools offered. Empty for inline: the body is today's, byte for byte.
+    pub tools: Vec<ToolDef>,
+    /// The turns before this one: each assistant answer and the runner's replies to its calls.
+    pub history: Vec<Exchange>,
+}
+
+/// One earlier turn of a progressive trial, as the next request repeats it: the model's answer
+/// (its text and tool calls) and the runner's replies, one per call, in the calls' order.
+///
+/// The providers render it as given: an exchange is expected to hold at least one call, and a
+/// reply for each (the model's answer without calls ends a trial, so it is never history).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Exchange {
+    /// The answer's text (empty when the model only called tools).
+    pub text: String,
+    pub calls: Vec<ToolCall>,
+    pub replies: Vec<ToolReply>,
 }
 
 /// The header that carries the attempt id.
@@ -57,8 +79,20 @@ pub struct ModelResponse {
     pub model_reported: Option<String>,
     /// OpenAI's `system_fingerprint`, where given.
     pub system_fingerprint: Option<String>,
+    /// All the input billed, at any rate: Anthropic's `input_tokens` plus its cache reads and
+    /// cache writes; OpenAI's `prompt_tokens` (which already includes the cached tokens). Priced
+    /// whole at the full input rate, it never under-counts the spend. `None` when the usage is
+    /// missing or not whole numbers.
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
+    /// The part of `input_tokens` read from the provider's prompt cache, where reported
+    /// (Anthropic `cache_read_input_tokens`, OpenAI `prompt_tokens_details.cached_tokens`).
+    pub cache_read_tokens: Option<u64>,
+    /// The part of `input_tokens` written to the prompt cache, where reported (Anthropic
+    /// `cache_creation_input_tokens`, OpenAI `prompt_tokens_details.cache_write_tokens`).
+    pub cache_write_tokens: Option<u64>,
+    /// The tool calls the answer made, in order (empty for a plain answer).
+    pub tool_calls: Vec<ToolCall>,
     pub stop_reason: Option<String>,
     /// The raw response body, kept as a payload.
     pub raw_body: Vec<u8>,
@@ -245,6 +279,22 @@ fn without_url(e: &reqwest::Error) -> String {
         text = text.replace(url.as_str(), "<endpoint>");
     }
     text
+}
+
+/// A token count of a usage object: `Ok(None)` when the field is absent or null (servers that do
+/// not report it), an error when it holds anything but a whole number, so a garbled count makes
+/// the usage unknown instead of being read as zero.
+pub(crate) fn token_count(
+    usage: Option<&serde_json::Value>,
+    key: &str,
+) -> Result<Option<u64>, String> {
+    match usage.and_then(|u| u.get(key)) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(value) => value
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| format!("the usage field `{key}` is not a whole number")),
+    }
 }
 
 /// Why no provider could be built for a manifest.
