@@ -5,6 +5,10 @@
 //! closed without an answer, bodies cut off halfway, malformed JSON, slow answers — and the
 //! scripted model of the no-key demo. It logs every request it receives, so a test can prove a
 //! request was seen exactly once. It binds 127.0.0.1 only.
+//!
+//! It also plays a model that uses tools ([`Reply::Tools`]), and reads the turn, the tools
+//! offered and the tool results out of a request ([`ServerRequest::turn`] and its neighbours),
+//! so a progressive trial can be scripted turn by turn.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -54,6 +58,95 @@ impl ServerRequest {
             .to_owned()
     }
 
+    /// The first user message's text, in either wire format: the task, whatever turn this is
+    /// (text blocks are joined).
+    pub fn task_text(&self) -> String {
+        self.messages()
+            .iter()
+            .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+            .map(|m| content_text(m.get("content")))
+            .unwrap_or_default()
+    }
+
+    /// Which turn of a conversation the request is: 1 plus the assistant messages it repeats.
+    pub fn turn(&self) -> u32 {
+        let answers = self
+            .messages()
+            .iter()
+            .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+            .count();
+        u32::try_from(answers).map_or(u32::MAX, |n| n.saturating_add(1))
+    }
+
+    /// The tool results the request carries after its last assistant message, in order, as
+    /// `(call id, content, is_error)`: Anthropic's `tool_result` blocks of the user message,
+    /// or OpenAI's `tool` messages (which have no error flag: always `false`). Empty on turn 1.
+    pub fn tool_results(&self) -> Vec<(String, String, bool)> {
+        let messages = self.messages();
+        let after_last_answer = messages
+            .iter()
+            .rposition(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+            .and_then(|i| messages.get(i + 1..))
+            .unwrap_or_default();
+        let text = |v: &Value, key: &str| {
+            v.get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let mut results = Vec::new();
+        for message in after_last_answer {
+            match message.get("role").and_then(Value::as_str) {
+                Some("tool") => results.push((
+                    text(message, "tool_call_id"),
+                    content_text(message.get("content")),
+                    false,
+                )),
+                Some("user") => {
+                    let blocks = message.get("content").and_then(Value::as_array);
+                    for block in blocks.into_iter().flatten() {
+                        if block.get("type").and_then(Value::as_str) == Some("tool_result") {
+                            results.push((
+                                text(block, "tool_use_id"),
+                                content_text(block.get("content")),
+                                block.get("is_error").and_then(Value::as_bool) == Some(true),
+                            ));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        results
+    }
+
+    /// The names of the tools the request offers, in order, in either wire format.
+    pub fn tool_names(&self) -> Vec<String> {
+        let Some(v) = self.json() else {
+            return Vec::new();
+        };
+        v.get("tools")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|t| {
+                t.get("name")
+                    .or_else(|| t.get("function").and_then(|f| f.get("name")))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .collect()
+    }
+
+    fn messages(&self) -> Vec<Value> {
+        self.json()
+            .and_then(|mut v| match v.get_mut("messages").map(Value::take) {
+                Some(Value::Array(messages)) => Some(messages),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+
     /// A header value.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
@@ -74,6 +167,18 @@ impl ServerRequest {
 
     fn is_anthropic(&self) -> bool {
         self.path.ends_with("/v1/messages")
+    }
+}
+
+/// A message's or a tool result's text: a string as it is, text blocks joined.
+fn content_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
     }
 }
 
@@ -106,6 +211,16 @@ pub enum Reply {
     EchoKeyInHeader(String),
     /// An error status with the provider's error body and a `retry-after` header (as given).
     RetryAfter(u16, String),
+    /// A 200 answer that calls tools, in the request's format: the text (left out when empty)
+    /// and one call per `(name, arguments JSON text)`, with ids `toolu_st_{index}_{i}` /
+    /// `call_st_{index}_{i}` (the request's arrival index, the call's position), stop reason
+    /// `tool_use` / `tool_calls`, and usage as for [`Reply::Answer`], the output counting the
+    /// text, names and arguments. Anthropic carries arguments as an object: ones that are not
+    /// JSON go there as a JSON string; OpenAI gets them verbatim.
+    Tools {
+        text: String,
+        calls: Vec<(String, String)>,
+    },
     /// A response exactly as given: status, headers (besides content-length and connection) and
     /// body — for fixtures copied verbatim from the providers' API references.
     Verbatim {
@@ -327,6 +442,9 @@ fn answer(
     );
     match reply {
         Reply::Answer(text) => respond(writer, 200, &answer_body(request, &text, anthropic)),
+        Reply::Tools { text, calls } => {
+            respond(writer, 200, &tools_body(request, &text, &calls, anthropic));
+        }
         Reply::AnswerWithoutUsage(text) => {
             let mut body: Value = serde_json::from_str(&answer_body(request, &text, anthropic))
                 .unwrap_or(Value::Null);
@@ -504,6 +622,82 @@ fn answer_body(request: &ServerRequest, text: &str, anthropic: bool) -> String {
             "model": model,
             "system_fingerprint": "fp_scripted",
             "choices": [{ "index": 0, "finish_reason": "stop", "message": { "role": "assistant", "content": text } }],
+            "usage": { "prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output },
+        })
+        .to_string()
+    }
+}
+
+fn tools_body(
+    request: &ServerRequest,
+    text: &str,
+    calls: &[(String, String)],
+    anthropic: bool,
+) -> String {
+    let model = request
+        .json()
+        .and_then(|v| v.get("model").and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_default();
+    let index = request.index;
+    let input = tokens(request.body.len());
+    let output = tokens(
+        calls
+            .iter()
+            .fold(text.len(), |n, (name, args)| n + name.len() + args.len()),
+    );
+    if anthropic {
+        let mut content = Vec::new();
+        if !text.is_empty() {
+            content.push(json!({ "type": "text", "text": text }));
+        }
+        for (i, (name, arguments)) in calls.iter().enumerate() {
+            let input = serde_json::from_str::<Value>(arguments)
+                .unwrap_or_else(|_| Value::String(arguments.clone()));
+            content.push(json!({
+                "type": "tool_use",
+                "id": format!("toolu_st_{index}_{i}"),
+                "name": name,
+                "input": input,
+            }));
+        }
+        json!({
+            "id": format!("msg_scripted_{index}"),
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": content,
+            "stop_reason": "tool_use",
+            "stop_sequence": null,
+            "usage": { "input_tokens": input, "output_tokens": output },
+        })
+        .to_string()
+    } else {
+        let tool_calls: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, arguments))| {
+                json!({
+                    "id": format!("call_st_{index}_{i}"),
+                    "type": "function",
+                    "function": { "name": name, "arguments": arguments },
+                })
+            })
+            .collect();
+        let content = if text.is_empty() {
+            Value::Null
+        } else {
+            Value::String(text.to_owned())
+        };
+        json!({
+            "id": format!("chatcmpl-scripted-{index}"),
+            "object": "chat.completion",
+            "model": model,
+            "system_fingerprint": "fp_scripted",
+            "choices": [{
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": { "role": "assistant", "content": content, "tool_calls": tool_calls },
+            }],
             "usage": { "prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output },
         })
         .to_string()
