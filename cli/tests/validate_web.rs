@@ -319,3 +319,221 @@ fn the_pages_cap_bounds_the_escrow_fees_included_and_a_cap_below_the_fees_is_ref
         "{err}"
     );
 }
+
+/// `skilltrial plan --json` of the two examples with a SOL/USD pin on a loopback endpoint, with
+/// `extra` flags: the plan's JSON document.
+fn cli_plan(home: &Path, reps: &str, extra: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_skilltrial"))
+        .args([
+            "--json",
+            "plan",
+            "--model",
+            "claude-sonnet-4-5@2025-09-29",
+            "--reps",
+            reps,
+            "--seed",
+            "42",
+            "--cap-usd",
+            "3",
+            "--sol-usd",
+            "150",
+            "--sol-usd-source",
+            "runner at test",
+        ])
+        .args(extra)
+        .arg("--a")
+        .arg(workspace_root().join("fixtures/bundles/solana-reader-1.4.2"))
+        .arg("--b")
+        .arg(workspace_root().join("fixtures/bundles/solana-reader-1.5.0"))
+        .env("SKILLTRIAL_HOME", home)
+        .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/v1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "plan {extra:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Progressive delivery and prompt caching chosen on the page give the manifest `plan
+/// --delivery progressive --max-turns K --cache` writes from the same inputs; the request cap the
+/// page sets for the turns is the one given to the CLI as `--max-requests`.
+#[test]
+fn the_page_plans_progressive_and_cached_manifests_as_the_cli_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let drop = |root: &Path| {
+        let (paths, lengths, data) = as_dropped(root);
+        skilltrial_web::Dropped::from_folder("dropped", paths, lengths, &data)
+    };
+    let a = drop(&workspace_root().join("fixtures/bundles/solana-reader-1.4.2"));
+    let b = drop(&workspace_root().join("fixtures/bundles/solana-reader-1.5.0"));
+    let profile = skilltrial_core::profile::find("claude-sonnet-4-5@2025-09-29", None).unwrap();
+    let request = |cli: &Value, delivery: Value| {
+        let pinned_at = skilltrial_core::time::parse_rfc3339(
+            cli["manifest"]["sol_usd"]["at"].as_str().unwrap(),
+        )
+        .unwrap();
+        let mut r = serde_json::json!({
+            "pack": "solana-core@1.0.3",
+            "profile": profile,
+            "endpoint": "http://127.0.0.1:9/v1",
+            "repetitions": 2,
+            "seed": "42",
+            // 0.02 SOL at $150 is the CLI's $3 cap
+            "cap_sol": "0.02",
+            "usd_micros_per_sol": "150000000",
+            "sol_usd_source": "runner at test",
+            "pinned_at": pinned_at,
+        });
+        r.as_object_mut()
+            .unwrap()
+            .extend(delivery.as_object().unwrap().clone());
+        r
+    };
+    let page_plan = |r: &Value| -> Value {
+        serde_json::from_str(&skilltrial_web::plan_json(&r.to_string(), &a, &b).unwrap()).unwrap()
+    };
+    let same = |page: &Value, cli: &Value, what: &str| {
+        let manifest: Value = serde_json::from_str(page["manifest"].as_str().unwrap()).unwrap();
+        assert_eq!(manifest, cli["manifest"], "{what}");
+        assert_eq!(
+            format!("sha256:{}", page["hash"].as_str().unwrap()),
+            cli["manifest_hash"],
+            "{what}"
+        );
+        assert_eq!(page["trials"], cli["trials"], "{what}");
+        assert_eq!(
+            page["max_requests"], cli["totals"]["max_requests"],
+            "{what}"
+        );
+        assert_eq!(
+            page["max_input_tokens"].as_str().unwrap(),
+            cli["totals"]["max_input_tokens"]
+                .as_u64()
+                .unwrap()
+                .to_string(),
+            "{what}"
+        );
+        assert_eq!(
+            page["upper_cost_usd_micros"].as_str().unwrap(),
+            cli["totals"]["upper_cost"].as_u64().unwrap().to_string(),
+            "{what}"
+        );
+    };
+
+    // Given 6 tasks × 3 arms × 2 repetitions = 36 trials of at most 3 turns, each turn retried at
+    // most 3 times: the page asks for every request they could send, 36 × 3 × 4
+    let cap = skilltrial_web::progressive_request_cap(
+        &skilltrial_core::pack::open("solana-core@1.0.3").unwrap(),
+        2,
+        3,
+    );
+    assert_eq!(cap, Some(432));
+
+    // When the CLI plans progressive delivery with 3 turns and caching, and the page the same
+    let cli = cli_plan(
+        &home,
+        "2",
+        &[
+            "--delivery",
+            "progressive",
+            "--max-turns",
+            "3",
+            "--cache",
+            "--max-requests",
+            "432",
+        ],
+    );
+    let progressive = page_plan(&request(
+        &cli,
+        serde_json::json!({"delivery": "progressive", "max_turns": 3, "cache": true}),
+    ));
+    // Then the manifests, hashes and bounds are the same, and the page says what it planned
+    same(&progressive, &cli, "progressive, 3 turns, cached");
+    assert_eq!(progressive["delivery"], "progressive");
+    assert_eq!(progressive["max_turns"], 3);
+    assert_eq!(progressive["cache"], true);
+    assert_eq!(cli["manifest"]["delivery"]["max_turns"], 3);
+    assert_eq!(cli["manifest"]["budget"]["max_requests"], 432);
+    assert!(cli["manifest"]["budget"]["price"]["cache"].is_object());
+
+    // And without a turn limit the page pins the default K, as the CLI does
+    let k = skilltrial_core::delivery::DEFAULT_MAX_TURNS;
+    let requests = 36 * k * 4;
+    let cli = cli_plan(
+        &home,
+        "2",
+        &[
+            "--delivery",
+            "progressive",
+            "--max-requests",
+            &requests.to_string(),
+        ],
+    );
+    let default_k = page_plan(&request(
+        &cli,
+        serde_json::json!({"delivery": "progressive"}),
+    ));
+    same(&default_k, &cli, "progressive, default turns");
+    assert_eq!(default_k["max_turns"], k);
+    assert_eq!(default_k["cache"], false);
+
+    // And caching with inline delivery is `plan --cache`, the request cap the default
+    let cli = cli_plan(&home, "2", &["--cache"]);
+    let inline = page_plan(&request(&cli, serde_json::json!({"cache": true})));
+    same(&inline, &cli, "inline, cached");
+    assert_eq!(inline["delivery"], "inline");
+    assert_eq!(inline["max_turns"], 1);
+    assert!(cli["manifest"].get("delivery").is_none());
+
+    // And a progressive trial's escrow covers its turns: more per trial than inline's
+    let per_trial = |v: &Value| {
+        v["per_request_cap_lamports"]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    assert!(per_trial(&progressive) > per_trial(&inline));
+
+    // And bad choices are refused in the page's words
+    let refused = |delivery: Value, p: &skilltrial_core::profile::Profile| {
+        let mut r = request(&cli, delivery);
+        r["profile"] = serde_json::to_value(p).unwrap();
+        skilltrial_web::plan_json(&r.to_string(), &a, &b).unwrap_err()
+    };
+    for (delivery, words) in [
+        (
+            serde_json::json!({"delivery": "progressive", "max_turns": 13}),
+            "Turns per trial 13 is outside 2 to 12",
+        ),
+        (
+            serde_json::json!({"delivery": "progressive", "max_turns": 1}),
+            "Turns per trial 1 is outside 2 to 12",
+        ),
+        (
+            serde_json::json!({"max_turns": 4}),
+            "Turns per trial: a turn limit needs progressive delivery",
+        ),
+        (
+            serde_json::json!({"delivery": "all-at-once"}),
+            "the page's plan request is malformed",
+        ),
+    ] {
+        let err = refused(delivery.clone(), &profile);
+        assert!(err.contains(words), "{delivery}: {err}");
+    }
+    // a profile whose operator states no cache prices cannot cache
+    let mut uncached = profile.clone();
+    if let Some(price) = uncached.price.as_mut() {
+        price.cache = None;
+    }
+    let err = refused(serde_json::json!({"cache": true}), &uncached);
+    assert!(
+        err.contains("Prompt caching: profile claude-sonnet-4-5@2025-09-29 states no cache prices"),
+        "{err}"
+    );
+}

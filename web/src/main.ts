@@ -30,6 +30,7 @@ import {
   type Funds,
   type Info,
   type Offer,
+  type OfferedProfile,
   type Progress,
   type Register,
   type RunView,
@@ -90,6 +91,12 @@ interface Planned {
   usd_micros_per_sol: string;
   cap_usd_micros: string | null;
   scripted: boolean;
+  /// How the skill reaches the model, as the manifest pins it.
+  delivery: "inline" | "progressive";
+  /// K: the most requests one trial sends (1 inline).
+  max_turns: number;
+  /// Whether the manifest pins the profile's cache prices (prompt caching asked for).
+  cache: boolean;
   /// What leaves the wallet: the model cap plus the runner's fees, under the budget cap.
   escrow: {
     cap_lamports: string;
@@ -105,10 +112,17 @@ interface Planned {
   escrow_lamports: string;
 }
 
+/// The choices of a plan that are not the browser's own form state.
+interface Delivery {
+  delivery: "inline" | "progressive";
+  turns: string;
+  cache: boolean;
+}
+
 /// A plan whose escrow was being signed when the page was left (see rememberPending).
-const pending = ((): { seed?: string; pinnedAt?: number } => {
+const pending = ((): { seed?: string; pinnedAt?: number; delivery?: Delivery } => {
   try {
-    return JSON.parse(localStorage.getItem("skilltrial.pending") ?? "{}") as { seed?: string; pinnedAt?: number };
+    return JSON.parse(localStorage.getItem("skilltrial.pending") ?? "{}") as { seed?: string; pinnedAt?: number; delivery?: Delivery };
   } catch {
     return {};
   }
@@ -200,7 +214,13 @@ async function start(): Promise<void> {
   watchWallets(showWallets);
   void showMyRuns().catch((e: unknown) => say("fatal", `Your runs could not be listed: ${reason(e)}. Reload to try again.`));
   for (const arm of ["a", "b"] as const) wireSlot(arm);
-  for (const id of ["profile", "reps", "cap"]) $(id).addEventListener("input", () => replan());
+  if (pending.delivery) {
+    $<HTMLSelectElement>("delivery").value = pending.delivery.delivery;
+    $<HTMLInputElement>("turns").value = pending.delivery.turns;
+    $<HTMLInputElement>("cache").checked = pending.delivery.cache;
+  }
+  for (const id of ["profile", "reps", "cap", "delivery", "turns", "cache"]) $(id).addEventListener("input", () => replan());
+  showDelivery(chosenProfile());
   $("plan-form").addEventListener("submit", (e) => {
     e.preventDefault();
     void approve();
@@ -470,11 +490,70 @@ function showVerdict(arm: "a" | "b", v: Verdict): void {
 
 // ---- 2. plan ----
 
+/// Shows the delivery's own fields: the turn limit for progressive delivery, and prompt caching
+/// only where the chosen profile states cache prices (else it is off, and the note says why).
+function showDelivery(offered: OfferedProfile | undefined): void {
+  const progressive = $<HTMLSelectElement>("delivery").value === "progressive";
+  for (const id of ["turns-label", "turns", "turns-help"]) $(id).hidden = !progressive;
+  const cache = $<HTMLInputElement>("cache");
+  const prices = cachePrices(offered);
+  cache.disabled = prices === null;
+  if (prices === null) {
+    cache.checked = false;
+    $("cache-help").textContent = offered
+      ? `Not available: profile ${offered.profile.id} states no cache prices, so cached tokens could not be priced; its requests are sent without cache marks.`
+      : "Choose a model profile first.";
+    return;
+  }
+  $("cache-help").textContent =
+    `Marks the start every request shares (the system prompt${progressive ? ", the catalog and the tools" : " and the skill"}) for the provider's prompt cache; cached tokens are charged as the provider reports them, written at ${perMtok(prices.write)} and read at ${perMtok(prices.read)} per million tokens. The escrow still prices every input token at the dearer of an input token and a cache write, so it never falls short; what caching saves comes back.`;
+}
+
+/// The cache prices (µUSD per million tokens) the runner's profile states, if any.
+function cachePrices(offered: OfferedProfile | undefined): { write: number; read: number } | null {
+  const price = offered?.profile.price as { cache?: { write?: unknown; read?: unknown } | null } | null | undefined;
+  const cache = price?.cache;
+  if (!cache || typeof cache.write !== "number" || typeof cache.read !== "number") return null;
+  return { write: cache.write, read: cache.read };
+}
+
+/// µUSD as dollars, through the wasm (integers, never a float).
+function perMtok(usdMicros: number): string {
+  return (JSON.parse(money(String(usdMicros), rate())) as { usd: string }).usd;
+}
+
+/// The runner's profile the form names.
+function chosenProfile(): OfferedProfile | undefined {
+  const id = $<HTMLSelectElement>("profile").value;
+  return state.offer?.profiles.find((p) => p.profile.id === id);
+}
+
+/// What the summary says of a plan's delivery.
+function deliveryText(planned: Planned): string {
+  const how =
+    planned.delivery === "progressive"
+      ? `progressive, at most ${planned.max_turns} turns per trial: the model loads the skill with tools; each turn is one request, all of them reserved before the trial starts`
+      : "inline, one request per trial: the whole skill in every skill arm's prompt";
+  return planned.cache ? `${how}; prompt caching on, cached tokens charged at the profile's cache prices` : how;
+}
+
+/// The delivery asked for, as the form holds it (see rememberPending).
+function deliveryAsked(): Delivery {
+  const cache = $<HTMLInputElement>("cache");
+  return {
+    delivery: $<HTMLSelectElement>("delivery").value === "progressive" ? "progressive" : "inline",
+    turns: $<HTMLInputElement>("turns").value.trim(),
+    cache: cache.checked && !cache.disabled,
+  };
+}
+
 function replan(): void {
   const { a, b } = state.dropped;
   const out = $("plan-out");
   say("plan-error", null);
   delete state.planned;
+  const offered = chosenProfile();
+  showDelivery(offered);
   if (!a || !b || !state.offer || !state.info) {
     out.hidden = true;
     return;
@@ -484,8 +563,6 @@ function replan(): void {
     say("plan-error", "Both versions must be accepted before the run can be planned.");
     return;
   }
-  const id = $<HTMLSelectElement>("profile").value;
-  const offered = state.offer.profiles.find((p) => p.profile.id === id);
   if (!offered) {
     out.hidden = true;
     return;
@@ -494,6 +571,13 @@ function replan(): void {
   if (!Number.isInteger(reps) || reps < 1) {
     out.hidden = true;
     say("plan-error", "Repetitions must be a whole number, at least 1.");
+    return;
+  }
+  const asked = deliveryAsked();
+  const turns = Number(asked.turns);
+  if (asked.delivery === "progressive" && (asked.turns === "" || !Number.isInteger(turns) || turns < 2 || turns > 12)) {
+    out.hidden = true;
+    say("plan-error", "Turns per trial must be a whole number from 2 to 12.");
     return;
   }
   const cap = $<HTMLInputElement>("cap").value.trim();
@@ -517,6 +601,9 @@ function replan(): void {
           usd_micros_per_sol: rate(),
           sol_usd_source: `the runner's rate at ${state.info.origin}`,
           pinned_at: pinnedAt,
+          delivery: asked.delivery,
+          max_turns: asked.delivery === "progressive" ? turns : null,
+          cache: asked.cache,
         }),
         a,
         b,
@@ -533,6 +620,7 @@ function replan(): void {
   state.planned = planned;
   setLive(state.live);
   $("p-trials").textContent = `${planned.trials} (${planned.pack}: baseline, A and B × tasks × ${reps})`;
+  $("p-delivery").textContent = deliveryText(planned);
   $("p-requests").textContent = String(planned.max_requests);
   $("p-tokens").textContent = `${planned.max_input_tokens} input, ${planned.max_output_tokens} output`;
   $("p-upper").textContent = moneyText(planned.upper_cost_usd_micros);
@@ -747,11 +835,11 @@ let escrowSigned = false;
 
 const PENDING = "skilltrial.pending";
 
-/// The plan being escrowed (seed and rate pin), kept across a reload so the same inputs give
+/// The plan being escrowed (seed, rate pin and delivery), kept across a reload so the same inputs give
 /// the same manifest, whose escrow is then found rather than opened twice.
 function rememberPending(): void {
   escrowSigned = false;
-  localStorage.setItem(PENDING, JSON.stringify({ seed: state.seed, pinnedAt: state.pinnedAt }));
+  localStorage.setItem(PENDING, JSON.stringify({ seed: state.seed, pinnedAt: state.pinnedAt, delivery: deliveryAsked() }));
 }
 
 function forgetPending(): void {

@@ -119,6 +119,38 @@ async function escrowShown() {
   return { ...shown, lamports: { escrow: String(escrow), model: String(model), fees: String(fees), cap: String(cap) } };
 }
 
+/// The delivery choices, on a plan with room for them (a cap of 1 SOL; nothing is signed): the
+/// summary says progressive and its turns, the turn limit is checked, the hash changes with it,
+/// and prompt caching is off with a note for a profile without cache prices. Ends on inline.
+async function deliveries() {
+  check(await page.locator("#turns").isHidden(), "no turn limit is asked for inline delivery");
+  await page.fill("#cap", "1");
+  await page.locator("#p-delivery", { hasText: "inline, one request per trial" }).waitFor();
+  const inline = await text("#p-hash");
+  await page.selectOption("#delivery", "progressive");
+  await page.locator("#turns").waitFor();
+  check((await page.inputValue("#turns")) === "4", "the turn limit starts at the default, 4");
+  await page.locator("#p-delivery", { hasText: "progressive, at most 4 turns per trial" }).waitFor();
+  const four = await text("#p-hash");
+  await page.fill("#turns", "3");
+  await page.locator("#p-delivery", { hasText: "progressive, at most 3 turns per trial" }).waitFor();
+  const three = { hash: await text("#p-hash"), delivery: await text("#p-delivery"), escrow: await escrowShown() };
+  check(new Set([inline, four, three.hash]).size === 3, `each delivery is its own manifest: ${inline}, ${four}, ${three.hash}`);
+  await snap("progressive");
+  await page.fill("#turns", "13");
+  await page.locator("#plan-error", { hasText: "Turns per trial must be a whole number from 2 to 12" }).waitFor();
+  check(await page.locator("#plan-out").isHidden(), "nothing can be approved with 13 turns per trial");
+  await page.fill("#turns", "4");
+  await page.locator("#plan-out").waitFor();
+  // The operator's loopback profile states no cache prices.
+  const cache = { enabled: await page.locator("#cache").isEnabled(), note: await text("#cache-help") };
+  check(!cache.enabled && /states no cache prices/.test(cache.note), `prompt caching is off, saying why: ${JSON.stringify(cache)}`);
+  await page.selectOption("#delivery", "inline");
+  await page.locator("#p-delivery", { hasText: "inline, one request per trial" }).waitFor();
+  check(await page.locator("#turns").isHidden(), "the turn limit is hidden again for inline delivery");
+  return { inline, four, three, cache };
+}
+
 /// A daemon with --demo-model: one labelled profile, a run to the end, a labelled report.
 async function demo() {
   await page.goto(config.url);
@@ -283,6 +315,7 @@ async function quickstart() {
   check(await page.locator("#plan-out").isHidden(), "nothing can be approved under a cap too small");
   said({ step: "cap-refused", message: tooSmall });
   await snap("cap-too-small");
+  said({ step: "delivery", ...(await deliveries()) });
   await page.fill("#cap", "0.05");
   await page.locator("#plan-out").waitFor();
   await snap("planned");

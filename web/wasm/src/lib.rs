@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use skilltrial_core::bundle::verdict::BundleReport;
 use skilltrial_core::bundle::{self, Bundle, Limits, Rejection, SourceKind};
+use skilltrial_core::delivery::{self, Mode};
 use skilltrial_core::hosted::{MIN_PER_REQUEST_CAP, Terms};
 use skilltrial_core::manifest::{self, PlanOptions, SolUsd};
 use skilltrial_core::money::{LAMPORTS_PER_SOL, MicroUsd};
@@ -190,6 +191,16 @@ pub struct PlanRequest {
     pub sol_usd_source: String,
     /// When the rate is pinned, Unix seconds.
     pub pinned_at: i64,
+    /// How the skill reaches the model (`plan --delivery`): `inline` (absent) or `progressive`.
+    #[serde(default)]
+    pub delivery: Mode,
+    /// K, the most turns of a progressive trial (`plan --max-turns`), 2 to 12; absent:
+    /// [`delivery::DEFAULT_MAX_TURNS`]. Refused with inline delivery.
+    #[serde(default)]
+    pub max_turns: Option<u32>,
+    /// Prompt caching at the profile's cache prices (`plan --cache`), in either delivery.
+    #[serde(default)]
+    pub cache: bool,
 }
 
 /// What the escrow is made of, in lamports, when the cap includes the runner's fees.
@@ -315,11 +326,12 @@ impl PlanRequest {
         rate: MicroUsd,
         cap: Option<MicroUsd>,
     ) -> Result<Built, String> {
+        let turns = self.turns()?;
         let options = PlanOptions {
             repetitions: self.repetitions,
             seed: integer(&self.seed, "the seed")?,
             cap,
-            max_requests: None,
+            max_requests: turns.and_then(|k| progressive_request_cap(pack, self.repetitions, k)),
             max_tokens: None,
             max_output_tokens: None,
             endpoint: self.endpoint.clone(),
@@ -334,6 +346,20 @@ impl PlanRequest {
             manifest::Naming::Page,
         )
         .map_err(|e| e.to_string())?;
+        if let Some(k) = turns {
+            manifest.make_progressive(k).map_err(|e| e.to_string())?;
+        }
+        if self.cache {
+            if self.profile.price.as_ref().and_then(|p| p.cache).is_none() {
+                return Err(format!(
+                    "Prompt caching: profile {} states no cache prices, so cached tokens could not be priced; plan without it",
+                    self.profile.id
+                ));
+            }
+            manifest
+                .enable_cache(&self.profile)
+                .map_err(|e| e.to_string())?;
+        }
         manifest.sol_usd = Some(
             SolUsd::pin(
                 rate,
@@ -354,6 +380,42 @@ impl PlanRequest {
             totals,
         })
     }
+
+    /// K for a progressive plan, `None` for an inline one; a turn limit outside 2 to 12, or one
+    /// given with inline delivery, is refused in the page's words.
+    fn turns(&self) -> Result<Option<u32>, String> {
+        match (self.delivery, self.max_turns) {
+            (Mode::Inline, None) => Ok(None),
+            (Mode::Inline, Some(_)) => Err(
+                "Turns per trial: a turn limit needs progressive delivery (inline sends one request per trial)"
+                    .to_owned(),
+            ),
+            (Mode::Progressive, None) => Ok(Some(delivery::DEFAULT_MAX_TURNS)),
+            (Mode::Progressive, Some(k)) if (2..=delivery::MAX_TURNS).contains(&k) => Ok(Some(k)),
+            (Mode::Progressive, Some(k)) => Err(format!(
+                "Turns per trial {k} is outside 2 to {}: a progressive trial needs one turn to load the skill and one to answer",
+                delivery::MAX_TURNS
+            )),
+        }
+    }
+}
+
+/// The request cap of a progressive plan made on the page, which has no request field: every
+/// request its trials could send, automatic retries included (`manifest::request_bound`), when
+/// that is more than the default cap the CLI's `plan` writes (so a small plan is `plan
+/// --delivery progressive` without `--max-requests`, and a larger one that with `--max-requests`
+/// of this number). A hosted run is bounded by its escrow; a request cap below its turns would
+/// refuse the plan (or stop the run at a retried turn) without saving anything. `None`: the
+/// default.
+pub fn progressive_request_cap(pack: &pack::Pack, repetitions: u32, turns: u32) -> Option<u32> {
+    // The page plans baseline, A and B: three arms per task and repetition.
+    let requests = u32::try_from(pack.tasks.len())
+        .ok()
+        .and_then(|tasks| tasks.checked_mul(3))
+        .and_then(|trials| trials.checked_mul(repetitions))
+        .and_then(|trials| trials.checked_mul(turns))
+        .map_or(u32::MAX, |needed| manifest::request_bound(needed, u32::MAX));
+    (requests > manifest::DEFAULT_MAX_REQUESTS).then_some(requests)
 }
 
 /// A manifest and its trials, before its terms.
@@ -380,8 +442,10 @@ impl Built {
 }
 
 impl Planned {
-    /// What the page shows and keeps: the manifest text to upload, its hash, the bounds, and
-    /// the upper cost in µUSD and (at the pinned rate) lamports; integers as text.
+    /// What the page shows and keeps: the manifest text to upload, its hash, the bounds, the
+    /// delivery (`inline` or `progressive`, K turns per trial at most, 1 inline, and whether
+    /// the prompt cache is asked for), and the upper cost in µUSD and (at the pinned rate)
+    /// lamports; integers as text.
     pub fn to_json(&self) -> Value {
         let rate = self.manifest.sol_usd.as_ref();
         let upper_lamports = self
@@ -419,6 +483,9 @@ impl Planned {
             "cap_usd_micros": self.manifest.budget.cap_usd_micros.map(|c| c.to_string()),
             "pinned_at": rate.map(|r| r.at.clone()),
             "scripted": self.manifest.model.scripted,
+            "delivery": self.manifest.delivery_mode().as_str(),
+            "max_turns": self.manifest.max_turns(),
+            "cache": self.manifest.caches(),
             "escrow": escrow,
         })
     }
