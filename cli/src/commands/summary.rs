@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 use skilltrial_core::bundle::display_safe;
-use skilltrial_core::report::{Changes, FixesBreaks, Leader, TaskRow};
+use skilltrial_core::report::{ArmActivation, Changes, FixesBreaks, Leader, TaskRow};
 use skilltrial_core::state::RunStatus;
 use skilltrial_engine::journal::Journal;
 use skilltrial_engine::report::{self, Report};
@@ -58,6 +58,10 @@ pub struct ArmLine {
     /// written before they existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consistency: Option<skilltrial_core::report::Consistency>,
+    /// Progressive runs: whether the model loaded the arm's skill, as the report's `activation`
+    /// says (absent for an inline run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activation: Option<ArmActivation>,
 }
 
 /// One paired contrast.
@@ -110,6 +114,7 @@ pub fn of_report(r: &Report) -> RunSummary {
                 + arm.pending,
             wilson95: arm.success.as_ref().map(|s| s.wilson95.clone()),
             consistency: arm.consistency.clone(),
+            activation: r.activation.as_ref().and_then(|a| a.arm(&arm.arm)).cloned(),
         })
         .collect();
     let pairs = r
@@ -233,6 +238,69 @@ fn arm_label(arm: &str) -> String {
     }
 }
 
+/// Progressive runs: one line per arm on whether the model loaded its skill, with what it
+/// loaded instead and the references no trial read.
+fn activation_lines(out: &mut String, s: &RunSummary) {
+    let arms: Vec<(&ArmLine, &ArmActivation)> = s
+        .arms
+        .iter()
+        .filter_map(|a| a.activation.as_ref().map(|act| (a, act)))
+        .collect();
+    if arms.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nactivation (trials that loaded the arm's own skill; the baseline's: any other skill):"
+    );
+    for (arm, act) in arms {
+        let mut line = act.rate_text();
+        if let Some(turn) = &act.median_load_turn {
+            let _ = write!(line, " · median turn {turn}");
+        }
+        let errors = act.tool_error_count();
+        if errors > 0 {
+            let _ = write!(
+                line,
+                " · {errors} tool error{}",
+                if errors == 1 { "" } else { "s" }
+            );
+        }
+        if act.turn_limit > 0 {
+            let _ = write!(line, " · {} hit the turn limit", act.turn_limit);
+        }
+        if let (Some(files), Some(never)) = (&act.readable_files, &act.never_read)
+            && !files.is_empty()
+        {
+            let _ = write!(
+                line,
+                " · {} of {} files never read",
+                never.len(),
+                files.len()
+            );
+        }
+        if !act.others_instead.is_empty() {
+            // A skill's name comes from its author: nothing in it may drive the terminal.
+            let others: Vec<String> = act
+                .others_instead
+                .iter()
+                .map(|o| format!("{} {}", display_safe(&o.skill), o.trials))
+                .collect();
+            let _ = write!(
+                line,
+                " · loaded {}: {}",
+                if act.skill.is_some() {
+                    "instead"
+                } else {
+                    "other skills"
+                },
+                others.join(", ")
+            );
+        }
+        let _ = writeln!(out, "{:<9} {line}", arm_label(&arm.arm));
+    }
+}
+
 /// The table printed after `run`'s own lines (which already name the run and its status): built
 /// from the journal without writing report files. A report that cannot be built is said, not
 /// fatal: the run itself succeeded.
@@ -331,6 +399,7 @@ fn table(s: &RunSummary, header: bool) -> String {
             let _ = writeln!(out, "{:<9} {}", arm_label(&arm.arm), c.text());
         }
     }
+    activation_lines(&mut out, s);
     if nothing_yet {
         let _ = writeln!(
             out,
@@ -439,6 +508,104 @@ fn table(s: &RunSummary, header: bool) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+    use skilltrial_core::delivery::{ErrorCount, ReadFile, ToolError, TrialEvidence};
+
+    /// The committed rich report (18 trials: 6 tasks in baseline, A and B) as a progressive run:
+    /// A loaded its skill in 4 of 6 trials (at turns 1, 1, 2, 2), one trial loaded `neighbour`
+    /// instead and one read `references/a.md` of A's two readable files; B loaded in all 6;
+    /// the baseline loaded `neighbour` once.
+    fn progressive() -> Report {
+        let mut report = Report::from_json(include_str!(
+            "../../../core/tests/fixtures/report-v2-rich.json"
+        ))
+        .unwrap();
+        let mut a_seen = 0;
+        for trial in &mut report.trials {
+            let mut e = TrialEvidence {
+                turns: 2,
+                catalog_bytes: 900,
+                ..TrialEvidence::default()
+            };
+            match trial.arm.as_str() {
+                "a" => {
+                    a_seen += 1;
+                    if a_seen <= 4 {
+                        e.loaded = true;
+                        e.loaded_at_turn = Some(if a_seen <= 2 { 1 } else { 2 });
+                        e.skills_loaded = vec!["solana-reader".into()];
+                    } else if a_seen == 5 {
+                        e.skills_loaded = vec!["neighbour".into()];
+                        e.tool_errors = vec![ErrorCount {
+                            error: ToolError::UnknownSkill,
+                            count: 1,
+                        }];
+                        e.turn_limit = true;
+                    }
+                    if a_seen == 1 {
+                        e.reads = vec![ReadFile {
+                            skill: "solana-reader".into(),
+                            path: "references/a.md".into(),
+                        }];
+                    }
+                }
+                "b" => {
+                    e.loaded = true;
+                    e.loaded_at_turn = Some(1);
+                    e.skills_loaded = vec!["solana-reader".into()];
+                }
+                _ if trial.index == 5 => e.skills_loaded = vec!["neighbour".into()],
+                _ => {}
+            }
+            trial.evidence = Some(e);
+        }
+        // The readable files are the run's input: state them, then derive again.
+        let mut built = skilltrial_core::report::rederive(&report);
+        if let Some(arm) = built
+            .activation
+            .as_mut()
+            .and_then(|a| a.arms.iter_mut().find(|a| a.arm == "a"))
+        {
+            arm.readable_files = Some(vec!["references/a.md".into(), "references/b.md".into()]);
+        }
+        skilltrial_core::report::rederive(&built)
+    }
+
+    #[test]
+    fn a_progressive_summary_prints_one_activation_line_per_arm() {
+        // Given a progressive run's report ...
+        let summary = of_report(&progressive());
+        let text = render(&summary);
+        // ... then one line per arm says how often the model loaded its skill, with the interval.
+        assert!(text.contains("\nactivation (trials that loaded the arm's own skill; the baseline's: any other skill):\n"), "{text}");
+        assert!(text.contains("\nA         4/6 (67%, 95% CI 30–90%) · median turn 1.5 · 1 tool error · 1 hit the turn limit · 1 of 2 files never read · loaded instead: neighbour 1\n"), "{text}");
+        assert!(
+            text.contains("\nB         6/6 (100%, 95% CI 61–100%) · median turn 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "\nbaseline  1/6 (17%, 95% CI 3–56%) · loaded other skills: neighbour 1\n"
+            ),
+            "{text}"
+        );
+        // ... and the JSON summary carries each arm's activation.
+        let json = serde_json::to_value(&summary).unwrap();
+        assert_eq!(json["arms"][1]["activation"]["loaded"], 4);
+        assert_eq!(json["arms"][1]["activation"]["rate"]["den"], 6);
+        // An inline report's summary has neither.
+        let inline = of_report(
+            &Report::from_json(include_str!(
+                "../../../core/tests/fixtures/report-v2-rich.json"
+            ))
+            .unwrap(),
+        );
+        assert!(!render(&inline).contains("activation"));
+        assert!(
+            !serde_json::to_string(&inline)
+                .unwrap()
+                .contains("activation")
+        );
+    }
 
     #[test]
     fn the_table_says_each_thing_once() {

@@ -33,6 +33,7 @@ pub struct Activation {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ArmActivation {
+    /// The arm's id: `baseline`, `a`, `b`.
     pub arm: String,
     /// The arm's own skill (its bundle's name); `null` for the baseline.
     pub skill: Option<String>,
@@ -50,9 +51,11 @@ pub struct ArmActivation {
     pub tool_errors: Vec<ToolErrorTotal>,
     /// Trials that still called a tool in their last allowed turn.
     pub turn_limit: u64,
-    /// Bytes put in front of the model per tier, summed over the trials.
+    /// Bytes of system text with the catalog, as each trial's evidence states them, summed.
     pub catalog_bytes: u64,
+    /// Bytes of `load_skill` replies (the instructions), summed over the trials.
     pub instructions_bytes: u64,
+    /// Bytes of `read_skill_resource` replies (the references), summed over the trials.
     pub resources_bytes: u64,
     /// The readable files of the arm's own bundle (text files other than SKILL.md, the ones
     /// `read_skill_resource` serves), as the run gave them; `null` for the baseline, or when the
@@ -71,6 +74,7 @@ pub struct ArmActivation {
 #[serde(deny_unknown_fields)]
 pub struct ToolErrorTotal {
     pub error: ToolError,
+    /// Calls that failed for this reason.
     pub count: u64,
 }
 
@@ -78,6 +82,7 @@ pub struct ToolErrorTotal {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OtherSkill {
+    /// The other skill's name, as listed in the catalog.
     pub skill: String,
     /// Trials that loaded it without loading the arm's own skill.
     pub trials: u64,
