@@ -46,8 +46,9 @@ pub const MODEL: [Check; 6] = [
     }),
 ];
 
-/// How answers were asked for and scored: the pack, the checker, the sampling, the prompt.
-pub const MEASUREMENT: [Check; 6] = [
+/// How answers were asked for and scored: the pack, the checker, the sampling, the prompt, the
+/// delivery.
+pub const MEASUREMENT: [Check; 7] = [
     ("pack", |r| json_of(&r.comparability.pack.hash)),
     ("checker version", |r| {
         json_of(&r.comparability.checker.version)
@@ -64,6 +65,9 @@ pub const MEASUREMENT: [Check; 6] = [
     ("prompt template", |r| {
         json_of(&r.comparability.prompt_template_sha256)
     }),
+    // How the skill reached the model: the turn limit, the tools and the other skills every
+    // catalog listed (null inline).
+    ("delivery", |r| json_of(&r.manifest.delivery)),
 ];
 
 /// What was measured: the arms with their bundles (by digest), the tasks and the repetitions.
