@@ -81,6 +81,9 @@ pub enum RuleKind {
     PassesAtLeast,
     /// In every task family, `arm` passes at least as often as `against` over complete pairs.
     FamiliesAtLeast,
+    /// Progressive runs: `arm` loaded its own skill in at least `at_least_percent` percent of its
+    /// trials with evidence (the report's `activation`).
+    ActivationAtLeast,
 }
 
 impl RuleKind {
@@ -89,27 +92,52 @@ impl RuleKind {
             Self::NoBreaks => "no-breaks",
             Self::PassesAtLeast => "passes-at-least",
             Self::FamiliesAtLeast => "families-at-least",
+            Self::ActivationAtLeast => "activation-at-least",
         }
     }
 }
 
-/// One rule: `kind` of `arm` against `against`.
+/// One rule: `kind` of `arm` against `against`, or (`activation-at-least`) of `arm` alone
+/// against a threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Rule {
     pub kind: RuleKind,
     pub arm: Arm,
-    pub against: Arm,
+    /// The arm compared with; absent for `activation-at-least`, present for every other kind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub against: Option<Arm>,
+    /// `activation-at-least` only: the least activation rate, in whole percent (1 to 100).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_least_percent: Option<u32>,
 }
 
 impl Rule {
-    /// `no-breaks: B vs A`.
+    /// A rule comparing `arm` with `against`.
+    pub fn contrast(kind: RuleKind, arm: Arm, against: Arm) -> Self {
+        Self {
+            kind,
+            arm,
+            against: Some(against),
+            at_least_percent: None,
+        }
+    }
+
+    /// `no-breaks: B vs A`, `activation-at-least: B ≥ 75%`.
     pub fn name(&self) -> String {
-        format!(
-            "{}: {} vs {}",
-            self.kind.as_str(),
-            arm_label(self.arm),
-            arm_label(self.against)
-        )
+        match (self.against, self.at_least_percent) {
+            (Some(against), _) => format!(
+                "{}: {} vs {}",
+                self.kind.as_str(),
+                arm_label(self.arm),
+                arm_label(against)
+            ),
+            (None, percent) => format!(
+                "{}: {} ≥ {}%",
+                self.kind.as_str(),
+                arm_label(self.arm),
+                percent.unwrap_or(0)
+            ),
+        }
     }
 }
 
@@ -145,7 +173,61 @@ struct Evidence {
 struct RawRule {
     kind: RuleKind,
     arm: Arm,
-    against: Arm,
+    against: Option<Arm>,
+    at_least_percent: Option<i64>,
+}
+
+impl RawRule {
+    /// The rule numbered `n`, or why it is refused.
+    fn rule(&self, n: usize) -> Result<Rule, String> {
+        let kind = self.kind.as_str();
+        if self.kind == RuleKind::ActivationAtLeast {
+            if let Some(against) = self.against {
+                return Err(format!(
+                    "rule {n}: {kind} judges one arm and takes no `against` (found {:?})",
+                    against.as_str()
+                ));
+            }
+            if self.arm == Arm::Baseline {
+                return Err(format!(
+                    "rule {n}: {kind} needs a skill arm, a or b: the baseline has no skill of its own to load"
+                ));
+            }
+            let percent = self.at_least_percent.ok_or_else(|| {
+                format!("rule {n}: {kind} needs at_least_percent, a whole number from 1 to 100")
+            })?;
+            let percent = u32::try_from(percent)
+                .ok()
+                .filter(|p| (1..=100).contains(p))
+                .ok_or_else(|| {
+                    format!(
+                        "rule {n}: at_least_percent = {percent} is not a whole number from 1 to 100"
+                    )
+                })?;
+            return Ok(Rule {
+                kind: self.kind,
+                arm: self.arm,
+                against: None,
+                at_least_percent: Some(percent),
+            });
+        }
+        if self.at_least_percent.is_some() {
+            return Err(format!(
+                "rule {n}: at_least_percent belongs to activation-at-least, not {kind}"
+            ));
+        }
+        let against = self.against.ok_or_else(|| {
+            format!("rule {n}: {kind} needs `against`: the arm it is compared with")
+        })?;
+        if !CONTRASTS.contains(&(self.arm, against)) {
+            return Err(format!(
+                "rule {n}: arm {:?} against {:?} is not a contrast a report has; use b against a, b against baseline, or a against baseline",
+                self.arm.as_str(),
+                against.as_str()
+            ));
+        }
+        Ok(Rule::contrast(self.kind, self.arm, against))
+    }
 }
 
 /// The contrasts a report has, as (arm, against).
@@ -190,20 +272,16 @@ impl Policy {
         }
         let mut rules: Vec<Rule> = Vec::with_capacity(file.rule.len());
         for (i, raw) in file.rule.iter().enumerate() {
+            let rule = raw.rule(i + 1).map_err(invalid)?;
             let n = i + 1;
-            if !CONTRASTS.contains(&(raw.arm, raw.against)) {
-                return Err(invalid(format!(
-                    "rule {n}: arm {:?} against {:?} is not a contrast a report has; use b against a, b against baseline, or a against baseline",
-                    raw.arm.as_str(),
-                    raw.against.as_str()
-                )));
-            }
-            let rule = Rule {
-                kind: raw.kind,
-                arm: raw.arm,
-                against: raw.against,
+            // One threshold per arm: two would only say the stricter one twice.
+            let same = |r: &Rule| {
+                *r == rule
+                    || (r.kind == RuleKind::ActivationAtLeast
+                        && rule.kind == RuleKind::ActivationAtLeast
+                        && r.arm == rule.arm)
             };
-            if let Some(first) = rules.iter().position(|r| *r == rule) {
+            if let Some(first) = rules.iter().position(same) {
                 return Err(invalid(format!(
                     "rule {n} repeats rule {} ({})",
                     first + 1,
@@ -422,7 +500,6 @@ pub fn judge(report: &Report, policy: &PolicyUsed) -> Judgement {
 }
 
 fn judge_rule(report: &Report, policy: &Policy, rule: Rule) -> RuleResult {
-    let (x, y) = (arm_label(rule.arm), arm_label(rule.against));
     let result = |verdict: Verdict, reason: String, details: Vec<String>| RuleResult {
         name: rule.name(),
         rule,
@@ -430,10 +507,22 @@ fn judge_rule(report: &Report, policy: &Policy, rule: Rule) -> RuleResult {
         reason,
         details,
     };
+    if rule.kind == RuleKind::ActivationAtLeast {
+        return activation_at_least(report, rule.arm, rule.at_least_percent, result);
+    }
+    // `Policy::parse` gives every other kind its `against`.
+    let Some(against) = rule.against else {
+        return result(
+            Verdict::Inconclusive,
+            "the rule names no arm to compare with".to_owned(),
+            Vec::new(),
+        );
+    };
+    let (x, y) = (arm_label(rule.arm), arm_label(against));
     let Some(pair) = report
         .pairs
         .iter()
-        .find(|p| p.x == rule.arm.as_str() && p.y == rule.against.as_str())
+        .find(|p| p.x == rule.arm.as_str() && p.y == against.as_str())
     else {
         return result(
             Verdict::Inconclusive,
@@ -455,7 +544,7 @@ fn judge_rule(report: &Report, policy: &Policy, rule: Rule) -> RuleResult {
     // run's incompleteness, which `incomplete` decides; one left out because a side got no
     // scored answer (an infrastructure error, an unknown or interrupted attempt) is `excluded`'s.
     let not_run = |e: &&Excluded| {
-        [rule.arm, rule.against].iter().any(|arm| {
+        [rule.arm, against].iter().any(|arm| {
             !matches!(
                 outcome_of(report, &e.task, e.repetition, *arm),
                 Some(o) if o != TrialOutcome::Pending && o != TrialOutcome::Done(Outcome::NotRun)
@@ -478,9 +567,13 @@ fn judge_rule(report: &Report, policy: &Policy, rule: Rule) -> RuleResult {
         );
     }
     let mut judged = match rule.kind {
-        RuleKind::NoBreaks => no_breaks(report, rule, result),
+        RuleKind::NoBreaks => no_breaks(report, rule.arm, against, result),
         RuleKind::PassesAtLeast => passes_at_least(pair, x, y, result),
         RuleKind::FamiliesAtLeast => families_at_least(report, pair, x, y, result),
+        // Decided above, before the pairs.
+        RuleKind::ActivationAtLeast => {
+            activation_at_least(report, rule.arm, rule.at_least_percent, result)
+        }
     };
     for (count, what) in [
         (unfinished.len(), "not run yet"),
@@ -506,11 +599,12 @@ fn outcome_of(report: &Report, task: &str, repetition: u32, arm: Arm) -> Option<
 
 fn no_breaks(
     report: &Report,
-    rule: Rule,
+    arm: Arm,
+    against: Arm,
     result: impl Fn(Verdict, String, Vec<String>) -> RuleResult,
 ) -> RuleResult {
-    let (x, y) = (arm_label(rule.arm), arm_label(rule.against));
-    let key = format!("{}_vs_{}", rule.arm.as_str(), rule.against.as_str());
+    let (x, y) = (arm_label(arm), arm_label(against));
+    let key = format!("{}_vs_{}", arm.as_str(), against.as_str());
     let lists = report
         .summary
         .changes
@@ -531,18 +625,14 @@ fn no_breaks(
             row.and_then(|r| r.arms.get(arm.as_str()))
                 .map_or_else(|| "—".to_owned(), |c| format!("{}/{}", c.pass, c.executed))
         };
-        format!(
-            "{task} ({y} {}, {x} {})",
-            cell(rule.against),
-            cell(rule.arm)
-        )
+        format!("{task} ({y} {}, {x} {})", cell(against), cell(arm))
     };
     // The tasks the verdicts judged: both arms executed at least once.
     let judged = report
         .tasks
         .iter()
         .filter(|t| {
-            [rule.arm, rule.against].iter().all(|a| {
+            [arm, against].iter().all(|a| {
                 t.arms
                     .get(a.as_str())
                     .is_some_and(|c| c.majority().is_some())
@@ -553,9 +643,9 @@ fn no_breaks(
         .tasks
         .iter()
         .filter(|t| {
-            t.arms.get(rule.against.as_str()).and_then(|c| c.majority()) == Some(true)
+            t.arms.get(against.as_str()).and_then(|c| c.majority()) == Some(true)
                 && t.arms
-                    .get(rule.arm.as_str())
+                    .get(arm.as_str())
                     .is_some_and(|c| c.majority().is_some())
         })
         .count();
@@ -671,6 +761,74 @@ fn families_at_least(
                 families.len()
             ),
             behind,
+        )
+    }
+}
+
+/// `activation-at-least`: the arm's activation rate (trials that loaded its own skill ÷ its trials
+/// with evidence) is at least `percent`, decided on the exact counts (`loaded × 100 ≥ percent ×
+/// trials`). A report without activation (an inline run) misses: the policy asks for evidence
+/// the run's delivery cannot give.
+fn activation_at_least(
+    report: &Report,
+    arm: Arm,
+    percent: Option<u32>,
+    result: impl Fn(Verdict, String, Vec<String>) -> RuleResult,
+) -> RuleResult {
+    let x = arm_label(arm);
+    let percent = u64::from(percent.unwrap_or(100));
+    let Some(activation) = &report.activation else {
+        return result(
+            Verdict::Missed,
+            format!(
+                "the report has no activation evidence: its skills were delivered inline, so nothing shows whether the model loads {x}'s skill (plan --delivery progressive measures it)"
+            ),
+            Vec::new(),
+        );
+    };
+    let Some(counts) = activation.arm(arm.as_str()) else {
+        return result(
+            Verdict::Inconclusive,
+            format!("the run has no {x} arm"),
+            Vec::new(),
+        );
+    };
+    let Some(rate) = &counts.rate else {
+        return result(
+            Verdict::Inconclusive,
+            format!("no {x} trial has activation evidence yet"),
+            Vec::new(),
+        );
+    };
+    let mut details = vec![format!(
+        "95% Wilson interval {}–{} (for reading, not part of the rule)",
+        crate::ledger::percent(&rate.wilson95[0]),
+        crate::ledger::percent(&rate.wilson95[1])
+    )];
+    for other in &counts.others_instead {
+        details.push(format!(
+            "loaded {} instead in {}",
+            other.skill,
+            crate::report::count_of(other.trials, "trial", "trials")
+        ));
+    }
+    let counted = format!(
+        "{x} loaded its skill in {} of {} trials ({})",
+        rate.num,
+        rate.den,
+        crate::ledger::percent(&rate.value)
+    );
+    if u128::from(rate.num) * 100 >= u128::from(percent) * u128::from(rate.den) {
+        result(
+            Verdict::Cleared,
+            format!("{counted}: at least {percent}%"),
+            details,
+        )
+    } else {
+        result(
+            Verdict::Missed,
+            format!("{counted}: below {percent}%"),
+            details,
         )
     }
 }
@@ -896,16 +1054,8 @@ mod tests {
         assert_eq!(
             p.rules,
             vec![
-                Rule {
-                    kind: RuleKind::NoBreaks,
-                    arm: Arm::B,
-                    against: Arm::A
-                },
-                Rule {
-                    kind: RuleKind::PassesAtLeast,
-                    arm: Arm::B,
-                    against: Arm::A
-                },
+                Rule::contrast(RuleKind::NoBreaks, Arm::B, Arm::A),
+                Rule::contrast(RuleKind::PassesAtLeast, Arm::B, Arm::A),
             ]
         );
     }
@@ -951,6 +1101,151 @@ mod tests {
             "unknown variant",
         );
         bad(&"#".repeat(MAX_POLICY_BYTES + 1), "at most");
+    }
+
+    const ACTIVATION_RULE: &str =
+        "[[rule]]\nkind = \"activation-at-least\"\narm = \"b\"\nat_least_percent = 75\n";
+
+    fn judged(report: &Report, text: &str) -> Judgement {
+        let policy = Policy::parse(text, "gate.toml").unwrap();
+        judge(
+            report,
+            &PolicyUsed {
+                source: Source::Unpinned,
+                sha256: String::new(),
+                policy,
+            },
+        )
+    }
+
+    #[test]
+    fn an_activation_rule_parses_with_one_arm_and_a_whole_percent() {
+        let p = Policy::parse(ACTIVATION_RULE, "gate.toml").unwrap();
+        assert_eq!(
+            p.rules,
+            [Rule {
+                kind: RuleKind::ActivationAtLeast,
+                arm: Arm::B,
+                against: None,
+                at_least_percent: Some(75),
+            }]
+        );
+        assert_eq!(p.rules[0].name(), "activation-at-least: B ≥ 75%");
+        assert_eq!(
+            serde_json::to_value(p.rules[0]).unwrap(),
+            serde_json::json!({"kind": "activation-at-least", "arm": "b", "at_least_percent": 75})
+        );
+        // A contrast rule serializes as it always did.
+        assert_eq!(
+            serde_json::to_value(Rule::contrast(RuleKind::NoBreaks, Arm::B, Arm::A)).unwrap(),
+            serde_json::json!({"kind": "no-breaks", "arm": "b", "against": "a"})
+        );
+        let bad = |text: &str, says: &str| {
+            let e = Policy::parse(text, "gate.toml").unwrap_err().to_string();
+            assert!(e.contains(says), "{text:?}: {e}");
+        };
+        let rule = |body: &str| format!("[[rule]]\nkind = \"activation-at-least\"\n{body}");
+        bad(
+            &rule("arm = \"baseline\"\nat_least_percent = 50\n"),
+            "rule 1: activation-at-least needs a skill arm, a or b",
+        );
+        bad(
+            &rule("arm = \"b\"\n"),
+            "rule 1: activation-at-least needs at_least_percent, a whole number from 1 to 100",
+        );
+        for percent in ["0", "101", "-5"] {
+            bad(
+                &rule(&format!("arm = \"b\"\nat_least_percent = {percent}\n")),
+                &format!("at_least_percent = {percent} is not a whole number from 1 to 100"),
+            );
+        }
+        bad(
+            &rule("arm = \"b\"\nat_least_percent = 0.75\n"),
+            "invalid type",
+        );
+        bad(
+            &rule("arm = \"b\"\nagainst = \"a\"\nat_least_percent = 75\n"),
+            "takes no `against`",
+        );
+        bad(
+            "[[rule]]\nkind = \"no-breaks\"\narm = \"b\"\n",
+            "rule 1: no-breaks needs `against`",
+        );
+        bad(
+            "[[rule]]\nkind = \"no-breaks\"\narm = \"b\"\nagainst = \"a\"\nat_least_percent = 5\n",
+            "at_least_percent belongs to activation-at-least, not no-breaks",
+        );
+        bad(
+            &format!(
+                "{ACTIVATION_RULE}[[rule]]\nkind = \"activation-at-least\"\narm = \"b\"\nat_least_percent = 90\n"
+            ),
+            "rule 2 repeats rule 1",
+        );
+    }
+
+    #[test]
+    fn an_activation_rule_clears_at_the_threshold_and_misses_below_it() {
+        // Given the progressive run: B loaded its skill in 6 of 6 trials, A in 4 of 6 (67%).
+        let report = crate::report::testing::progressive();
+        let policy = |arm: &str, percent: u32| {
+            format!(
+                "[evidence]\nincomplete = \"judge\"\nexcluded = \"judge\"\n[[rule]]\nkind = \"activation-at-least\"\narm = \"{arm}\"\nat_least_percent = {percent}\n"
+            )
+        };
+        let b = judged(&report, &policy("b", 100));
+        assert_eq!(b.rules[0].verdict, Verdict::Cleared, "{b:?}");
+        assert_eq!(
+            b.rules[0].reason,
+            "B loaded its skill in 6 of 6 trials (100%): at least 100%"
+        );
+        // 4/6 is exactly 66.67%: 66% clears, 67% misses (exact counts, no rounding).
+        let a = judged(&report, &policy("a", 66));
+        assert_eq!(a.rules[0].verdict, Verdict::Cleared, "{a:?}");
+        let a = judged(&report, &policy("a", 67));
+        assert_eq!(a.rules[0].verdict, Verdict::Missed);
+        assert_eq!(a.verdict, Verdict::Missed);
+        assert_eq!(
+            a.rules[0].reason,
+            "A loaded its skill in 4 of 6 trials (67%): below 67%"
+        );
+        assert_eq!(
+            a.rules[0].details,
+            [
+                "95% Wilson interval 30%–90% (for reading, not part of the rule)",
+                "loaded solana-other instead in 1 trial"
+            ]
+        );
+        assert!(render_text(&a).contains("missed        activation-at-least: A ≥ 67%: A loaded its skill in 4 of 6 trials (67%): below 67%"));
+    }
+
+    #[test]
+    fn an_activation_rule_misses_a_report_without_activation_and_waits_for_evidence() {
+        // Given an inline report: the rule misses, saying why.
+        let inline = crate::report::testing::rich();
+        let j = judged(
+            &inline,
+            &format!("[evidence]\nincomplete = \"judge\"\n{ACTIVATION_RULE}"),
+        );
+        assert_eq!(j.rules[0].verdict, Verdict::Missed);
+        assert!(
+            j.rules[0].reason.starts_with(
+                "the report has no activation evidence: its skills were delivered inline"
+            ),
+            "{}",
+            j.rules[0].reason
+        );
+        // Given activation, but no B trial with evidence yet: inconclusive.
+        let mut waiting = crate::report::testing::progressive();
+        for t in waiting.trials.iter_mut().filter(|t| t.arm == "b") {
+            t.evidence = None;
+        }
+        let waiting = crate::report::rederive(&waiting);
+        let j = judged(
+            &waiting,
+            &format!("[evidence]\nincomplete = \"judge\"\n{ACTIVATION_RULE}"),
+        );
+        assert_eq!(j.rules[0].verdict, Verdict::Inconclusive);
+        assert_eq!(j.rules[0].reason, "no B trial has activation evidence yet");
     }
 
     #[test]

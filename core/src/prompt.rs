@@ -39,6 +39,9 @@ pub fn template_sha256() -> Sha256Digest {
 pub struct Prompt {
     pub system: String,
     pub user: String,
+    /// How many bytes at the start of `user` are the arm's skill block, the same for every task
+    /// of the arm: the prefix a provider's prompt cache can keep (0 for the baseline).
+    pub skill_len: usize,
 }
 
 /// Tokens added on top of the byte count for role markers and special tokens. Generous on
@@ -118,9 +121,16 @@ pub fn build(task: &PublicTask<'_>, bundle: Option<&Bundle>) -> Prompt {
         }
     }
     user.push_str(rest);
+    // The template puts the skill first: it is the user message's stable prefix.
+    let skill_len = if user.starts_with(&skill) {
+        skill.len()
+    } else {
+        0
+    };
     Prompt {
         system: system_text().to_owned(),
         user,
+        skill_len,
     }
 }
 

@@ -412,7 +412,7 @@ fn progressive_step(request: &ServerRequest, task: &str) -> Move {
         Some(distractor) if task.contains("fee") => Some(*distractor),
         _ => names.iter().find(|n| **n != DISTRACTOR).copied(),
     };
-    let results = all_tool_results(request);
+    let results = request.all_tool_results();
     let loaded = results.iter().find_map(|(_, content, is_error)| {
         (!is_error)
             .then(|| between(content, "<skill_content ", ">"))
@@ -458,61 +458,6 @@ fn progressive_step(request: &ServerRequest, task: &str) -> Move {
         ),
         _ => Move::Answer(version),
     }
-}
-
-/// Every tool result a request carries, from all its earlier turns, in order: (call id, content,
-/// is error), in either wire format (Anthropic `tool_result` blocks; OpenAI `tool` messages,
-/// which carry no error flag).
-fn all_tool_results(request: &ServerRequest) -> Vec<(String, String, bool)> {
-    let Some(body) = request.json() else {
-        return Vec::new();
-    };
-    let text = |v: Option<&serde_json::Value>| match v {
-        Some(serde_json::Value::String(t)) => t.clone(),
-        Some(serde_json::Value::Array(blocks)) => blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(serde_json::Value::as_str))
-            .collect(),
-        _ => String::new(),
-    };
-    let mut out = Vec::new();
-    for message in body
-        .get("messages")
-        .and_then(serde_json::Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let field = |k: &str| message.get(k).and_then(serde_json::Value::as_str);
-        if field("role") == Some("tool") {
-            out.push((
-                field("tool_call_id").unwrap_or_default().to_owned(),
-                text(message.get("content")),
-                false,
-            ));
-        }
-        for block in message
-            .get("content")
-            .and_then(serde_json::Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if block.get("type").and_then(serde_json::Value::as_str) == Some("tool_result") {
-                out.push((
-                    block
-                        .get("tool_use_id")
-                        .and_then(serde_json::Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                    text(block.get("content")),
-                    block
-                        .get("is_error")
-                        .and_then(serde_json::Value::as_bool)
-                        .unwrap_or(false),
-                ));
-            }
-        }
-    }
-    out
 }
 
 /// The other skill `demo --delivery progressive` lists in every catalog: a fee estimator whose

@@ -94,39 +94,15 @@ impl ServerRequest {
             .rposition(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
             .and_then(|i| messages.get(i + 1..))
             .unwrap_or_default();
-        let text = |v: &Value, key: &str| {
-            v.get(key)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        let mut results = Vec::new();
-        for message in after_last_answer {
-            match message.get("role").and_then(Value::as_str) {
-                Some("tool") => results.push((
-                    text(message, "tool_call_id"),
-                    content_text(message.get("content")),
-                    false,
-                )),
-                Some("user") => {
-                    let blocks = message.get("content").and_then(Value::as_array);
-                    for block in blocks.into_iter().flatten() {
-                        if block.get("type").and_then(Value::as_str) == Some("tool_result") {
-                            results.push((
-                                text(block, "tool_use_id"),
-                                content_text(block.get("content")),
-                                block.get("is_error").and_then(Value::as_bool) == Some(true),
-                            ));
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        results
+        results_in(after_last_answer)
     }
 
-    /// The names of the tools the request offers, in order, in either wire format.
+    /// Every tool result the request carries, from all its earlier turns, in order, as
+    /// [`ServerRequest::tool_results`] gives the last turn's.
+    pub fn all_tool_results(&self) -> Vec<(String, String, bool)> {
+        results_in(&self.messages())
+    }
+
     /// Whether the request offers tools (a progressive turn).
     pub fn has_tools(&self) -> bool {
         !self.tool_names().is_empty()
@@ -149,6 +125,7 @@ impl ServerRequest {
         }
     }
 
+    /// The names of the tools the request offers, in order, in either wire format.
     pub fn tool_names(&self) -> Vec<String> {
         let Some(v) = self.json() else {
             return Vec::new();
@@ -196,6 +173,40 @@ impl ServerRequest {
     fn is_anthropic(&self) -> bool {
         self.path.ends_with("/v1/messages")
     }
+}
+
+/// The tool results among `messages`, in order: `(call id, content, is_error)`.
+fn results_in(messages: &[Value]) -> Vec<(String, String, bool)> {
+    let text = |v: &Value, key: &str| {
+        v.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let mut results = Vec::new();
+    for message in messages {
+        match message.get("role").and_then(Value::as_str) {
+            Some("tool") => results.push((
+                text(message, "tool_call_id"),
+                content_text(message.get("content")),
+                false,
+            )),
+            Some("user") => {
+                let blocks = message.get("content").and_then(Value::as_array);
+                for block in blocks.into_iter().flatten() {
+                    if block.get("type").and_then(Value::as_str) == Some("tool_result") {
+                        results.push((
+                            text(block, "tool_use_id"),
+                            content_text(block.get("content")),
+                            block.get("is_error").and_then(Value::as_bool) == Some(true),
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    results
 }
 
 /// A message's or a tool result's text: a string as it is, text blocks joined.

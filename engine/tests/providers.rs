@@ -19,6 +19,8 @@ fn request() -> ModelRequest {
         attempt: Some("run-000-1".into()),
         tools: Vec::new(),
         history: Vec::new(),
+        cache: false,
+        stable_prefix: 0,
     }
 }
 

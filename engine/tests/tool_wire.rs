@@ -25,6 +25,8 @@ fn inline_request(temperature: &str) -> ModelRequest {
         attempt: Some("run-001-3".into()),
         tools: Vec::new(),
         history: Vec::new(),
+        cache: false,
+        stable_prefix: 0,
     }
 }
 
@@ -216,6 +218,8 @@ fn progressive_request(history: Vec<Exchange>) -> ModelRequest {
         attempt: Some("run-000-1".into()),
         tools: delivery::tools(),
         history,
+        cache: false,
+        stable_prefix: 0,
     }
 }
 
@@ -721,4 +725,41 @@ fn arguments_that_are_not_json_are_kept_verbatim() {
     let body = r#"{"content":[{"type":"tool_use","id":"t1","name":"load_skill"}],"stop_reason":"tool_use"}"#;
     let response = served(boxed_anthropic, body).unwrap();
     assert_eq!(response.tool_calls[0].arguments, "");
+}
+
+#[test]
+fn with_caching_anthropic_marks_the_system_the_inline_skill_block_and_a_progressive_history() {
+    let provider =
+        Anthropic::new("http://127.0.0.1:1", "k".into(), Duration::from_secs(1)).unwrap();
+    let mut inline = inline_request("0");
+    inline.user = "<skill>SKILL</skill>\n\n<task>T</task>".into();
+    inline.stable_prefix = "<skill>SKILL</skill>\n\n".len();
+    let plain: Value = serde_json::from_slice(&provider.body(&inline)).unwrap();
+    assert!(
+        plain["system"].is_string(),
+        "no marker without caching: {plain}"
+    );
+    assert!(plain["messages"][0]["content"].is_string());
+    inline.cache = true;
+    let cached: Value = serde_json::from_slice(&provider.body(&inline)).unwrap();
+    assert_eq!(cached["system"][0]["cache_control"]["type"], "ephemeral");
+    let content = &cached["messages"][0]["content"];
+    assert_eq!(content[0]["text"], "<skill>SKILL</skill>\n\n");
+    assert_eq!(content[0]["cache_control"]["type"], "ephemeral");
+    assert_eq!(content[1]["text"], "<task>T</task>");
+    assert!(content[1].get("cache_control").is_none());
+    assert!(
+        cached.get("cache_control").is_none(),
+        "inline needs no moving breakpoint"
+    );
+    // The baseline has no stable prefix: its user message stays one string.
+    inline.stable_prefix = 0;
+    let baseline: Value = serde_json::from_slice(&provider.body(&inline)).unwrap();
+    assert!(baseline["messages"][0]["content"].is_string());
+
+    let mut progressive = progressive_request(Vec::new());
+    progressive.cache = true;
+    let body: Value = serde_json::from_slice(&provider.body(&progressive)).unwrap();
+    assert_eq!(body["cache_control"]["type"], "ephemeral");
+    assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
 }

@@ -689,6 +689,25 @@ fn a_manifest_is_admitted_only_at_the_operators_rate_and_within_plans_bounds() {
         assert_eq!(status, 422, "{field}: {message}");
         assert!(message.contains(field), "{field}: {message}");
     }
+
+    // A progressive plan of the same inputs passes the same checks; one whose tools or template
+    // this runner would not send is refused.
+    let mut progressive = good.clone();
+    progressive.make_progressive(4).unwrap();
+    let (status, message) = upload(&client, &progressive);
+    assert_eq!(status, 503, "{message}");
+    let mut tools = progressive.clone();
+    if let Some(pin) = tools.delivery.as_mut() {
+        pin.tools = pin.tools.replace("load_skill", "run_shell");
+    }
+    let (status, message) = upload(&client, &tools);
+    assert_eq!(status, 422, "{message}");
+    assert!(message.contains("plan again"), "{message}");
+    let mut template = progressive.clone();
+    template.prompt = good.prompt.clone();
+    let (status, message) = upload(&client, &template);
+    assert_eq!(status, 422, "{message}");
+    assert!(message.contains("plan again"), "{message}");
 }
 
 /// Regression: bundles of 101 to 40 000 files and of 30 MB were stored (a 2 000 000-entry body

@@ -96,6 +96,13 @@ pub(crate) struct StatusReport {
     /// Requests in flight at once in the run's latest invocation (`--concurrency`); `null` for
     /// a run not started yet, or journaled before SkillTrial recorded it (one at a time).
     concurrency: Option<u32>,
+    /// `progressive` when the manifest pins progressive delivery; absent inline (or when the
+    /// store no longer holds the manifest).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delivery: Option<&'static str>,
+    /// K, the most requests one progressive trial sends; absent inline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_turns: Option<u32>,
     unknown: Vec<UnknownAttempt>,
     /// Attempts journaled as sent with no answer yet: in flight now when `live`, else in flight
     /// at the kill (they may have cost money, and become `unknown` when `run` resumes).
@@ -153,11 +160,25 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
     };
     let unknown = held(AttemptState::Unknown);
     let in_flight = held(AttemptState::Dispatched);
+    // A progressive turn that asked for tools led to the next turn: it is not an answer to score.
+    let continued: std::collections::BTreeSet<&str> = attempts
+        .iter()
+        .filter_map(|a| a.prior_turn.as_deref())
+        .collect();
     let unscored = attempts
         .iter()
         .filter(|a| a.state == AttemptState::Result && a.outcome.is_none())
+        .filter(|a| !continued.contains(a.id.as_str()))
         .map(|a| a.id.clone())
         .collect();
+    // The delivery the manifest pins (the store may be gone: then what the journal says).
+    let delivery = state::store(&layout)
+        .ok()
+        .and_then(|store| {
+            let hash = skilltrial_engine::store::parse_hex(&run.manifest_sha256)?;
+            skilltrial_engine::engine::load_pinned(&store, &hash).ok()
+        })
+        .and_then(|(m, _)| m.delivery);
     let automatic_retries = attempts
         .iter()
         .filter_map(|a| {
@@ -266,7 +287,12 @@ pub fn run(args: &RunRef, global: &Global) -> Result<Status, CliError> {
         reserved_usd_micros: money.reserved.0,
         cap_usd_micros: run.cap_micros,
         max_requests: run.max_requests,
-        request_bound: skilltrial_core::manifest::request_bound(planned, run.max_requests),
+        request_bound: skilltrial_core::manifest::request_bound(
+            planned.saturating_mul(delivery.as_ref().map_or(1, |d| d.max_turns)),
+            run.max_requests,
+        ),
+        delivery: delivery.as_ref().map(|_| "progressive"),
+        max_turns: delivery.as_ref().map(|d| d.max_turns),
         max_tokens: run.max_tokens,
         run_limit_ms: run.run_limit_ms,
         executed_ms: run.executed_ms,
@@ -363,6 +389,12 @@ fn render(r: &StatusReport) -> String {
         Some(n) => {
             let _ = writeln!(out, "         up to {n} requests at a time");
         }
+    }
+    if let Some(k) = r.max_turns {
+        let _ = writeln!(
+            out,
+            "         progressive delivery: at most {k} turns (requests) per trial"
+        );
     }
     if !r.unknown.is_empty() {
         let _ = writeln!(

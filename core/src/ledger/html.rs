@@ -135,6 +135,39 @@ fn success(h: &mut String, ledger: &Ledger) {
         }
         h.push_str("</tr>");
     }
+    // Progressive runs: each arm's activation, blank for a column without it.
+    if ledger.has_activation() {
+        for spec in &ledger.basis.arms {
+            let name = spec.arm.as_str();
+            let _ = write!(
+                h,
+                "<tr><th scope=\"row\">{} activation</th>",
+                esc(&arm_words(name))
+            );
+            for m in &ledger.models {
+                match m
+                    .arms
+                    .iter()
+                    .find(|a| a.arm == name)
+                    .and_then(|a| a.activation.as_ref())
+                {
+                    Some(rate) => {
+                        let _ = write!(
+                            h,
+                            "<td class=\"num\">{}/{} · {}<div class=\"k\">Wilson 95% {}–{}</div></td>",
+                            rate.num,
+                            rate.den,
+                            esc(&percent(&rate.value)),
+                            esc(&percent(&rate.wilson95[0])),
+                            esc(&percent(&rate.wilson95[1]))
+                        );
+                    }
+                    None => h.push_str("<td></td>"),
+                }
+            }
+            h.push_str("</tr>");
+        }
+    }
     for v in &ledger.versions {
         let _ = write!(
             h,

@@ -33,7 +33,9 @@ use serde_json::Value;
 use crate::bundle::display_safe;
 use crate::manifest::{ArmSpec, PackRef, Sampling};
 use crate::report::comparable::{self, Check, Difference};
-use crate::report::{ArmSummary, CheckerIdentity, Consistency, FixesBreaks, Rate, Report, TaskArm};
+use crate::report::{
+    Activation, ArmSummary, CheckerIdentity, Consistency, FixesBreaks, Rate, Report, TaskArm,
+};
 
 /// The ledger's format name.
 pub const FORMAT: &str = "skilltrial-ledger-v1";
@@ -132,6 +134,11 @@ pub struct LedgerArm {
     /// pass ÷ executed with its Wilson 95% interval; `null` with nothing executed.
     pub success: Option<Rate>,
     pub consistency: Option<Consistency>,
+    /// Progressive runs: the trials that loaded the arm's own skill (for the baseline, any skill)
+    /// ÷ its trials with evidence, with the Wilson 95% interval, as the report's `activation`
+    /// says. Absent for a run whose report has no activation (an inline run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub activation: Option<Rate>,
 }
 
 /// One contrast (`b_vs_a`, `b_vs_baseline`, `a_vs_baseline`) in one model's run.
@@ -514,12 +521,17 @@ fn column(r: &Report) -> ModelColumn {
         complete: r.run.complete,
         planned: r.summary.planned,
         executed: r.summary.executed,
-        arms: r.summary.arms.iter().map(arm).collect(),
+        arms: r
+            .summary
+            .arms
+            .iter()
+            .map(|a| arm(a, r.activation.as_ref()))
+            .collect(),
         contrasts,
     }
 }
 
-fn arm(a: &ArmSummary) -> LedgerArm {
+fn arm(a: &ArmSummary, activation: Option<&Activation>) -> LedgerArm {
     LedgerArm {
         arm: a.arm.clone(),
         pass: a.pass,
@@ -527,6 +539,9 @@ fn arm(a: &ArmSummary) -> LedgerArm {
         planned: a.planned,
         success: a.success.clone(),
         consistency: a.consistency.clone(),
+        activation: activation
+            .and_then(|act| act.arm(&a.arm))
+            .and_then(|act| act.rate.clone()),
     }
 }
 
@@ -570,6 +585,13 @@ pub fn arm_words(arm: &str) -> String {
 }
 
 impl Ledger {
+    /// Whether any column's report has activation (a progressive run).
+    pub fn has_activation(&self) -> bool {
+        self.models
+            .iter()
+            .any(|m| m.arms.iter().any(|a| a.activation.is_some()))
+    }
+
     /// The ledger as text: the basis, success per arm and model, each version's effect per
     /// model, the tasks side by side (B vs A), and what was left out.
     pub fn text(&self) -> String {
@@ -640,6 +662,25 @@ impl Ledger {
                         })
                         .collect(),
                 ));
+            }
+            // Progressive runs: the activation per arm, blank for a column without it.
+            if self.has_activation() {
+                for spec in &self.basis.arms {
+                    let name = spec.arm.as_str();
+                    rows.push((
+                        format!("{} activation", arm_words(name)),
+                        self.models
+                            .iter()
+                            .map(|m| {
+                                m.arms
+                                    .iter()
+                                    .find(|a| a.arm == name)
+                                    .and_then(|a| a.activation.as_ref())
+                                    .map_or_else(String::new, rate_words)
+                            })
+                            .collect(),
+                    ));
+                }
             }
             for (key, ..) in CONTRASTS {
                 if !self.versions.iter().any(|v| v.contrast == key) {
@@ -722,15 +763,20 @@ impl Ledger {
 fn success_words(a: &LedgerArm) -> String {
     match &a.success {
         None => format!("0/{} scored", a.planned),
-        Some(rate) => format!(
-            "{}/{} {} [{}–{}]",
-            rate.num,
-            rate.den,
-            percent(&rate.value),
-            percent(&rate.wilson95[0]),
-            percent(&rate.wilson95[1])
-        ),
+        Some(rate) => rate_words(rate),
     }
+}
+
+/// `14/18 78% [55–91%]`.
+fn rate_words(rate: &Rate) -> String {
+    format!(
+        "{}/{} {} [{}–{}]",
+        rate.num,
+        rate.den,
+        percent(&rate.value),
+        percent(&rate.wilson95[0]),
+        percent(&rate.wilson95[1])
+    )
 }
 
 /// A six-place decimal string as a whole percentage.
@@ -787,5 +833,74 @@ fn table(out: &mut String, corner: &str, header: &[String], rows: &[(String, Vec
     line(out, corner, header);
     for (label, cells) in rows {
         line(out, label, cells);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::report::testing::{progressive, rich};
+
+    /// `report` as run `id` of `model`.
+    fn as_run(mut report: Report, id: &str, model: &str) -> Report {
+        report.run.id = format!("{id:0<64}");
+        report.comparability.model.model = model.to_owned();
+        report
+    }
+
+    #[test]
+    fn the_activation_column_is_filled_where_a_report_has_it_and_blank_elsewhere() {
+        // Given one progressive run and one inline run of the same measurement on two models ...
+        let l = build(
+            &[
+                as_run(progressive(), "aa", "model-one"),
+                as_run(rich(), "bb", "model-two"),
+            ],
+            Basis::First,
+        )
+        .unwrap();
+        assert_eq!(l.models.len(), 2, "{:?}", l.left_out);
+        // ... then the progressive column carries each arm's activation and the inline one none.
+        let a = |m: usize| l.models[m].arms.iter().find(|a| a.arm == "a").unwrap();
+        assert_eq!(a(0).activation, Rate::of(4, 6));
+        assert_eq!(a(1).activation, None);
+        assert!(l.has_activation());
+        // In the JSON the member is absent where the report has no activation.
+        let json = serde_json::to_value(&l).unwrap();
+        assert_eq!(json["models"][0]["arms"][1]["activation"]["num"], 4);
+        assert!(json["models"][1]["arms"][1].get("activation").is_none());
+        // The text has one activation row per arm, blank for the inline column.
+        let text = l.text();
+        let row = |label: &str| {
+            text.lines()
+                .find(|line| line.starts_with(label))
+                .unwrap_or_else(|| panic!("{label}: {text}"))
+                .to_owned()
+        };
+        assert!(row("A activation").ends_with("4/6 67% [30%–90%]"), "{text}");
+        assert!(
+            row("B activation").ends_with("6/6 100% [61%–100%]"),
+            "{text}"
+        );
+        assert!(
+            row("baseline activation").ends_with("1/6 17% [3%–56%]"),
+            "{text}"
+        );
+        // The page too.
+        let page = html::render(&l);
+        assert!(
+            page.contains("<tr><th scope=\"row\">A activation</th><td class=\"num\">4/6 · 67%<div class=\"k\">Wilson 95% 30%–90%</div></td><td></td></tr>"),
+            "{page}"
+        );
+    }
+
+    #[test]
+    fn a_ledger_of_inline_runs_has_no_activation_row_or_member() {
+        let l = build(&[as_run(rich(), "aa", "model-one")], Basis::First).unwrap();
+        assert!(!l.has_activation());
+        assert!(!l.text().contains("activation"));
+        assert!(!html::render(&l).contains("activation"));
+        assert!(!serde_json::to_string(&l).unwrap().contains("activation"));
     }
 }

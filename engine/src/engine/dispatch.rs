@@ -206,6 +206,8 @@ pub(super) fn prepare(
             attempt: Some(attempt.clone()),
             tools: Vec::new(),
             history: Vec::new(),
+            cache: manifest.caches(),
+            stable_prefix: prompt.skill_len,
         };
         (request, 1)
     };

@@ -123,6 +123,8 @@ pub fn request(
         attempt: Some(attempt.to_owned()),
         tools: delivery::tools(),
         history,
+        cache: manifest.caches(),
+        stable_prefix: 0,
     })
 }
 

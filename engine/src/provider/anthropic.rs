@@ -39,6 +39,29 @@ impl Anthropic {
     }
 }
 
+/// A 5-minute cache entry: `{"type": "ephemeral"}`.
+fn ephemeral() -> Value {
+    json!({ "type": "ephemeral" })
+}
+
+/// The first user message's content: the text as one string, or with caching on and a stable
+/// prefix (the inline skill block), that prefix as a text block of its own carrying the cache
+/// marker, then the rest (the task).
+fn user_content(request: &ModelRequest) -> Value {
+    let split = request.stable_prefix.min(request.user.len());
+    match (
+        request.cache,
+        request.user.get(..split),
+        request.user.get(split..),
+    ) {
+        (true, Some(stable), Some(rest)) if split > 0 => json!([
+            { "type": "text", "text": stable, "cache_control": ephemeral() },
+            { "type": "text", "text": rest },
+        ]),
+        _ => json!(request.user),
+    }
+}
+
 fn temperature(text: &str) -> Value {
     text.parse::<f64>()
         .ok()
@@ -52,21 +75,32 @@ impl Provider for Anthropic {
     }
 
     fn body(&self, request: &ModelRequest) -> Vec<u8> {
-        let mut messages = vec![json!({ "role": "user", "content": request.user })];
+        let mut messages = vec![json!({ "role": "user", "content": user_content(request) })];
         for exchange in &request.history {
             messages.extend(exchange_messages(exchange));
         }
+        let system = if request.cache {
+            // The breakpoint after the system text covers the tools before it too.
+            json!([{ "type": "text", "text": request.system, "cache_control": ephemeral() }])
+        } else {
+            json!(request.system)
+        };
         let mut body = json!({
             "model": request.model,
             "max_tokens": request.max_output_tokens,
             "temperature": temperature(&request.temperature),
-            "system": request.system,
+            "system": system,
             "messages": messages,
         });
         // Only a request with tools carries the tool keys: an inline body stays as it was.
         if !request.tools.is_empty() {
             body["tools"] = Value::Array(request.tools.iter().map(tool).collect());
             body["tool_choice"] = json!({ "type": "auto", "disable_parallel_tool_use": true });
+            if request.cache {
+                // Automatic caching: the growing history of a trial's turns is written once and
+                // read by the next turn.
+                body["cache_control"] = ephemeral();
+            }
         }
         body.to_string().into_bytes()
     }

@@ -50,6 +50,12 @@ pub struct ModelRequest {
     pub tools: Vec<ToolDef>,
     /// The turns before this one: each assistant answer and the runner's replies to its calls.
     pub history: Vec<Exchange>,
+    /// Prompt caching (`plan --cache`): mark the stable prefix for the provider's cache. Off, the
+    /// body is what it was before caching existed, byte for byte.
+    pub cache: bool,
+    /// How many bytes at the start of `user` are stable across the arm's trials (the inline skill
+    /// block): with `cache`, sent as a text block of its own that carries the cache marker.
+    pub stable_prefix: usize,
 }
 
 /// One earlier turn of a progressive trial, as the next request repeats it: the model's answer
