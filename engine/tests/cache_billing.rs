@@ -1,12 +1,14 @@
 //! The billing loopback server (`ScriptedServer::start_billing`): prompt caching simulated and
-//! reported the way each provider does, seen through the real providers and through bodies
-//! marked by hand (Anthropic's explicit breakpoints, automatic caching and its look-back).
+//! reported the way each provider does, seen through the real providers (Anthropic's explicit
+//! breakpoints, its automatic caching and look-back; OpenAI's automatic prefix caching).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use skilltrial_engine::provider::{Anthropic, ModelRequest, ModelResponse, OpenAi, Provider};
+use skilltrial_core::delivery::{self, ToolCall, ToolReply};
+use skilltrial_engine::provider::{
+    Anthropic, Exchange, ModelRequest, ModelResponse, OpenAi, Provider,
+};
 use skilltrial_engine::scripted::{
     Bill, CACHE_MIN_TOKENS, OPENAI_CACHE_STEP_TOKENS, Reply, ScriptedServer,
 };
@@ -46,6 +48,8 @@ fn inline_request(user: String) -> ModelRequest {
         attempt: Some("run-000-1".into()),
         tools: Vec::new(),
         history: Vec::new(),
+        cache: false,
+        stable_prefix: 0,
     }
 }
 
@@ -54,40 +58,22 @@ fn tokens_of(bytes: usize) -> u64 {
     (bytes as u64).div_ceil(4)
 }
 
-/// Posts a hand-made Anthropic body and returns its `usage`.
-fn post_anthropic(server: &ScriptedServer, body: &Value) -> Value {
-    let response = reqwest::blocking::Client::new()
-        .post(format!("{}/v1/messages", server.url()))
-        .header("x-api-key", "sk-ant-test-key")
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .unwrap()
-        .text()
-        .unwrap();
-    serde_json::from_str::<Value>(&response).unwrap()["usage"].clone()
+/// The request with caching on, as the engine sends it when the plan caches: the first
+/// `stable` bytes of the user text (the inline skill block) are the stable prefix.
+fn cached(mut request: ModelRequest, stable: usize) -> ModelRequest {
+    request.cache = true;
+    request.stable_prefix = stable;
+    request
 }
 
-fn usage_numbers(usage: &Value) -> (u64, u64, u64) {
-    (
-        usage["input_tokens"].as_u64().unwrap(),
-        usage["cache_read_input_tokens"].as_u64().unwrap(),
-        usage["cache_creation_input_tokens"].as_u64().unwrap(),
-    )
-}
-
-/// An inline body as the providers mark it with caching on: the system block and the skill
-/// block are breakpoints, the task follows the skill in the same user message.
-fn marked_inline_body(skill: &str, task: &str) -> Value {
-    json!({
-        "model": "bench-model",
-        "max_tokens": 64,
-        "system": [{ "type": "text", "text": "You answer Solana tasks.", "cache_control": { "type": "ephemeral" } }],
-        "messages": [{ "role": "user", "content": [
-            { "type": "text", "text": skill, "cache_control": { "type": "ephemeral" } },
-            { "type": "text", "text": task },
-        ] }],
-    })
+/// (uncached, read, written) input tokens of a response, which must add up to its input.
+fn parts(response: &ModelResponse) -> (u64, u64, u64) {
+    let (read, written) = (
+        response.cache_read_tokens.unwrap(),
+        response.cache_write_tokens.unwrap(),
+    );
+    let input = response.input_tokens.unwrap();
+    (input - read - written, read, written)
 }
 
 #[test]
@@ -112,79 +98,120 @@ fn anthropic_request_without_markers_caches_nothing() {
 }
 
 #[test]
-fn anthropic_second_marked_request_reads_the_prefix_the_first_wrote() {
-    // Given a billing server and two inline bodies marked as with caching on, one skill, two tasks,
+fn anthropic_second_identical_marked_request_reads_what_the_first_wrote() {
+    // Given a billing server and an inline request with caching on (system and skill block
+    // marked),
     let server = billing_server();
+    let provider = anthropic(&server.url());
     let skill = filler("skill", 40_000);
-    let first = post_anthropic(&server, &marked_inline_body(&skill, "Task one."));
-    let second = post_anthropic(&server, &marked_inline_body(&skill, "Task two, longer."));
+    let request = cached(
+        inline_request(format!("{skill}\nTask one.")),
+        skill.len() + 1,
+    );
+    // when it is sent twice through the real Anthropic provider,
+    let (plain_1, read_1, write_1) = parts(&provider.call(&request).unwrap());
+    let (plain_2, read_2, write_2) = parts(&provider.call(&request).unwrap());
     // then the first writes the prefix up to the skill block (the system alone is below the
-    // minimum), the second reads exactly that and writes nothing,
-    let (plain_1, read_1, write_1) = usage_numbers(&first);
-    let (plain_2, read_2, write_2) = usage_numbers(&second);
+    // minimum) and reads nothing, the second reads exactly that and writes nothing,
     assert_eq!(read_1, 0);
     assert!(write_1 >= tokens_of(skill.len()), "written {write_1}");
-    assert_eq!(read_2, write_1);
-    assert_eq!(write_2, 0);
-    // and what is billed in full is the rest: the task and the body's framing.
+    assert_eq!((read_2, write_2), (write_1, 0));
+    // and only the task and the body's framing are billed in full.
     assert!(
-        plain_1 < 100 && plain_2 < 100,
+        plain_1 < 100 && plain_1 == plain_2,
         "uncached {plain_1}, {plain_2}"
     );
-    let bills = server.bills();
-    assert_eq!(bills[0].input_tokens, plain_1 + write_1);
-    assert_eq!(bills[1].input_tokens, plain_2 + read_2);
+    assert_eq!(server.bills()[1].cache_read_tokens, write_1);
+}
+
+#[test]
+fn anthropic_next_task_reads_the_skill_block_the_first_wrote() {
+    // Given two inline requests with caching on: one skill, two tasks,
+    let server = billing_server();
+    let provider = anthropic(&server.url());
+    let skill = filler("skill", 40_000);
+    let first = cached(
+        inline_request(format!("{skill}\nTask one.")),
+        skill.len() + 1,
+    );
+    let second = cached(
+        inline_request(format!("{skill}\nTask two, a longer one.")),
+        skill.len() + 1,
+    );
+    // when both are sent,
+    let (_, _, written) = parts(&provider.call(&first).unwrap());
+    let (plain, read, write) = parts(&provider.call(&second).unwrap());
+    // then the second reads the skill block the first wrote, and writes nothing: its task is after
+    // the last breakpoint.
+    assert!(written >= tokens_of(skill.len()));
+    assert_eq!((read, write), (written, 0));
+    assert!(plain < 100, "uncached {plain}");
 }
 
 #[test]
 fn anthropic_marked_prefix_below_the_minimum_is_not_cached() {
-    // Given a marked body whose longest breakpoint prefix is under 1,024 tokens,
+    // Given a request with caching on whose marked prefix is under 1,024 tokens,
     let server = billing_server();
-    let body = marked_inline_body(&filler("skill", 3_000), "Task.");
+    let provider = anthropic(&server.url());
+    let skill = filler("skill", 3_000);
+    let request = cached(inline_request(format!("{skill}\nTask.")), skill.len() + 1);
     // when it is sent twice, then nothing is read or written: the whole input is billed in full.
     for _ in 0..2 {
-        let (plain, read, write) = usage_numbers(&post_anthropic(&server, &body));
+        let (plain, read, write) = parts(&provider.call(&request).unwrap());
         assert_eq!((read, write), (0, 0));
-        assert!(plain > 0);
+        assert_eq!(plain, tokens_of(provider.body(&request).len()));
+    }
+}
+
+/// A progressive turn with caching on: the tools, a catalog, the task, and `history`.
+fn progressive_turn(task: &str, history: Vec<Exchange>) -> ModelRequest {
+    ModelRequest {
+        system: "<available_skills>…</available_skills>".into(),
+        user: task.to_owned(),
+        tools: delivery::tools(),
+        history,
+        ..cached(inline_request(String::new()), 0)
+    }
+}
+
+fn exchange(id: &str, name: &str, reply: String) -> Exchange {
+    Exchange {
+        text: String::new(),
+        calls: vec![ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: "{}".into(),
+        }],
+        replies: vec![ToolReply {
+            call_id: id.into(),
+            content: reply,
+            is_error: false,
+        }],
     }
 }
 
 #[test]
 fn anthropic_automatic_caching_reads_the_last_turn_through_the_look_back() {
-    // Given a progressive conversation with top-level cache_control: turn 1 is the task, turn 2
-    // repeats it with a tool call and a long tool result,
+    // Given a progressive trial with caching on (top-level cache_control): turn 1 is the task,
+    // turn 2 repeats it with a load_skill call and its long reply, turn 3 adds a file read,
     let server = billing_server();
+    let provider = anthropic(&server.url());
     let task = filler("task", 6_000);
     let skill = filler("skill", 30_000);
     let reference = filler("reference", 20_000);
-    let turn = |messages: Value| {
-        json!({
-            "model": "bench-model", "max_tokens": 64,
-            "cache_control": { "type": "ephemeral" },
-            "system": "catalog",
-            "messages": messages,
-        })
-    };
-    let call = |id: &str, name: &str| json!({ "role": "assistant", "content": [{ "type": "tool_use", "id": id, "name": name, "input": {} }] });
-    let result = |id: &str, text: &str| json!({ "role": "user", "content": [{ "type": "tool_result", "tool_use_id": id, "content": text }] });
-    let user = json!({ "role": "user", "content": task });
-    let t1 = turn(json!([user]));
-    let t2 = turn(json!([
-        user,
-        call("t1", "load_skill"),
-        result("t1", &skill)
-    ]));
-    let t3 = turn(json!([
-        user,
-        call("t1", "load_skill"),
-        result("t1", &skill),
-        call("t2", "read_skill_resource"),
-        result("t2", &reference),
-    ]));
+    let load = exchange("t1", "load_skill", skill.clone());
+    let read = exchange("t2", "read_skill_resource", reference.clone());
+    let turns = [
+        progressive_turn(&task, Vec::new()),
+        progressive_turn(&task, vec![load.clone()]),
+        progressive_turn(&task, vec![load, read]),
+    ];
     // when the three turns are sent in order,
-    let (_, read_1, write_1) = usage_numbers(&post_anthropic(&server, &t1));
-    let (_, read_2, write_2) = usage_numbers(&post_anthropic(&server, &t2));
-    let (plain_3, read_3, write_3) = usage_numbers(&post_anthropic(&server, &t3));
+    let [
+        (_, read_1, write_1),
+        (_, read_2, write_2),
+        (plain_3, read_3, write_3),
+    ] = turns.map(|t| parts(&provider.call(&t).unwrap()));
     // then each turn reads the one before (its breakpoint moved on; the entry is found by looking
     // back) and writes only what it added.
     assert_eq!(read_1, 0);
