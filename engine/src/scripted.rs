@@ -9,7 +9,12 @@
 //! It also plays a model that uses tools ([`Reply::Tools`]), and reads the turn, the tools
 //! offered and the tool results out of a request ([`ServerRequest::turn`] and its neighbours),
 //! so a progressive trial can be scripted turn by turn.
+//!
+//! Started with [`ScriptedServer::start_billing`], it also bills like each provider: it keeps a
+//! prompt cache and reports cached input the way Anthropic and OpenAI do ([`Bill`]), so what
+//! caching saves can be measured on real request bodies.
 
+use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,6 +23,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use skilltrial_core::digest::Sha256Digest;
 
@@ -281,6 +287,8 @@ type Responder = dyn Fn(&ServerRequest) -> Reply + Send + Sync;
 pub struct ScriptedServer {
     addr: std::net::SocketAddr,
     log: Arc<Mutex<Vec<Logged>>>,
+    /// The prompt cache and the bills, when started with [`ScriptedServer::start_billing`].
+    billing: Option<Arc<Billing>>,
     stop: Arc<AtomicBool>,
     accept: Option<JoinHandle<()>>,
 }
@@ -302,6 +310,24 @@ impl ScriptedServer {
         port: u16,
         responder: impl Fn(&ServerRequest) -> Reply + Send + Sync + 'static,
     ) -> std::io::Result<Self> {
+        Self::start_with(port, responder, None)
+    }
+
+    /// Starts a server on an ephemeral loopback port that bills like each provider: it keeps a
+    /// prompt cache (empty at start, shared by every connection, never expiring) and reports
+    /// cached input in each answer's usage as the provider would (see [`Bill`] for the rules).
+    /// Every other behaviour is [`ScriptedServer::start`]'s.
+    pub fn start_billing(
+        responder: impl Fn(&ServerRequest) -> Reply + Send + Sync + 'static,
+    ) -> std::io::Result<Self> {
+        Self::start_with(0, responder, Some(Arc::new(Billing::default())))
+    }
+
+    fn start_with(
+        port: u16,
+        responder: impl Fn(&ServerRequest) -> Reply + Send + Sync + 'static,
+        billing: Option<Arc<Billing>>,
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", port))?;
         let addr = listener.local_addr()?;
         let log = Arc::new(Mutex::new(Vec::new()));
@@ -309,7 +335,7 @@ impl ScriptedServer {
         let responder: Arc<Responder> = Arc::new(responder);
         let counter = Arc::new(AtomicU64::new(0));
         let accept = {
-            let (log, stop) = (Arc::clone(&log), Arc::clone(&stop));
+            let (log, stop, billing) = (Arc::clone(&log), Arc::clone(&stop), billing.clone());
             std::thread::Builder::new()
                 .name("scripted-accept".to_owned())
                 .spawn(move || {
@@ -318,16 +344,24 @@ impl ScriptedServer {
                             break;
                         }
                         let Ok(stream) = stream else { continue };
-                        let (log, stop, responder, counter) = (
+                        let (log, stop, responder, counter, billing) = (
                             Arc::clone(&log),
                             Arc::clone(&stop),
                             Arc::clone(&responder),
                             Arc::clone(&counter),
+                            billing.clone(),
                         );
                         let _ = std::thread::Builder::new()
                             .name("scripted-conn".to_owned())
                             .spawn(move || {
-                                serve(stream, &log, &stop, responder.as_ref(), &counter);
+                                let (responder, billing) = (responder.as_ref(), billing.as_deref());
+                                let on = Conn {
+                                    log: &log,
+                                    stop: &stop,
+                                    responder,
+                                    billing,
+                                };
+                                serve(stream, &on, &counter);
                             });
                     }
                 })?
@@ -335,6 +369,7 @@ impl ScriptedServer {
         Ok(Self {
             addr,
             log,
+            billing,
             stop,
             accept: Some(accept),
         })
@@ -348,6 +383,15 @@ impl ScriptedServer {
     /// Every request received so far.
     pub fn requests(&self) -> Vec<Logged> {
         self.log.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// What a billing server ([`ScriptedServer::start_billing`]) charged each answered request,
+    /// in the order it billed them; empty for any other server.
+    pub fn bills(&self) -> Vec<Bill> {
+        self.billing
+            .as_ref()
+            .and_then(|b| b.bills.lock().ok().map(|bills| bills.clone()))
+            .unwrap_or_default()
     }
 
     /// Stops accepting and releases hanging connections.
@@ -418,13 +462,15 @@ fn read_request(reader: &mut BufReader<TcpStream>, counter: &AtomicU64) -> Optio
 /// How long a kept-alive connection may sit idle before the server closes it.
 const IDLE: Duration = Duration::from_secs(30);
 
-fn serve(
-    stream: TcpStream,
-    log: &Mutex<Vec<Logged>>,
-    stop: &AtomicBool,
-    responder: &Responder,
-    counter: &AtomicU64,
-) {
+/// What every request on a connection is answered with.
+struct Conn<'a> {
+    log: &'a Mutex<Vec<Logged>>,
+    stop: &'a AtomicBool,
+    responder: &'a Responder,
+    billing: Option<&'a Billing>,
+}
+
+fn serve(stream: TcpStream, on: &Conn<'_>, counter: &AtomicU64) {
     let _ = stream.set_read_timeout(Some(IDLE));
     // A kept-alive connection must not wait on Nagle's algorithm for the client's delayed ACK
     // (40 ms a response on Linux): each response goes out as soon as it is written.
@@ -437,11 +483,11 @@ fn serve(
     // Answers that leave the connection usable keep it open (HTTP/1.1 keep-alive, as the real
     // APIs do), so a run reuses one connection instead of a connect and a server thread per
     // request; every fault closes it, and a stopped server answers nothing more.
-    while !stop.load(Ordering::SeqCst) {
+    while !on.stop.load(Ordering::SeqCst) {
         let Some(request) = read_request(&mut reader, counter) else {
             break;
         };
-        if !answer(&mut writer, &request, log, stop, responder) {
+        if !answer(&mut writer, &request, on) {
             break;
         }
     }
@@ -449,13 +495,13 @@ fn serve(
 }
 
 /// Logs and answers one request; whether the connection may carry another.
-fn answer(
-    writer: &mut TcpStream,
-    request: &ServerRequest,
-    log: &Mutex<Vec<Logged>>,
-    stop: &AtomicBool,
-    responder: &Responder,
-) -> bool {
+fn answer(writer: &mut TcpStream, request: &ServerRequest, on: &Conn<'_>) -> bool {
+    let Conn {
+        log,
+        stop,
+        responder,
+        billing,
+    } = *on;
     let index = request.index;
     if let Ok(mut log) = log.lock() {
         log.push(Logged {
@@ -474,13 +520,22 @@ fn answer(
         Reply::Hang | Reply::Close | Reply::DieHalfway(_) | Reply::Verbatim { .. }
     );
     match reply {
-        Reply::Answer(text) => respond(writer, 200, &answer_body(request, &text, anthropic)),
+        Reply::Answer(text) => respond(
+            writer,
+            200,
+            &answer_body(request, &text, anthropic, billing),
+        ),
         Reply::Tools { text, calls } => {
-            respond(writer, 200, &tools_body(request, &text, &calls, anthropic));
+            respond(
+                writer,
+                200,
+                &tools_body(request, &text, &calls, anthropic, billing),
+            );
         }
         Reply::AnswerWithoutUsage(text) => {
-            let mut body: Value = serde_json::from_str(&answer_body(request, &text, anthropic))
-                .unwrap_or(Value::Null);
+            let mut body: Value =
+                serde_json::from_str(&answer_body(request, &text, anthropic, billing))
+                    .unwrap_or(Value::Null);
             if let Some(map) = body.as_object_mut() {
                 map.remove("usage");
             }
@@ -488,7 +543,11 @@ fn answer(
         }
         Reply::Slow(text, delay) => {
             sleep_unless_stopped(delay, stop);
-            respond(writer, 200, &answer_body(request, &text, anthropic));
+            respond(
+                writer,
+                200,
+                &answer_body(request, &text, anthropic, billing),
+            );
         }
         Reply::Status(status) => respond(writer, status, &error_body(status, anthropic)),
         Reply::Hang => {
@@ -498,7 +557,7 @@ fn answer(
         }
         Reply::Close => {}
         Reply::DieHalfway(text) => {
-            let body = answer_body(request, &text, anthropic);
+            let body = answer_body(request, &text, anthropic, billing);
             let half = &body.as_bytes()[..body.len() / 2];
             let head = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
@@ -530,8 +589,9 @@ fn answer(
         }
         Reply::EchoKeyInBody(text) => {
             let key = request.key().unwrap_or_default();
-            let mut body: Value = serde_json::from_str(&answer_body(request, &text, anthropic))
-                .unwrap_or(Value::Null);
+            let mut body: Value =
+                serde_json::from_str(&answer_body(request, &text, anthropic, billing))
+                    .unwrap_or(Value::Null);
             if let Some(map) = body.as_object_mut() {
                 map.insert("id".to_owned(), json!(format!("msg_{key}")));
                 map.insert("gateway".to_owned(), json!({ "authorized_with": key }));
@@ -547,7 +607,7 @@ fn answer(
                     ("request-id".to_owned(), format!("req_{key}")),
                     ("x-request-id".to_owned(), format!("req_{key}")),
                 ],
-                &answer_body(request, &text, anthropic),
+                &answer_body(request, &text, anthropic, billing),
             );
         }
         Reply::RetryAfter(status, after) => respond_with(
@@ -626,16 +686,22 @@ fn write_response(
 /// Usage the scripted model reports: a quarter token per byte, rounded up (always below the
 /// runner's one-token-per-byte bound).
 fn tokens(bytes: usize) -> u64 {
-    (bytes as u64).div_ceil(4)
+    (bytes as u64).div_ceil(BYTES_PER_TOKEN as u64)
 }
 
-fn answer_body(request: &ServerRequest, text: &str, anthropic: bool) -> String {
+fn answer_body(
+    request: &ServerRequest,
+    text: &str,
+    anthropic: bool,
+    billing: Option<&Billing>,
+) -> String {
     let model = request
         .json()
         .and_then(|v| v.get("model").and_then(Value::as_str).map(str::to_owned))
         .unwrap_or_default();
     let input = tokens(request.body.len());
     let output = tokens(text.len());
+    let bill = billing.map(|b| b.bill(request, anthropic));
     if anthropic {
         json!({
             "id": format!("msg_scripted_{}", request.index),
@@ -645,7 +711,7 @@ fn answer_body(request: &ServerRequest, text: &str, anthropic: bool) -> String {
             "content": [{ "type": "text", "text": text }],
             "stop_reason": "end_turn",
             "stop_sequence": null,
-            "usage": { "input_tokens": input, "output_tokens": output },
+            "usage": usage_json(input, output, anthropic, bill.as_ref()),
         })
         .to_string()
     } else {
@@ -655,7 +721,7 @@ fn answer_body(request: &ServerRequest, text: &str, anthropic: bool) -> String {
             "model": model,
             "system_fingerprint": "fp_scripted",
             "choices": [{ "index": 0, "finish_reason": "stop", "message": { "role": "assistant", "content": text } }],
-            "usage": { "prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output },
+            "usage": usage_json(input, output, anthropic, bill.as_ref()),
         })
         .to_string()
     }
@@ -666,6 +732,7 @@ fn tools_body(
     text: &str,
     calls: &[(String, String)],
     anthropic: bool,
+    billing: Option<&Billing>,
 ) -> String {
     let model = request
         .json()
@@ -678,6 +745,7 @@ fn tools_body(
             .iter()
             .fold(text.len(), |n, (name, args)| n + name.len() + args.len()),
     );
+    let bill = billing.map(|b| b.bill(request, anthropic));
     if anthropic {
         let mut content = Vec::new();
         if !text.is_empty() {
@@ -701,7 +769,7 @@ fn tools_body(
             "content": content,
             "stop_reason": "tool_use",
             "stop_sequence": null,
-            "usage": { "input_tokens": input, "output_tokens": output },
+            "usage": usage_json(input, output, anthropic, bill.as_ref()),
         })
         .to_string()
     } else {
@@ -731,7 +799,7 @@ fn tools_body(
                 "finish_reason": "tool_calls",
                 "message": { "role": "assistant", "content": content, "tool_calls": tool_calls },
             }],
-            "usage": { "prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output },
+            "usage": usage_json(input, output, anthropic, bill.as_ref()),
         })
         .to_string()
     }
@@ -751,4 +819,296 @@ fn error_body(status: u16, anthropic: bool) -> String {
     } else {
         json!({ "error": { "message": format!("scripted {status}"), "type": kind, "code": status } }).to_string()
     }
+}
+
+/// An answer's `usage`: the server's plain counts, or, on a billing server, the request's
+/// [`Bill`] in the provider's fields (Anthropic: `input_tokens` is what was neither read nor
+/// written, beside `cache_read_input_tokens` and `cache_creation_input_tokens`; OpenAI:
+/// `prompt_tokens` is the whole input, of which `prompt_tokens_details.cached_tokens` were read).
+fn usage_json(input: u64, output: u64, anthropic: bool, bill: Option<&Bill>) -> Value {
+    match (bill, anthropic) {
+        (None, true) => json!({ "input_tokens": input, "output_tokens": output }),
+        (None, false) => json!({
+            "prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output,
+        }),
+        (Some(bill), true) => json!({
+            "input_tokens": bill.uncached_tokens(),
+            "cache_creation_input_tokens": bill.cache_write_tokens,
+            "cache_read_input_tokens": bill.cache_read_tokens,
+            "output_tokens": output,
+        }),
+        (Some(bill), false) => json!({
+            "prompt_tokens": bill.input_tokens,
+            "completion_tokens": output,
+            "total_tokens": bill.input_tokens + output,
+            "prompt_tokens_details": { "cached_tokens": bill.cache_read_tokens },
+        }),
+    }
+}
+
+/// The fewest tokens a cached prefix has, on both providers (Anthropic's minimum for the Sonnet
+/// and Opus 4 models, OpenAI's for automatic caching).
+pub const CACHE_MIN_TOKENS: u64 = 1024;
+/// OpenAI reports cache hits in steps of this many tokens.
+pub const OPENAI_CACHE_STEP_TOKENS: u64 = 128;
+/// How many blocks before a breakpoint Anthropic looks back for an earlier entry.
+pub const ANTHROPIC_LOOKBACK_BLOCKS: usize = 20;
+/// The bytes [`tokens`] counts as one token: prefixes are measured with the same rule as the
+/// whole request, so the three parts of a bill add up.
+const BYTES_PER_TOKEN: usize = 4;
+
+/// What a billing server charged one answered request, in tokens by the server's rule (a quarter
+/// token per byte, rounded up). `cache_read_tokens + cache_write_tokens <= input_tokens`.
+///
+/// How the cache is kept, per wire format (entries never expire: a benchmark is far shorter than
+/// the providers' 5 minutes, and each is refreshed by use; an entry is usable by the next request
+/// as soon as this one is billed, a little earlier than the providers' "once the response
+/// begins"):
+///
+/// - **Anthropic** (`/v1/messages`): the prompt is `tools`, then `system`, then `messages`, block
+///   by block (a string content is one text block). A block carrying `cache_control` is a
+///   breakpoint; a top-level `cache_control` (automatic caching) is one on the last block of the
+///   last message. The read is the longest prefix in the cache that ends at a breakpoint or at
+///   one of the [`ANTHROPIC_LOOKBACK_BLOCKS`] blocks before one. Every breakpoint's prefix of at
+///   least [`CACHE_MIN_TOKENS`] is stored, and the write is the last breakpoint's prefix less the
+///   read (when longer). A request without a breakpoint reads and writes nothing.
+/// - **OpenAI** (`/v1/chat/completions`): automatic. The prompt is `tools`, then every message,
+///   serialized; the read is the longest prefix, in steps of [`OPENAI_CACHE_STEP_TOKENS`] and of
+///   at least [`CACHE_MIN_TOKENS`], that an earlier request shared; every such prefix of the
+///   request is stored; nothing is billed as a write.
+///
+/// A prefix is keyed by the model, the wire format and the SHA-256 of its bytes (the
+/// `cache_control` markers left out: they place breakpoints, they are not content).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bill {
+    /// The request's arrival index.
+    pub index: u64,
+    /// Its `x-skilltrial-attempt` header.
+    pub attempt: Option<String>,
+    /// Every input token: the whole body by the server's rule, as the plain server reports.
+    pub input_tokens: u64,
+    /// Of `input_tokens`, those read from the cache.
+    pub cache_read_tokens: u64,
+    /// Of `input_tokens`, those written to the cache (always 0 on OpenAI).
+    pub cache_write_tokens: u64,
+}
+
+impl Bill {
+    /// The input neither read from the cache nor written to it.
+    pub fn uncached_tokens(&self) -> u64 {
+        self.input_tokens
+            .saturating_sub(self.cache_read_tokens)
+            .saturating_sub(self.cache_write_tokens)
+    }
+}
+
+/// A billing server's state: the cached prefixes and every bill.
+#[derive(Debug, Default)]
+struct Billing {
+    cache: Mutex<HashSet<[u8; 32]>>,
+    bills: Mutex<Vec<Bill>>,
+}
+
+/// One prefix of a prompt: its length in bytes and its key.
+#[derive(Debug, Clone, Copy)]
+struct Prefix {
+    bytes: usize,
+    key: [u8; 32],
+}
+
+impl Prefix {
+    fn tokens(self) -> u64 {
+        tokens(self.bytes)
+    }
+}
+
+/// SHA-256 over a prompt, fed piece by piece: the state is cloned and finished at each boundary,
+/// so every prefix of a large body is keyed in one pass over it.
+struct PrefixHasher {
+    state: Sha256,
+    bytes: usize,
+}
+
+impl PrefixHasher {
+    /// Keys start with the wire format and the model: a prefix is never shared across either.
+    fn new(format: &str, model: &str) -> Self {
+        let mut state = Sha256::new();
+        for part in [format, model] {
+            state.update((part.len() as u64).to_le_bytes());
+            state.update(part.as_bytes());
+        }
+        Self { state, bytes: 0 }
+    }
+
+    fn update(&mut self, piece: &[u8]) {
+        self.state.update(piece);
+        self.bytes += piece.len();
+    }
+
+    fn prefix(&self) -> Prefix {
+        Prefix {
+            bytes: self.bytes,
+            key: self.state.clone().finalize().into(),
+        }
+    }
+}
+
+impl Billing {
+    /// Bills `request` against the cache, updates the cache, and logs the bill.
+    fn bill(&self, request: &ServerRequest, anthropic: bool) -> Bill {
+        let input_tokens = tokens(request.body.len());
+        let body = request.json().unwrap_or(Value::Null);
+        let (read, write) = match self.cache.lock() {
+            Ok(mut cache) if anthropic => anthropic_cache(&body, &mut cache),
+            Ok(mut cache) => (openai_cache(&body, &mut cache), 0),
+            Err(_) => (0, 0),
+        };
+        // A prefix is measured on its blocks alone, never more than the body they came from.
+        let cache_read_tokens = read.min(input_tokens);
+        let bill = Bill {
+            index: request.index,
+            attempt: request.header("x-skilltrial-attempt").map(str::to_owned),
+            input_tokens,
+            cache_read_tokens,
+            cache_write_tokens: write.min(input_tokens - cache_read_tokens),
+        };
+        if let Ok(mut bills) = self.bills.lock() {
+            bills.push(bill.clone());
+        }
+        bill
+    }
+}
+
+/// A block's content identity: the JSON without its `cache_control`.
+fn without_marker(block: &Value) -> (Vec<u8>, bool) {
+    match block {
+        Value::Object(map) if map.contains_key("cache_control") => {
+            let mut map = map.clone();
+            map.remove("cache_control");
+            (Value::Object(map).to_string().into_bytes(), true)
+        }
+        other => (other.to_string().into_bytes(), false),
+    }
+}
+
+/// Anthropic's prompt as blocks in cache order (`tools`, `system`, `messages`), each with whether
+/// it is a breakpoint.
+fn anthropic_blocks(body: &Value) -> Vec<(Vec<u8>, bool)> {
+    let as_blocks = |content: Option<&Value>| -> Vec<Value> {
+        match content {
+            Some(Value::String(text)) => vec![json!({ "type": "text", "text": text })],
+            Some(Value::Array(blocks)) => blocks.clone(),
+            _ => Vec::new(),
+        }
+    };
+    let mut blocks = Vec::new();
+    for tool in body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let (bytes, marked) = without_marker(tool);
+        blocks.push(([b"tool:".as_slice(), &bytes].concat(), marked));
+    }
+    for block in as_blocks(body.get("system")) {
+        let (bytes, marked) = without_marker(&block);
+        blocks.push(([b"system:".as_slice(), &bytes].concat(), marked));
+    }
+    let before_messages = blocks.len();
+    for message in body
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let role = message.get("role").and_then(Value::as_str).unwrap_or("?");
+        for block in as_blocks(message.get("content")) {
+            let (bytes, marked) = without_marker(&block);
+            blocks.push(([role.as_bytes(), b":", &bytes].concat(), marked));
+        }
+    }
+    // Automatic caching: the breakpoint is the last block of the last message.
+    let automatic = body.get("cache_control").is_some_and(Value::is_object);
+    if automatic
+        && blocks.len() > before_messages
+        && let Some(last) = blocks.last_mut()
+    {
+        last.1 = true;
+    }
+    blocks
+}
+
+/// Anthropic's read and write for `body`, the cache updated: (read tokens, written tokens).
+fn anthropic_cache(body: &Value, cache: &mut HashSet<[u8; 32]>) -> (u64, u64) {
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let mut hasher = PrefixHasher::new("anthropic", model);
+    let mut prefixes = Vec::new();
+    let mut breakpoints = Vec::new();
+    for (i, (bytes, marked)) in anthropic_blocks(body).into_iter().enumerate() {
+        hasher.update(&bytes);
+        prefixes.push(hasher.prefix());
+        if marked {
+            breakpoints.push(i);
+        }
+    }
+    let read = breakpoints
+        .iter()
+        .flat_map(|&at| {
+            let from = at.saturating_sub(ANTHROPIC_LOOKBACK_BLOCKS);
+            prefixes[from..=at].iter().copied()
+        })
+        .filter(|p| cache.contains(&p.key))
+        .map(Prefix::tokens)
+        .max()
+        .unwrap_or(0);
+    for &at in &breakpoints {
+        if prefixes[at].tokens() >= CACHE_MIN_TOKENS {
+            cache.insert(prefixes[at].key);
+        }
+    }
+    let write = breakpoints
+        .last()
+        .map(|&at| prefixes[at].tokens())
+        .filter(|&t| t >= CACHE_MIN_TOKENS)
+        .map_or(0, |t| t.saturating_sub(read));
+    (read, write)
+}
+
+/// OpenAI's automatic read for `body`, every long enough prefix of it stored: read tokens.
+fn openai_cache(body: &Value, cache: &mut HashSet<[u8; 32]>) -> u64 {
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let mut prompt = Vec::new();
+    if let Some(tools) = body.get("tools") {
+        prompt.extend_from_slice(tools.to_string().as_bytes());
+    }
+    for message in body
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        prompt.extend_from_slice(message.to_string().as_bytes());
+    }
+    let step = usize::try_from(OPENAI_CACHE_STEP_TOKENS).unwrap_or(usize::MAX) * BYTES_PER_TOKEN;
+    let mut hasher = PrefixHasher::new("openai", model);
+    let mut read = 0;
+    // Whole steps only: a prefix that ends inside a step is not a hit.
+    for chunk in prompt.chunks_exact(step) {
+        hasher.update(chunk);
+        let prefix = hasher.prefix();
+        if prefix.tokens() < CACHE_MIN_TOKENS {
+            continue;
+        }
+        if !cache.insert(prefix.key) {
+            read = prefix.tokens();
+        }
+    }
+    read
 }
