@@ -383,7 +383,8 @@ fn compare_shows_comparable_runs_side_by_side() {
             "checker source",
             "checker behind the verdicts",
             "sampling and output limit",
-            "prompt template"
+            "prompt template",
+            "delivery"
         ])
     );
     // The text mode shows the same rows.
