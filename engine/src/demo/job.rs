@@ -92,6 +92,8 @@ pub enum Step<'a> {
     Planned {
         trials: u32,
         manifest: &'a Sha256Digest,
+        /// K, for a progressive plan.
+        max_turns: Option<u32>,
     },
 }
 
@@ -123,9 +125,18 @@ impl fmt::Display for Step<'_> {
                     write!(f, "budget cap {cap}")
                 }
             }
-            Step::Planned { trials, manifest } => {
-                write!(f, "planned {trials} trials, manifest {manifest}")
-            }
+            Step::Planned {
+                trials,
+                manifest,
+                max_turns,
+            } => match max_turns {
+                Some(k) => write!(
+                    f,
+                    "planned {trials} trials, progressive (the skill loaded with tools, up to {k} turns each; {} listed beside it), manifest {manifest}",
+                    super::DISTRACTOR
+                ),
+                None => write!(f, "planned {trials} trials, manifest {manifest}"),
+            },
         }
     }
 }
@@ -392,6 +403,7 @@ pub fn run(
     on_event(Event::Step(Step::Planned {
         trials: totals.trials,
         manifest: &hash,
+        max_turns: request.progressive,
     }))
     .map_err(DemoError::Caller)?;
 
