@@ -450,7 +450,10 @@ impl<'r> Loop<'r> {
     /// more), or pauses the run.
     fn on_ready(&mut self, slots: usize) -> Result<Vec<Action>, EngineError> {
         let mut actions = Vec::new();
-        let mut read: Option<(Vec<AttemptRow>, u32)> = None;
+        // The attempts as read at the round's first admission, the requests sent, and the
+        // requests the progressive trials in progress may still send; the last two kept up to
+        // date as this round admits trials.
+        let mut read: Option<(Vec<AttemptRow>, u32, u32)> = None;
         while self.halt.is_none()
             && self.in_flight.len() < slots
             && !self.backing_off(Instant::now())
@@ -458,7 +461,7 @@ impl<'r> Loop<'r> {
             let Some(&idx) = self.queue.front() else {
                 break;
             };
-            let (attempts, sent) = match &mut read {
+            let (attempts, sent, requests_held) = match &mut read {
                 Some(read) => read,
                 None => {
                     let attempts = self.journal.attempts_without_details(self.set.run_id)?;
@@ -466,7 +469,8 @@ impl<'r> Loop<'r> {
                         .iter()
                         .filter(|a| a.dispatched_at_ms.is_some())
                         .count();
-                    read.insert((attempts, u32::try_from(sent).unwrap_or(u32::MAX)))
+                    let held = requests_held(&attempts, self.set.trials);
+                    read.insert((attempts, u32::try_from(sent).unwrap_or(u32::MAX), held))
                 }
             };
             let trial = self.trial(idx)?;
@@ -490,13 +494,20 @@ impl<'r> Loop<'r> {
                     && a.turn > 1
                     && (a.reserved_micros > 0 || a.reserved_tokens > 0)
             });
-            let requests_held = requests_held(attempts, self.set.trials);
             let money = self.journal.money(self.set.run_id)?;
-            match self.admission(trial, &money, *sent, requests_held, held)? {
+            match self.admission(trial, &money, *sent, *requests_held, held)? {
                 Admission::Send => {
                     self.queue.pop_front();
                     let outgoing = self.dispatch(trial, pending_retry, retry, held)?;
                     *sent = sent.saturating_add(1);
+                    // A held turn was one of the requests held; a trial admitted now holds the
+                    // rest of its turns (counted in full for a retry of a later turn: never
+                    // fewer than it may send).
+                    *requests_held = if held {
+                        requests_held.saturating_sub(1)
+                    } else {
+                        requests_held.saturating_add(trial.max_turns().saturating_sub(1))
+                    };
                     actions.push(Action::Send(outgoing));
                 }
                 Admission::NotRun(reason, message) => {
