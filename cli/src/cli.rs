@@ -671,7 +671,7 @@ pub struct DemoArgs {
     #[arg(long, value_name = "MODE", default_value = "inline", value_parser = parse_delivery)]
     pub delivery: skilltrial_core::delivery::Mode,
     /// K: the most requests one progressive trial sends (2 to 12, default 4).
-    #[arg(long, value_name = "K", value_parser = parse_max_turns)]
+    #[arg(long, value_name = "K", value_parser = parse_max_turns, allow_negative_numbers = true)]
     pub max_turns: Option<u32>,
 }
 
@@ -767,7 +767,7 @@ pub struct PlanArgs {
     #[arg(long, value_name = "MODE", default_value = "inline", value_parser = parse_delivery)]
     pub delivery: skilltrial_core::delivery::Mode,
     /// K: the most requests one progressive trial sends (2 to 12, default 4).
-    #[arg(long, value_name = "K", value_parser = parse_max_turns)]
+    #[arg(long, value_name = "K", value_parser = parse_max_turns, allow_negative_numbers = true)]
     pub max_turns: Option<u32>,
     /// Other skills (folders or ZIPs) listed in every arm's catalog beside the arm's own, the
     /// baseline's too (needs --delivery progressive): does the model pick A or B among them, and

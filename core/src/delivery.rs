@@ -214,6 +214,14 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// The inverse of [`escape`].
+fn unescape(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
+}
+
 /// The description shown for a bundle without one.
 pub const NO_DESCRIPTION: &str = "(no description)";
 
@@ -429,7 +437,14 @@ impl<'a> Session<'a> {
                     return error(call, ToolError::UnknownSkill, self.unknown_skill(name));
                 };
                 let wanted = path.strip_prefix("./").unwrap_or(path);
-                let Some(file) = bundle.files.iter().find(|f| f.path == wanted) else {
+                // The file list is XML-escaped: a path copied from it as written is found too.
+                let unescaped = unescape(wanted);
+                let Some(file) = bundle
+                    .files
+                    .iter()
+                    .find(|f| f.path == wanted)
+                    .or_else(|| bundle.files.iter().find(|f| f.path == unescaped))
+                else {
                     return error(
                         call,
                         ToolError::NotABundleFile,
@@ -913,6 +928,41 @@ mod tests {
             }
         );
         assert!(read.reply.content.contains("layout notes <b>&</b>"));
+    }
+
+    #[test]
+    fn a_path_copied_as_the_file_list_escapes_it_is_found() {
+        let odd = from_files(
+            vec![
+                (
+                    "SKILL.md".to_owned(),
+                    b"---\nname: odd\ndescription: d\n---\nbody\n".to_vec(),
+                ),
+                ("references/a & \"b\".md".to_owned(), b"text\n".to_vec()),
+            ],
+            SourceKind::Folder,
+            &Limits::default(),
+        )
+        .unwrap();
+        let mut session = Session::new(&[&odd]);
+        let listed = session.serve(&call(LOAD_SKILL, r#"{"name":"odd"}"#));
+        assert!(
+            listed
+                .reply
+                .content
+                .contains("references/a &amp; &quot;b&quot;.md")
+        );
+        for path in [
+            "references/a & \"b\".md",
+            "references/a &amp; &quot;b&quot;.md",
+        ] {
+            let args = serde_json::json!({ "name": "odd", "path": path }).to_string();
+            let read = session.serve(&call(READ_SKILL_RESOURCE, &args));
+            assert!(
+                matches!(read.effect, Effect::Read { .. }),
+                "{path}: {read:?}"
+            );
+        }
     }
 
     #[test]

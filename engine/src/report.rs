@@ -10,7 +10,7 @@ use skilltrial_core::report::{self as model, AttemptFacts, CheckerIdentity, RunF
 pub use skilltrial_core::report::{Report, SENSITIVE_WARNING, html};
 
 use crate::engine::EngineError;
-use crate::journal::{AttemptRow, Journal, JournalError, RunRow, RunStatus};
+use crate::journal::{AttemptRow, AttemptState, Journal, JournalError, RunRow, RunStatus};
 use crate::store::{Store, StoreError, parse_hex};
 
 /// Why a report could not be built.
@@ -145,6 +145,11 @@ impl Progressive {
             else {
                 continue;
             };
+            // No answered turn: nothing is known about loading (the trial is left out of the
+            // activation counts, not counted as not loaded).
+            if last.turn == 1 && last.state != AttemptState::Result {
+                continue;
+            }
             let catalog = manifest::catalog_for(arm, a.as_ref(), b.as_ref(), &others);
             let own = manifest::bundle_for(arm, a.as_ref(), b.as_ref()).map(|b| b.name.as_str());
             let found = crate::engine::turns::evidence(journal, &catalog, own, pin.max_turns, last)

@@ -346,10 +346,15 @@ fn render(r: &PlanReport<'_>) -> String {
     }
     let _ = writeln!(
         out,
-        "requests  at most {} (cap {} per run; up to {} automatic retries per trial of rate-limited or overloaded requests, which cost nothing, count against it)",
+        "requests  at most {} (cap {} per run; up to {} automatic retries per {} of rate-limited or overloaded requests, which cost nothing, count against it)",
         r.totals.max_requests,
         m.budget.max_requests,
-        skilltrial_engine::provider::retry::MAX_AUTO_RETRIES
+        skilltrial_engine::provider::retry::MAX_AUTO_RETRIES,
+        if m.delivery.is_some() {
+            "request (each turn of a trial)"
+        } else {
+            "trial"
+        }
     );
     let _ = writeln!(
         out,

@@ -37,7 +37,8 @@ pub struct ArmActivation {
     pub arm: String,
     /// The arm's own skill (its bundle's name); `null` for the baseline.
     pub skill: Option<String>,
-    /// Trials with evidence: progressive trials that sent a request.
+    /// Trials with evidence: progressive trials with at least one answered turn (a trial whose
+    /// only request was lost, refused or never sent shows nothing about loading).
     pub trials: u64,
     /// Trials that loaded the arm's own skill; for the baseline, trials that loaded any skill
     /// (its catalog lists only other skills).

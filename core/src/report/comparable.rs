@@ -67,7 +67,19 @@ pub const MEASUREMENT: [Check; 7] = [
     }),
     // How the skill reached the model: the turn limit, the tools and the other skills every
     // catalog listed (null inline).
-    ("delivery", |r| json_of(&r.manifest.delivery)),
+    ("delivery", |r| match &r.manifest.delivery {
+        None => Value::String("inline".to_owned()),
+        Some(pin) => serde_json::json!({
+            "mode": pin.mode.as_str(),
+            "max_turns": pin.max_turns,
+            "tools_sha256": pin.tools_sha256,
+            "with_skills": pin
+                .with_skills
+                .iter()
+                .map(|s| format!("{} {}", s.name, s.digest))
+                .collect::<Vec<_>>(),
+        }),
+    }),
 ];
 
 /// What was measured: the arms with their bundles (by digest), the tasks and the repetitions.
