@@ -87,6 +87,21 @@ pub fn chain_before(journal: &Journal, attempt: &AttemptRow) -> Result<Vec<Asked
     Ok(chain)
 }
 
+/// Each answered turn of `chain` served again through one [`Session`] over `catalog`, in order:
+/// the replies the next request carried. The replies to turn i+1's calls travel with request
+/// i+2, which says it is the last when i+2 reaches `max_turns`.
+fn replay(catalog: &[&Bundle], chain: &[Asked], max_turns: u32) -> Vec<Vec<Served>> {
+    let mut session = Session::new(catalog);
+    chain
+        .iter()
+        .enumerate()
+        .map(|(i, asked)| {
+            let last = u32::try_from(i + 2).unwrap_or(u32::MAX) >= max_turns;
+            session.serve_turn(&asked.calls, last)
+        })
+        .collect()
+}
+
 /// The request of turn `turn` (1-based) of a progressive trial, after the answered turns
 /// `chain`. The replies to the last turn's calls say that this is the last turn when it is.
 pub fn request(
@@ -101,19 +116,15 @@ pub fn request(
         .task(&trial.task)
         .map_err(|e| Refusal::TaskMissing(e.to_string()))?;
     let catalog = catalog(inputs, trial);
-    let turns = trial.max_turns();
-    let mut session = Session::new(&catalog);
-    let mut history = Vec::with_capacity(chain.len());
-    for (i, asked) in chain.iter().enumerate() {
-        // The replies to turn i+1's calls travel with request i+2.
-        let last = u32::try_from(i + 2).unwrap_or(u32::MAX) >= turns;
-        let served = session.serve_turn(&asked.calls, last);
-        history.push(Exchange {
+    let history = chain
+        .iter()
+        .zip(replay(&catalog, chain, trial.max_turns()))
+        .map(|(asked, served)| Exchange {
             text: asked.text.clone(),
             calls: asked.calls.clone(),
             replies: served.into_iter().map(|s| s.reply).collect(),
-        });
-    }
+        })
+        .collect();
     Ok(ModelRequest {
         model: manifest.model.model.clone(),
         system: delivery::system_text(&catalog),
@@ -140,15 +151,7 @@ pub fn evidence(
     last: &AttemptRow,
 ) -> Result<TrialEvidence, EngineError> {
     let chain = chain_before(journal, last)?;
-    let mut session = Session::new(catalog);
-    let served: Vec<Vec<Served>> = chain
-        .iter()
-        .enumerate()
-        .map(|(i, asked)| {
-            let last = u32::try_from(i + 2).unwrap_or(u32::MAX) >= max_turns;
-            session.serve_turn(&asked.calls, last)
-        })
-        .collect();
+    let served = replay(catalog, &chain, max_turns);
     let requests = if last.dispatched_at_ms.is_some() {
         last.turn
     } else {
