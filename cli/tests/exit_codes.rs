@@ -384,6 +384,14 @@ fn negative_numbers_are_refused_naming_the_flag_and_a_zero_cap_is_refused() {
         stderr,
         "error: cannot plan: --cap-usd must be more than 0: with a cap of $0 no trial can be sent\n"
     );
+    // `demo --reps 0` says so before it validates a bundle or names a model.
+    let (code, stdout, stderr) = outcome(env.run(&["demo", "--reps", "0"]));
+    assert_eq!(code, Some(2));
+    assert_eq!(stdout, "");
+    assert_eq!(
+        stderr,
+        "error: cannot plan: --reps must be between 1 and 100, not 0\n"
+    );
 }
 
 #[test]

@@ -245,6 +245,28 @@ fn flags_in_json_keep_their_shape_and_name_hidden_text_and_note() {
              "excerpt": "U+200B: zero\\u{200b}width"},
         ])
     );
+    // and each file says whether its text can reach a model: SKILL.md and the page yes, the
+    // TypeScript template (a script) never.
+    let sent: Vec<(&str, &str, bool)> = doc["bundles"][0]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap(),
+                f["kind"].as_str().unwrap(),
+                f["sent_to_model"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            ("SKILL.md", "skill", true),
+            ("assets/page.html", "reference", true),
+            ("templates/client.ts", "script", false),
+        ]
+    );
 }
 
 #[test]

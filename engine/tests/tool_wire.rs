@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use skilltrial_core::delivery;
 use skilltrial_engine::provider::{
-    Anthropic, CallError, Exchange, ModelRequest, ModelResponse, OpenAi, Provider, ToolCall,
-    ToolReply, request_sha256,
+    Anthropic, CallError, Exchange, MAX_TOOL_CALL_ID_BYTES, ModelRequest, ModelResponse, OpenAi,
+    Provider, ToolCall, ToolReply, request_sha256,
 };
 use skilltrial_engine::scripted::{Reply, ScriptedServer, ServerRequest};
 
@@ -378,6 +378,40 @@ fn a_tool_call_without_id_or_name_is_lost_not_half_answered() {
             }
             other => panic!("{body}: {other:?}"),
         }
+    }
+}
+
+#[test]
+fn a_tool_call_id_that_cannot_be_sent_back_is_lost_not_journaled() {
+    let long = "t".repeat(MAX_TOOL_CALL_ID_BYTES + 1);
+    let bodies: [(MakeProvider, String); 4] = [
+        (boxed_anthropic, format!(r#"{{"content":[{{"type":"tool_use","id":"{long}","name":"load_skill","input":{{}}}}],"stop_reason":"tool_use"}}"#)),
+        (boxed_anthropic, r#"{"content":[{"type":"tool_use","id":"","name":"load_skill","input":{}}],"stop_reason":"tool_use"}"#.to_owned()),
+        (boxed_openai, format!(r#"{{"choices":[{{"finish_reason":"tool_calls","message":{{"content":null,"tool_calls":[{{"id":"{long}","type":"function","function":{{"name":"load_skill","arguments":"{{}}"}}}}]}}}}]}}"#)),
+        (boxed_openai, r#"{"choices":[{"finish_reason":"tool_calls","message":{"content":null,"tool_calls":[{"id":"call\u0000x","type":"function","function":{"name":"load_skill","arguments":"{}"}}]}}]}"#.to_owned()),
+    ];
+    for (provider, body) in bodies {
+        // Given a call whose id is empty, too long or holds a control character, the response
+        // is malformed: the id is never kept nor echoed in a later request.
+        match served(provider, &body) {
+            Err(CallError::Lost { message, .. }) => {
+                assert!(message.contains("tool call 0 has an id"), "{message}");
+            }
+            other => panic!("{}: {other:?}", &body[..80]),
+        }
+    }
+    // The longest allowed id, and ids as providers write them, are kept as sent.
+    let longest = "t".repeat(MAX_TOOL_CALL_ID_BYTES);
+    for id in [
+        longest.as_str(),
+        "toolu_01A09q90qw90lq917835lq9",
+        "functions.load_skill:0",
+    ] {
+        let body = format!(
+            r#"{{"content":[{{"type":"tool_use","id":"{id}","name":"load_skill","input":{{}}}}],"stop_reason":"tool_use"}}"#
+        );
+        let response = served(boxed_anthropic, &body).unwrap();
+        assert_eq!(response.tool_calls[0].id, id);
     }
 }
 

@@ -58,7 +58,18 @@ pub(crate) fn plan(
     cap: &str,
     seed: &str,
 ) -> String {
-    let out = net.local(&[
+    plan_with(net, profiles, id, &[reps, cap, seed], &[])
+}
+
+/// [`plan`] with `[reps, cap_usd, seed]` and `extra` flags.
+pub(crate) fn plan_with(
+    net: &Localnet,
+    profiles: &std::path::Path,
+    id: &str,
+    [reps, cap, seed]: &[&str; 3],
+    extra: &[&str],
+) -> String {
+    let mut args = vec![
         "plan",
         "--model",
         id,
@@ -77,10 +88,29 @@ pub(crate) fn plan(
         "--sol-usd",
         "150",
         "--json",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let out = net.local(&args);
     assert!(out.status.success(), "plan: {}", said(&out));
     let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
     plan["run"].as_str().unwrap().to_owned()
+}
+
+/// `report RUN --remote --runner URL --out DIR` as the user (add `--json` by [`Localnet::cli_json`]).
+pub(crate) fn remote_report_args<'a>(
+    run: &'a str,
+    daemon: &'a Daemon,
+    out: &'a str,
+) -> [&'a str; 7] {
+    [
+        "report",
+        run,
+        "--remote",
+        "--runner",
+        daemon.url.as_str(),
+        "--out",
+        out,
+    ]
 }
 
 /// `submit` of `manifest` to the daemon at `url`, with a 15-minute deadline, approved (`--yes`
@@ -488,15 +518,7 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
     let refused_dir = net.dir.path().join("daemon-report-refused");
     let out = net.cli(
         &net.user_keypair,
-        &[
-            "report",
-            &run,
-            "--remote",
-            "--runner",
-            daemon.url.as_str(),
-            "--out",
-            refused_dir.to_str().unwrap(),
-        ],
+        &remote_report_args(&run, &daemon, refused_dir.to_str().unwrap()),
     );
     assert_eq!(out.status.code(), Some(1), "{}", said(&out));
     let said_err = String::from_utf8_lossy(&out.stderr);
@@ -509,15 +531,7 @@ pub fn the_runner_daemon_serves_a_hosted_run(net: &Localnet) {
     let out_dir = net.dir.path().join("daemon-report");
     let downloaded = net.cli_json(
         &net.user_keypair,
-        &[
-            "report",
-            &run,
-            "--remote",
-            "--runner",
-            daemon.url.as_str(),
-            "--out",
-            out_dir.to_str().unwrap(),
-        ],
+        &remote_report_args(&run, &daemon, out_dir.to_str().unwrap()),
     );
     assert_eq!(downloaded["report_hash"], view["report_hash"]);
     assert_eq!(downloaded["run_account"], "agrees");

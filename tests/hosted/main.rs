@@ -19,6 +19,7 @@ mod daemon;
 mod harness;
 mod localnet;
 mod page;
+mod progressive;
 #[path = "../../cli/tests/support/pty.rs"]
 mod pty;
 mod refusals;
@@ -80,7 +81,7 @@ fn hosted_runs_end_to_end_on_a_local_validator() {
         }
         return;
     }
-    let in_turn: [(&str, Scenario); 10] = [
+    let in_turn: [(&str, Scenario); 11] = [
         (
             "escrow, settle, cancel, finalize, close, anchor, verify",
             scenarios::escrow_settle_cancel_finalize_close_then_anchor_and_verify,
@@ -112,9 +113,23 @@ fn hosted_runs_end_to_end_on_a_local_validator() {
             "the runner daemon",
             daemon::the_runner_daemon_serves_a_hosted_run,
         ),
+        (
+            "a progressive run on the daemon",
+            progressive::a_progressive_run_is_charged_per_turn_and_settled_per_trial,
+        ),
     ];
+    // `SKILLTRIAL_HOSTED_ONLY=<words>` runs only the scenarios whose name contains them (for
+    // working on one; the suite sets nothing and runs all).
+    let only = std::env::var("SKILLTRIAL_HOSTED_ONLY").ok();
     on_a_validator(&[], |net| {
         for (what, scenario) in in_turn {
+            if only.as_deref().is_some_and(|words| !what.contains(words)) {
+                #[allow(clippy::print_stderr)]
+                {
+                    eprintln!("hosted scenario \"{what}\": skipped (SKILLTRIAL_HOSTED_ONLY)");
+                }
+                continue;
+            }
             timed(what, || scenario(net));
         }
     });

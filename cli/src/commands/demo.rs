@@ -29,6 +29,13 @@ pub fn run(args: &DemoArgs, global: &Global) -> Result<Status, CliError> {
         .as_deref()
         .map(crate::commands::gate::pin_policy)
         .transpose()?;
+    // The bound `plan` holds repetitions to, said before any bundle is read or validated.
+    if !(1..=100).contains(&args.reps) {
+        return Err(CliError::Environment(anyhow::anyhow!(
+            "cannot plan: --reps must be between 1 and 100, not {}",
+            args.reps
+        )));
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let request = DemoRequest {
         a: args.a.clone(),

@@ -30,8 +30,10 @@ pub struct FileReport {
     pub kind: FileKind,
     pub size: u64,
     pub sha256: String,
-    /// Scripts and binaries: listed, never run, never sent to a model.
-    pub executable: bool,
+    /// Whether the file's text can reach a model: SKILL.md and references (inline in the prompt,
+    /// or through the progressive tools). Scripts and binaries are listed by name only: never
+    /// run, never sent.
+    pub sent_to_model: bool,
 }
 
 impl BundleReport {
@@ -59,7 +61,7 @@ impl BundleReport {
                         kind: f.kind,
                         size: f.size(),
                         sha256: f.sha256.hex(),
-                        executable: false,
+                        sent_to_model: f.kind.is_prompt_text(),
                     })
                     .collect(),
                 flags: b.flags.clone(),

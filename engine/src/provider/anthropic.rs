@@ -202,7 +202,7 @@ fn tool_calls(content: &[Value]) -> Result<Vec<ToolCall>, String> {
                     .ok_or_else(|| format!("the tool_use block {i} has no string `{key}`"))
             };
             Ok(ToolCall {
-                id: field("id")?,
+                id: super::echoable_call_id(i, &field("id")?)?,
                 name: field("name")?,
                 arguments: block.get("input").map(Value::to_string).unwrap_or_default(),
             })

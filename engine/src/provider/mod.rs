@@ -157,6 +157,30 @@ pub(crate) fn client(timeout: Duration) -> Result<reqwest::blocking::Client, Cal
 /// The longest error text kept from a provider, in characters (after scrubbing).
 pub const ERROR_SNIPPET_CHARS: usize = 300;
 
+/// The longest tool-call id a response may carry, in bytes. Providers' ids are a few dozen
+/// characters (`toolu_01…`, `call_…`, `functions.name:0`); the id is journaled with the turn and
+/// sent back in every later request of the trial, so an unbounded one from a broken or hostile
+/// server would grow every request after it.
+pub const MAX_TOOL_CALL_ID_BYTES: usize = 256;
+
+/// Call `index`'s `id` as a response gave it, if it can be echoed back: 1 to
+/// [`MAX_TOOL_CALL_ID_BYTES`] bytes with no control character. Any other makes the response
+/// malformed (the call cannot be answered, like a call without an id).
+pub(crate) fn echoable_call_id(index: usize, id: &str) -> Result<String, String> {
+    if id.is_empty() || id.len() > MAX_TOOL_CALL_ID_BYTES {
+        return Err(format!(
+            "the tool call {index} has an id of {} bytes (1 to {MAX_TOOL_CALL_ID_BYTES} can be sent back)",
+            id.len()
+        ));
+    }
+    if id.chars().any(char::is_control) {
+        return Err(format!(
+            "the tool call {index} has an id with a control character, which cannot be sent back"
+        ));
+    }
+    Ok(id.to_owned())
+}
+
 /// Sends a JSON body and classifies every failure. `parse` turns a 2xx body into a response.
 ///
 /// Every text that came from the provider (the body, the kept headers, error messages) passes

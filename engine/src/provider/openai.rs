@@ -178,7 +178,7 @@ fn tool_calls(message: &Value) -> Result<Vec<ToolCall>, String> {
                 Some(other) => other.to_string(),
             };
             Ok(ToolCall {
-                id: id.to_owned(),
+                id: super::echoable_call_id(i, id)?,
                 name: name.to_owned(),
                 arguments,
             })
