@@ -5,8 +5,9 @@
 //! The rules are checked in this order, and the order is part of the behaviour: a cancel wins
 //! over everything; then the run's time limit; then its request cap; then a stop of this
 //! invocation (Ctrl-C, `--max-dispatch`), which pauses rather than closes the trial; then the
-//! money cap (the trial's whole upper cost must fit beside what is spent and reserved); then the
-//! token cap.
+//! money cap (the trial's whole upper cost must fit beside what is spent and reserved; for a retry
+//! of a progressive trial's later turn, the cost of the turns it may still send); then the token
+//! cap.
 
 use skilltrial_core::manifest::{Budget, PlannedTrial};
 use skilltrial_core::money::MicroUsd;
@@ -33,6 +34,10 @@ pub struct LimitsNow {
     /// were checked when the trial was admitted, so only a cancel, the time limit or a stop
     /// apply.
     pub held: bool,
+    /// The turn the trial is sent from: 1 (or 0) for a new trial and every inline one; k for a
+    /// retry of a progressive trial's turn k, whose earlier turns are answered and spent. Its
+    /// caps are checked for turns k to K only: the requests, money and tokens it may still use.
+    pub from_turn: u32,
 }
 
 /// What to do with the next trial.
@@ -48,6 +53,9 @@ pub enum Admission {
 
 /// Decides whether `trial` may be sent now. See the module docs for the order of the rules.
 pub fn admit(trial: &PlannedTrial, money: &Money, budget: &Budget, now: &LimitsNow) -> Admission {
+    let from = now.from_turn.max(1);
+    // The requests the trial may still send, from its turn on.
+    let turns_left = trial.max_turns().saturating_sub(from - 1).max(1);
     if now.cancel_requested {
         return Admission::NotRun(
             NotRunReason::Cancelled,
@@ -64,20 +72,17 @@ pub fn admit(trial: &PlannedTrial, money: &Money, budget: &Budget, now: &LimitsN
         && now
             .sent
             .saturating_add(now.requests_held)
-            .saturating_add(trial.max_turns())
+            .saturating_add(turns_left)
             > budget.max_requests
     {
         return Admission::NotRun(
             NotRunReason::RequestCap,
-            if trial.max_turns() == 1 {
+            if turns_left == 1 {
                 "the run reached its request cap".to_owned()
             } else {
                 format!(
                     "its {} turns could break the request cap {}: sent {}, held for trials in progress {}",
-                    trial.max_turns(),
-                    budget.max_requests,
-                    now.sent,
-                    now.requests_held
+                    turns_left, budget.max_requests, now.sent, now.requests_held
                 )
             },
         );
@@ -89,17 +94,27 @@ pub fn admit(trial: &PlannedTrial, money: &Money, budget: &Budget, now: &LimitsN
         return Admission::Send;
     }
     if let Some(cap) = budget.cap_usd_micros {
-        let committed = money
-            .spent
-            .checked_add(money.reserved)
-            .and_then(|c| c.checked_add(trial.reserve));
+        // The upper cost from its turn on: the whole trial's for a first turn. A bound that
+        // cannot be computed is over any cap.
+        let upper = if from > 1 {
+            trial.reserve_from(budget.price.as_ref(), from).ok()
+        } else {
+            Some(trial.reserve)
+        };
+        let committed = upper.and_then(|upper| {
+            money
+                .spent
+                .checked_add(money.reserved)
+                .and_then(|c| c.checked_add(upper))
+                .ok()
+        });
         // An overflow is over any cap.
-        if committed.map_or(true, |c| c.0 > cap) {
+        if committed.is_none_or(|c| c.0 > cap) {
             return Admission::NotRun(
                 NotRunReason::Budget,
                 format!(
                     "its upper cost {} could break the cap {}: spent {}, reserved {}",
-                    trial.reserve,
+                    upper.unwrap_or(trial.reserve),
                     MicroUsd(cap),
                     money.spent,
                     money.reserved
@@ -111,7 +126,7 @@ pub fn admit(trial: &PlannedTrial, money: &Money, budget: &Budget, now: &LimitsN
         && money
             .used_tokens
             .saturating_add(money.reserved_tokens)
-            .saturating_add(trial_tokens(trial))
+            .saturating_add(trial.tokens_from(from))
             > max_tokens
     {
         return Admission::NotRun(
@@ -120,12 +135,6 @@ pub fn admit(trial: &PlannedTrial, money: &Money, budget: &Budget, now: &LimitsN
         );
     }
     Admission::Send
-}
-
-/// The tokens a trial reserves: its input bound plus its output limit, every turn's for a
-/// progressive trial.
-pub fn trial_tokens(trial: &PlannedTrial) -> u64 {
-    trial.tokens_from(1)
 }
 
 #[cfg(test)]
@@ -252,6 +261,77 @@ mod tests {
         };
         let a = admit(&four, &Money::default(), &budget(), &over);
         assert_eq!(reason(&a), Some(NotRunReason::RequestCap));
+    }
+
+    #[test]
+    fn a_retry_of_a_later_turn_needs_room_only_for_the_turns_it_may_still_send() {
+        let price = skilltrial_core::profile::Price {
+            input: skilltrial_core::money::PerMtok(1_000_000),
+            output: skilltrial_core::money::PerMtok(1_000_000),
+            source: "test".into(),
+            as_of: "2026-12-04".into(),
+            cache: None,
+        };
+        let mut four = trial(0);
+        four.turns = Some(skilltrial_core::delivery::TurnBounds {
+            first_input: 100,
+            step: 100,
+            turns: 4,
+        });
+        four.reserve = four.reserve_from(Some(&price), 1).unwrap();
+        let from_three = four.reserve_from(Some(&price), 3).unwrap();
+        assert!(from_three < four.reserve);
+        let budget = Budget {
+            price: Some(price),
+            cap_usd_micros: Some(from_three.0),
+            max_tokens: Some(four.tokens_from(3)),
+            max_requests: 7,
+            ..budget()
+        };
+        // 5 sent: the whole trial (4 turns, its whole cost and tokens) does not fit ...
+        let first = LimitsNow { sent: 5, ..now() };
+        assert_eq!(
+            reason(&admit(&four, &Money::default(), &budget, &first)),
+            Some(NotRunReason::RequestCap)
+        );
+        let first = LimitsNow { sent: 3, ..now() };
+        assert_eq!(
+            reason(&admit(&four, &Money::default(), &budget, &first)),
+            Some(NotRunReason::Budget)
+        );
+        // ... its retry from turn 3 (turns 3 and 4 left) fits exactly, in requests, money and
+        // tokens;
+        let retry = LimitsNow {
+            sent: 5,
+            from_turn: 3,
+            ..now()
+        };
+        assert_eq!(
+            admit(&four, &Money::default(), &budget, &retry),
+            Admission::Send
+        );
+        // and one request, one µUSD or one token more does not.
+        let busier = LimitsNow { sent: 6, ..retry };
+        assert_eq!(
+            reason(&admit(&four, &Money::default(), &budget, &busier)),
+            Some(NotRunReason::RequestCap)
+        );
+        let spent = Money {
+            spent: MicroUsd(1),
+            ..Money::default()
+        };
+        assert_eq!(
+            reason(&admit(&four, &spent, &budget, &retry)),
+            Some(NotRunReason::Budget)
+        );
+        let used = Money {
+            used_tokens: 1,
+            ..Money::default()
+        };
+        assert_eq!(
+            reason(&admit(&four, &used, &budget, &retry)),
+            Some(NotRunReason::Budget)
+        );
     }
 
     #[test]

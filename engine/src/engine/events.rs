@@ -494,19 +494,24 @@ impl<'r> Loop<'r> {
                     && a.turn > 1
                     && (a.reserved_micros > 0 || a.reserved_tokens > 0)
             });
+            // The turn it is sent from: a retry (automatic, or planned by `resolve --retry`)
+            // of a progressive trial's later turn goes on from that turn.
+            let from_turn = match latest {
+                Some(a) if !held && (retry.is_some() || pending_retry.is_some()) => a.turn.max(1),
+                _ => 1,
+            };
             let money = self.journal.money(self.set.run_id)?;
-            match self.admission(trial, &money, *sent, *requests_held, held)? {
+            match self.admission(trial, &money, (*sent, *requests_held), held, from_turn)? {
                 Admission::Send => {
                     self.queue.pop_front();
                     let outgoing = self.dispatch(trial, pending_retry, retry, held)?;
                     *sent = sent.saturating_add(1);
                     // A held turn was one of the requests held; a trial admitted now holds the
-                    // rest of its turns (counted in full for a retry of a later turn: never
-                    // fewer than it may send).
+                    // rest of its turns after this one.
                     *requests_held = if held {
                         requests_held.saturating_sub(1)
                     } else {
-                        requests_held.saturating_add(trial.max_turns().saturating_sub(1))
+                        requests_held.saturating_add(trial.max_turns().saturating_sub(from_turn))
                     };
                     actions.push(Action::Send(outgoing));
                 }
@@ -540,9 +545,9 @@ impl<'r> Loop<'r> {
         &mut self,
         trial: &PlannedTrial,
         money: &Money,
-        sent: u32,
-        requests_held: u32,
+        (sent, requests_held): (u32, u32),
         held: bool,
+        from_turn: u32,
     ) -> Result<Admission, EngineError> {
         let options = self.set.options;
         let run_id = self.set.run_id;
@@ -571,6 +576,7 @@ impl<'r> Loop<'r> {
                     .is_some_and(|limit| self.dispatched_now >= limit),
             requests_held,
             held,
+            from_turn,
         };
         Ok(admit(
             trial,
