@@ -47,6 +47,8 @@ button{font:inherit;padding:4px 10px;border-radius:6px;border:1px solid var(--li
 .js section.view{display:none}.js section.view.on{display:block}
 a{color:var(--accent)}td a{color:inherit}.changes li{margin:2px 0}.filters{display:flex;gap:10px;flex-wrap:wrap;margin:8px 0}.filters label{font-size:12.5px;color:var(--muted)}select{font:inherit;color:var(--fg);background:var(--card);border:1px solid var(--line);border-radius:6px;padding:2px 6px}
 .js details.hide{display:none}
+@media (max-width:600px){header{padding:14px 12px 8px}main{padding:8px 12px 32px}table{display:block;overflow-x:auto}.mono{overflow-wrap:anywhere}.sub{overflow-wrap:anywhere}}
+@media print{nav,button,.filters{display:none}.js section.view{display:block}header{border:0}}
 "#,
     crate::svg::chart_style!()
 );
@@ -339,6 +341,9 @@ fn summary_view(h: &mut String, report: &Report) {
     let summary = &report.summary;
     h.push_str("<section class=\"view\" id=\"summary\"><h2>What changed</h2>");
     h.push_str(&changes_html(report));
+    h.push_str("<h2 id=\"glance\">At a glance</h2>");
+    h.push_str(&super::charts::success_rates(report));
+    h.push_str(&super::charts::forests(report));
     h.push_str("<h2>Summary and coverage</h2><div class=\"cards\">");
     for arm in &summary.arms {
         arm_card(h, arm);
@@ -369,7 +374,9 @@ fn summary_view(h: &mut String, report: &Report) {
     if let Some(activation) = &report.activation {
         activation_section(h, activation);
     }
-    h.push_str("<h3>Coverage</h3><table class=\"sortable\"><thead><tr><th>arm</th><th>bundle</th><th>coverage</th><th class=\"num\">pass</th><th class=\"num\">fail</th><th class=\"num\">invalid output</th><th class=\"num\">unsupported</th></tr></thead><tbody>");
+    h.push_str("<h3>Coverage</h3>");
+    h.push_str(&super::charts::outcomes(report));
+    h.push_str("<table class=\"sortable\"><thead><tr><th>arm</th><th>bundle</th><th>coverage</th><th class=\"num\">pass</th><th class=\"num\">fail</th><th class=\"num\">invalid output</th><th class=\"num\">unsupported</th></tr></thead><tbody>");
     for arm in &summary.arms {
         let (bundle, coverage) = match &arm.bundle {
             None => ("—".to_owned(), "—".to_owned()),
@@ -454,6 +461,7 @@ fn activation_section(h: &mut String, activation: &Activation) {
         "</div><p class=\"sub\">{}</p>",
         escape(ACTIVATION_MEANING)
     );
+    h.push_str(&super::charts::activation(activation));
     // The per-task grid: loaded and passed / loaded and failed / not loaded, per arm.
     let arms: Vec<&str> = activation.arms.iter().map(|a| a.arm.as_str()).collect();
     h.push_str("<h3>Per task: loaded and passed · loaded and failed · not loaded</h3><table class=\"sortable\"><thead><tr><th>task</th>");
@@ -695,7 +703,12 @@ fn tasks_view(h: &mut String, report: &Report) {
         .iter()
         .map(|a| a.arm.as_str())
         .collect();
-    h.push_str("<section class=\"view\" id=\"tasks\"><h2>Tasks and trials</h2><h3>Per-task matrix (pass / executed)</h3><table class=\"sortable\"><thead><tr><th>task</th><th>family</th>");
+    h.push_str("<section class=\"view\" id=\"tasks\"><h2>Tasks and trials</h2>");
+    if let Some(grid) = super::charts::repetitions(report) {
+        h.push_str("<h3>Repetitions</h3>");
+        h.push_str(&grid);
+    }
+    h.push_str("<h3>Per-task matrix (pass / executed)</h3><table class=\"sortable\"><thead><tr><th>task</th><th>family</th>");
     for arm in &arms {
         let _ = write!(h, "<th class=\"num\">{}</th>", escape(&arm_label(arm)));
     }
@@ -878,6 +891,7 @@ fn cost_view(h: &mut String, report: &Report) {
             Some(n) => format!(" · up to {n} requests at a time"),
         }
     );
+    h.push_str(&super::charts::cost_and_time(report));
     h.push_str("<table class=\"sortable\"><thead><tr><th>arm</th><th class=\"num\">spent</th></tr></thead><tbody>");
     for (arm, v) in &cost.spent_by_arm_usd_micros {
         let _ = write!(
