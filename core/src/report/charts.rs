@@ -20,13 +20,25 @@ use crate::outcome::Outcome;
 use crate::state::AttemptState;
 use crate::svg::{Linear, Px, Svg, Value, arm_class, outcome_class, truncate, verdict_class};
 
-/// Every chart's user-space width; the stylesheet caps its drawn width, so text stays legible
-/// from a 390 px phone (≈ 0.75×) to a desktop (≈ 1.25×).
-const WIDTH: f64 = 480.0;
+/// Every chart's user-space width; the stylesheet caps its drawn width at 520 px, so 12-unit
+/// text reads at 11 px on a 390 px phone and at most 15.6 px on a desktop.
+const WIDTH: f64 = 400.0;
 
 /// Characters of a task name that fit the label column; the whole name is in the mark's
 /// `<title>` and in the data table.
-const LABEL_CHARS: usize = 22;
+const LABEL_CHARS: usize = 18;
+
+/// Where an arm's name ends (right-aligned) in the arm charts.
+const ARM_LABEL_END: f64 = 70.0;
+/// Where a task's name ends (right-aligned) in the task charts.
+const TASK_LABEL_END: f64 = 122.0;
+/// The plot of the rate charts (success, activation): 0 % to 100 %.
+pub(super) const RATE_X: (f64, f64) = (78.0, 318.0);
+/// The plot of the forests: −100 % to +100 %.
+pub(super) const FOREST_X: (f64, f64) = (130.0, 340.0);
+/// Where the numbers beside a bar or a dot start.
+const RATE_TEXT: f64 = 324.0;
+const FOREST_TEXT: f64 = 350.0;
 
 /// An arm as people read it: A and B uppercase, baseline as itself.
 fn arm_label(arm: &str) -> String {
@@ -158,7 +170,7 @@ fn rate_chart(id: &str, title: &str, rows: &[RateRow<'_>]) -> String {
     const ROW: f64 = 30.0;
     const TOP: f64 = 22.0;
     let height = TOP + ROW * rows.len() as f64 + 6.0;
-    let x = Linear::new((0.0, 1.0), (92.0, 372.0));
+    let x = Linear::new((0.0, 1.0), RATE_X);
     let desc: Vec<String> = rows
         .iter()
         .map(|r| match r.rate {
@@ -173,7 +185,7 @@ fn rate_chart(id: &str, title: &str, rows: &[RateRow<'_>]) -> String {
         svg.text(
             "text",
             &[
-                ("x", 84.0.into()),
+                ("x", ARM_LABEL_END.into()),
                 ("y", (mid + 4.0).into()),
                 ("text-anchor", "end".into()),
             ],
@@ -248,7 +260,7 @@ fn rate_chart(id: &str, title: &str, rows: &[RateRow<'_>]) -> String {
         }
         svg.text(
             "text",
-            &[("x", 380.0.into()), ("y", (mid + 4.0).into())],
+            &[("x", RATE_TEXT.into()), ("y", (mid + 4.0).into())],
             &format!("{} · {}/{}", pct(&rate.value), rate.num, rate.den),
         );
         svg.close();
@@ -364,7 +376,7 @@ pub(super) fn forests(report: &Report) -> String {
 
 fn forest(report: &Report, pair: &Pair) -> String {
     const ROW: f64 = 18.0;
-    const TOP: f64 = 46.0;
+    const TOP: f64 = 56.0;
     let (xn, yn) = (arm_label(&pair.x), arm_label(&pair.y));
     let verdicts: BTreeMap<&str, Option<&str>> = report
         .tasks
@@ -419,12 +431,19 @@ fn forest(report: &Report, pair: &Pair) -> String {
     };
     let n_rows = rows.len() + usize::from(overall.is_some());
     let height = TOP + ROW * n_rows.max(1) as f64 + 8.0;
-    let x = Linear::new((-1.0, 1.0), (150.0, 400.0));
+    let x = Linear::new((-1.0, 1.0), FOREST_X);
     let mut svg = Svg::chart(&id, "forest", (WIDTH, height), &title, &desc);
+    // The contrast and its p on the first line, the Holm-adjusted p on the second, so two
+    // 2^-45 fractions still fit a phone's width.
     svg.text(
         "text",
         &[("class", "p".into()), ("x", 0.0.into()), ("y", 13.0.into())],
-        &format!("{xn} − {yn}: {p_line}"),
+        &format!("{xn} − {yn}: p = {}", p_words(pair.test.p.as_ref())),
+    );
+    svg.text(
+        "text",
+        &[("class", "p".into()), ("x", 0.0.into()), ("y", 28.0.into())],
+        &format!("Holm-adjusted {}", p_words(pair.test.holm_p.as_ref())),
     );
     let axis_y = TOP - 6.0;
     for (tick, label, anchor) in [
@@ -473,7 +492,7 @@ fn forest(report: &Report, pair: &Pair) -> String {
         svg.text(
             "text",
             &[
-                ("x", 142.0.into()),
+                ("x", TASK_LABEL_END.into()),
                 ("y", (mid + 4.0).into()),
                 ("text-anchor", "end".into()),
             ],
@@ -510,7 +529,7 @@ fn forest(report: &Report, pair: &Pair) -> String {
         );
         svg.text(
             "text",
-            &[("x", 412.0.into()), ("y", (mid + 4.0).into())],
+            &[("x", FOREST_TEXT.into()), ("y", (mid + 4.0).into())],
             &format!("{:+}/{}", d.x_minus_y_passes, d.pairs),
         );
         y += ROW;
@@ -533,7 +552,7 @@ fn forest(report: &Report, pair: &Pair) -> String {
         svg.text(
             "text",
             &[
-                ("x", 142.0.into()),
+                ("x", TASK_LABEL_END.into()),
                 ("y", (mid + 4.0).into()),
                 ("text-anchor", "end".into()),
             ],
@@ -557,7 +576,7 @@ fn forest(report: &Report, pair: &Pair) -> String {
             "text",
             &[
                 ("class", "k".into()),
-                ("x", 412.0.into()),
+                ("x", FOREST_TEXT.into()),
                 ("y", (mid + 4.0).into()),
             ],
             &format!("{diff:+}/{pairs}"),
@@ -569,7 +588,7 @@ fn forest(report: &Report, pair: &Pair) -> String {
             "text",
             &[
                 ("class", "k".into()),
-                ("x", 150.0.into()),
+                ("x", FOREST_X.0.into()),
                 ("y", (TOP + 12.0).into()),
             ],
             "nothing to compare yet: no complete pair",
@@ -636,7 +655,7 @@ pub(super) fn outcomes(report: &Report) -> String {
     const TOP: f64 = 8.0;
     let arms = &report.summary.arms;
     let most = arms.iter().map(|a| a.planned).max().unwrap_or(0);
-    let x = Linear::new((0.0, most as f64), (92.0, 440.0));
+    let x = Linear::new((0.0, most as f64), (RATE_X.0, WIDTH - 8.0));
     let height = TOP + ROW * arms.len() as f64 + 4.0;
     let desc: Vec<String> = arms
         .iter()
@@ -671,7 +690,7 @@ pub(super) fn outcomes(report: &Report) -> String {
         svg.text(
             "text",
             &[
-                ("x", 84.0.into()),
+                ("x", ARM_LABEL_END.into()),
                 ("y", (mid + 4.0).into()),
                 ("text-anchor", "end".into()),
             ],
@@ -770,7 +789,7 @@ fn model_ms_by_arm(report: &Report) -> BTreeMap<&str, u64> {
 fn bars(id: &str, title: &str, desc: &str, rows: &[(String, &str, u64, String, String)]) -> String {
     const ROW: f64 = 26.0;
     let most = rows.iter().map(|r| r.2).max().unwrap_or(0).max(1);
-    let x = Linear::new((0.0, most as f64), (92.0, 372.0));
+    let x = Linear::new((0.0, most as f64), RATE_X);
     let height = ROW * rows.len() as f64 + 8.0;
     let mut svg = Svg::chart(id, "bars", (WIDTH, height), title, desc);
     for (i, (label, class, value, text, hover)) in rows.iter().enumerate() {
@@ -778,7 +797,7 @@ fn bars(id: &str, title: &str, desc: &str, rows: &[(String, &str, u64, String, S
         svg.text(
             "text",
             &[
-                ("x", 84.0.into()),
+                ("x", ARM_LABEL_END.into()),
                 ("y", (mid + 4.0).into()),
                 ("text-anchor", "end".into()),
             ],
@@ -809,7 +828,7 @@ fn bars(id: &str, title: &str, desc: &str, rows: &[(String, &str, u64, String, S
         );
         svg.text(
             "text",
-            &[("x", 380.0.into()), ("y", (mid + 4.0).into())],
+            &[("x", RATE_TEXT.into()), ("y", (mid + 4.0).into())],
             text,
         );
     }
@@ -827,7 +846,7 @@ fn budget(report: &Report) -> String {
         .fold(0u64, |sum, m| sum.saturating_add(*m))
         .saturating_add(cost.reserved_usd_micros);
     let whole = cost.cap_usd_micros.unwrap_or(0).max(used).max(1);
-    let x = Linear::new((0.0, whole as f64), (8.0, 472.0));
+    let x = Linear::new((0.0, whole as f64), (4.0, WIDTH - 4.0));
     let mut parts: Vec<(String, String, u64, String)> = cost
         .spent_by_arm_usd_micros
         .iter()
@@ -1023,9 +1042,9 @@ pub(super) fn repetitions(report: &Report) -> Option<String> {
         .iter()
         .map(|t| ((t.task.as_str(), t.arm.as_str(), t.repetition), t.outcome))
         .collect();
-    let cell = (270.0 / arms.len().max(1) as f64 - 30.0) / f64::from(k);
+    let cell = ((WIDTH - FOREST_X.0) / arms.len().max(1) as f64 - 26.0) / f64::from(k);
     let cell = cell.clamp(4.0, 14.0);
-    let group = cell * f64::from(k) + 30.0;
+    let group = cell * f64::from(k) + 26.0;
     let height = TOP + ROW * report.tasks.len() as f64 + 6.0;
     let desc: Vec<String> = report
         .summary
@@ -1053,7 +1072,7 @@ pub(super) fn repetitions(report: &Report) -> Option<String> {
             "text",
             &[
                 ("class", "k".into()),
-                ("x", (150.0 + group * j as f64).into()),
+                ("x", (FOREST_X.0 + group * j as f64).into()),
                 ("y", (TOP - 6.0).into()),
             ],
             &arm_label(arm),
@@ -1071,14 +1090,14 @@ pub(super) fn repetitions(report: &Report) -> Option<String> {
         svg.text(
             "text",
             &[
-                ("x", 142.0.into()),
+                ("x", TASK_LABEL_END.into()),
                 ("y", (mid + 4.0).into()),
                 ("text-anchor", "end".into()),
             ],
             &truncate(&row.task, LABEL_CHARS),
         );
         for (j, arm) in arms.iter().enumerate() {
-            let left = 150.0 + group * j as f64;
+            let left = FOREST_X.0 + group * j as f64;
             let counts = row.arms.get(*arm).copied().unwrap_or(TaskArm {
                 pass: 0,
                 executed: 0,
@@ -1185,7 +1204,7 @@ pub(super) fn activation(activation: &Activation) -> String {
         .map(|l| l.loaded_passed + l.loaded_failed + l.loaded_unscored + l.not_loaded)
         .max()
         .unwrap_or(0);
-    let x = Linear::new((0.0, most.max(1) as f64), (150.0, 440.0));
+    let x = Linear::new((0.0, most.max(1) as f64), (FOREST_X.0, WIDTH - 8.0));
     let band = ROW * arms.len() as f64 + GAP;
     let height = band * activation.tasks.len() as f64 + 6.0;
     let mut svg = Svg::chart(
@@ -1208,7 +1227,7 @@ pub(super) fn activation(activation: &Activation) -> String {
         svg.text(
             "text",
             &[
-                ("x", 142.0.into()),
+                ("x", TASK_LABEL_END.into()),
                 ("y", (top + ROW * arms.len() as f64 / 2.0 + 4.0).into()),
                 ("text-anchor", "end".into()),
             ],
@@ -1351,7 +1370,7 @@ mod tests {
                     "{}",
                     pair.contrast
                 );
-                let x = Linear::new((-1.0, 1.0), (150.0, 400.0));
+                let x = Linear::new((-1.0, 1.0), FOREST_X);
                 let mut previous = f64::INFINITY;
                 for dot in &dots {
                     let row = pair
@@ -1374,12 +1393,13 @@ mod tests {
                     assert!(dot.has_class(verdict_class(verdict)), "{}", row.task);
                 }
                 // The exact and Holm-adjusted p are written beside the contrast.
-                let p_line = svg
+                let p_line: String = svg
                     .all("text")
                     .into_iter()
-                    .find(|t| t.has_class("p"))
-                    .unwrap()
-                    .text();
+                    .filter(|t| t.has_class("p"))
+                    .map(|t| t.text())
+                    .collect::<Vec<_>>()
+                    .join(" · ");
                 if let (Some(p), Some(h)) = (&pair.test.p, &pair.test.holm_p) {
                     assert!(
                         p_line.contains(&format!("p = {}", p_words(Some(p)))),
@@ -1411,7 +1431,7 @@ mod tests {
         for report in [rich(), partial(), progressive()] {
             let charts = charts_of(&html::render(&report));
             let svg = &charts["chart-success"];
-            let x = Linear::new((0.0, 1.0), (92.0, 372.0));
+            let x = Linear::new((0.0, 1.0), RATE_X);
             let groups: Vec<&Element> = svg
                 .all("g")
                 .into_iter()
@@ -1524,7 +1544,7 @@ mod tests {
         let report = progressive();
         let activation = report.activation.as_ref().unwrap();
         let charts = charts_of(&html::render(&report));
-        let x = Linear::new((0.0, 1.0), (92.0, 372.0));
+        let x = Linear::new((0.0, 1.0), RATE_X);
         for g in charts["chart-activation"]
             .all("g")
             .into_iter()
