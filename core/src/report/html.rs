@@ -47,7 +47,7 @@ button{font:inherit;padding:4px 10px;border-radius:6px;border:1px solid var(--li
 .js section.view{display:none}.js section.view.on{display:block}
 a{color:var(--accent)}td a{color:inherit}.changes li{margin:2px 0}.filters{display:flex;gap:10px;flex-wrap:wrap;margin:8px 0}.filters label{font-size:12.5px;color:var(--muted)}select{font:inherit;color:var(--fg);background:var(--card);border:1px solid var(--line);border-radius:6px;padding:2px 6px}
 .js details.hide{display:none}
-@media (max-width:600px){header{padding:14px 12px 8px}main{padding:8px 12px 32px}table{display:block;overflow-x:auto}.mono{overflow-wrap:anywhere}.sub{overflow-wrap:anywhere}}
+@media (max-width:600px){header{padding:14px 12px 8px}main{padding:8px 12px 32px}table{display:block;overflow-x:auto}.sub,header .mono{overflow-wrap:anywhere}}
 @media print{nav,button,.filters{display:none}.js section.view{display:block}header{border:0}}
 "#,
     crate::svg::chart_style!()
@@ -1084,8 +1084,13 @@ mod tests {
 
     /// The custom properties of the rule that starts with `selector` in [`STYLE`].
     fn variables(selector: &str) -> std::collections::BTreeMap<String, String> {
-        let start = STYLE.find(selector).expect("selector in STYLE") + selector.len();
-        let body = &STYLE[start..];
+        variables_in(STYLE, selector)
+    }
+
+    /// The custom properties of the first rule that starts with `selector` in `style`.
+    fn variables_in(style: &str, selector: &str) -> std::collections::BTreeMap<String, String> {
+        let start = style.find(selector).expect("selector in the style") + selector.len();
+        let body = &style[start..];
         let body = &body[..body.find('}').unwrap()];
         body.split(';')
             .filter_map(|d| d.trim().strip_prefix("--"))
@@ -1172,6 +1177,38 @@ mod tests {
             // Then the active tab is readable too (it was 2.4:1 in the dark theme).
             let ratio = contrast(&resolve(&tab.0, theme), &resolve(&tab.1, theme));
             assert!(ratio >= 4.5, "{name}: the active tab is {ratio:.2}:1");
+        }
+    }
+
+    #[test]
+    fn every_chart_mark_colour_stands_out_from_the_page_in_both_themes() {
+        // Given the page's backgrounds and the charts' colours, light and dark ...
+        let light = variables(":root{");
+        let dark = variables(":root[data-theme=dark]{");
+        let chart_light = variables_in(crate::svg::STYLE, ":root{");
+        let chart_dark = variables_in(crate::svg::STYLE, ":root[data-theme=dark]{");
+        assert_eq!(
+            chart_light.keys().collect::<Vec<_>>(),
+            chart_dark.keys().collect::<Vec<_>>()
+        );
+        for (name, page, chart) in [
+            ("light", &light, &chart_light),
+            ("dark", &dark, &chart_dark),
+        ] {
+            for (mark, colour) in chart {
+                // "Not run" and "no result yet" are absences: faint on purpose, and outlined.
+                if ["o-notrun", "o-pending"].contains(&mark.as_str()) {
+                    continue;
+                }
+                // ... then every mark meets WCAG's 3:1 for graphics on both page surfaces.
+                for surface in ["bg", "card"] {
+                    let ratio = contrast(colour, &page[surface]);
+                    assert!(
+                        ratio >= 3.0,
+                        "{name}: --{mark} on --{surface} is {ratio:.2}:1"
+                    );
+                }
+            }
         }
     }
 
