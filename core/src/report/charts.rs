@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::html::escape;
-use super::{Activation, ArmSummary, Pair, Rate, Report, TaskArm, TrialOutcome};
+use super::{Activation, ArmSummary, Pair, Rate, Report, TaskArm, TrialOutcome, count_of};
 use crate::money::MicroUsd;
 use crate::outcome::Outcome;
 use crate::state::AttemptState;
@@ -538,7 +538,8 @@ fn forest(report: &Report, pair: &Pair) -> String {
         let mid = y + ROW / 2.0;
         let label = verdicts.get(task).copied().flatten();
         let hover = format!(
-            "{task}: {xn} − {yn} = {diff:+} of {pairs} pairs · verdict {} · open its trials",
+            "{task}: {xn} − {yn} = {diff:+} of {} · verdict {} · open its trials",
+            count_of(*pairs, "pair", "pairs"),
             label.unwrap_or("none yet")
         );
         svg.open(
