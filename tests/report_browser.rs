@@ -736,6 +736,31 @@ fn charts_fit_a_phone_and_a_desktop_in_both_themes_offline_under_the_csp_with_ho
                 }
             }
         }
+        // In print every view shows, the navigation does not, and every chart's data table is
+        // open on the page.
+        page.call(
+            "Emulation.setEmulatedMedia",
+            serde_json::json!({ "media": "print", "features": [{ "name": "prefers-color-scheme", "value": "light" }] }),
+        );
+        let printed = page.eval(
+            "JSON.stringify({
+               hidden_views: [].slice.call(document.querySelectorAll('section.view')).filter(function(s){return getComputedStyle(s).display === 'none'}).map(function(s){return s.id}),
+               nav: getComputedStyle(document.querySelector('nav')).display,
+               tables: document.querySelectorAll('figure.chart details.data table').length,
+               shown: [].slice.call(document.querySelectorAll('figure.chart details.data table')).filter(function(t){return t.getBoundingClientRect().height > 0}).length
+             })",
+        );
+        let printed: serde_json::Value = serde_json::from_str(printed.as_str().unwrap()).unwrap();
+        assert_eq!(printed["hidden_views"], serde_json::json!([]), "{printed}");
+        assert_eq!(printed["nav"], "none", "{printed}");
+        assert!(printed["tables"].as_u64().unwrap() >= 6, "{printed}");
+        assert_eq!(printed["shown"], printed["tables"], "{printed}");
+        page.screenshot(&shots.join(format!("{stem}-print.png")));
+        page.call(
+            "Emulation.setEmulatedMedia",
+            serde_json::json!({ "media": "", "features": [] }),
+        );
+
         // The charts follow the theme: their text is the page's foreground in each.
         for (scheme, fill) in &fills {
             let want = if *scheme == "dark" {

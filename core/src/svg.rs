@@ -6,7 +6,8 @@
 //! A chart is `<svg viewBox="0 0 W H" width="100%" role="img" aria-labelledby="…">` with a
 //! `<title>` and a `<desc>`: it scales to its container (no fixed pixel width, so it is never
 //! wider than the viewport) and a screen reader announces its title and description. Each mark
-//! ([`Svg::mark`]) holds its own `<title>`, the text a pointer shows on hover.
+//! ([`Svg::mark`]) holds its own `<title>`, the text a pointer shows on hover. [`figure`] puts a
+//! chart in its HTML figure with a caption, a legend and the [`DataTable`] of what it draws.
 //!
 //! **Pixel rule:** every coordinate and length is rounded to 0.1 px, half away from zero, and
 //! written with exactly one decimal (`12.0`, `-3.5`; −0.0 as `0.0`). A test finds where a value
@@ -274,6 +275,68 @@ impl Svg {
         }
         self.out
     }
+}
+
+/// The numbers behind a chart, as a table: header cells and rows of text, escaped when written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DataTable {
+    pub head: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl DataTable {
+    /// An empty table with these column headers.
+    pub fn new(head: &[&str]) -> Self {
+        Self {
+            head: head.iter().map(|h| (*h).to_owned()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// The table as HTML, every cell escaped.
+    pub fn html(&self) -> String {
+        let mut h = String::from("<table><thead><tr>");
+        for cell in &self.head {
+            let _ = write!(h, "<th>{}</th>", escape(cell));
+        }
+        h.push_str("</tr></thead><tbody>");
+        for row in &self.rows {
+            h.push_str("<tr>");
+            for cell in row {
+                let _ = write!(h, "<td>{}</td>", escape(cell));
+            }
+            h.push_str("</tr>");
+        }
+        h.push_str("</tbody></table>");
+        h
+    }
+}
+
+/// A chart in its HTML figure: the SVG ([`Svg::finish`]), a caption saying what it answers, a
+/// legend of (colour class, label) swatches, and the data table behind it in
+/// `<details class="data">` (opened when printing by [`STYLE`]). Every text is escaped.
+pub fn figure(svg: String, caption: &str, legend: &[(&str, &str)], table: &DataTable) -> String {
+    let mut h = String::from("<figure class=\"chart\">");
+    h.push_str(&svg);
+    let _ = write!(h, "<figcaption>{}", escape(caption));
+    if !legend.is_empty() {
+        h.push_str("<span class=\"legend\">");
+        for (class, label) in legend {
+            let _ = write!(
+                h,
+                "<span class=\"swatch {}\"></span>{}",
+                escape(class),
+                escape(label)
+            );
+        }
+        h.push_str("</span>");
+    }
+    let _ = write!(
+        h,
+        "</figcaption><details class=\"data\"><summary>Data table</summary>{}</details></figure>",
+        table.html()
+    );
+    h
 }
 
 /// A tag or attribute name we write: lowercase ASCII letters, digits, `-` and `:`, starting with
@@ -647,6 +710,21 @@ mod tests {
         assert_eq!(root.all("a")[0].attr("data-task"), expected);
         assert_eq!(root.all("circle")[0].title().unwrap(), expected);
         assert_eq!(root.all("desc")[0].text(), expected);
+    }
+
+    #[test]
+    fn a_figure_holds_the_chart_its_caption_legend_and_escaped_data_table() {
+        let svg = Svg::chart("f", "", (10.0, 10.0), "t", "d").finish();
+        let mut table = DataTable::new(&["task", "n"]);
+        table.rows.push(vec![HOSTILE.to_owned(), "3".to_owned()]);
+        let h = figure(svg.clone(), HOSTILE, &[("o-pass", HOSTILE)], &table);
+        assert!(h.starts_with(&format!("<figure class=\"chart\">{svg}<figcaption>")));
+        assert!(h.ends_with("<td>3</td></tr></tbody></table></details></figure>"));
+        assert!(h.contains("<details class=\"data\"><summary>Data table</summary><table><thead><tr><th>task</th><th>n</th></tr></thead>"));
+        assert!(h.contains("<span class=\"swatch o-pass\"></span>"));
+        // The hostile text appears three times, escaped each time, and never as markup.
+        assert_eq!(h.matches(&*escape(HOSTILE)).count(), 3);
+        assert!(!h.contains("<script>") && !h.contains("</text>"));
     }
 
     #[test]

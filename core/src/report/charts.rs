@@ -13,12 +13,13 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::html::escape;
 use super::{Activation, ArmSummary, Pair, Rate, Report, TaskArm, TrialOutcome, count_of};
 use crate::money::MicroUsd;
 use crate::outcome::Outcome;
 use crate::state::AttemptState;
-use crate::svg::{Linear, Px, Svg, Value, arm_class, outcome_class, truncate, verdict_class};
+use crate::svg::{
+    DataTable, Linear, Px, Svg, Value, arm_class, figure, outcome_class, truncate, verdict_class,
+};
 
 /// Every chart's user-space width; the stylesheet caps its drawn width at 520 px, so 12-unit
 /// text reads at 11 px on a 390 px phone and at most 15.6 px on a desktop.
@@ -69,64 +70,6 @@ fn rate_words(rate: &Rate) -> String {
         pct(&rate.wilson95[0]),
         pct(&rate.wilson95[1])
     )
-}
-
-/// A data table: header cells and rows of text, all escaped when written.
-struct Table {
-    head: Vec<String>,
-    rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    fn new(head: &[&str]) -> Self {
-        Self {
-            head: head.iter().map(|h| (*h).to_owned()).collect(),
-            rows: Vec::new(),
-        }
-    }
-
-    fn html(&self) -> String {
-        let mut h = String::from("<table><thead><tr>");
-        for cell in &self.head {
-            let _ = write!(h, "<th>{}</th>", escape(cell));
-        }
-        h.push_str("</tr></thead><tbody>");
-        for row in &self.rows {
-            h.push_str("<tr>");
-            for cell in row {
-                let _ = write!(h, "<td>{}</td>", escape(cell));
-            }
-            h.push_str("</tr>");
-        }
-        h.push_str("</tbody></table>");
-        h
-    }
-}
-
-/// A chart in its figure: the SVG, a caption saying what it answers, a legend of colour
-/// classes, and the data table behind it.
-fn figure(svg: String, caption: &str, legend: &[(&str, &str)], table: &Table) -> String {
-    let mut h = String::from("<figure class=\"chart\">");
-    h.push_str(&svg);
-    let _ = write!(h, "<figcaption>{}", escape(caption));
-    if !legend.is_empty() {
-        h.push_str("<span class=\"legend\">");
-        for (class, label) in legend {
-            let _ = write!(
-                h,
-                "<span class=\"swatch {}\"></span>{}",
-                escape(class),
-                escape(label)
-            );
-        }
-        h.push_str("</span>");
-    }
-    let _ = write!(
-        h,
-        "</figcaption><details class=\"data\"><summary>Data table</summary>{}</details></figure>",
-        table.html()
-    );
-    h
 }
 
 /// The percentage axis along the top of a chart: ticks at 0, 25, 50, 75 and 100 %.
@@ -268,8 +211,8 @@ fn rate_chart(id: &str, title: &str, rows: &[RateRow<'_>]) -> String {
     svg.finish()
 }
 
-fn rate_table(rows: &[RateRow<'_>], what: &str) -> Table {
-    let mut table = Table::new(&["arm", what, "of", "rate", "95% CI low", "95% CI high"]);
+fn rate_table(rows: &[RateRow<'_>], what: &str) -> DataTable {
+    let mut table = DataTable::new(&["arm", what, "of", "rate", "95% CI low", "95% CI high"]);
     for row in rows {
         table.rows.push(match row.rate {
             Some(r) => vec![
@@ -595,7 +538,7 @@ fn forest(report: &Report, pair: &Pair) -> String {
             "nothing to compare yet: no complete pair",
         );
     }
-    let mut table = Table::new(&["task", "verdict", "pairs", "passes X − Y", "difference"]);
+    let mut table = DataTable::new(&["task", "verdict", "pairs", "passes X − Y", "difference"]);
     for (task, diff, pairs, value) in &rows {
         table.rows.push(vec![
             (*task).to_owned(),
@@ -685,7 +628,7 @@ pub(super) fn outcomes(report: &Report) -> String {
         "Outcomes per arm",
         &desc.join("; "),
     );
-    let mut table = Table::new(&["arm", "outcome", "trials", "of planned"]);
+    let mut table = DataTable::new(&["arm", "outcome", "trials", "of planned"]);
     for (i, arm) in arms.iter().enumerate() {
         let mid = TOP + ROW * i as f64 + ROW / 2.0;
         svg.text(
@@ -901,7 +844,7 @@ fn budget(report: &Report) -> String {
         &summary,
     );
     let mut done = 0u64;
-    let mut table = Table::new(&["what", "USD", "micro-USD"]);
+    let mut table = DataTable::new(&["what", "USD", "micro-USD"]);
     for (label, class, m, hover) in &parts {
         table.rows.push(vec![label.clone(), usd(*m), m.to_string()]);
         if *m == 0 {
@@ -955,7 +898,7 @@ pub(super) fn cost_and_time(report: &Report) -> String {
             )
         })
         .collect();
-    let mut spent_table = Table::new(&["arm", "spent (USD)", "micro-USD"]);
+    let mut spent_table = DataTable::new(&["arm", "spent (USD)", "micro-USD"]);
     for (arm, m) in &cost.spent_by_arm_usd_micros {
         spent_table
             .rows
@@ -992,7 +935,7 @@ pub(super) fn cost_and_time(report: &Report) -> String {
             )
         })
         .collect();
-    let mut time_table = Table::new(&["arm", "model latency (ms)"]);
+    let mut time_table = DataTable::new(&["arm", "model latency (ms)"]);
     for (arm, ms) in &by_arm {
         time_table.rows.push(vec![arm_label(arm), ms.to_string()]);
     }
@@ -1079,7 +1022,7 @@ pub(super) fn repetitions(report: &Report) -> Option<String> {
             &arm_label(arm),
         );
     }
-    let mut table = Table::new(&[
+    let mut table = DataTable::new(&[
         "task",
         "arm",
         "passes",
@@ -1215,7 +1158,7 @@ pub(super) fn activation(activation: &Activation) -> String {
         "Loading per task and arm",
         "Per task and arm: trials that loaded the skill and passed, loaded and failed, loaded with no scored answer, and did not load; the data table lists every count.",
     );
-    let mut table = Table::new(&[
+    let mut table = DataTable::new(&[
         "task",
         "arm",
         "loaded, passed",
