@@ -709,8 +709,9 @@ pub(super) fn outcomes(report: &Report) -> String {
 
 /// Model time per arm: the latency of the attempts with a result, summed per arm exactly as
 /// `cost.model_latency_ms` sums them for the run (so the arms add up to it).
-fn model_ms_by_arm(report: &Report) -> BTreeMap<&str, u64> {
-    let mut by_arm: BTreeMap<&str, u64> = report
+/// In the order of the summary's arms (baseline, A, B), as every other chart shows them.
+fn model_ms_by_arm(report: &Report) -> Vec<(&str, u64)> {
+    let mut by_arm: Vec<(&str, u64)> = report
         .summary
         .arms
         .iter()
@@ -723,9 +724,28 @@ fn model_ms_by_arm(report: &Report) -> BTreeMap<&str, u64> {
             .filter(|a| a.state == AttemptState::Result)
             .filter_map(|a| a.latency_ms)
             .sum();
-        *by_arm.entry(trial.arm.as_str()).or_insert(0) += ms;
+        match by_arm.iter_mut().find(|(arm, _)| *arm == trial.arm) {
+            Some((_, total)) => *total += ms,
+            None => by_arm.push((trial.arm.as_str(), ms)),
+        }
     }
     by_arm
+}
+
+/// `cost.spent_by_arm_usd_micros` in the order of the summary's arms, then any other.
+fn spent_by_arm(report: &Report) -> Vec<(&String, &u64)> {
+    let spent = &report.cost.spent_by_arm_usd_micros;
+    let position = |arm: &str| {
+        report
+            .summary
+            .arms
+            .iter()
+            .position(|a| a.arm == arm)
+            .unwrap_or(usize::MAX)
+    };
+    let mut out: Vec<(&String, &u64)> = spent.iter().collect();
+    out.sort_by_key(|(arm, _)| position(arm));
+    out
 }
 
 /// Horizontal bars of one quantity per row on one scale: (label, class, value, value text,
@@ -791,9 +811,8 @@ fn budget(report: &Report) -> String {
         .saturating_add(cost.reserved_usd_micros);
     let whole = cost.cap_usd_micros.unwrap_or(0).max(used).max(1);
     let x = Linear::new((0.0, whole as f64), (4.0, WIDTH - 4.0));
-    let mut parts: Vec<(String, String, u64, String)> = cost
-        .spent_by_arm_usd_micros
-        .iter()
+    let mut parts: Vec<(String, String, u64, String)> = spent_by_arm(report)
+        .into_iter()
         .map(|(arm, m)| {
             (
                 format!("{} spent", arm_label(arm)),
@@ -827,8 +846,8 @@ fn budget(report: &Report) -> String {
     let summary = format!(
         "{} spent ({}) and {} still reserved{}",
         usd(cost.spent_usd_micros),
-        cost.spent_by_arm_usd_micros
-            .iter()
+        spent_by_arm(report)
+            .into_iter()
             .map(|(a, m)| format!("{} {}", arm_label(a), usd(*m)))
             .collect::<Vec<_>>()
             .join(", "),
@@ -885,9 +904,8 @@ pub(super) fn cost_and_time(report: &Report) -> String {
     let cost = &report.cost;
     let usd = |m: u64| MicroUsd(m).to_string();
     let mut h = budget(report);
-    let spent_rows: Vec<(String, &str, u64, String, String)> = cost
-        .spent_by_arm_usd_micros
-        .iter()
+    let spent_rows: Vec<(String, &str, u64, String, String)> = spent_by_arm(report)
+        .into_iter()
         .map(|(arm, m)| {
             (
                 arm_label(arm),
@@ -899,7 +917,7 @@ pub(super) fn cost_and_time(report: &Report) -> String {
         })
         .collect();
     let mut spent_table = DataTable::new(&["arm", "spent (USD)", "micro-USD"]);
-    for (arm, m) in &cost.spent_by_arm_usd_micros {
+    for (arm, m) in spent_by_arm(report) {
         spent_table
             .rows
             .push(vec![arm_label(arm), usd(*m), m.to_string()]);
