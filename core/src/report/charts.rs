@@ -1005,7 +1005,10 @@ pub(super) fn repetitions(report: &Report) -> Option<String> {
         .map(|t| ((t.task.as_str(), t.arm.as_str(), t.repetition), t.outcome))
         .collect();
     let cell = ((WIDTH - FOREST_X.0) / arms.len().max(1) as f64 - 26.0) / f64::from(k);
-    let cell = cell.clamp(4.0, 14.0);
+    // Squares shrink with k so every arm's group fits the width; a gap of one unit between them
+    // while they are big enough to have one.
+    let cell = cell.clamp(0.5, 14.0);
+    let side = if cell >= 4.0 { cell - 1.0 } else { cell };
     let group = cell * f64::from(k) + 26.0;
     let height = TOP + ROW * report.tasks.len() as f64 + 6.0;
     let desc: Vec<String> = report
@@ -1085,8 +1088,8 @@ pub(super) fn repetitions(report: &Report) -> Option<String> {
                         ("class", format!("cell {class}").into()),
                         ("x", (left + cell * f64::from(rep - 1)).into()),
                         ("y", (mid - cell / 2.0).into()),
-                        ("width", (cell - 1.0).into()),
-                        ("height", (cell - 1.0).into()),
+                        ("width", side.into()),
+                        ("height", side.into()),
                     ],
                     &format!(
                         "{} · {} · repetition {rep}: {}",
@@ -1499,6 +1502,27 @@ mod tests {
             .count();
         assert_eq!(passes, passed);
         assert!(!charts_of(&html::render(&rich())).contains_key("chart-repetitions"));
+    }
+
+    #[test]
+    fn the_repetition_grid_fits_the_width_however_many_repetitions() {
+        for k in [2, 3, 10, 25, 60] {
+            let mut report = partial();
+            report.manifest.repetitions = k;
+            let grid = parse(
+                &repetitions(&report)
+                    .unwrap()
+                    .split("<figcaption>")
+                    .next()
+                    .unwrap()["<figure class=\"chart\">".len()..],
+            )
+            .unwrap();
+            for cell in grid.all("rect") {
+                let right = cell.attr("x").parse::<f64>().unwrap()
+                    + cell.attr("width").parse::<f64>().unwrap();
+                assert!(right <= WIDTH, "k = {k}: a square ends at {right}");
+            }
+        }
     }
 
     #[test]
