@@ -714,6 +714,7 @@ fn charts_fit_a_phone_and_a_desktop_in_both_themes_offline_under_the_csp_with_ho
                          JSON.stringify({{inner: w, scroll: document.documentElement.scrollWidth,
                            charts: charts.length,
                            wide: charts.filter(function(s){{var r=s.getBoundingClientRect();return r.left < 0 || r.right > w + 0.5}}).map(function(s){{return s.id}}),
+                           clipped: charts.reduce(function(out, s){{var r=s.getBoundingClientRect();[].slice.call(s.querySelectorAll('text')).forEach(function(t){{var b=t.getBoundingClientRect();if(b.width>0&&(b.left<r.left-1||b.right>r.right+1)){{out.push(s.id+': '+t.textContent)}}}});return out}}, []),
                            textFill: charts.length ? getComputedStyle(document.querySelector('section.view.on svg.chart text:not(.k)')).fill : ''}})"
                     ));
                     let state: serde_json::Value =
@@ -725,6 +726,8 @@ fn charts_fit_a_phone_and_a_desktop_in_both_themes_offline_under_the_csp_with_ho
                         "{at}: the page scrolls sideways: {state}"
                     );
                     assert_eq!(state["wide"], serde_json::json!([]), "{at}: {state}");
+                    // ... and no chart's text runs past its chart's edge.
+                    assert_eq!(state["clipped"], serde_json::json!([]), "{at}: {state}");
                     // The tasks view has a chart only with repetitions (the partial fixture's 3).
                     if CHART_VIEWS.contains(&view) && (view != "tasks" || !hostile) {
                         assert!(state["charts"].as_u64().unwrap() >= 1, "{at}: no chart");

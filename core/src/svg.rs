@@ -60,13 +60,38 @@ fn is_replaced(c: char) -> bool {
     (c.is_control() && !matches!(c, '\t' | '\n' | '\r')) || matches!(c, '\u{FFFE}' | '\u{FFFF}')
 }
 
-/// At most `max` characters of `text`, the last one `…` when it was cut. For labels in a fixed
-/// column; the whole text goes in the mark's `<title>` and the data table.
-pub fn truncate(text: &str, max: usize) -> Cow<'_, str> {
-    if text.chars().count() <= max {
+/// `text` cut to fit `width` user units at a font size of `font` units, ending in `…` when cut.
+/// For labels in a fixed column; the whole text goes in the mark's `<title>` and the data table.
+///
+/// No font is measured here: each character is given a generous advance (that of DejaVu Sans,
+/// the widest common sans-serif, rounded up: `i` 0.32 em, most lowercase letters 0.58 em,
+/// digits 0.64 em, capitals 0.8 em, `m` `w` `M` `W` `@` `%` and anything beyond ASCII 1 em), so
+/// a label fits in any of the fonts the stylesheet names.
+pub fn fit(text: &str, width: f64, font: f64) -> Cow<'_, str> {
+    let advance = |c: char| -> f64 {
+        match c {
+            'i' | 'j' | 'l' | '\'' | '|' | '!' | '.' | ',' | ':' | ';' => 0.32,
+            ' ' | 'f' | 't' | 'r' | '(' | ')' | '[' | ']' | '/' | '\\' | '-' | '"' | '`' => 0.42,
+            'm' | 'w' | 'M' | 'W' | '@' | '%' => 1.0,
+            '0'..='9' | '_' | '*' | '?' | '$' | '{' | '}' => 0.64,
+            'A'..='Z' | '<' | '>' | '=' | '+' | '~' | '#' | '&' | '^' => 0.85,
+            c if c.is_ascii() => 0.58,
+            _ => 1.0,
+        }
+    };
+    let budget = width / font;
+    let total: f64 = text.chars().map(advance).sum();
+    if total <= budget {
         return Cow::Borrowed(text);
     }
-    let kept: String = text.chars().take(max.saturating_sub(1)).collect();
+    let mut used = advance('…');
+    let kept: String = text
+        .chars()
+        .take_while(|c| {
+            used += advance(*c);
+            used <= budget
+        })
+        .collect();
     Cow::Owned(format!("{kept}…"))
 }
 
@@ -792,9 +817,23 @@ mod tests {
 
     #[test]
     fn labels_are_cut_with_an_ellipsis() {
-        assert_eq!(truncate("abcdef", 6), "abcdef");
-        assert_eq!(truncate("abcdefg", 6), "abcde…");
-        assert_eq!(truncate("ééééééé", 3), "éé…");
+        // A usual task name fits a 130-unit column at 12 units ...
+        assert_eq!(
+            fit("acct-t22-fzyeg-mint", 130.0, 12.0),
+            "acct-t22-fzyeg-mint"
+        );
+        // ... a longer one is cut, and markup, capitals and wide letters take more room.
+        assert_eq!(
+            fit("tx-legacy-nonce-bonk-with-memo", 130.0, 12.0),
+            "tx-legacy-nonce-bo…"
+        );
+        assert_eq!(
+            fit("</text></svg><img src=x>", 130.0, 12.0),
+            "</text></svg><i…"
+        );
+        assert_eq!(fit("MMMMMMMMMMMM", 60.0, 12.0), "MMMM…");
+        assert_eq!(fit("éééééééé", 48.0, 12.0), "ééé…");
+        assert_eq!(fit("", 10.0, 12.0), "");
     }
 
     #[test]

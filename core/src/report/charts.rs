@@ -18,27 +18,26 @@ use crate::money::MicroUsd;
 use crate::outcome::Outcome;
 use crate::state::AttemptState;
 use crate::svg::{
-    DataTable, Linear, Px, Svg, Value, arm_class, figure, outcome_class, truncate, verdict_class,
+    DataTable, Linear, Px, Svg, Value, arm_class, figure, fit, outcome_class, verdict_class,
 };
 
 /// Every chart's user-space width; the stylesheet caps its drawn width at 520 px, so 12-unit
 /// text reads at 11 px on a 390 px phone and at most 15.6 px on a desktop.
 const WIDTH: f64 = 400.0;
 
-/// Characters of a task name that fit the label column; the whole name is in the mark's
-/// `<title>` and in the data table.
-const LABEL_CHARS: usize = 18;
+/// The charts' font size in user units (the stylesheet's 12px); labels are cut to fit by it.
+const FONT: f64 = 12.0;
 
 /// Where an arm's name ends (right-aligned) in the arm charts.
 const ARM_LABEL_END: f64 = 70.0;
 /// Where a task's name ends (right-aligned) in the task charts.
-const TASK_LABEL_END: f64 = 122.0;
+const TASK_LABEL_END: f64 = 136.0;
 /// The plot of the rate charts (success, activation): 0 % to 100 %.
-pub(super) const RATE_X: (f64, f64) = (78.0, 318.0);
+pub(super) const RATE_X: (f64, f64) = (78.0, 296.0);
 /// The plot of the forests: −100 % to +100 %.
-pub(super) const FOREST_X: (f64, f64) = (130.0, 340.0);
+pub(super) const FOREST_X: (f64, f64) = (144.0, 344.0);
 /// Where the numbers beside a bar or a dot start.
-const RATE_TEXT: f64 = 324.0;
+const RATE_TEXT: f64 = 302.0;
 const FOREST_TEXT: f64 = 350.0;
 
 /// An arm as people read it: A and B uppercase, baseline as itself.
@@ -500,7 +499,7 @@ fn forest(report: &Report, pair: &Pair) -> String {
                 ("y", (mid + 4.0).into()),
                 ("text-anchor", "end".into()),
             ],
-            &truncate(task, LABEL_CHARS),
+            &fit(task, TASK_LABEL_END - 4.0, FONT),
         );
         svg.mark(
             "circle",
@@ -532,7 +531,7 @@ fn forest(report: &Report, pair: &Pair) -> String {
             "text",
             &[
                 ("class", "k".into()),
-                ("x", FOREST_X.0.into()),
+                ("x", 4.0.into()),
                 ("y", (TOP + 12.0).into()),
             ],
             "nothing to compare yet: no complete pair",
@@ -1059,7 +1058,7 @@ pub(super) fn repetitions(report: &Report) -> Option<String> {
                 ("y", (mid + 4.0).into()),
                 ("text-anchor", "end".into()),
             ],
-            &truncate(&row.task, LABEL_CHARS),
+            &fit(&row.task, TASK_LABEL_END - 4.0, FONT),
         );
         for (j, arm) in arms.iter().enumerate() {
             let left = FOREST_X.0 + group * j as f64;
@@ -1196,7 +1195,7 @@ pub(super) fn activation(activation: &Activation) -> String {
                 ("y", (top + ROW * arms.len() as f64 / 2.0 + 4.0).into()),
                 ("text-anchor", "end".into()),
             ],
-            &truncate(&task.task, LABEL_CHARS),
+            &fit(&task.task, TASK_LABEL_END - 4.0, FONT),
         );
         for (j, arm) in arms.iter().enumerate() {
             let Some(l) = task.arms.get(*arm) else {
