@@ -3,6 +3,12 @@
 //! `<img onerror>`, `javascript:` links, CSS injection — stay inert text. A screenshot of each
 //! view is saved to `target/report-screenshots/` for people to look at.
 //!
+//! The charts are checked at 1200 px and 390 px, light and dark: nothing wider than the viewport,
+//! no CSP violation, no request, hostile task names inert inside the SVG, data tables open in
+//! print. A full-page screenshot of every view in each case, and of the print layout, is saved
+//! to `target/report-screenshots/charts/` (the workspace's `target/`, whatever
+//! `CARGO_TARGET_DIR` says), named `<fixture>-<width>-<theme>-<view>.png`.
+//!
 //! The interactive parts (tabs, the light/dark toggle under a dark system theme, the evidence
 //! filters, a matrix cell opening its attempts) are driven through the DevTools protocol: a
 //! minimal WebSocket client below, so no browser-automation crate is needed. The system theme
@@ -580,4 +586,275 @@ fn each_tab_shows_its_view_and_evidence_filters_by_task_arm_and_outcome() {
         serde_json::json!([want[0], want[1], true]),
         "{opened}"
     );
+}
+
+/// Task names that try to leave an SVG `<text>`, open elements, run script or end a CDATA
+/// section, replacing three of the rich fixture's tasks.
+const HOSTILE_TASKS: [(&str, &str); 3] = [
+    (
+        "plan-t22-fee-memo",
+        "<script>document.title='PWNED-SVG'</script>",
+    ),
+    (
+        "tx-v0-alt-usdc",
+        "</text></svg><img src=x onerror=\"document.title='PWNED-SVG-IMG'\">",
+    ),
+    (
+        "acct-t22-fzyeg-mint",
+        "]]><svg onload=\"document.title='PWNED-ONLOAD'\">&amp;\"'\u{1}",
+    ),
+];
+
+/// The committed rich report (three arms, six tasks, outcomes of every kind) with hostile task
+/// names and a hostile answer, or the committed partial one (three repetitions), rendered by the
+/// core's HTML view into `dir`. Returns the HTML path.
+fn chart_report(dir: &Path, fixture: &str, hostile: bool) -> PathBuf {
+    let path = workspace_root().join("core/tests/fixtures").join(fixture);
+    let mut json = std::fs::read_to_string(&path).unwrap();
+    if hostile {
+        for (name, replacement) in HOSTILE_TASKS {
+            json = json.replace(
+                &format!("\"{name}\""),
+                &serde_json::to_string(replacement).unwrap(),
+            );
+        }
+    }
+    let mut doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    if hostile {
+        doc["trials"][0]["attempts"][0]["answer"] = serde_json::json!(HOSTILE.join(" "));
+    }
+    let report = skilltrial_core::report::Report::from_value(&doc).unwrap();
+    let html = dir.join(fixture.replace(".json", ".html"));
+    std::fs::write(&html, skilltrial_core::report::html::render(&report)).unwrap();
+    html
+}
+
+/// Standard base64 (what DevTools returns screenshots in), without a dependency for it.
+fn base64_decode(text: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        _ => 63,
+    };
+    let bytes: Vec<u8> = text.bytes().filter(|c| *c != b'=').collect();
+    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
+    for chunk in bytes.chunks(4) {
+        let mut n = 0u32;
+        for (i, c) in chunk.iter().enumerate() {
+            n |= u32::from(value(*c)) << (18 - 6 * i);
+        }
+        out.extend_from_slice(&n.to_be_bytes()[1..chunk.len()]);
+    }
+    out
+}
+
+impl Page {
+    /// The whole page as a PNG at the current viewport width.
+    fn screenshot(&mut self, path: &Path) {
+        let metrics = self.call("Page.getLayoutMetrics", serde_json::json!({}));
+        let size = &metrics["cssContentSize"];
+        let shot = self.call(
+            "Page.captureScreenshot",
+            serde_json::json!({
+                "format": "png",
+                "captureBeyondViewport": true,
+                "clip": { "x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1 }
+            }),
+        );
+        std::fs::write(path, base64_decode(shot["data"].as_str().unwrap())).unwrap();
+    }
+}
+
+/// The views that hold charts (every view is checked for width and saved).
+const CHART_VIEWS: [&str; 3] = ["summary", "tasks", "cost"];
+
+#[test]
+fn charts_fit_a_phone_and_a_desktop_in_both_themes_offline_under_the_csp_with_hostile_names_inert()
+{
+    let tmp = tempfile::tempdir().unwrap();
+    let shots = workspace_root().join("target/report-screenshots/charts");
+    std::fs::create_dir_all(&shots).unwrap();
+    let (proxy, requests) = recording_proxy();
+    for (fixture, hostile) in [
+        ("report-v2-rich.json", true),
+        ("report-v2-partial.json", false),
+    ] {
+        let html = chart_report(tmp.path(), fixture, hostile);
+        let url = format!("file://{}", html.display());
+        let mut page = Page::open(proxy, &tmp.path().join(format!("chrome-{fixture}")), &url);
+        // Count CSP violations from the first byte of the page on: a listener installed before
+        // the document loads, then a reload.
+        page.call("Page.enable", serde_json::json!({}));
+        page.call(
+            "Page.addScriptToEvaluateOnNewDocument",
+            serde_json::json!({ "source": "window.__csp=[];document.addEventListener('securitypolicyviolation',function(e){window.__csp.push(e.violatedDirective+' '+e.blockedURI)});" }),
+        );
+        page.call("Page.reload", serde_json::json!({}));
+        for _ in 0..100 {
+            if page.eval("document.readyState === 'complete' && document.documentElement.classList.contains('js') && Array.isArray(window.__csp)") == true {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let stem = fixture.trim_end_matches(".json");
+        let mut fills = Vec::new();
+        for width in [1200u32, 390] {
+            page.call(
+                "Emulation.setDeviceMetricsOverride",
+                serde_json::json!({ "width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600 }),
+            );
+            for scheme in ["light", "dark"] {
+                page.emulate_color_scheme(scheme);
+                for view in VIEWS {
+                    let state = page.eval(&format!(
+                        "document.querySelector('nav a[href=\"#{view}\"]').click();
+                         var w=window.innerWidth, charts=[].slice.call(document.querySelectorAll('section.view.on svg.chart'));
+                         JSON.stringify({{inner: w, scroll: document.documentElement.scrollWidth,
+                           charts: charts.length,
+                           wide: charts.filter(function(s){{var r=s.getBoundingClientRect();return r.left < 0 || r.right > w + 0.5}}).map(function(s){{return s.id}}),
+                           clipped: charts.reduce(function(out, s){{var r=s.getBoundingClientRect();[].slice.call(s.querySelectorAll('text')).forEach(function(t){{var b=t.getBoundingClientRect();if(b.width>0&&(b.left<r.left-1||b.right>r.right+1)){{out.push(s.id+': '+t.textContent)}}}});return out}}, []),
+                           textFill: charts.length ? getComputedStyle(document.querySelector('section.view.on svg.chart text:not(.k)')).fill : ''}})"
+                    ));
+                    let state: serde_json::Value =
+                        serde_json::from_str(state.as_str().unwrap()).unwrap();
+                    let at = format!("{stem} {view} at {width} px, {scheme}");
+                    // Then nothing is wider than the viewport ...
+                    assert!(
+                        state["scroll"].as_u64() <= state["inner"].as_u64(),
+                        "{at}: the page scrolls sideways: {state}"
+                    );
+                    assert_eq!(state["wide"], serde_json::json!([]), "{at}: {state}");
+                    // ... and no chart's text runs past its chart's edge.
+                    assert_eq!(state["clipped"], serde_json::json!([]), "{at}: {state}");
+                    // The tasks view has a chart only with repetitions (the partial fixture's 3).
+                    if CHART_VIEWS.contains(&view) && (view != "tasks" || !hostile) {
+                        assert!(state["charts"].as_u64().unwrap() >= 1, "{at}: no chart");
+                    }
+                    if view == "summary" {
+                        fills.push((scheme, state["textFill"].as_str().unwrap().to_owned()));
+                    }
+                    // ... and each view is saved for people to look at.
+                    page.screenshot(&shots.join(format!("{stem}-{width}-{scheme}-{view}.png")));
+                }
+            }
+        }
+        // In print every view shows, the navigation does not, and every chart's data table is
+        // open on the page.
+        page.call(
+            "Emulation.setEmulatedMedia",
+            serde_json::json!({ "media": "print", "features": [{ "name": "prefers-color-scheme", "value": "light" }] }),
+        );
+        let printed = page.eval(
+            "JSON.stringify({
+               hidden_views: [].slice.call(document.querySelectorAll('section.view')).filter(function(s){return getComputedStyle(s).display === 'none'}).map(function(s){return s.id}),
+               nav: getComputedStyle(document.querySelector('nav')).display,
+               tables: document.querySelectorAll('figure.chart details.data table').length,
+               shown: [].slice.call(document.querySelectorAll('figure.chart details.data table')).filter(function(t){return t.getBoundingClientRect().height > 0}).length
+             })",
+        );
+        let printed: serde_json::Value = serde_json::from_str(printed.as_str().unwrap()).unwrap();
+        assert_eq!(printed["hidden_views"], serde_json::json!([]), "{printed}");
+        assert_eq!(printed["nav"], "none", "{printed}");
+        assert!(printed["tables"].as_u64().unwrap() >= 6, "{printed}");
+        assert_eq!(printed["shown"], printed["tables"], "{printed}");
+        page.screenshot(&shots.join(format!("{stem}-print.png")));
+        page.call(
+            "Emulation.setEmulatedMedia",
+            serde_json::json!({ "media": "", "features": [] }),
+        );
+
+        // The charts follow the theme: their text is the page's foreground in each.
+        for (scheme, fill) in &fills {
+            let want = if *scheme == "dark" {
+                "rgb(230, 230, 234)"
+            } else {
+                "rgb(28, 29, 33)"
+            };
+            assert_eq!(fill, want, "{scheme} chart text");
+        }
+
+        if hostile {
+            // Hostile task names are text inside the SVG: no element they tried to open, no
+            // handler, no changed title, and the names read back as written.
+            let inert = page.eval(
+                "JSON.stringify({
+                   elements: document.querySelectorAll('svg script, svg img, svg svg, svg foreignObject').length,
+                   handlers: [].slice.call(document.querySelectorAll('svg *')).filter(function(e){return e.getAttributeNames().some(function(n){return n.indexOf('on')===0})}).length,
+                   title: document.title,
+                   names: [].slice.call(document.querySelectorAll('#chart-forest-b-a a[data-task]')).map(function(a){return a.getAttribute('data-task')})
+                 })",
+            );
+            let inert: serde_json::Value = serde_json::from_str(inert.as_str().unwrap()).unwrap();
+            assert_eq!(inert["elements"], 0, "{inert}");
+            assert_eq!(inert["handlers"], 0, "{inert}");
+            assert!(
+                inert["title"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("SkillTrial report"),
+                "{inert}"
+            );
+            let names: Vec<&str> = inert["names"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n.as_str().unwrap())
+                .collect();
+            assert!(names.contains(&HOSTILE_TASKS[0].1), "{names:?}");
+            assert!(names.contains(&HOSTILE_TASKS[1].1), "{names:?}");
+
+            // A forest dot opens its task's trials in the evidence view.
+            let opened = page.eval(&format!(
+                "document.querySelector('nav a[href=\"#summary\"]').click();
+                 var a=document.querySelector('#chart-forest-b-a a[data-task]');
+                 var want=a.getAttribute('data-task');
+                 a.dispatchEvent(new MouseEvent('click', {{bubbles: true, cancelable: true}}));
+                 var shown={visible};
+                 JSON.stringify({{want: want, view: document.querySelector('section.view.on').id,
+                   shown: shown.map(function(d){{return d.getAttribute('data-task')}})}})",
+                visible = "[].slice.call(document.querySelectorAll('#evidence details[data-task]')).filter(function(d){return getComputedStyle(d).display !== 'none'})"
+            ));
+            let opened: serde_json::Value = serde_json::from_str(opened.as_str().unwrap()).unwrap();
+            assert_eq!(opened["view"], "evidence", "{opened}");
+            let shown = opened["shown"].as_array().unwrap();
+            assert!(!shown.is_empty(), "{opened}");
+            assert!(shown.iter().all(|t| *t == opened["want"]), "{opened}");
+        }
+
+        // The page itself broke no CSP rule and loaded nothing ...
+        assert_eq!(page.eval("JSON.stringify(window.__csp)"), "[]", "{fixture}");
+        assert_eq!(
+            page.eval("performance.getEntriesByType('resource').length"),
+            0,
+            "{fixture}"
+        );
+        // ... and the listener would have seen one: an inline style set from here is refused.
+        page.eval("document.body.setAttribute('style','outline:1px solid red')");
+        std::thread::sleep(Duration::from_millis(200));
+        assert_ne!(
+            page.eval("window.__csp.length"),
+            0,
+            "the CSP listener saw nothing"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let seen = requests.lock().unwrap().clone();
+    assert!(
+        !seen
+            .iter()
+            .any(|l| l.contains("127.0.0.1") || l.contains("localhost") || l.contains("file")),
+        "the page made network requests: {seen:?}"
+    );
+    for line in &seen {
+        assert!(
+            line.is_empty()
+                || line.contains("google")
+                || line.contains("gstatic")
+                || line.contains("gvt1")
+                || line.contains("chrome"),
+            "unexpected network request: {line}"
+        );
+    }
 }

@@ -229,6 +229,19 @@ fn report_json_and_html_text_snapshots() {
     insta::assert_snapshot!("report_json", serde_json::to_string_pretty(&file).unwrap());
 
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    // Model time varies from run to run; its chart (the only one) is left out of both.
+    let html = without_chart(&html, "chart-time");
+    // The charts' markup, one tag a line, so a chart change is a visible diff.
+    let charts: Vec<&str> = html
+        .split("<figure class=\"chart\">")
+        .skip(1)
+        .map(|f| f.split("</figure>").next().unwrap())
+        .collect();
+    assert!(charts.len() >= 7, "the report's charts: {}", charts.len());
+    insta::assert_snapshot!(
+        "report_html_charts",
+        charts.join("\n\n").replace("><", ">\n<")
+    );
     let body = html.split("<body>").nth(1).unwrap();
     let body = body.split("<script>").next().unwrap();
     let mut text = String::new();
@@ -257,6 +270,16 @@ fn report_json_and_html_text_snapshots() {
     // The answers in the evidence view are escaped JSON; keep the snapshot to the first view's
     // worth of structure plus every heading.
     insta::assert_snapshot!("report_html_text", text);
+}
+
+/// The page without the chart figure whose SVG has `id`.
+fn without_chart(html: &str, id: &str) -> String {
+    let svg = html
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no {id}"));
+    let start = html[..svg].rfind("<figure").unwrap();
+    let end = svg + html[svg..].find("</figure>").unwrap() + "</figure>".len();
+    format!("{}{}", &html[..start], &html[end..])
 }
 
 /// Replaces the random part of attempt ids (`<run12>-<trial>-<seq>-<12 hex>`) with `<random>`.

@@ -21,7 +21,10 @@ use crate::settlement::Settlement;
 use sha2::{Digest, Sha256};
 
 /// The report's stylesheet, shared with the ledger's page.
-pub(crate) const STYLE: &str = r#"
+/// The charts' rules ([`crate::svg::STYLE`]) come last, in the same `<style>`, so the CSP hash
+/// covers them.
+pub(crate) const STYLE: &str = concat!(
+    r#"
 :root{--bg:#fbfbfa;--fg:#1c1d21;--muted:#5d6270;--card:#fff;--line:#e3e4e8;--accent:#3451b2;--onaccent:#fff;--good:#1f7a4d;--goodbg:#e3f4ea;--bad:#b42318;--badbg:#fdecea;--mid:#8a5a00;--midbg:#fff4d6;--warnbg:#fff4d6}
 @media (prefers-color-scheme:dark){:root:not([data-theme=light]){--bg:#15161a;--fg:#e6e6ea;--muted:#a2a6b3;--card:#1d1f25;--line:#30333c;--accent:#8ea2ff;--onaccent:#15161a;--good:#5fd39b;--goodbg:#15392a;--bad:#ff8a80;--badbg:#43201d;--mid:#f0c060;--midbg:#3d3117;--warnbg:#3d3117}}
 :root[data-theme=dark]{--bg:#15161a;--fg:#e6e6ea;--muted:#a2a6b3;--card:#1d1f25;--line:#30333c;--accent:#8ea2ff;--onaccent:#15161a;--good:#5fd39b;--goodbg:#15392a;--bad:#ff8a80;--badbg:#43201d;--mid:#f0c060;--midbg:#3d3117;--warnbg:#3d3117}
@@ -44,7 +47,11 @@ button{font:inherit;padding:4px 10px;border-radius:6px;border:1px solid var(--li
 .js section.view{display:none}.js section.view.on{display:block}
 a{color:var(--accent)}td a{color:inherit}.changes li{margin:2px 0}.filters{display:flex;gap:10px;flex-wrap:wrap;margin:8px 0}.filters label{font-size:12.5px;color:var(--muted)}select{font:inherit;color:var(--fg);background:var(--card);border:1px solid var(--line);border-radius:6px;padding:2px 6px}
 .js details.hide{display:none}
-"#;
+@media (max-width:600px){header{padding:14px 12px 8px}main{padding:8px 12px 32px}table{display:block;overflow-x:auto}.sub,header .mono{overflow-wrap:anywhere}}
+@media print{nav,button,.filters{display:none}.js section.view{display:block}header{border:0}}
+"#,
+    crate::svg::chart_style!()
+);
 
 const SCRIPT: &str = r#"
 (function(){var d=document.documentElement;d.classList.add('js');
@@ -334,6 +341,9 @@ fn summary_view(h: &mut String, report: &Report) {
     let summary = &report.summary;
     h.push_str("<section class=\"view\" id=\"summary\"><h2>What changed</h2>");
     h.push_str(&changes_html(report));
+    h.push_str("<h2 id=\"glance\">At a glance</h2>");
+    h.push_str(&super::charts::success_rates(report));
+    h.push_str(&super::charts::forests(report));
     h.push_str("<h2>Summary and coverage</h2><div class=\"cards\">");
     for arm in &summary.arms {
         arm_card(h, arm);
@@ -364,7 +374,9 @@ fn summary_view(h: &mut String, report: &Report) {
     if let Some(activation) = &report.activation {
         activation_section(h, activation);
     }
-    h.push_str("<h3>Coverage</h3><table class=\"sortable\"><thead><tr><th>arm</th><th>bundle</th><th>coverage</th><th class=\"num\">pass</th><th class=\"num\">fail</th><th class=\"num\">invalid output</th><th class=\"num\">unsupported</th></tr></thead><tbody>");
+    h.push_str("<h3>Coverage</h3>");
+    h.push_str(&super::charts::outcomes(report));
+    h.push_str("<table class=\"sortable\"><thead><tr><th>arm</th><th>bundle</th><th>coverage</th><th class=\"num\">pass</th><th class=\"num\">fail</th><th class=\"num\">invalid output</th><th class=\"num\">unsupported</th></tr></thead><tbody>");
     for arm in &summary.arms {
         let (bundle, coverage) = match &arm.bundle {
             None => ("—".to_owned(), "—".to_owned()),
@@ -449,6 +461,7 @@ fn activation_section(h: &mut String, activation: &Activation) {
         "</div><p class=\"sub\">{}</p>",
         escape(ACTIVATION_MEANING)
     );
+    h.push_str(&super::charts::activation(activation));
     // The per-task grid: loaded and passed / loaded and failed / not loaded, per arm.
     let arms: Vec<&str> = activation.arms.iter().map(|a| a.arm.as_str()).collect();
     h.push_str("<h3>Per task: loaded and passed · loaded and failed · not loaded</h3><table class=\"sortable\"><thead><tr><th>task</th>");
@@ -690,7 +703,12 @@ fn tasks_view(h: &mut String, report: &Report) {
         .iter()
         .map(|a| a.arm.as_str())
         .collect();
-    h.push_str("<section class=\"view\" id=\"tasks\"><h2>Tasks and trials</h2><h3>Per-task matrix (pass / executed)</h3><table class=\"sortable\"><thead><tr><th>task</th><th>family</th>");
+    h.push_str("<section class=\"view\" id=\"tasks\"><h2>Tasks and trials</h2>");
+    if let Some(grid) = super::charts::repetitions(report) {
+        h.push_str("<h3>Repetitions</h3>");
+        h.push_str(&grid);
+    }
+    h.push_str("<h3>Per-task matrix (pass / executed)</h3><table class=\"sortable\"><thead><tr><th>task</th><th>family</th>");
     for arm in &arms {
         let _ = write!(h, "<th class=\"num\">{}</th>", escape(&arm_label(arm)));
     }
@@ -873,6 +891,7 @@ fn cost_view(h: &mut String, report: &Report) {
             Some(n) => format!(" · up to {n} requests at a time"),
         }
     );
+    h.push_str(&super::charts::cost_and_time(report));
     h.push_str("<table class=\"sortable\"><thead><tr><th>arm</th><th class=\"num\">spent</th></tr></thead><tbody>");
     for (arm, v) in &cost.spent_by_arm_usd_micros {
         let _ = write!(
@@ -1065,8 +1084,13 @@ mod tests {
 
     /// The custom properties of the rule that starts with `selector` in [`STYLE`].
     fn variables(selector: &str) -> std::collections::BTreeMap<String, String> {
-        let start = STYLE.find(selector).expect("selector in STYLE") + selector.len();
-        let body = &STYLE[start..];
+        variables_in(STYLE, selector)
+    }
+
+    /// The custom properties of the first rule that starts with `selector` in `style`.
+    fn variables_in(style: &str, selector: &str) -> std::collections::BTreeMap<String, String> {
+        let start = style.find(selector).expect("selector in the style") + selector.len();
+        let body = &style[start..];
         let body = &body[..body.find('}').unwrap()];
         body.split(';')
             .filter_map(|d| d.trim().strip_prefix("--"))
@@ -1153,6 +1177,38 @@ mod tests {
             // Then the active tab is readable too (it was 2.4:1 in the dark theme).
             let ratio = contrast(&resolve(&tab.0, theme), &resolve(&tab.1, theme));
             assert!(ratio >= 4.5, "{name}: the active tab is {ratio:.2}:1");
+        }
+    }
+
+    #[test]
+    fn every_chart_mark_colour_stands_out_from_the_page_in_both_themes() {
+        // Given the page's backgrounds and the charts' colours, light and dark ...
+        let light = variables(":root{");
+        let dark = variables(":root[data-theme=dark]{");
+        let chart_light = variables_in(crate::svg::STYLE, ":root{");
+        let chart_dark = variables_in(crate::svg::STYLE, ":root[data-theme=dark]{");
+        assert_eq!(
+            chart_light.keys().collect::<Vec<_>>(),
+            chart_dark.keys().collect::<Vec<_>>()
+        );
+        for (name, page, chart) in [
+            ("light", &light, &chart_light),
+            ("dark", &dark, &chart_dark),
+        ] {
+            for (mark, colour) in chart {
+                // "Not run" and "no result yet" are absences: faint on purpose, and outlined.
+                if ["o-notrun", "o-pending"].contains(&mark.as_str()) {
+                    continue;
+                }
+                // ... then every mark meets WCAG's 3:1 for graphics on both page surfaces.
+                for surface in ["bg", "card"] {
+                    let ratio = contrast(colour, &page[surface]);
+                    assert!(
+                        ratio >= 3.0,
+                        "{name}: --{mark} on --{surface} is {ratio:.2}:1"
+                    );
+                }
+            }
         }
     }
 

@@ -14,6 +14,7 @@
 
 mod activation;
 mod build;
+mod charts;
 pub mod comparable;
 mod facts;
 pub mod html;
