@@ -302,6 +302,73 @@ fn p_words(p: Option<&super::ExactFraction>) -> String {
     )
 }
 
+/// A proportion as the report writes it: its value and its Wilson 95 % bounds, read back from
+/// the six-place strings, so an interval drawn from it is the JSON's to the digit.
+fn rate_parts(rate: &Rate) -> Option<(f64, f64, f64)> {
+    Some((
+        number(&rate.value)?,
+        number(&rate.wilson95[0])?,
+        number(&rate.wilson95[1])?,
+    ))
+}
+
+/// The 95 % interval of the difference x − y of two pass rates, from each rate's Wilson
+/// interval (Newcombe's hybrid score method, his method 10): lower
+/// `d − √((x − lₓ)² + (u_y − y)²)`, upper `d + √((uₓ − x)² + (y − l_y)²)`, cut to [−1, 1]. It
+/// treats the two arms as independent samples, so for paired repetitions it is, if anything,
+/// wider than it need be: a task's line says how little one task's few repetitions show, not
+/// what the paired test over tasks concludes.
+pub(super) fn difference_interval(x: (f64, f64, f64), y: (f64, f64, f64)) -> (f64, f64) {
+    let ((px, lx, ux), (py, ly, uy)) = (x, y);
+    let d = px - py;
+    let lower = d - ((px - lx).powi(2) + (uy - py).powi(2)).sqrt();
+    let upper = d + ((ux - px).powi(2) + (py - ly).powi(2)).sqrt();
+    (lower.max(-1.0), upper.min(1.0))
+}
+
+/// A task's interval for `pair`: from its per-task counts in the report (`tasks[].arms`), as
+/// [`Rate`]s, when both arms executed exactly its complete pairs (otherwise its rates and its
+/// paired difference count different trials, and no interval is drawn).
+fn task_interval(report: &Report, pair: &Pair, task: &str, pairs: u64) -> Option<(f64, f64)> {
+    let row = report.tasks.iter().find(|t| t.task == task)?;
+    let (x, y) = (row.arms.get(&pair.x)?, row.arms.get(&pair.y)?);
+    if x.executed != pairs || y.executed != pairs {
+        return None;
+    }
+    Some(difference_interval(
+        rate_parts(&Rate::of(x.pass, x.executed)?)?,
+        rate_parts(&Rate::of(y.pass, y.executed)?)?,
+    ))
+}
+
+/// The interval of the contrast's difference over all its pairs, from the pair's own pass rates
+/// when they count exactly those pairs.
+fn overall_interval(pair: &Pair, pairs: u64) -> Option<(f64, f64)> {
+    let (x, y) = (pair.x_pass_rate.as_ref()?, pair.y_pass_rate.as_ref()?);
+    if x.den != pairs || y.den != pairs {
+        return None;
+    }
+    Some(difference_interval(rate_parts(x)?, rate_parts(y)?))
+}
+
+/// A horizontal interval line across `lo`..`hi` at height `y`, under the mark it belongs to
+/// (`task`'s dot, or the diamond of all pairs: `task` empty).
+fn interval_line(svg: &mut Svg, x: &Linear, task: &str, (lo, hi): (f64, f64), y: f64) {
+    svg.leaf(
+        "line",
+        &[
+            ("class", "whisker interval".into()),
+            ("data-task", task.into()),
+            ("data-lo", Value::Text(format!("{lo:.6}").into())),
+            ("data-hi", Value::Text(format!("{hi:.6}").into())),
+            ("x1", x.px(lo).into()),
+            ("x2", x.px(hi).into()),
+            ("y1", y.into()),
+            ("y2", y.into()),
+        ],
+    );
+}
+
 /// The forest plots: per contrast the report has, one dot per task with a complete pair at
 /// `x_minus_y_passes ÷ pairs` (−100 % … +100 %), sorted from the largest gain down, coloured by
 /// the task's verdict label and linked to its trials, with the contrast's exact and
@@ -440,6 +507,9 @@ fn forest(report: &Report, pair: &Pair) -> String {
             ],
             "all pairs",
         );
+        if let Some(interval) = overall_interval(pair, d.pairs) {
+            interval_line(&mut svg, &x, "", interval, mid);
+        }
         let (cx, s) = (x.px(v).get(), 6.0);
         svg.mark(
             "path",
@@ -476,14 +546,29 @@ fn forest(report: &Report, pair: &Pair) -> String {
         );
         y += ROW;
     }
+    let intervals: BTreeMap<&str, (f64, f64)> = rows
+        .iter()
+        .filter_map(|(task, _, pairs, _)| {
+            task_interval(report, pair, task, *pairs).map(|i| (*task, i))
+        })
+        .collect();
     for (task, diff, pairs, value) in &rows {
         let mid = y + ROW / 2.0;
         let label = verdicts.get(task).copied().flatten();
+        let interval = intervals.get(task).copied();
         let hover = format!(
-            "{task}: {xn} − {yn} = {diff:+} of {} · verdict {} · open its trials",
+            "{task}: {xn} − {yn} = {diff:+} of {}{} · verdict {} · open its trials",
             count_of(*pairs, "pair", "pairs"),
+            interval.map_or_else(String::new, |(lo, hi)| format!(
+                " · 95 % interval {:+.0} to {:+.0} points",
+                lo * 100.0,
+                hi * 100.0
+            )),
             label.unwrap_or("none yet")
         );
+        if let Some(interval) = interval {
+            interval_line(&mut svg, &x, task, interval, mid);
+        }
         svg.open(
             "a",
             &[
@@ -537,7 +622,20 @@ fn forest(report: &Report, pair: &Pair) -> String {
             "nothing to compare yet: no complete pair",
         );
     }
-    let mut table = DataTable::new(&["task", "verdict", "pairs", "passes X − Y", "difference"]);
+    let interval_text = |interval: Option<(f64, f64)>| {
+        interval.map_or_else(
+            || "—".to_owned(),
+            |(lo, hi)| format!("{lo:+.6} to {hi:+.6}"),
+        )
+    };
+    let mut table = DataTable::new(&[
+        "task",
+        "verdict",
+        "pairs",
+        "passes X − Y",
+        "difference",
+        "95 % interval",
+    ]);
     for (task, diff, pairs, value) in &rows {
         table.rows.push(vec![
             (*task).to_owned(),
@@ -550,6 +648,7 @@ fn forest(report: &Report, pair: &Pair) -> String {
             pairs.to_string(),
             format!("{diff:+}"),
             format!("{value:+.6}"),
+            interval_text(intervals.get(task).copied()),
         ]);
     }
     if let Some((d, _)) = overall {
@@ -559,12 +658,13 @@ fn forest(report: &Report, pair: &Pair) -> String {
             d.pairs.to_string(),
             format!("{:+}", d.x_minus_y_passes),
             d.value.clone(),
+            interval_text(overall_interval(pair, d.pairs)),
         ]);
     }
     figure(
         svg.finish(),
         &format!(
-            "{xn} − {yn} per task: each dot is a task's passes in {xn} minus passes in {yn} over its complete pairs, as a share of them (right of 0: {xn} better), coloured by the task's verdict; the diamond is all pairs together. Each task opens its trials. {p_line} ({}).",
+            "{xn} − {yn} per task: each dot is a task's passes in {xn} minus passes in {yn} over its complete pairs, as a share of them (right of 0: {xn} better), coloured by the task's verdict; the diamond is all pairs together. The line through a dot is the 95 % interval of that difference of pass rates (Newcombe's method from the two Wilson intervals; with few repetitions it is wide: one task shows little on its own). Each task opens its trials. {p_line} ({}).",
             pair.test.name
         ),
         verdict_legend(&pair.contrast),
@@ -1373,6 +1473,97 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn newcombes_interval_holds_the_difference_and_matches_known_values() {
+        // 3/3 against 0/3 (Wilson 0.438503–1 and 0–0.561497): d = 1, from 1 − √(0.561² +
+        // 0.561²) to 1.
+        let x = rate_parts(&Rate::of(3, 3).unwrap()).unwrap();
+        let y = rate_parts(&Rate::of(0, 3).unwrap()).unwrap();
+        let (lo, hi) = difference_interval(x, y);
+        assert!(
+            (lo - (1.0 - (2.0 * 0.561_497_f64.powi(2)).sqrt())).abs() < 1e-9,
+            "{lo}"
+        );
+        assert!((hi - 1.0).abs() < 1e-12, "{hi}");
+        // Equal rates: symmetric around 0; every interval holds its difference.
+        let half = rate_parts(&Rate::of(1, 2).unwrap()).unwrap();
+        let (lo, hi) = difference_interval(half, half);
+        assert!((lo + hi).abs() < 1e-12 && lo < 0.0);
+        for (a, b, n) in [(0, 0, 1), (1, 0, 1), (2, 1, 3), (5, 9, 10), (0, 7, 7)] {
+            let (x, y) = (
+                rate_parts(&Rate::of(a, n).unwrap()).unwrap(),
+                rate_parts(&Rate::of(b, n).unwrap()).unwrap(),
+            );
+            let (lo, hi) = difference_interval(x, y);
+            let d = x.0 - y.0;
+            assert!(
+                (-1.0..=d).contains(&lo) && (d..=1.0).contains(&hi),
+                "{a} {b} {n}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_task_line_spans_its_interval_from_the_reports_counts() {
+        let mut drawn = 0;
+        for report in [rich(), partial(), progressive()] {
+            let charts = charts_of(&html::render(&report));
+            let x = Linear::new((-1.0, 1.0), FOREST_X);
+            for pair in &report.pairs {
+                let svg = &charts[&format!("chart-forest-{}", pair.contrast)];
+                let lines: BTreeMap<String, &Element> = svg
+                    .all("line")
+                    .into_iter()
+                    .filter(|l| l.has_class("interval"))
+                    .map(|l| (l.attr("data-task").to_owned(), l))
+                    .collect();
+                for row in pair.per_task.iter().filter(|t| t.pairs > 0) {
+                    let counts = &report
+                        .tasks
+                        .iter()
+                        .find(|t| t.task == row.task)
+                        .unwrap()
+                        .arms;
+                    let (a, b) = (&counts[&pair.x], &counts[&pair.y]);
+                    let line = lines.get(&row.task);
+                    // A task whose arms executed exactly its pairs has its line, where the
+                    // two arms' Wilson intervals put it; any other has none.
+                    if a.executed != row.pairs || b.executed != row.pairs {
+                        assert!(line.is_none(), "{}: {}", pair.contrast, row.task);
+                        continue;
+                    }
+                    let line = line.unwrap_or_else(|| panic!("{}: no line", row.task));
+                    let (lo, hi) = difference_interval(
+                        rate_parts(&Rate::of(a.pass, a.executed).unwrap()).unwrap(),
+                        rate_parts(&Rate::of(b.pass, b.executed).unwrap()).unwrap(),
+                    );
+                    assert_eq!(line.attr("x1"), x.px(lo).to_string(), "{}", row.task);
+                    assert_eq!(line.attr("x2"), x.px(hi).to_string(), "{}", row.task);
+                    let value = row.x_minus_y_passes as f64 / row.pairs as f64;
+                    assert!(lo <= value + 1e-9 && value <= hi + 1e-9, "{}", row.task);
+                    drawn += 1;
+                }
+                // The diamond's line is the pair's own pass rates' interval.
+                if let (Some(d), Some(xr), Some(yr)) = (
+                    &pair.observed_difference,
+                    &pair.x_pass_rate,
+                    &pair.y_pass_rate,
+                ) && xr.den == d.pairs
+                    && yr.den == d.pairs
+                {
+                    let (lo, hi) =
+                        difference_interval(rate_parts(xr).unwrap(), rate_parts(yr).unwrap());
+                    assert_eq!(lines[""].attr("x1"), x.px(lo).to_string());
+                    assert_eq!(lines[""].attr("x2"), x.px(hi).to_string());
+                }
+            }
+        }
+        assert!(
+            drawn > 10,
+            "only {drawn} task lines drawn: the fixtures test nothing"
+        );
     }
 
     #[test]
