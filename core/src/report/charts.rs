@@ -35,10 +35,10 @@ const TASK_LABEL_END: f64 = 136.0;
 /// The plot of the rate charts (success, activation): 0 % to 100 %.
 pub(super) const RATE_X: (f64, f64) = (78.0, 296.0);
 /// The plot of the forests: −100 % to +100 %.
-pub(super) const FOREST_X: (f64, f64) = (144.0, 344.0);
-/// Where the numbers beside a bar or a dot start.
+pub(super) const FOREST_X: (f64, f64) = (144.0, 328.0);
+/// Where the numbers beside a bar or a dot start (a forest's leave room for `+4600/4600`).
 const RATE_TEXT: f64 = 302.0;
-const FOREST_TEXT: f64 = 350.0;
+const FOREST_TEXT: f64 = 334.0;
 
 /// An arm as people read it: A and B uppercase, baseline as itself.
 fn arm_label(arm: &str) -> String {

@@ -336,14 +336,17 @@ fn header(h: &mut String, report: &Report) {
     h.push_str("<nav><a href=\"#summary\">Summary &amp; coverage</a><a href=\"#pairs\">Pair comparison</a><a href=\"#tasks\">Tasks &amp; trials</a><a href=\"#evidence\">Evidence &amp; reasons</a><a href=\"#cost\">Cost &amp; unknowns</a><a href=\"#manifest\">Manifest</a></nav></header><main>");
 }
 
-/// 1. Summary and coverage: what changed, one card per arm, the leader, the coverage table.
+/// 1. Summary and coverage: the charts at a glance, what changed, one card per arm, the leader,
+/// the coverage table.
 fn summary_view(h: &mut String, report: &Report) {
     let summary = &report.summary;
-    h.push_str("<section class=\"view\" id=\"summary\"><h2>What changed</h2>");
-    h.push_str(&changes_html(report));
-    h.push_str("<h2 id=\"glance\">At a glance</h2>");
+    // The charts first, so that on any pack the first screen shows each arm's rate and where B
+    // helps or breaks; the lists of tasks follow.
+    h.push_str("<section class=\"view\" id=\"summary\"><h2 id=\"glance\">At a glance</h2>");
     h.push_str(&super::charts::success_rates(report));
     h.push_str(&super::charts::forests(report));
+    h.push_str("<h2>What changed</h2>");
+    h.push_str(&changes_html(report));
     h.push_str("<h2>Summary and coverage</h2><div class=\"cards\">");
     for arm in &summary.arms {
         arm_card(h, arm);
