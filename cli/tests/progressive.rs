@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
+use skilltrial_core::manifest::PlannedTrial;
 use skilltrial_engine::journal::{AttemptRow, AttemptState};
 use skilltrial_engine::scripted::{Reply, ScriptedServer, ServerRequest};
 
@@ -244,6 +245,73 @@ fn a_turn_killed_in_flight_is_unknown_never_sent_again_and_a_retry_rebuilds_it_b
         retry.outcome.is_some(),
         "the retried turn's answer is scored"
     );
+}
+
+/// The trials `run` plans, recomputed from its manifest file with the core's own functions.
+fn planned_trials(manifest: &Path) -> (Option<skilltrial_core::profile::Price>, Vec<PlannedTrial>) {
+    let manifest: skilltrial_core::manifest::Manifest =
+        serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
+    let pack = skilltrial_core::pack::open(&manifest.pack.id).unwrap();
+    let bundle = |path: &str| skilltrial_core::bundle::import(&support::root().join(path)).unwrap();
+    let (a, b) = (
+        bundle("fixtures/bundles/solana-reader-1.4.2"),
+        bundle("fixtures/bundles/solana-reader-1.5.0"),
+    );
+    let (trials, _) =
+        skilltrial_core::manifest::trials_with(&manifest, &pack, Some(&a), Some(&b), &[]).unwrap();
+    (manifest.budget.price.clone(), trials)
+}
+
+#[test]
+fn an_unknown_turn_holds_and_books_only_its_own_bound_never_the_turns_after_it() {
+    let server = ScriptedServer::start(loads_then_answers).unwrap();
+    let env = Env::new(&server);
+    let manifest = env.dir.path().join("manifest.json");
+    let run = env.plan(&[
+        "--reps",
+        "1",
+        "--delivery",
+        "progressive",
+        "--max-turns",
+        "4",
+        "--cap-usd",
+        "20",
+        "--out",
+        manifest.to_str().unwrap(),
+    ]);
+    let (price, trials) = planned_trials(&manifest);
+
+    // The run ends with a first turn journaled `dispatched`; the next run finds it unknown.
+    env.kill_at(&run, "after_dispatch");
+    let cancel = env.run(&["cancel", &run]);
+    assert!(cancel.status.success(), "{}", support::output_text(&cancel));
+    let out = env.run(&["run", "--manifest", &run, "--yes"]);
+    assert!(out.status.success(), "{}", support::output_text(&out));
+    let unknown = env
+        .attempts(&run)
+        .into_iter()
+        .find(|a| a.state == AttemptState::Unknown)
+        .expect("the turn in flight at the kill is unknown");
+    assert_eq!(unknown.turn, 1);
+    let trial = trials
+        .iter()
+        .find(|t| t.index == unknown.trial_idx)
+        .unwrap();
+    // It holds what its own turn may cost: the trial's reserve less what turns 2 to 4 keep.
+    let whole = trial.reserve_from(price.as_ref(), 1).unwrap().0;
+    let own = whole - trial.reserve_from(price.as_ref(), 2).unwrap().0;
+    assert!(own > 0 && own < whole, "{own} of {whole}");
+    assert_eq!(unknown.reserved_micros, own);
+    assert_eq!(
+        unknown.reserved_tokens,
+        trial.tokens_from(1) - trial.tokens_from(2)
+    );
+    // Released as spent, it books that bound, not the turns that were never sent.
+    let out = env.run(&["resolve", &unknown.id, "--release"]);
+    assert!(out.status.success(), "{}", support::output_text(&out));
+    let status = env.json(&["status", &run, "--json"]);
+    assert_eq!(status["spent_usd_micros"], own, "{status}");
+    assert_eq!(status["reserved_usd_micros"], 0, "{status}");
 }
 
 #[test]

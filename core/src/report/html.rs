@@ -336,8 +336,8 @@ fn header(h: &mut String, report: &Report) {
     h.push_str("<nav><a href=\"#summary\">Summary &amp; coverage</a><a href=\"#pairs\">Pair comparison</a><a href=\"#tasks\">Tasks &amp; trials</a><a href=\"#evidence\">Evidence &amp; reasons</a><a href=\"#cost\">Cost &amp; unknowns</a><a href=\"#manifest\">Manifest</a></nav></header><main>");
 }
 
-/// 1. Summary and coverage: the charts at a glance, what changed, one card per arm, the leader,
-/// the coverage table.
+/// The first view, summary and coverage: the charts at a glance, what changed, one card per arm,
+/// the leader, the coverage table.
 fn summary_view(h: &mut String, report: &Report) {
     let summary = &report.summary;
     // The charts first, so that on any pack the first screen shows each arm's rate and where B

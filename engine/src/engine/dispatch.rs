@@ -228,6 +228,33 @@ fn turn_of(journal: &Journal, attempt: &str) -> Result<u32, EngineError> {
     Ok(journal.attempt(attempt)?.map_or(1, |(_, row)| row.turn))
 }
 
+/// An unknown `attempt` of `trial`'s turn `turn` keeps only that turn's own bound reserved: what
+/// it may have cost. The reserve for the turns after it is released (they are sent only after a
+/// retry, which reserves again), so that `resolve --release` books as spent what the turn could
+/// have spent, never turns that were not sent. Nothing changes for an inline trial (its one turn
+/// is its whole reserve).
+pub(super) fn keep_own_turn_reserve(
+    journal: &mut Journal,
+    inputs: &Inputs,
+    trial: &PlannedTrial,
+    attempt: &str,
+    turn: u32,
+) -> Result<(), EngineError> {
+    let price = inputs.manifest.budget.price.as_ref();
+    let own = |from: u32| -> Result<u64, EngineError> {
+        Ok(trial
+            .reserve_from(price, from)
+            .map_err(|e| Refusal::Plan(e.to_string()))?
+            .0)
+    };
+    let micros = own(turn)?.saturating_sub(own(turn.saturating_add(1))?);
+    let tokens = trial
+        .tokens_from(turn)
+        .saturating_sub(trial.tokens_from(turn.saturating_add(1)));
+    journal.keep_turn_reserve(attempt, micros, tokens)?;
+    Ok(())
+}
+
 /// Step 3: journals what came back for `trial`'s attempt. An answer is recorded (bytes, usage,
 /// money) and handed back to be scored after the sync; every other ending closes the attempt.
 pub(super) fn land(
@@ -336,6 +363,7 @@ pub(super) fn land(
         }
         Err(CallError::Lost { message, .. }) => {
             journal.mark_unknown(&attempt, &message, Some(latency_ms))?;
+            keep_own_turn_reserve(journal, inputs, trial, &attempt, flight.turn)?;
             Landed::Closed
         }
     };

@@ -396,6 +396,15 @@ fn start(
     let manifest = &inputs.manifest;
     journal.create_run(run_id, manifest, trials)?;
     let recovered_unknown = journal.recover(run_id)?;
+    // Every unknown turn holds only its own bound (also one a journal of an earlier version left
+    // holding the reserve of the turns after it).
+    for attempt in journal.attempts_without_details(run_id)? {
+        if attempt.state == AttemptState::Unknown
+            && let Some(trial) = trials.iter().find(|t| t.index == attempt.trial_idx)
+        {
+            dispatch::keep_own_turn_reserve(journal, inputs, trial, &attempt.id, attempt.turn)?;
+        }
+    }
     // A stop between journaling an answer and its verdict leaves a result without an outcome:
     // score it now from the stored answer (the answer is on disk before the checker ever runs).
     let rescored = rescore(

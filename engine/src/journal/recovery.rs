@@ -7,7 +7,7 @@ use skilltrial_core::state::short_id;
 
 use super::{
     AttemptState, Journal, JournalError, LedgerKind, Resolution, RunStatus, now_ms, parsed,
-    parsed_opt, refuse, to_u64,
+    parsed_opt, refuse, to_i64, to_u64,
 };
 
 impl Journal {
@@ -64,6 +64,47 @@ impl Journal {
                 }
             }
             Ok(unknown)
+        })
+    }
+
+    /// An `unknown` attempt of a progressive trial keeps only its own turn's bound reserved
+    /// (`micros`, `tokens`): the rest of its reserve was held for the turns after it, which are
+    /// never sent unless the user retries it (a retry reserves again from its turn). Releases the
+    /// excess in the ledger, in one commit; does nothing for any other state or when nothing
+    /// exceeds. Returns whether it released anything.
+    pub fn keep_turn_reserve(
+        &mut self,
+        attempt: &str,
+        micros: u64,
+        tokens: u64,
+    ) -> Result<bool, JournalError> {
+        self.write(|tx| {
+            let (run_id, state, reserved, reserved_tokens): (String, AttemptState, u64, u64) = tx
+                .prepare_cached(
+                    "SELECT run_id, state, reserved_micros, reserved_tokens FROM attempts WHERE id = ?1",
+                )?
+                .query_row([attempt], |r| {
+                    Ok((r.get(0)?, parsed(r, 1)?, to_u64(r.get(2)?), to_u64(r.get(3)?)))
+                })?;
+            let (keep, keep_tokens) = (reserved.min(micros), reserved_tokens.min(tokens));
+            if state != AttemptState::Unknown || (keep == reserved && keep_tokens == reserved_tokens)
+            {
+                return Ok(false);
+            }
+            Self::ledger(
+                tx,
+                &run_id,
+                attempt,
+                LedgerKind::Release,
+                reserved - keep,
+                reserved_tokens - keep_tokens,
+                "held for the turns after an unknown turn, which are sent only after a retry",
+            )?;
+            tx.prepare_cached(
+                "UPDATE attempts SET reserved_micros = ?2, reserved_tokens = ?3 WHERE id = ?1",
+            )?
+            .execute(params![attempt, to_i64(keep), to_i64(keep_tokens)])?;
+            Ok(true)
         })
     }
 
