@@ -247,6 +247,106 @@ fn a_turn_killed_in_flight_is_unknown_never_sent_again_and_a_retry_rebuilds_it_b
     );
 }
 
+#[test]
+fn a_response_with_more_calls_than_can_be_answered_ends_the_trial_without_reaching_its_turn_limit()
+{
+    // Given a model that asks for nine loads at once on its first turn (more than the 8 a
+    // response may carry) whenever its catalog lists a skill,
+    let server = ScriptedServer::start(|request: &ServerRequest| {
+        let system = request.system_text();
+        match system
+            .split("<name>")
+            .nth(1)
+            .and_then(|rest| rest.split("</name>").next())
+        {
+            Some(name) if request.tool_results().is_empty() => Reply::Tools {
+                text: String::new(),
+                calls: vec![
+                    (
+                        "load_skill".to_owned(),
+                        serde_json::json!({ "name": name }).to_string()
+                    );
+                    9
+                ],
+            },
+            _ => Reply::Answer("{}".to_owned()),
+        }
+    })
+    .unwrap();
+    let env = Env::new(&server);
+    let run = env.plan(&[
+        "--reps",
+        "1",
+        "--delivery",
+        "progressive",
+        "--max-turns",
+        "6",
+        "--max-requests",
+        "200",
+        "--cap-usd",
+        "20",
+    ]);
+    let out = env.run(&["run", "--manifest", &run, "--yes"]);
+    assert!(out.status.success(), "{}", support::output_text(&out));
+    // then each skill trial ends after that one request, its nine calls counted as too many,
+    // and none is said to have used its six turns.
+    let report = env.report(&run);
+    let mut skill_trials = 0;
+    for trial in report["trials"].as_array().unwrap() {
+        let evidence = &trial["evidence"];
+        assert_eq!(evidence["turn_limit"], false, "{evidence}");
+        if trial["arm"] == "baseline" {
+            continue;
+        }
+        skill_trials += 1;
+        assert_eq!(evidence["turns"], 1, "{evidence}");
+        assert_eq!(
+            evidence["tool_errors"],
+            serde_json::json!([{"error": "too_many_calls", "count": 9}]),
+            "{evidence}"
+        );
+    }
+    assert_eq!(skill_trials, 12);
+}
+
+#[test]
+fn plan_says_when_no_trial_fits_the_cap() {
+    let server = ScriptedServer::start(loads_then_answers).unwrap();
+    let env = Env::new(&server);
+    let flags = [
+        "--reps",
+        "1",
+        "--delivery",
+        "progressive",
+        "--max-requests",
+        "200",
+        "--cap-usd",
+        "0.01",
+    ];
+    let doc = env.plan_doc(&flags);
+    let smallest = doc["smallest_trial_usd_micros"].as_u64().unwrap();
+    assert!(smallest > 10_000, "{doc}");
+    let mut args = env.plan_args(&flags);
+    args.extend(["--seed".to_owned(), "3".to_owned()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let text = env.text(&args);
+    assert!(
+        text.contains(&format!(
+            "no trial fits the cap: the smallest trial's upper cost is {}",
+            skilltrial_core::money::MicroUsd(smallest)
+        )),
+        "{text}"
+    );
+    // A cap that fits the smallest trial says only that the bound is over it.
+    let text = env.text(
+        &args
+            .iter()
+            .map(|a| if *a == "0.01" { "0.30" } else { a })
+            .collect::<Vec<_>>(),
+    );
+    assert!(!text.contains("no trial fits"), "{text}");
+}
+
 /// The trials `run` plans, recomputed from its manifest file with the core's own functions.
 fn planned_trials(manifest: &Path) -> (Option<skilltrial_core::profile::Price>, Vec<PlannedTrial>) {
     let manifest: skilltrial_core::manifest::Manifest =

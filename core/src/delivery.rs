@@ -310,6 +310,8 @@ pub enum ToolError {
     ExtraCall,
     /// The trial had used its K turns.
     TurnLimit,
+    /// A response with more than [`MAX_CALLS_PER_TURN`] calls: none served, the trial ends.
+    TooManyCalls,
 }
 
 impl ToolError {
@@ -322,6 +324,7 @@ impl ToolError {
             Self::NeverSent => "never_sent",
             Self::ExtraCall => "extra_call",
             Self::TurnLimit => "turn_limit",
+            Self::TooManyCalls => "too_many_calls",
         }
     }
 }
@@ -776,7 +779,8 @@ fn largest_reply(bundles: &[&Bundle]) -> u64 {
     largest = largest.saturating_add(names);
     for bundle in bundles {
         largest = largest.max(skill_content(bundle).len() as u64);
-        for file in &bundle.files {
+        // Scripts and binaries are never returned (their call gets an error, bounded above).
+        for file in bundle.files.iter().filter(|f| f.kind.is_prompt_text()) {
             let wrapped = (file.size())
                 .saturating_add(bundle.name.len() as u64 * 6)
                 .saturating_add(file.path.len() as u64 * 6)
@@ -823,6 +827,36 @@ mod tests {
             name: name.to_owned(),
             arguments: arguments.to_owned(),
         }
+    }
+
+    #[test]
+    fn scripts_and_binaries_never_widen_a_trials_bound() {
+        // Given the same skill with and without a large binary and a large script,
+        let with = |extra: Vec<(String, Vec<u8>)>| {
+            let mut files = vec![
+                (
+                    "SKILL.md".to_owned(),
+                    b"---\nname: s\ndescription: d\n---\n# s\n".to_vec(),
+                ),
+                ("references/a.md".to_owned(), vec![b'x'; 5_000]),
+            ];
+            files.extend(extra);
+            from_files(files, SourceKind::Folder, &Limits::default()).expect("a valid bundle")
+        };
+        let plain = with(Vec::new());
+        let heavy = with(vec![
+            ("assets/blob.bin".to_owned(), vec![0xff; 400_000]),
+            (
+                "scripts/big.py".to_owned(),
+                format!("#!/usr/bin/env python3\n{}", "#".repeat(200_000)).into_bytes(),
+            ),
+        ]);
+        let bound = |b: &Bundle| TurnBounds::of(&[b], "system", "task", 1_000, 4);
+        // then their bounds are the same: neither is ever returned to the model; a longer
+        // reference does widen it.
+        assert_eq!(bound(&plain), bound(&heavy));
+        let longer = with(vec![("references/b.md".to_owned(), vec![b'y'; 50_000])]);
+        assert!(bound(&longer).step > bound(&plain).step);
     }
 
     #[test]

@@ -94,13 +94,14 @@ pub struct Usage {
 }
 
 impl Price {
-    /// The most one input token can cost under this price: the input price, or a cache write
-    /// when that is dearer. A reservation prices every input token at it, so that what a
+    /// The most one input token can cost under this price: the dearest of the input price, a
+    /// cache write and a cache read (no provider charges a read above its input price, but a
+    /// profile may say so). A reservation prices every input token at it, so that what a
     /// request spends never passes what it reserved, whatever the cache does.
     pub fn worst_input(&self) -> PerMtok {
         match self.cache {
-            Some(cache) if cache.write.0 > self.input.0 => cache.write,
-            _ => self.input,
+            Some(cache) => PerMtok(self.input.0.max(cache.write.0).max(cache.read.0)),
+            None => self.input,
         }
     }
 
@@ -453,6 +454,24 @@ mod tests {
         // The cost never passes the reservation at the worst input price.
         let worst = price.worst_input().cost(4_096).unwrap();
         assert!(price.cost(&Usage { output: 0, ..usage }).unwrap() <= worst);
+        // A profile whose cache read is its dearest price (no provider's, but a file may say
+        // so) reserves input at the read price: a request read from the cache whole still
+        // spends no more than it reserved.
+        let odd_price = Price {
+            cache: Some(CachePrice {
+                write: PerMtok(3_750_000),
+                read: PerMtok(30_000_000),
+            }),
+            ..price.clone()
+        };
+        assert_eq!(odd_price.worst_input(), PerMtok(30_000_000));
+        let all_read = Usage {
+            input: 4_096,
+            cache_write: 0,
+            cache_read: 4_096,
+            output: 0,
+        };
+        assert!(odd_price.cost(&all_read).unwrap() <= odd_price.worst_input().cost(4_096).unwrap());
     }
 
     #[test]

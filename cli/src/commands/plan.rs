@@ -29,6 +29,9 @@ pub(crate) struct PlanReport<'a> {
     power: Option<PowerView>,
     totals: &'a Totals,
     cap_usd_micros: Option<u64>,
+    /// The smallest upper cost of one trial (µUSD; `null` unpriced): a cap below it sends
+    /// nothing.
+    smallest_trial_usd_micros: Option<u64>,
     requires_confirmation: bool,
     manifest: &'a manifest::Manifest,
     out: Option<String>,
@@ -198,6 +201,11 @@ pub fn run(args: &PlanArgs, global: &Global) -> Result<Status, CliError> {
         power: PowerView::of(&manifest),
         totals: &totals,
         cap_usd_micros: manifest.budget.cap_usd_micros,
+        smallest_trial_usd_micros: manifest
+            .budget
+            .price
+            .as_ref()
+            .and_then(|_| trials.iter().map(|t| t.reserve.0).min()),
         requires_confirmation: manifest.budget.requires_confirmation,
         manifest: &manifest,
         out,
@@ -368,11 +376,21 @@ fn render(r: &PlanReport<'_>) -> String {
                 "cost      upper bound {upper} if every request used its whole bound; cap {}",
                 MicroUsd(cap)
             );
-            if upper.0 > cap {
-                let _ = writeln!(
-                    out,
-                    "          the bound is over the cap: a trial whose upper cost could break it is not sent (not_run_budget)"
-                );
+            match r.smallest_trial_usd_micros {
+                Some(smallest) if smallest > cap => {
+                    let _ = writeln!(
+                        out,
+                        "          no trial fits the cap: the smallest trial's upper cost is {}; every trial would end not_run_budget (raise --cap-usd, or lower --max-turns or --max-output-tokens)",
+                        MicroUsd(smallest)
+                    );
+                }
+                _ if upper.0 > cap => {
+                    let _ = writeln!(
+                        out,
+                        "          the bound is over the cap: a trial whose upper cost could break it is not sent (not_run_budget)"
+                    );
+                }
+                _ => {}
             }
         }
         _ => {

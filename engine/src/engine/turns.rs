@@ -142,7 +142,9 @@ pub fn request(
 /// The evidence of a progressive trial whose latest attempt is `last`: every answered turn of
 /// its chain replayed through a [`Session`] over the arm's `catalog` (whose own skill is
 /// `arm_skill`, `None` for the baseline) with turn limit `max_turns`. The calls of a last turn
-/// that still asked for tools were never served: each counts as [`ToolError::TurnLimit`].
+/// that still asked for tools were never served: each counts as [`ToolError::TurnLimit`], or as
+/// [`ToolError::TooManyCalls`] when the response held more than
+/// [`delivery::MAX_CALLS_PER_TURN`] (then the trial did not reach its turn limit).
 pub fn evidence(
     journal: &Journal,
     catalog: &[&Bundle],
@@ -161,26 +163,26 @@ pub fn evidence(
         Some(json) => Asked::parse(&last.id, json)?.calls.len(),
         None => 0,
     };
+    // Unserved calls end a trial for one of two reasons: more calls in one response than can be
+    // answered (at any turn), or a call in the trial's last allowed turn.
+    let why = if unanswered > delivery::MAX_CALLS_PER_TURN {
+        ToolError::TooManyCalls
+    } else {
+        ToolError::TurnLimit
+    };
     let mut evidence = TrialEvidence::of(
         arm_skill,
         delivery::system_text(catalog).len() as u64,
         &served,
         requests,
-        unanswered > 0,
+        unanswered > 0 && why == ToolError::TurnLimit,
     );
     if unanswered > 0 {
         let count = u32::try_from(unanswered).unwrap_or(u32::MAX);
-        match evidence
-            .tool_errors
-            .iter_mut()
-            .find(|e| e.error == ToolError::TurnLimit)
-        {
+        match evidence.tool_errors.iter_mut().find(|e| e.error == why) {
             Some(e) => e.count = e.count.saturating_add(count),
             None => {
-                evidence.tool_errors.push(ErrorCount {
-                    error: ToolError::TurnLimit,
-                    count,
-                });
+                evidence.tool_errors.push(ErrorCount { error: why, count });
                 evidence.tool_errors.sort_by_key(|e| e.error);
             }
         }
