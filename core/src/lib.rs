@@ -11,7 +11,8 @@
 //! is THE plan function; [`prompt`] builds the pinned prompt; [`stats`] holds the paired tests;
 //! [`report`] is the typed report, its builder, its hashes and its HTML view; [`settlement`]
 //! defines a hosted run's evidence records and the settlement digest the program keeps.
-//! [`ledger`] puts the reports of one measurement on several models side by side.
+//! [`ledger`] puts the reports of one measurement on several models side by side. [`svg`] writes
+//! the pages' inline charts, every text escaped.
 //!
 //! **Invariant:** no dependency here touches SQLite, HTTP, a keychain, an async runtime or Solana
 //! RPC, so the same code runs in the CLI, the hosted runner and the browser. `scripts/test.sh`
@@ -37,6 +38,7 @@ pub mod settlement;
 pub mod solana;
 pub mod state;
 pub mod stats;
+pub mod svg;
 pub mod time;
 
 /// The application version recorded in manifests and printed by `--version`.

@@ -21,7 +21,10 @@ use crate::settlement::Settlement;
 use sha2::{Digest, Sha256};
 
 /// The report's stylesheet, shared with the ledger's page.
-pub(crate) const STYLE: &str = r#"
+/// The charts' rules ([`crate::svg::STYLE`]) come last, in the same `<style>`, so the CSP hash
+/// covers them.
+pub(crate) const STYLE: &str = concat!(
+    r#"
 :root{--bg:#fbfbfa;--fg:#1c1d21;--muted:#5d6270;--card:#fff;--line:#e3e4e8;--accent:#3451b2;--onaccent:#fff;--good:#1f7a4d;--goodbg:#e3f4ea;--bad:#b42318;--badbg:#fdecea;--mid:#8a5a00;--midbg:#fff4d6;--warnbg:#fff4d6}
 @media (prefers-color-scheme:dark){:root:not([data-theme=light]){--bg:#15161a;--fg:#e6e6ea;--muted:#a2a6b3;--card:#1d1f25;--line:#30333c;--accent:#8ea2ff;--onaccent:#15161a;--good:#5fd39b;--goodbg:#15392a;--bad:#ff8a80;--badbg:#43201d;--mid:#f0c060;--midbg:#3d3117;--warnbg:#3d3117}}
 :root[data-theme=dark]{--bg:#15161a;--fg:#e6e6ea;--muted:#a2a6b3;--card:#1d1f25;--line:#30333c;--accent:#8ea2ff;--onaccent:#15161a;--good:#5fd39b;--goodbg:#15392a;--bad:#ff8a80;--badbg:#43201d;--mid:#f0c060;--midbg:#3d3117;--warnbg:#3d3117}
@@ -44,7 +47,9 @@ button{font:inherit;padding:4px 10px;border-radius:6px;border:1px solid var(--li
 .js section.view{display:none}.js section.view.on{display:block}
 a{color:var(--accent)}td a{color:inherit}.changes li{margin:2px 0}.filters{display:flex;gap:10px;flex-wrap:wrap;margin:8px 0}.filters label{font-size:12.5px;color:var(--muted)}select{font:inherit;color:var(--fg);background:var(--card);border:1px solid var(--line);border-radius:6px;padding:2px 6px}
 .js details.hide{display:none}
-"#;
+"#,
+    crate::svg::chart_style!()
+);
 
 const SCRIPT: &str = r#"
 (function(){var d=document.documentElement;d.classList.add('js');
