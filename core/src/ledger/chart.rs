@@ -7,44 +7,37 @@
 //! written with one decimal — so a mark's position is the report's value to ±0.05 unit. Every
 //! text from a run (model names) is escaped for XML and shown with control characters visible.
 
-use std::fmt::Write as _;
-
 use super::{RunGroup, RunPoint, arm_words, percent};
 use crate::bundle::display_safe;
-use crate::report::html::escape;
+use crate::svg::{Linear, Px, Svg, arm_class, truncate};
 
 /// The chart's width in its own units (its `viewBox`); the page scales it to the column.
-pub const WIDTH: u32 = 340;
+pub const WIDTH: f64 = 340.0;
 /// Where 0% and 100% fall, in the chart's units.
 pub const X: (f64, f64) = (150.0, 330.0);
 /// The height of a model's heading line and of one run's row.
-const MODEL_LINE: u32 = 18;
-const RUN_ROW: u32 = 32;
+const MODEL_LINE: f64 = 18.0;
+const RUN_ROW: f64 = 32.0;
 /// The space above the first model: the legend and the axis labels.
-const TOP: u32 = 40;
+const TOP: f64 = 40.0;
 /// The longest model name drawn in full; a longer one ends in `…` (its full name is in the
-/// row's `<title>` and in the table).
+/// group's `<title>` and in the table).
 const NAME_CHARS: usize = 48;
 
-/// A rate's x position: [`X`]'s linear rule, one decimal. A value that does not parse (never
-/// from a report) is drawn at 0.
-pub fn x_of(value: &str) -> String {
-    let v = value.parse::<f64>().unwrap_or(0.0).clamp(0.0, 1.0);
-    format!("{:.1}", X.0 + v * (X.1 - X.0))
+/// The horizontal scale: a rate in [0, 1] onto [`X`].
+pub fn x_scale() -> Linear {
+    Linear::new((0.0, 1.0), X)
 }
 
-fn esc(text: &str) -> String {
-    escape(&display_safe(text))
+/// A rate's x position as written: [`x_scale`] by the pixel rule of [`crate::svg`]. A value
+/// that does not parse (never from a report) is drawn at 0.
+pub fn x_of(value: &str) -> Px {
+    x_scale().px(value.parse::<f64>().unwrap_or(0.0))
 }
 
-fn shortened(text: &str) -> String {
-    if text.chars().count() <= NAME_CHARS {
-        text.to_owned()
-    } else {
-        let mut s: String = text.chars().take(NAME_CHARS - 1).collect();
-        s.push('…');
-        s
-    }
+/// Shown with control and invisible characters as `\\u{..}` (a name cannot reorder the text).
+fn shown(text: &str) -> String {
+    display_safe(text)
 }
 
 /// The UTC day of a run's creation, `2026-12-04`.
@@ -80,98 +73,165 @@ pub fn by_model(group: &RunGroup) -> Vec<(&str, Vec<&RunPoint>)> {
     out
 }
 
-/// The SVG of one group, `id` making its title's and description's ids unique on the page.
+/// The SVG of one group, `id` unique on the page.
 pub fn svg(group: &RunGroup, id: &str) -> String {
     let models = by_model(group);
-    let rows: u32 = models
+    let rows: f64 = models
         .iter()
-        .map(|(_, runs)| MODEL_LINE + RUN_ROW * u32::try_from(runs.len()).unwrap_or(u32::MAX))
-        .fold(0, u32::saturating_add);
-    let height = TOP.saturating_add(rows).saturating_add(6);
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart-svg\" viewBox=\"0 0 {WIDTH} {height}\" width=\"{WIDTH}\" height=\"{height}\" role=\"img\" aria-labelledby=\"{id}-t {id}-d\"><title id=\"{id}-t\">Success per arm over runs: {}</title><desc id=\"{id}-d\">{}</desc>",
-        esc(&title(group)),
-        esc(&description(group))
+        .map(|(_, runs)| MODEL_LINE + RUN_ROW * runs.len() as f64)
+        .sum();
+    let height = TOP + rows + 6.0;
+    let x = x_scale();
+    let mut s = Svg::chart(
+        id,
+        "over-runs",
+        (WIDTH, height),
+        &shown(&format!("Success per arm over runs: {}", title(group))),
+        &shown(&description(group)),
     );
     // The legend: one swatch per arm.
-    let mut lx = 4u32;
+    let mut lx = 4.0;
     for arm in group.shared.arms.iter().map(|a| a.arm.as_str()) {
-        let _ = write!(
-            s,
-            "<circle class=\"dot arm-{arm}\" cx=\"{}\" cy=\"10\" r=\"4\"/><text class=\"legend\" x=\"{}\" y=\"14\">{}</text>",
-            lx + 4,
-            lx + 12,
-            esc(&arm_words(arm))
+        s.leaf(
+            "circle",
+            &[
+                ("class", format!("dot {}", arm_class(arm)).into()),
+                ("cx", (lx + 4.0).into()),
+                ("cy", 10.0.into()),
+                ("r", 4.0.into()),
+            ],
+        )
+        .text(
+            "text",
+            &[
+                ("class", "legend".into()),
+                ("x", (lx + 12.0).into()),
+                ("y", 14.0.into()),
+            ],
+            &arm_words(arm),
         );
-        lx += 70;
+        lx += 70.0;
     }
     // The axis: 0, 50 and 100% with grid lines down the plot.
-    for (v, label) in [("0", "0%"), ("0.5", "50%"), ("1", "100%")] {
-        let x = x_of(v);
-        let _ = write!(
-            s,
-            "<line class=\"grid\" x1=\"{x}\" x2=\"{x}\" y1=\"{}\" y2=\"{}\"/><text class=\"tick\" x=\"{x}\" y=\"{}\" text-anchor=\"middle\">{label}</text>",
-            TOP - 8,
-            height - 2,
-            TOP - 12
+    for (v, label) in [(0.0, "0%"), (0.5, "50%"), (1.0, "100%")] {
+        let at = x.px(v);
+        s.leaf(
+            "line",
+            &[
+                ("class", "grid".into()),
+                ("x1", at.into()),
+                ("x2", at.into()),
+                ("y1", (TOP - 8.0).into()),
+                ("y2", (height - 2.0).into()),
+            ],
+        )
+        .text(
+            "text",
+            &[
+                ("class", "k".into()),
+                ("x", at.into()),
+                ("y", (TOP - 12.0).into()),
+                ("text-anchor", "middle".into()),
+            ],
+            label,
         );
     }
     let mut y = TOP;
     for (model, runs) in &models {
-        let _ = write!(
-            s,
-            "<text class=\"model\" x=\"4\" y=\"{}\"><title>{}</title>{}</text>",
-            y + 13,
-            esc(model),
-            esc(&shortened(model))
-        );
+        s.open("g", &[("class", "model".into())])
+            .text("title", &[], &shown(model))
+            .text(
+                "text",
+                &[
+                    ("class", "model".into()),
+                    ("x", 4.0.into()),
+                    ("y", (y + 13.0).into()),
+                ],
+                &truncate(&shown(model), NAME_CHARS),
+            )
+            .close();
         y += MODEL_LINE;
         for run in runs {
-            let _ = write!(
-                s,
-                "<g class=\"run\" data-run=\"{}\"><text class=\"runlabel\" x=\"10\" y=\"{}\">{}{}</text><text class=\"runlabel\" x=\"10\" y=\"{}\">{}</text>",
-                esc(&run.run),
-                y + 13,
-                esc(crate::state::short_id(&run.run)),
-                if run.complete { "" } else { " partial" },
-                y + 26,
-                day(run.created_at_ms),
+            s.open(
+                "g",
+                &[
+                    ("class", "run".into()),
+                    ("data-run", run.run.as_str().into()),
+                ],
+            )
+            .text(
+                "text",
+                &[
+                    ("class", "k mono".into()),
+                    ("x", 10.0.into()),
+                    ("y", (y + 13.0).into()),
+                ],
+                &format!(
+                    "{}{}",
+                    crate::state::short_id(&run.run),
+                    if run.complete { "" } else { " partial" }
+                ),
+            )
+            .text(
+                "text",
+                &[
+                    ("class", "k mono".into()),
+                    ("x", 10.0.into()),
+                    ("y", (y + 26.0).into()),
+                ],
+                &day(run.created_at_ms),
             );
-            for (i, arm) in (0u32..).zip(&run.arms) {
+            for (i, arm) in run.arms.iter().enumerate() {
                 let Some(rate) = &arm.success else { continue };
-                let cy = y + 7 + i * 9;
-                let (x, lo, hi) = (
+                let cy = y + 7.0 + 9.0 * i as f64;
+                let (at, lo, hi) = (
                     x_of(&rate.value),
                     x_of(&rate.wilson95[0]),
                     x_of(&rate.wilson95[1]),
                 );
                 let name = arm.arm.as_str();
-                let _ = write!(
-                    s,
-                    "<g class=\"mark\" data-arm=\"{name}\"><title>{}: {} · run {} · {} {}/{} {} (Wilson 95% {}–{})</title><line class=\"ci arm-{name}\" x1=\"{lo}\" x2=\"{hi}\" y1=\"{cy}\" y2=\"{cy}\"/><line class=\"ci arm-{name}\" x1=\"{lo}\" x2=\"{lo}\" y1=\"{}\" y2=\"{}\"/><line class=\"ci arm-{name}\" x1=\"{hi}\" x2=\"{hi}\" y1=\"{}\" y2=\"{}\"/><circle class=\"dot arm-{name}\" cx=\"{x}\" cy=\"{cy}\" r=\"3.5\"/></g>",
-                    esc(&arm_words(name)),
-                    esc(&run.model),
-                    esc(crate::state::short_id(&run.run)),
+                let hover = format!(
+                    "{}: {} · run {} · {} {}/{} {} (Wilson 95% {}–{})",
+                    arm_words(name),
+                    shown(&run.model),
+                    crate::state::short_id(&run.run),
                     day(run.created_at_ms),
                     rate.num,
                     rate.den,
-                    esc(&percent(&rate.value)),
-                    esc(&percent(&rate.wilson95[0])),
-                    esc(&percent(&rate.wilson95[1])),
-                    cy - 3,
-                    cy + 3,
-                    cy - 3,
-                    cy + 3,
+                    percent(&rate.value),
+                    percent(&rate.wilson95[0]),
+                    percent(&rate.wilson95[1])
                 );
+                let line = |x1: Px, x2: Px, y1: f64, y2: f64| -> [crate::svg::Attr<'static>; 5] {
+                    [
+                        ("class", "whisker".into()),
+                        ("x1", x1.into()),
+                        ("x2", x2.into()),
+                        ("y1", y1.into()),
+                        ("y2", y2.into()),
+                    ]
+                };
+                s.open("g", &[("class", "mark".into()), ("data-arm", name.into())])
+                    .text("title", &[], &hover)
+                    .leaf("line", &line(lo, hi, cy, cy))
+                    .leaf("line", &line(lo, lo, cy - 3.0, cy + 3.0))
+                    .leaf("line", &line(hi, hi, cy - 3.0, cy + 3.0))
+                    .leaf(
+                        "circle",
+                        &[
+                            ("class", format!("dot {}", arm_class(name)).into()),
+                            ("cx", at.into()),
+                            ("cy", cy.into()),
+                            ("r", 3.5.into()),
+                        ],
+                    )
+                    .close();
             }
-            s.push_str("</g>");
+            s.close();
             y += RUN_ROW;
         }
     }
-    s.push_str("</svg>");
-    s
+    s.finish()
 }
 
 /// The chart in words: per model and run, each arm's success.
@@ -212,74 +272,17 @@ pub fn description(group: &RunGroup) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 pub(crate) mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
     use crate::ledger::{Basis, build};
     use crate::report::Report;
     use crate::report::testing::rich;
-
-    /// One element of an SVG as written: its name, its attributes, and the `data-run` of the
-    /// run row it is inside.
-    #[derive(Debug)]
-    pub(crate) struct Element {
-        pub name: String,
-        pub attrs: BTreeMap<String, String>,
-        pub run: Option<String>,
-    }
-
-    /// The start tags of `svg`, in order (a parser for the SVG this module writes: elements,
-    /// double-quoted attributes, escaped text). Panics on anything else, which is a failure.
-    pub(crate) fn elements(svg: &str) -> Vec<Element> {
-        let tag =
-            regex::Regex::new(r#"<(/?)([a-zA-Z]+)((?:\s+[a-zA-Z0-9:-]+="[^"<>]*")*)\s*(/?)>"#)
-                .unwrap();
-        let attr = regex::Regex::new(r#"([a-zA-Z0-9:-]+)="([^"]*)""#).unwrap();
-        let mut out = Vec::new();
-        let mut open: Vec<Option<String>> = Vec::new();
-        let mut end = 0;
-        for c in tag.captures_iter(svg) {
-            let whole = c.get(0).unwrap();
-            assert!(
-                !svg[end..whole.start()].contains(['<', '>']),
-                "unparsed markup before {}: {}",
-                whole.as_str(),
-                &svg[end..whole.start()]
-            );
-            end = whole.end();
-            let name = c[2].to_owned();
-            if &c[1] == "/" {
-                open.pop().unwrap();
-                continue;
-            }
-            let attrs: BTreeMap<String, String> = attr
-                .captures_iter(&c[3])
-                .map(|a| (a[1].to_owned(), a[2].to_owned()))
-                .collect();
-            let run = attrs
-                .get("data-run")
-                .cloned()
-                .or_else(|| open.iter().rev().find_map(Clone::clone));
-            if &c[4] != "/" {
-                open.push(attrs.get("data-run").cloned().or_else(|| run.clone()));
-            }
-            out.push(Element { name, attrs, run });
-        }
-        assert!(open.is_empty(), "unclosed elements in {svg}");
-        out
-    }
+    use crate::svg::xml::{Element, parse};
 
     fn as_run(mut report: Report, id: &str, model: &str, at: i64) -> Report {
         report.run.id = format!("{id:0<64}");
         report.comparability.model.model = model.to_owned();
         report.run.created_at_ms = at;
         report
-    }
-
-    fn class_has(e: &Element, class: &str) -> bool {
-        e.attrs
-            .get("class")
-            .is_some_and(|c| c.split(' ').any(|x| x == class))
     }
 
     #[test]
@@ -313,53 +316,56 @@ pub(crate) mod tests {
         assert_eq!(l.history[1].differs[0].what, "repetitions");
 
         for (i, group) in l.history.iter().enumerate() {
-            let svg = svg(group, &format!("g{i}"));
-            let els = elements(&svg);
+            let markup = svg(group, &format!("g{i}"));
+            let root = parse(&markup).unwrap_or_else(|e| panic!("{e}: {markup}"));
             // Every run of the group has a row, and no other run has one.
-            let rows: Vec<&str> = els
-                .iter()
-                .filter(|e| e.name == "g" && class_has(e, "run"))
-                .map(|e| e.attrs["data-run"].as_str())
+            let rows: Vec<&Element> = root
+                .all("g")
+                .into_iter()
+                .filter(|e| e.has_class("run"))
                 .collect();
+            let ids: Vec<&str> = rows.iter().map(|e| e.attr("data-run")).collect();
             let want: Vec<&str> = group.runs.iter().map(|r| r.run.as_str()).collect();
-            assert_eq!(rows, want);
+            assert_eq!(ids, want);
             let mut dots = 0;
-            for run in &group.runs {
-                for arm in &run.arms {
-                    let class = format!("arm-{}", arm.arm);
-                    let of = |name: &str| -> Vec<&Element> {
-                        els.iter()
-                            .filter(|e| {
-                                e.name == name
-                                    && e.run.as_deref() == Some(run.run.as_str())
-                                    && class_has(e, &class)
-                            })
-                            .collect()
-                    };
+            for (run, row) in group.runs.iter().zip(&rows) {
+                let marks: Vec<&Element> = row
+                    .all("g")
+                    .into_iter()
+                    .filter(|e| e.has_class("mark"))
+                    .collect();
+                assert_eq!(marks.len(), run.arms.len(), "{}", run.run);
+                for (arm, mark) in run.arms.iter().zip(marks) {
+                    assert_eq!(mark.attr("data-arm"), arm.arm);
                     let rate = arm.success.as_ref().unwrap();
-                    // The dot at the success, the interval's ends at the Wilson bounds.
-                    let dot = of("circle");
+                    // The dot at the success, in its arm's colour; the interval's ends at the
+                    // Wilson bounds.
+                    let dot = mark.all("circle");
                     assert_eq!(dot.len(), 1, "{} {}", run.run, arm.arm);
-                    assert_eq!(dot[0].attrs["cx"], x_of(&rate.value));
-                    let bar = of("line");
-                    assert_eq!(bar[0].attrs["x1"], x_of(&rate.wilson95[0]));
-                    assert_eq!(bar[0].attrs["x2"], x_of(&rate.wilson95[1]));
+                    assert!(dot[0].has_class(crate::svg::arm_class(&arm.arm)));
+                    assert_eq!(dot[0].attr("cx"), x_of(&rate.value).to_string());
+                    let bar = mark.all("line");
+                    assert_eq!(bar[0].attr("x1"), x_of(&rate.wilson95[0]).to_string());
+                    assert_eq!(bar[0].attr("x2"), x_of(&rate.wilson95[1]).to_string());
+                    assert!(
+                        mark.title()
+                            .unwrap()
+                            .contains(&format!("{}/{}", rate.num, rate.den))
+                    );
                     dots += 1;
                 }
             }
-            let drawn = els
-                .iter()
-                .filter(|e| e.name == "circle" && e.run.is_some())
-                .count();
+            let drawn = rows.iter().map(|r| r.all("circle").len()).sum::<usize>();
             assert_eq!(drawn, dots, "one dot per run and arm with a success");
             assert!(dots > 0);
         }
         // The pixel rule: 0 at 150, 1 at 330, one decimal.
+        let at = |v: &str| x_of(v).to_string();
         assert_eq!(
-            (x_of("0.000000"), x_of("0.500000"), x_of("1.000000")),
+            (at("0.000000"), at("0.500000"), at("1.000000")),
             ("150.0".to_owned(), "240.0".to_owned(), "330.0".to_owned())
         );
-        assert_eq!(x_of("0.333333"), "210.0");
+        assert_eq!(at("0.333333"), "210.0");
 
         // The page: one figure and one SVG per group, each with its data table.
         let page = crate::ledger::html::render(&l);
@@ -376,16 +382,24 @@ pub(crate) mod tests {
     fn hostile_model_names_stay_text_inside_the_svg() {
         let hostile = "<script>alert(1)</script>&\"'\u{202e}gpt</text><a href=\"x\">";
         let l = build(&[as_run(rich(), "aa", hostile, 1)], Basis::First).unwrap();
-        let svg = svg(&l.history[0], "h");
-        // Parses as this module's elements only: no script, no link, no broken-out text.
-        let names: std::collections::BTreeSet<String> =
-            elements(&svg).into_iter().map(|e| e.name).collect();
+        let markup = svg(&l.history[0], "h");
+        // It parses strictly, as this module's elements only: no script, no link.
+        let root = parse(&markup).unwrap_or_else(|e| panic!("{e}: {markup}"));
+        let names: std::collections::BTreeSet<&str> =
+            root.descendants().iter().map(|e| e.name.as_str()).collect();
         assert_eq!(
             names.into_iter().collect::<Vec<_>>(),
             ["circle", "desc", "g", "line", "svg", "text", "title"]
         );
-        assert!(svg.contains("&lt;script&gt;alert(1)&lt;/script&gt;&amp;&quot;&#39;\\u{202e}gpt"));
-        assert!(!svg.contains('\u{202e}'));
+        // The name reads back as itself, its bidi override shown, not applied.
+        let want = "anthropic <script>alert(1)</script>&\"'\\u{202e}gpt</text><a href=\"x\">";
+        let model = root
+            .all("g")
+            .into_iter()
+            .find(|e| e.has_class("model"))
+            .unwrap();
+        assert_eq!(model.title().unwrap(), want);
+        assert!(!markup.contains('\u{202e}'));
         let page = crate::ledger::html::render(&l);
         assert!(!page.contains("<script") && !page.contains("<a href"));
     }

@@ -7,26 +7,18 @@ use super::{Ledger, LedgerArm, Reading, arm_words, chart, contrast_words, percen
 use crate::bundle::display_safe;
 use crate::report::html::{STYLE, escape, style_only_policy};
 
-/// The charts' rules, after the report's stylesheet (and allowed by the same hash as it).
-/// Colours are the stylesheet's custom properties, so the charts follow the light and dark
-/// themes; in print they keep their colours and fit the page.
-pub(crate) const CHART_STYLE: &str = r#"
-.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:12px}
-figure.chart{margin:0;background:var(--card);border:1px solid var(--line);border-radius:10px;padding:10px;min-width:0}
-figure.chart figcaption{font-size:12.5px;color:var(--muted);margin-bottom:6px;overflow-wrap:anywhere}
-.chart-svg{display:block;width:100%;max-width:480px;height:auto}
-.chart-svg text{fill:var(--fg);font:11px system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
-.chart-svg text.runlabel,.chart-svg text.tick{fill:var(--muted);font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:10px}
-.chart-svg text.model{font-weight:600}
-.chart-svg .grid{stroke:var(--line);stroke-width:1}
-.chart-svg .ci{stroke-width:1.5}
-.chart-svg .arm-baseline{fill:var(--muted);stroke:var(--muted)}.chart-svg .arm-a{fill:var(--accent);stroke:var(--accent)}.chart-svg .arm-b{fill:var(--mid);stroke:var(--mid)}
-@media print{figure.chart{break-inside:avoid}.chart-svg{max-width:100%}}
+/// The ledger's own rules, after the report's stylesheet (which holds the charts' colours,
+/// [`crate::svg`]) and allowed by the same hash: the charts side by side, each a card about as
+/// wide as a phone, so a chart's text stays near its size on any screen.
+pub(crate) const LEDGER_STYLE: &str = r#"
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:12px}
+.charts figure.chart{margin:0;background:var(--card);border:1px solid var(--line);border-radius:10px;padding:10px;min-width:0}
+.charts figcaption{overflow-wrap:anywhere}svg.over-runs text.model{font-weight:600}
 "#;
 
 /// The page's whole stylesheet: the report's, then the charts'.
 pub(crate) fn stylesheet() -> String {
-    format!("{STYLE}{CHART_STYLE}")
+    format!("{STYLE}{LEDGER_STYLE}")
 }
 
 /// Escaped for HTML, with control and invisible characters (bidi overrides among them) shown as
