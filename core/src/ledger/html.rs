@@ -14,6 +14,7 @@ pub(crate) const LEDGER_STYLE: &str = r#"
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:12px}
 .charts figure.chart{margin:0;background:var(--card);border:1px solid var(--line);border-radius:10px;padding:10px;min-width:0}
 .charts figcaption{overflow-wrap:anywhere}svg.over-runs text.model{font-weight:600}
+header .sub{overflow-wrap:anywhere}.charts .scroll{overflow-x:auto}.charts table{margin:4px 0}.charts th[scope=colgroup]{color:var(--fg);white-space:normal;overflow-wrap:anywhere}
 "#;
 
 /// The page's whole stylesheet: the report's, then the charts'.
@@ -135,10 +136,7 @@ fn over_runs(h: &mut String, ledger: &Ledger) {
             },
             chart::svg(group, &id)
         );
-        let _ = write!(
-            h,
-            "<table class=\"chart-data\"><caption class=\"k\">The chart's values</caption><thead><tr><th scope=\"col\">model</th><th scope=\"col\">run</th>"
-        );
+        h.push_str("<details class=\"data\"><summary>The chart's values</summary><div class=\"scroll\"><table class=\"chart-data\"><thead><tr><th scope=\"col\">run</th>");
         for spec in &group.shared.arms {
             let _ = write!(
                 h,
@@ -146,36 +144,44 @@ fn over_runs(h: &mut String, ledger: &Ledger) {
                 esc(&arm_words(spec.arm.as_str()))
             );
         }
-        h.push_str("</tr></thead><tbody>");
-        for run in &group.runs {
+        h.push_str("</tr></thead>");
+        for (model, runs) in chart::by_model(group) {
             let _ = write!(
                 h,
-                "<tr><td>{}</td><td class=\"mono\">{} · {}{}{}</td>",
-                esc(&run.model),
-                esc(crate::state::short_id(&run.run)),
-                chart::day(run.created_at_ms),
-                if run.complete { "" } else { " · partial" },
-                if run.shown { " · shown" } else { "" }
+                "<tbody><tr><th scope=\"colgroup\" colspan=\"{}\">{}</th></tr>",
+                group.shared.arms.len() + 1,
+                esc(model)
             );
-            for arm in &run.arms {
-                match &arm.success {
-                    None => h.push_str("<td class=\"num\">—</td>"),
-                    Some(rate) => {
-                        let _ = write!(
-                            h,
-                            "<td class=\"num\">{}/{} · {}<div class=\"k\">{}–{}</div></td>",
-                            rate.num,
-                            rate.den,
-                            esc(&percent(&rate.value)),
-                            esc(&percent(&rate.wilson95[0])),
-                            esc(&percent(&rate.wilson95[1]))
-                        );
+            for run in runs {
+                let _ = write!(
+                    h,
+                    "<tr><th scope=\"row\" class=\"mono\">{}<div class=\"k\">{}{}{}</div></th>",
+                    esc(crate::state::short_id(&run.run)),
+                    chart::day(run.created_at_ms),
+                    if run.complete { "" } else { " · partial" },
+                    if run.shown { " · shown" } else { "" }
+                );
+                for arm in &run.arms {
+                    match &arm.success {
+                        None => h.push_str("<td class=\"num\">—</td>"),
+                        Some(rate) => {
+                            let _ = write!(
+                                h,
+                                "<td class=\"num\">{}/{} · {}<div class=\"k\">{}–{}</div></td>",
+                                rate.num,
+                                rate.den,
+                                esc(&percent(&rate.value)),
+                                esc(&percent(&rate.wilson95[0])),
+                                esc(&percent(&rate.wilson95[1]))
+                            );
+                        }
                     }
                 }
+                h.push_str("</tr>");
             }
-            h.push_str("</tr>");
+            h.push_str("</tbody>");
         }
-        h.push_str("</tbody></table></figure>");
+        h.push_str("</table></div></details></figure>");
     }
     h.push_str("</div></section>");
 }
