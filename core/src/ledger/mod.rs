@@ -98,11 +98,10 @@ pub struct RunPoint {
     pub complete: bool,
     /// It is a column of the ledger.
     pub shown: bool,
-    /// What the API said served it; a run's line joins only runs of its model served with the
-    /// same fingerprints.
+    /// What the API said served it (the report's `system_fingerprints`): a model's provider may
+    /// change what serves it between two runs, which the chart's rows under one model do not hide.
     pub system_fingerprints: Vec<String>,
-    /// Per arm of the group, in its order: the report's success (passes over scored trials with
-    /// the Wilson 95% interval); `null` with nothing scored in that arm.
+    /// Per arm of the group, in its order: the report's success.
     pub arms: Vec<PointArm>,
 }
 
@@ -110,6 +109,8 @@ pub struct RunPoint {
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PointArm {
     pub arm: String,
+    /// Passes over scored trials with the Wilson 95% interval, as the report's summary says;
+    /// `null` with nothing scored in that arm.
     pub success: Option<Rate>,
 }
 
