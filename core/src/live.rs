@@ -185,8 +185,13 @@ impl LiveTrials {
 /// The grid's geometry, in the SVG's own units.
 const CELL: f64 = 12.0;
 const STEP: f64 = 14.0;
+const STEP_UNITS: usize = 14;
 const ARM_GAP: f64 = 10.0;
+const ARM_GAP_UNITS: usize = 10;
 const LABEL: f64 = 150.0;
+const LABEL_UNITS: usize = 150;
+/// An arm's block is at least this wide, so that its heading (`baseline`) fits.
+const MIN_BLOCK: usize = 56;
 const ROW: f64 = 16.0;
 /// The legend's rows and the arms' heading above the first task.
 const LEGEND_ROW: f64 = 16.0;
@@ -215,22 +220,28 @@ fn outcome_words(outcome: Option<Outcome>) -> &'static str {
 pub fn grid_svg(trials: &LiveTrials, id: &str) -> Result<String, LiveError> {
     let cells = trials.cells()?;
     let (landed, waiting) = trials.tally()?;
-    let k = f64::from(trials.repetitions);
-    let arms = trials.arms.len() as f64;
-    let block = k * STEP;
-    let width = LABEL + arms * block + (arms - 1.0).max(0.0) * ARM_GAP + 4.0;
+    // In whole units: a block per arm, wide enough for k cells and for its heading.
+    let k = usize::try_from(trials.repetitions).unwrap_or(usize::MAX);
+    let block_units = k.saturating_mul(STEP_UNITS).max(MIN_BLOCK);
+    let width_units = block_units
+        .saturating_mul(trials.arms.len())
+        .saturating_add(
+            trials
+                .arms
+                .len()
+                .saturating_sub(1)
+                .saturating_mul(ARM_GAP_UNITS),
+        )
+        .saturating_add(LABEL_UNITS + 4);
+    let block = block_units as f64;
+    let width = width_units as f64;
     // The legend: the outcomes present, then waiting, as many per row as fit.
     let mut legend: Vec<Option<Outcome>> = landed.iter().map(|(o, _)| Some(*o)).collect();
     if waiting > 0 || legend.is_empty() {
         legend.push(None);
     }
     // Legend entries are 120 units apart: as many as the grid is wide, at least one.
-    let per_row = (usize::try_from(trials.repetitions).unwrap_or(usize::MAX))
-        .saturating_mul(trials.arms.len())
-        .saturating_mul(14)
-        .saturating_add(trials.arms.len().saturating_sub(1).saturating_mul(10))
-        .saturating_add(150)
-        / 120;
+    let per_row = width_units / 120;
     let per_row = per_row.max(1);
     let legend_rows = legend.len().div_ceil(per_row) as f64;
     let top = legend_rows * LEGEND_ROW + HEAD;
@@ -263,7 +274,16 @@ pub fn grid_svg(trials: &LiveTrials, id: &str) -> Result<String, LiveError> {
         trials.repetitions,
         if trials.repetitions == 1 { "" } else { "s" },
     );
-    let mut s = Svg::chart(id, "live-grid", (width, height), &title, &desc);
+    // The page scales a chart to its container; `w{N}` (its width rounded up to 50 units) lets
+    // the stylesheet keep the grid near its own size, so its text stays readable.
+    let bucket = width_units.div_ceil(50).saturating_mul(50);
+    let mut s = Svg::chart(
+        id,
+        &format!("live-grid w{bucket}"),
+        (width, height),
+        &title,
+        &desc,
+    );
 
     s.open("g", &[("class", "legend".into())]);
     for (i, o) in legend.iter().enumerate() {
@@ -301,13 +321,7 @@ pub fn grid_svg(trials: &LiveTrials, id: &str) -> Result<String, LiveError> {
                 ("y", (top - 5.0).into()),
             ],
             // About 7 units a character at this size.
-            &truncate(
-                &arm_words(arm),
-                usize::try_from(trials.repetitions)
-                    .unwrap_or(usize::MAX)
-                    .saturating_mul(2)
-                    .saturating_add(1),
-            ),
+            &truncate(&arm_words(arm), (block_units + ARM_GAP_UNITS) / 7),
         );
     }
     let mut cells = cells.into_iter();
