@@ -149,6 +149,21 @@ fn the_two_scripted_models_side_by_side_name_where_b_helps_and_where_it_breaks()
     let page = std::fs::read_to_string(out_dir.join("ledger.html")).unwrap();
     assert!(page.contains("Content-Security-Policy") && !page.contains("<script"));
     assert!(page.contains("Scripted model."));
+    // Success over runs: the two models' runs on one chart, the odd run on a chart of its own.
+    let figures: Vec<&str> = page.split("<figure class=\"chart\"").skip(1).collect();
+    assert_eq!(figures.len(), 2, "{page}");
+    let runs_in = |figure: &str| -> Vec<String> {
+        figure
+            .split("data-run=\"")
+            .skip(1)
+            .map(|s| s[..64].to_owned())
+            .collect()
+    };
+    assert_eq!(runs_in(figures[0]), [two.clone(), one.clone()]);
+    assert_eq!(runs_in(figures[1]), [odd.clone()]);
+    assert!(figures[1].contains("differs from the basis in its repetitions"));
+    assert_eq!(doc["history"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["history"][1]["runs"][0]["run"], odd.as_str());
 
     // Named runs: the first named sets the basis, so now the two 3-repetition runs are left out.
     let doc = ok_json(&home, &["ledger", &odd[..12], &one, &two, "--json"]);

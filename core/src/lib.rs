@@ -12,7 +12,8 @@
 //! [`report`] is the typed report, its builder, its hashes and its HTML view; [`settlement`]
 //! defines a hosted run's evidence records and the settlement digest the program keeps.
 //! [`ledger`] puts the reports of one measurement on several models side by side. [`svg`] writes
-//! the pages' inline charts, every text escaped.
+//! the pages' inline charts, every text escaped; [`live`] is a run's trials as they land, drawn
+//! as the live page's grid.
 //!
 //! **Invariant:** no dependency here touches SQLite, HTTP, a keychain, an async runtime or Solana
 //! RPC, so the same code runs in the CLI, the hosted runner and the browser. `scripts/test.sh`
@@ -27,6 +28,7 @@ pub mod digest;
 pub mod gate;
 pub mod hosted;
 pub mod ledger;
+pub mod live;
 pub mod manifest;
 pub mod money;
 pub mod outcome;

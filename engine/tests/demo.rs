@@ -56,9 +56,13 @@ fn the_demo_runs_its_trials_on_the_scripted_model_and_writes_a_sealed_report() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let mut events = Vec::new();
+    let mut grids = Vec::new();
 
     // When the demo runs one repetition
     let outcome = demo::run(&request(&home, 1), &no_env, &mut |e| {
+        if let Event::Progress(p) = &e {
+            grids.push((p.done, p.trials.clone()));
+        }
         events.push(told(&e));
         Ok(())
     })
@@ -93,6 +97,27 @@ fn the_demo_runs_its_trials_on_the_scripted_model_and_writes_a_sealed_report() {
     assert_eq!(events[4], "running");
     assert_eq!(events.last().unwrap(), "ran");
     assert!(events.contains(&"progress 18/18".to_owned()), "{events:?}");
+    // ... and each progress carried the live grid: as many trials with an outcome as were done,
+    // the last one each trial's outcome in the report.
+    for (done, grid) in &grids {
+        let (landed, _) = grid.tally().unwrap();
+        let landed: usize = landed.iter().map(|(_, n)| n).sum();
+        assert_eq!(landed, usize::try_from(*done).unwrap(), "{grid:?}");
+    }
+    let (_, last) = grids.last().unwrap();
+    let cells = last.cells().unwrap();
+    assert_eq!(cells.len(), report.trials.len());
+    for t in &report.trials {
+        let cell = cells
+            .iter()
+            .find(|c| (c.0, c.1, c.2) == (t.task.as_str(), t.arm.as_str(), t.repetition))
+            .unwrap();
+        assert_eq!(
+            cell.3.map_or("pending", |o| o.as_str()),
+            t.outcome.as_str(),
+            "{t:?}"
+        );
+    }
 }
 
 #[test]

@@ -469,6 +469,17 @@ pub struct Progress {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     pub total: u32,
+    /// Every planned trial's outcome so far (the live page's grid, `skilltrial_core::live`):
+    /// the plan's tasks, arms and repetitions, and one code per trial in that order. Absent from
+    /// a runner from before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        test,
+        ts(
+            type = "{ tasks: Array<string>; arms: Array<string>; repetitions: number; outcomes: string } | null"
+        )
+    )]
+    pub trials: Option<skilltrial_core::live::LiveTrials>,
 }
 
 /// A [`Event::Phase`]: the run entered `phase`.

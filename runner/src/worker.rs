@@ -78,6 +78,7 @@ fn progress_of(p: &engine::Progress) -> Progress {
         spent: p.spent.0,
         status: None,
         total: p.total,
+        trials: Some(p.trials.clone()),
     }
 }
 
@@ -612,6 +613,20 @@ impl Ctx<'_> {
             // The engine closes trials it will not send without a progress line: say where
             // the run stands after each chunk.
             let pending = summary.counts.get("pending").copied().unwrap_or(0);
+            // The grid as the chunk left it; a journal that cannot be read now leaves it to the
+            // next progress (the run itself does not depend on it).
+            let trials = match (
+                self.inputs.trials(),
+                journal.attempts_without_details(&self.inputs.hash.hex()),
+            ) {
+                (Ok((planned, _)), Ok(attempts)) => Some(engine::live_trials(
+                    &self.inputs.manifest,
+                    &planned,
+                    &attempts,
+                    &|_| false,
+                )),
+                _ => None,
+            };
             self.app.event(
                 &self.run.address,
                 Event::Progress(Progress {
@@ -622,6 +637,7 @@ impl Ctx<'_> {
                     spent: summary.spent.0,
                     status: Some(summary.status.clone()),
                     total: summary.planned,
+                    trials,
                 }),
             );
             self.settle(journal, payloads, outbox)?;

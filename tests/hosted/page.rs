@@ -220,6 +220,24 @@ pub fn the_new_run_page_in_a_real_browser(net: &Localnet) {
         step("failed")
     );
 
+    // --- the live grid filled as trials landed: one cell per planned trial, as many coloured
+    // as trials done, while the first run ran, once it was cancelled and when the second ended
+    let grids = step("grid");
+    let names: Vec<&str> = grids.iter().map(|g| g["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["trials-landing", "cancelled-run-finished", "run-finished"],
+        "{grids:?}"
+    );
+    for g in &grids {
+        assert_eq!(g["cells"], g["total"], "{g}");
+        assert_eq!(g["landed"], g["done"], "{g}");
+    }
+    assert_eq!(grids[0]["total"], 36);
+    assert!(grids[0]["landed"].as_u64().unwrap() >= 3, "{}", grids[0]);
+    assert_eq!(grids[1]["landed"], 36, "{}", grids[1]);
+    assert_eq!(grids[2]["landed"], grids[2]["total"], "{}", grids[2]);
+
     // --- every state walked fits a 390 px phone; a cap below the fees was refused
     let widths = step("width");
     assert!(widths.len() >= 10, "{widths:?}");
@@ -450,6 +468,10 @@ pub fn the_page_on_a_demo_model_daemon(net: &Localnet) {
     );
     let opened = step("opened").unwrap();
     let finished = step("finished").unwrap();
+    // The live grid ended with every planned trial coloured by its outcome.
+    let grid = step("grid").unwrap();
+    assert_eq!(grid["cells"], grid["total"], "{grid}");
+    assert_eq!(grid["landed"], grid["total"], "{grid}");
     // The run went to the end on the chain, at the escrow shown, charging no usage
     let address: Pubkey = finished["run"].as_str().unwrap().parse().unwrap();
     let run = net.chain.run(&address).unwrap().unwrap().account.run;

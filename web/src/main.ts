@@ -4,13 +4,15 @@
 // Everything that decides money or identity runs in the project's Rust, compiled to wasm
 // (`web/wasm`): validation, the manifest and its hash, the escrow, the transactions. This file
 // only moves bytes between the user, the wallet, the wasm and the runner, and shows what they say.
-// No text from a bundle, a wallet or the runner is ever parsed as HTML.
+// No text from a bundle, a wallet or the runner is ever parsed as HTML (the live grid is SVG the
+// core writes, every name escaped there, parsed as XML).
 
 import type { Wallet, WalletAccount } from "@wallet-standard/base";
 import init, {
   Dropped,
   from_base64,
   hosted_terms,
+  live_grid,
   money,
   open_transaction,
   pack_tree,
@@ -912,6 +914,8 @@ function watch(run: string): void {
   $("f-funds").textContent = "";
   $("w-deadline").textContent = "—";
   $("w-concurrency").textContent = "—";
+  $("w-grid").replaceChildren();
+  $("w-grid-figure").hidden = true;
   $("verification").removeAttribute("data-shown");
   state.run = run;
   // A reload comes back to the run.
@@ -976,6 +980,33 @@ function showProgress(p: Progress): void {
   $("w-outcomes").textContent = counts.length === 0 ? "none yet" : counts.map(([k, n]) => `${n} ${k}`).join(", ");
   $("w-spent").textContent = moneyText(p.spent);
   $("w-reserved").textContent = moneyText(p.reserved);
+  // A runner from before the grid sends no trials: the last grid shown stays.
+  if (p.trials) showGrid(p.trials);
+}
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+/// The run's trials as the core draws them (one cell per planned trial, its colour its outcome,
+/// a legend, and the counts as the SVG's title), put in the page as SVG nodes: the markup is
+/// parsed as XML and only an `<svg>` root is taken.
+function showGrid(trials: NonNullable<Progress["trials"]>): void {
+  const figure = $("w-grid-figure");
+  let markup: string;
+  try {
+    markup = live_grid(JSON.stringify(trials), "live-grid");
+  } catch (e) {
+    figure.hidden = true;
+    say("watch-error", `The trials' grid cannot be drawn: ${reason(e)}`);
+    return;
+  }
+  const doc = new DOMParser().parseFromString(markup, "image/svg+xml");
+  const root = doc.documentElement;
+  if (root.namespaceURI !== SVG_NS || root.localName !== "svg" || doc.getElementsByTagName("parsererror").length > 0) {
+    figure.hidden = true;
+    return;
+  }
+  $("w-grid").replaceChildren(document.importNode(root, true));
+  figure.hidden = false;
 }
 
 let settledTrials = 0;

@@ -166,7 +166,13 @@ spent: number,
  * The engine's status at the end of a chunk (`finished`, `cancelled`, …); absent from the
  * progress of one trial.
  */
-status?: string | null, total: number, };
+status?: string | null, total: number, 
+/**
+ * Every planned trial's outcome so far (the live page's grid, `skilltrial_core::live`):
+ * the plan's tasks, arms and repetitions, and one code per trial in that order. Absent from
+ * a runner from before it.
+ */
+trials?: { tasks: Array<string>; arms: Array<string>; repetitions: number; outcomes: string } | null, };
 
 export type Event = { "kind": "progress", "data": Progress } | { "kind": "phase", "data": PhaseChange } | { "kind": "settled", "data": Settled } | { "kind": "notice", "data": Notice };
 

@@ -77,6 +77,45 @@ async function snap(name) {
 
 const text = (selector) => page.locator(selector).innerText();
 
+/// The live grid as it stands, read in one go with the progress it was drawn beside: its cells,
+/// those with an outcome's colour, the trials done and planned, and the SVG's own title.
+async function grid(name) {
+  const seen = await page.evaluate(() => {
+    const svg = document.querySelector("#w-grid svg.live-grid");
+    const cells = svg ? [...svg.querySelectorAll("rect.cell")] : [];
+    const bar = document.querySelector("#w-progress");
+    return {
+      cells: cells.length,
+      landed: cells.filter((c) => !c.classList.contains("o-pending")).length,
+      outcomes: [...new Set(cells.map((c) => [...c.classList].find((k) => k.startsWith("o-"))))].sort(),
+      done: Number(bar?.value ?? -1),
+      total: Number(bar?.max ?? -1),
+      title: svg?.querySelector("title")?.textContent ?? null,
+      role: svg?.getAttribute("role") ?? null,
+      width: svg ? Math.round(svg.getBoundingClientRect().width) : 0,
+    };
+  });
+  check(seen.cells === seen.total, `${name}: the grid has one cell per planned trial: ${JSON.stringify(seen)}`);
+  check(seen.landed === seen.done, `${name}: the grid's coloured cells are the trials landed: ${JSON.stringify(seen)}`);
+  check(seen.role === "img" && seen.title?.startsWith(`Trials of this run: ${seen.done} of ${seen.total} landed`), `${name}: the grid says its counts in words: ${JSON.stringify(seen)}`);
+  said({ step: "grid", name, ...seen });
+  return seen;
+}
+
+/// The page at a desktop's width too (1200 px), in light and dark: nothing wider than it.
+async function wide(name) {
+  await page.setViewportSize({ width: 1200, height: 900 });
+  for (const scheme of ["light", "dark"]) {
+    await page.emulateMedia({ colorScheme: scheme });
+    shot += 1;
+    await page.screenshot({ path: join(config.shots, `${String(shot).padStart(2, "0")}-${name}-1200-${scheme}.png`), fullPage: true });
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    check(width <= 1200, `${name}: the page is ${width} px wide on a 1200 px screen`);
+  }
+  await page.emulateMedia({ colorScheme: "light" });
+  await page.setViewportSize({ width: PHONE, height: 844 });
+}
+
 try {
   if (config.mode === "demo") {
     await demo();
@@ -181,7 +220,10 @@ async function demo() {
   said({ step: "opened", run, hash: await text("#p-hash"), escrow, options, note });
   await page.locator("#finish-section").waitFor({ timeout: 300_000 });
   await page.locator("#verification li.ok", { hasText: "Run account" }).waitFor({ timeout: 120_000 });
+  const demoGrid = await grid("demo-finished");
+  check(demoGrid.landed === demoGrid.total && !demoGrid.outcomes.includes("o-pending"), `every trial of the demo run is coloured: ${JSON.stringify(demoGrid)}`);
   await snap("demo-finished");
+  await wide("demo-finished");
   const report = await page.evaluate(async (r) => (await fetch(`/v1/runs/${r}/report.json`)).json(), run);
   const [html] = await Promise.all([context.waitForEvent("page"), page.locator("#open-report").click()]);
   await html.waitForLoadState();
@@ -346,7 +388,13 @@ async function quickstart() {
   await liveLocked(run1);
   await page.locator(`#my-runs-list li[data-run="${run1}"]`).waitFor();
   await page.waitForFunction(() => Number(document.querySelector("#w-progress")?.value ?? 0) >= 3, null, { timeout: 240_000 });
+  await page.locator("#w-grid svg.live-grid").waitFor();
+  await grid("trials-landing");
   await snap("trials-landing");
+  await page.emulateMedia({ colorScheme: "dark" });
+  await snap("trials-landing-dark");
+  await page.emulateMedia({ colorScheme: "light" });
+  await wide("trials-landing");
 
   // ---- cancel midway (on-chain, wallet-signed) ----
   await page.locator("#cancel").press("Enter");
@@ -364,6 +412,8 @@ async function quickstart() {
   check(await page.locator("#live-note").isHidden(), "a finalized run no longer locks the approval");
   const notices = await collapsed();
   said({ step: "cancelled-finalized", run: run1, count, outcomes: await text("#w-outcomes"), signed: signedBefore, deadline: await text("#w-deadline"), notices });
+  const closedGrid = await grid("cancelled-run-finished");
+  check(closedGrid.landed === closedGrid.total && closedGrid.outcomes.includes("o-not_run"), `every trial of the cancelled run has its outcome, the unsent ones not_run: ${JSON.stringify(closedGrid)}`);
   await snap("cancelled-run-finished");
 
   // ---- a reload comes back to the run; the wallet's runs are listed ----
@@ -390,7 +440,10 @@ async function quickstart() {
   await liveLocked(run2);
   await page.locator("#finish-section").waitFor({ timeout: 300_000 });
   await page.locator("#verification li.ok", { hasText: "Run account" }).waitFor({ timeout: 120_000 });
+  const finishedGrid = await grid("run-finished");
+  check(finishedGrid.landed === finishedGrid.total && !finishedGrid.outcomes.includes("o-pending"), `every trial of the finished run is coloured: ${JSON.stringify(finishedGrid)}`);
   await snap("run-finished");
+  await wide("run-finished");
 
   // ---- open the report, export the JSON, anchor it, verified on-chain in the page ----
   const [report] = await Promise.all([context.waitForEvent("page"), page.locator("#open-report").click()]);

@@ -3,9 +3,24 @@
 
 use std::fmt::Write as _;
 
-use super::{Ledger, LedgerArm, Reading, arm_words, contrast_words, percent};
+use super::{Ledger, LedgerArm, Reading, arm_words, chart, contrast_words, percent};
 use crate::bundle::display_safe;
 use crate::report::html::{STYLE, escape, style_only_policy};
+
+/// The ledger's own rules, after the report's stylesheet (which holds the charts' colours,
+/// [`crate::svg`]) and allowed by the same hash: the charts side by side, each a card about as
+/// wide as a phone, so a chart's text stays near its size on any screen.
+pub(crate) const LEDGER_STYLE: &str = r#"
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:12px}
+.charts figure.chart{margin:0;background:var(--card);border:1px solid var(--line);border-radius:10px;padding:10px;min-width:0}
+.charts figcaption{overflow-wrap:anywhere}svg.over-runs text.model{font-weight:600}
+header .sub{overflow-wrap:anywhere}.charts .scroll{overflow-x:auto}.charts table{margin:4px 0}.charts th[scope=colgroup]{color:var(--fg);white-space:normal;overflow-wrap:anywhere}
+"#;
+
+/// The page's whole stylesheet: the report's, then the charts'.
+pub(crate) fn stylesheet() -> String {
+    format!("{STYLE}{LEDGER_STYLE}")
+}
 
 /// Escaped for HTML, with control and invisible characters (bidi overrides among them) shown as
 /// `\\u{..}`: a name cannot restyle or reorder what the page says.
@@ -18,9 +33,10 @@ pub fn render(ledger: &Ledger) -> String {
     let mut h = String::new();
     let _ = write!(
         h,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"Content-Security-Policy\" content=\"{}\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><meta name=\"referrer\" content=\"no-referrer\"><title>SkillTrial ledger · {}</title><style>{STYLE}</style></head><body>",
-        escape(&style_only_policy()),
-        esc(&ledger.basis.pack.id)
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"Content-Security-Policy\" content=\"{}\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><meta name=\"referrer\" content=\"no-referrer\"><title>SkillTrial ledger · {}</title><style>{}</style></head><body>",
+        escape(&style_only_policy(&stylesheet())),
+        esc(&ledger.basis.pack.id),
+        stylesheet()
     );
     let arms = ledger.basis.arm_lines(true);
     let _ = write!(
@@ -44,6 +60,7 @@ pub fn render(ledger: &Ledger) -> String {
     }
     h.push_str("</header><main>");
     versions(&mut h, ledger);
+    over_runs(&mut h, ledger);
     success(&mut h, ledger);
     tasks(&mut h, ledger);
     left_out(&mut h, ledger);
@@ -88,6 +105,85 @@ fn versions(h: &mut String, ledger: &Ledger) {
         h.push_str("</ul><p class=\"k\">Helps: fixes tasks and breaks none; breaks: breaks tasks and fixes none — by each run's per-task majority verdicts. The p beside each is that run's paired sign-flip test, Holm-adjusted over its three contrasts; the ledger adds no test of its own.</p>");
     }
     h.push_str("</section>");
+}
+
+/// Success per arm over runs: one chart per group of runs measured alike, each with its data
+/// table.
+fn over_runs(h: &mut String, ledger: &Ledger) {
+    if ledger.history.is_empty() {
+        return;
+    }
+    h.push_str("<section><h2>Success over runs</h2><p class=\"k\">Each dot is an arm's passes over its scored trials in one run, the bar its Wilson 95% interval; rows are runs, oldest first under each model. Runs measured differently (another pack, checker, bundle, sampling, prompt or delivery) are in charts of their own: they never share an axis.</p><div class=\"charts\">");
+    for (i, group) in ledger.history.iter().enumerate() {
+        let id = format!("over-runs-{i}");
+        let _ = write!(
+            h,
+            "<figure class=\"chart\" id=\"{id}\"><figcaption><strong>{}</strong> · {}{}</figcaption>{}",
+            if group.basis {
+                "The columns' basis"
+            } else {
+                "Measured differently"
+            },
+            esc(&chart::title(group)),
+            if group.differs.is_empty() {
+                String::new()
+            } else {
+                let whats: Vec<&str> = group.differs.iter().map(|d| d.what.as_str()).collect();
+                format!(
+                    "<div>differs from the basis in its {}</div>",
+                    esc(&whats.join(", "))
+                )
+            },
+            chart::svg(group, &id)
+        );
+        h.push_str("<details class=\"data\"><summary>The chart's values</summary><div class=\"scroll\"><table class=\"chart-data\"><thead><tr><th scope=\"col\">run</th>");
+        for spec in &group.shared.arms {
+            let _ = write!(
+                h,
+                "<th scope=\"col\" class=\"num\">{}</th>",
+                esc(&arm_words(spec.arm.as_str()))
+            );
+        }
+        h.push_str("</tr></thead>");
+        for (model, runs) in chart::by_model(group) {
+            let _ = write!(
+                h,
+                "<tbody><tr><th scope=\"colgroup\" colspan=\"{}\">{}</th></tr>",
+                group.shared.arms.len() + 1,
+                esc(model)
+            );
+            for run in runs {
+                let _ = write!(
+                    h,
+                    "<tr><th scope=\"row\" class=\"mono\">{}<div class=\"k\">{}{}{}</div></th>",
+                    esc(crate::state::short_id(&run.run)),
+                    chart::day(run.created_at_ms),
+                    if run.complete { "" } else { " · partial" },
+                    if run.shown { " · shown" } else { "" }
+                );
+                for arm in &run.arms {
+                    match &arm.success {
+                        None => h.push_str("<td class=\"num\">—</td>"),
+                        Some(rate) => {
+                            let _ = write!(
+                                h,
+                                "<td class=\"num\">{}/{} · {}<div class=\"k\">{}–{}</div></td>",
+                                rate.num,
+                                rate.den,
+                                esc(&percent(&rate.value)),
+                                esc(&percent(&rate.wilson95[0])),
+                                esc(&percent(&rate.wilson95[1]))
+                            );
+                        }
+                    }
+                }
+                h.push_str("</tr>");
+            }
+            h.push_str("</tbody>");
+        }
+        h.push_str("</table></div></details></figure>");
+    }
+    h.push_str("</div></section>");
 }
 
 fn rate_cell(a: &LedgerArm) -> String {

@@ -23,6 +23,7 @@
 //! tasks, fixes none), does both, or changes nothing — counts of tasks, never a claim the
 //! paired tests of each run do not make.
 
+pub mod chart;
 pub mod html;
 
 use std::collections::BTreeMap;
@@ -64,6 +65,53 @@ pub struct Ledger {
     pub tasks: Vec<LedgerTask>,
     /// The runs not shown, and why.
     pub left_out: Vec<LeftOut>,
+    /// Every run given with a scored trial (the columns' and the left-out ones), in groups of
+    /// runs measured the same way: the success per arm over runs, drawn one chart per group.
+    /// Invariant: two runs share a group exactly when the basis checks (pack, tasks, arms and
+    /// digests, repetitions, checker, verdicts, sampling, prompt, delivery) find no difference
+    /// between them, so no chart puts incomparable runs on one axis.
+    pub history: Vec<RunGroup>,
+}
+
+/// Runs that may share an axis: the same measurement and bundles, any model.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct RunGroup {
+    /// What its runs share.
+    pub shared: Shared,
+    /// Whether it is the columns' basis (the first group, when any run is shown).
+    pub basis: bool,
+    /// How it differs from the basis (this group's value, the basis's); empty for the basis.
+    pub differs: Vec<Difference>,
+    /// Its runs, by model (the columns' order, then the others' in the order given), oldest
+    /// first within a model.
+    pub runs: Vec<RunPoint>,
+}
+
+/// One run in a [`RunGroup`]: what its report says per arm.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct RunPoint {
+    pub run: String,
+    /// The model label ([`ModelColumn::model`]).
+    pub model: String,
+    pub created_at_ms: i64,
+    /// Every planned trial has a model result.
+    pub complete: bool,
+    /// It is a column of the ledger.
+    pub shown: bool,
+    /// What the API said served it (the report's `system_fingerprints`): a model's provider may
+    /// change what serves it between two runs, which the chart's rows under one model do not hide.
+    pub system_fingerprints: Vec<String>,
+    /// Per arm of the group, in its order: the report's success.
+    pub arms: Vec<PointArm>,
+}
+
+/// One arm's success in one run.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct PointArm {
+    pub arm: String,
+    /// Passes over scored trials with the Wilson 95% interval, as the report's summary says;
+    /// `null` with nothing scored in that arm.
+    pub success: Option<Rate>,
 }
 
 /// What every column of the ledger shares.
@@ -436,22 +484,112 @@ pub fn build(reports: &[Report], basis: Basis) -> Result<Ledger, LedgerError> {
                 .collect(),
         })
         .collect();
+    let history = history(&unique, reference, &columns);
     Ok(Ledger {
         format: FORMAT.to_owned(),
-        basis: Shared {
-            pack: reference.manifest.pack.clone(),
-            arms: reference.manifest.arms.clone(),
-            tasks: reference.manifest.tasks.len(),
-            repetitions: reference.manifest.repetitions,
-            checker: reference.comparability.checker.clone(),
-            sampling: reference.comparability.sampling.clone(),
-            prompt_template_sha256: reference.comparability.prompt_template_sha256.clone(),
-        },
+        basis: shared(reference),
         models,
         versions,
         tasks,
         left_out,
+        history,
     })
+}
+
+/// What every run measured like `r` shares.
+fn shared(r: &Report) -> Shared {
+    Shared {
+        pack: r.manifest.pack.clone(),
+        arms: r.manifest.arms.clone(),
+        tasks: r.manifest.tasks.len(),
+        repetitions: r.manifest.repetitions,
+        checker: r.comparability.checker.clone(),
+        sampling: r.comparability.sampling.clone(),
+        prompt_template_sha256: r.comparability.prompt_template_sha256.clone(),
+    }
+}
+
+/// The scored runs of `unique` in groups measured alike ([`Ledger::history`]): the basis's
+/// group first, then the others in the order their first run was given.
+fn history(unique: &[&Report], reference: &Report, columns: &[&Report]) -> Vec<RunGroup> {
+    let mut groups: Vec<Vec<&Report>> = Vec::new();
+    for r in unique.iter().copied().filter(|r| scored(r)) {
+        match groups
+            .iter_mut()
+            .find(|g| comparable::differences(basis_checks(), r, g[0]).is_empty())
+        {
+            Some(g) => g.push(r),
+            None => groups.push(vec![r]),
+        }
+    }
+    let is_basis = |g: &[&Report]| {
+        !columns.is_empty() && comparable::differences(basis_checks(), g[0], reference).is_empty()
+    };
+    // Stable: the basis's group moves to the front, the others keep their order.
+    groups.sort_by_key(|g| !is_basis(g));
+    // Models in the columns' order, then the others' in the order given.
+    let mut model_order: Vec<Value> = columns.iter().map(|r| model_key(r)).collect();
+    for r in unique {
+        let key = model_key(r);
+        if !model_order.contains(&key) {
+            model_order.push(key);
+        }
+    }
+    let rank = |r: &Report| {
+        let key = model_key(r);
+        model_order
+            .iter()
+            .position(|k| *k == key)
+            .unwrap_or(usize::MAX)
+    };
+    groups
+        .into_iter()
+        .map(|mut runs| {
+            runs.sort_by(|x, y| {
+                (rank(x), x.run.created_at_ms, &x.run.id).cmp(&(
+                    rank(y),
+                    y.run.created_at_ms,
+                    &y.run.id,
+                ))
+            });
+            let first = runs[0];
+            let basis = is_basis(&runs);
+            RunGroup {
+                shared: shared(first),
+                basis,
+                differs: if basis {
+                    Vec::new()
+                } else {
+                    comparable::differences(basis_checks(), first, reference)
+                },
+                runs: runs
+                    .iter()
+                    .map(|r| RunPoint {
+                        run: r.run.id.clone(),
+                        model: model_label(r),
+                        created_at_ms: r.run.created_at_ms,
+                        complete: r.run.complete,
+                        shown: columns.iter().any(|c| c.run.id == r.run.id),
+                        system_fingerprints: r.comparability.model.system_fingerprints.clone(),
+                        arms: first
+                            .manifest
+                            .arms
+                            .iter()
+                            .map(|spec| PointArm {
+                                arm: spec.arm.as_str().to_owned(),
+                                success: r
+                                    .summary
+                                    .arms
+                                    .iter()
+                                    .find(|a| a.arm == spec.arm.as_str())
+                                    .and_then(|a| a.success.clone()),
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
 }
 
 /// The report whose basis the most distinct models share (with a scored trial); among equals,

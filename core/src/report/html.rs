@@ -100,11 +100,12 @@ pub fn content_security_policy() -> String {
     )
 }
 
-/// The Content-Security-Policy of a page with this stylesheet and no script at all (the ledger's).
-pub(crate) fn style_only_policy() -> String {
+/// The Content-Security-Policy of a page with the stylesheet `style` and no script at all (the
+/// ledger's).
+pub(crate) fn style_only_policy(style: &str) -> String {
     format!(
         "default-src 'none'; style-src {}; script-src 'none'; img-src 'none'; font-src 'none'; connect-src 'none'; media-src 'none'; object-src 'none'; frame-src 'none'; base-uri 'none'; form-action 'none'",
-        csp_hash(STYLE)
+        csp_hash(style)
     )
 }
 

@@ -646,6 +646,12 @@ impl<'r> Loop<'r> {
             reserved: money.reserved,
             current,
             in_flight: u32::try_from(self.in_flight.len()).unwrap_or(u32::MAX),
+            trials: super::live_trials(
+                &self.set.inputs.manifest,
+                self.set.trials,
+                &attempts,
+                &|idx| self.retries.contains_key(&idx),
+            ),
         };
         if self.shown.as_ref() != Some(&now) {
             on_progress(&now);

@@ -40,6 +40,7 @@ use crate::provider::{Provider, retry};
 use crate::store::{Store, StoreError};
 pub use skilltrial_core::concurrency::Concurrency;
 use skilltrial_core::digest::Sha256Digest;
+use skilltrial_core::live::LiveTrials;
 use skilltrial_core::manifest::{self, Manifest, PlannedTrial};
 use skilltrial_core::money::MicroUsd;
 pub(crate) use skilltrial_core::state::short_id as short;
@@ -218,6 +219,8 @@ pub struct Progress {
     pub current: Option<(String, String, u32)>,
     /// Requests in flight now.
     pub in_flight: u32,
+    /// Every planned trial's outcome so far, for the live page's grid ([`live_trials`]).
+    pub trials: LiveTrials,
 }
 
 /// How a run ended.
@@ -319,6 +322,41 @@ pub fn outcome_counts(trials: u32, attempts: &[AttemptRow]) -> BTreeMap<String, 
         *counts.entry(key).or_insert(0) += 1;
     }
     counts
+}
+
+/// Every planned trial of `manifest` (its plan, `trials`) with the outcome its latest attempt
+/// closed with, for the live page's grid. A trial planned, in flight, answered and not yet
+/// scored, or in `waiting` (an automatic retry due) has none yet: as in [`outcome_counts`], only
+/// a final outcome is one.
+pub fn live_trials(
+    manifest: &Manifest,
+    trials: &[PlannedTrial],
+    attempts: &[AttemptRow],
+    waiting: &dyn Fn(u32) -> bool,
+) -> LiveTrials {
+    let mut latest: BTreeMap<u32, &AttemptRow> = BTreeMap::new();
+    for a in attempts {
+        latest.insert(a.trial_idx, a);
+    }
+    let mut live = LiveTrials::waiting(
+        manifest.tasks.clone(),
+        manifest
+            .arms
+            .iter()
+            .map(|a| a.arm.as_str().to_owned())
+            .collect(),
+        manifest.repetitions,
+    );
+    for t in trials {
+        let outcome = latest
+            .get(&t.index)
+            .filter(|a| !matches!(a.state, AttemptState::Planned | AttemptState::Dispatched))
+            .and_then(|a| a.outcome)
+            .filter(|_| !waiting(t.index));
+        // Every planned trial is in the manifest's shape: THE plan function made both.
+        let _ = live.set(&t.task, t.arm.as_str(), t.repetition, outcome);
+    }
+    live
 }
 
 /// Executes (or resumes) the run of `inputs` against `provider`, with up to

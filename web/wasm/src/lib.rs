@@ -713,6 +713,22 @@ pub fn hosted_terms_json() -> Value {
     })
 }
 
+/// The live run's trials as an SVG grid (`core::live::grid_svg`): `trials` is a progress
+/// event's `trials` member as JSON; `id` names the `<svg>` in the page. Every name in it is
+/// escaped by the core; the page parses it as XML, never as HTML.
+#[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
+#[wasm_bindgen]
+pub fn live_grid(trials: &str, id: &str) -> Result<String, JsError> {
+    live_grid_svg(trials, id).map_err(|e| JsError::new(&e))
+}
+
+/// [`live_grid`], for native callers.
+pub fn live_grid_svg(trials: &str, id: &str) -> Result<String, String> {
+    let trials: skilltrial_core::live::LiveTrials = serde_json::from_str(trials)
+        .map_err(|e| format!("the progress's trials are not readable: {e}"))?;
+    skilltrial_core::live::grid_svg(&trials, id).map_err(|e| e.to_string())
+}
+
 /// Bytes in base58 (a signature a wallet sent itself).
 #[allow(unsafe_code)] // wasm-bindgen's export (see Cargo.toml)
 #[wasm_bindgen]
@@ -923,5 +939,46 @@ mod money_tests {
         }
         let e = user_transaction_json(r#"{"user":"11111111111111111111111111111112","blockhash":"11111111111111111111111111111111","anchor":{}}"#).unwrap_err();
         assert!(e.contains("the manifest hash"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod live_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_live_grid_is_drawn_from_a_progress_events_trials_and_refuses_a_broken_one() {
+        let grid = live_grid_svg(
+            r#"{"tasks":["t1","<b>t2</b>"],"arms":["baseline","a","b"],"repetitions":2,"outcomes":"pf........n."}"#,
+            "live-grid",
+        )
+        .unwrap();
+        assert!(grid.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"live-grid\""));
+        assert_eq!(grid.matches("<rect class=\"cell ").count(), 12);
+        assert_eq!(grid.matches("<rect class=\"cell o-pass\"").count(), 1);
+        assert!(grid.contains("&lt;b&gt;t2&lt;/b&gt;") && !grid.contains("<b>"));
+        let short = live_grid_svg(
+            r#"{"tasks":["t1"],"arms":["a"],"repetitions":2,"outcomes":"p"}"#,
+            "g",
+        )
+        .unwrap_err();
+        assert!(short.contains("1 outcomes for 2 planned trials"), "{short}");
+        assert!(
+            live_grid_svg("{", "g")
+                .unwrap_err()
+                .contains("not readable")
+        );
+    }
+
+    /// The page's stylesheet is served as a file (`style-src 'self'`), so the charts' colours
+    /// are copied into it: the same rules as the report's, word for word.
+    #[test]
+    fn the_pages_stylesheet_holds_the_charts_colours() {
+        let page = include_str!("../../static/style.css");
+        assert!(
+            page.contains(skilltrial_core::svg::STYLE.trim()),
+            "web/static/style.css must hold core/src/svg.rs's STYLE verbatim (between its chart markers)"
+        );
     }
 }
