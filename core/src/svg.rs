@@ -60,6 +60,16 @@ fn is_replaced(c: char) -> bool {
     (c.is_control() && !matches!(c, '\t' | '\n' | '\r')) || matches!(c, '\u{FFFE}' | '\u{FFFF}')
 }
 
+/// `text` cut to at most `max` characters, the last one `…` when cut: for labels in a column
+/// measured in characters (the live grid, the ledger). [`fit`] cuts by an estimated width.
+pub fn truncate(text: &str, max: usize) -> Cow<'_, str> {
+    if text.chars().count() <= max {
+        return Cow::Borrowed(text);
+    }
+    let kept: String = text.chars().take(max.saturating_sub(1)).collect();
+    Cow::Owned(format!("{kept}…"))
+}
+
 /// `text` cut to fit `width` user units at a font size of `font` units, ending in `…` when cut.
 /// For labels in a fixed column; the whole text goes in the mark's `<title>` and the data table.
 ///
