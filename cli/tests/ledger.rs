@@ -160,7 +160,7 @@ fn the_two_scripted_models_side_by_side_name_where_b_helps_and_where_it_breaks()
             .collect()
     };
     assert_eq!(runs_in(figures[0]), [two.clone(), one.clone()]);
-    assert_eq!(runs_in(figures[1]), [odd.clone()]);
+    assert_eq!(runs_in(figures[1]), std::slice::from_ref(&odd));
     assert!(figures[1].contains("differs from the basis in its repetitions"));
     assert_eq!(doc["history"].as_array().unwrap().len(), 2);
     assert_eq!(doc["history"][1]["runs"][0]["run"], odd.as_str());
