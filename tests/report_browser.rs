@@ -147,6 +147,17 @@ fn http_get(port: u16, path: &str) -> String {
 impl Page {
     /// Starts Chromium on `url` with remote debugging and attaches to its page.
     fn open(proxy: u16, profile: &Path, url: &str) -> Page {
+        Self::open_when(
+            proxy,
+            profile,
+            url,
+            "document.readyState === 'complete' && document.documentElement.classList.contains('js')",
+        )
+    }
+
+    /// [`Page::open`], ready once `ready` (a script expression) is true: for a page without a
+    /// script of its own, the ledger's.
+    fn open_when(proxy: u16, profile: &Path, url: &str, ready: &str) -> Page {
         let mut child = Command::new(chromium())
             .args([
                 "--headless",
@@ -220,9 +231,9 @@ impl Page {
             next_id: 0,
             child,
         };
-        // Wait for the page's own script to have run.
+        // Wait for the page to be ready (its own script to have run, where it has one).
         for _ in 0..100 {
-            if page.eval("document.readyState === 'complete' && document.documentElement.classList.contains('js')") == true {
+            if page.eval(ready) == true {
                 return page;
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -300,6 +311,25 @@ impl Page {
             "{expression}: {result}"
         );
         result["result"]["value"].clone()
+    }
+
+    /// Counts CSP violations from the first byte of the page on, in `window.__csp`: a listener
+    /// installed before the document loads, then a reload; returns once `ready` is true again.
+    fn watch_csp(&mut self, ready: &str) {
+        self.call("Page.enable", serde_json::json!({}));
+        self.call(
+            "Page.addScriptToEvaluateOnNewDocument",
+            serde_json::json!({ "source": "window.__csp=[];document.addEventListener('securitypolicyviolation',function(e){window.__csp.push(e.violatedDirective+' '+e.blockedURI)});" }),
+        );
+        self.call("Page.reload", serde_json::json!({}));
+        let ready = format!("({ready}) && Array.isArray(window.__csp)");
+        for _ in 0..100 {
+            if self.eval(&ready) == true {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("the page did not load again after installing the CSP listener");
     }
 
     fn emulate_color_scheme(&mut self, scheme: &str) {
@@ -684,20 +714,9 @@ fn charts_fit_a_phone_and_a_desktop_in_both_themes_offline_under_the_csp_with_ho
         let html = chart_report(tmp.path(), fixture, hostile);
         let url = format!("file://{}", html.display());
         let mut page = Page::open(proxy, &tmp.path().join(format!("chrome-{fixture}")), &url);
-        // Count CSP violations from the first byte of the page on: a listener installed before
-        // the document loads, then a reload.
-        page.call("Page.enable", serde_json::json!({}));
-        page.call(
-            "Page.addScriptToEvaluateOnNewDocument",
-            serde_json::json!({ "source": "window.__csp=[];document.addEventListener('securitypolicyviolation',function(e){window.__csp.push(e.violatedDirective+' '+e.blockedURI)});" }),
+        page.watch_csp(
+            "document.readyState === 'complete' && document.documentElement.classList.contains('js')",
         );
-        page.call("Page.reload", serde_json::json!({}));
-        for _ in 0..100 {
-            if page.eval("document.readyState === 'complete' && document.documentElement.classList.contains('js') && Array.isArray(window.__csp)") == true {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
         let stem = fixture.trim_end_matches(".json");
         let mut fills = Vec::new();
         for width in [1200u32, 390] {
@@ -857,4 +876,118 @@ fn charts_fit_a_phone_and_a_desktop_in_both_themes_offline_under_the_csp_with_ho
             "unexpected network request: {line}"
         );
     }
+}
+
+/// The ledger page of three runs of one measurement on two models (one named with markup), and
+/// a fourth measured with another repetition count: its charts in Chromium.
+fn chart_ledger(dir: &Path) -> PathBuf {
+    let text =
+        std::fs::read_to_string(workspace_root().join("core/tests/fixtures/report-v2-rich.json"))
+            .unwrap();
+    let run = |id: &str, model: &str, at: i64, reps: Option<u32>| {
+        let mut report = skilltrial_core::report::Report::from_json(&text).unwrap();
+        report.run.id = format!("{id:0<64}");
+        report.comparability.model.model = model.to_owned();
+        report.run.created_at_ms = at;
+        if let Some(reps) = reps {
+            report.manifest.repetitions = reps;
+        }
+        report
+    };
+    let hostile = "</text></svg><img src=x onerror=\"document.title='PWNED-LEDGER'\">";
+    let reports = [
+        run("aa", "model-one", 3, None),
+        run("bb", hostile, 2, None),
+        run("cc", "model-one", 1, None),
+        run("dd", "model-two", 4, Some(7)),
+    ];
+    let ledger =
+        skilltrial_core::ledger::build(&reports, skilltrial_core::ledger::Basis::First).unwrap();
+    let html = dir.join("ledger.html");
+    std::fs::write(&html, skilltrial_core::ledger::html::render(&ledger)).unwrap();
+    html
+}
+
+#[test]
+fn ledger_charts_fit_a_phone_and_a_desktop_in_both_themes_offline_with_hostile_names_inert() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shots = workspace_root().join("target/report-screenshots/ledger");
+    std::fs::create_dir_all(&shots).unwrap();
+    let (proxy, requests) = recording_proxy();
+    let html = chart_ledger(tmp.path());
+    let url = format!("file://{}", html.display());
+    let mut page = Page::open_when(
+        proxy,
+        &tmp.path().join("chrome-ledger"),
+        &url,
+        "document.readyState === 'complete'",
+    );
+    page.watch_csp("document.readyState === 'complete'");
+    for width in [1200u32, 390] {
+        page.call(
+            "Emulation.setDeviceMetricsOverride",
+            serde_json::json!({ "width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600 }),
+        );
+        for scheme in ["light", "dark"] {
+            page.emulate_color_scheme(scheme);
+            let state = page.eval(
+                "var w=window.innerWidth, charts=[].slice.call(document.querySelectorAll('svg.chart'));
+                 JSON.stringify({inner: w, scroll: document.documentElement.scrollWidth,
+                   charts: charts.length,
+                   wide: charts.filter(function(s){var r=s.getBoundingClientRect();return r.left < 0 || r.right > w + 0.5}).map(function(s){return s.id}),
+                   clipped: charts.reduce(function(out, s){var r=s.getBoundingClientRect();[].slice.call(s.querySelectorAll('text')).forEach(function(t){var b=t.getBoundingClientRect();if(b.width>0&&(b.left<r.left-1||b.right>r.right+1)){out.push(s.id+': '+t.textContent)}});return out}, [])})",
+            );
+            let state: serde_json::Value = serde_json::from_str(state.as_str().unwrap()).unwrap();
+            let at = format!("ledger at {width} px, {scheme}");
+            // Then the two measurements are two charts, nothing is wider than the viewport and
+            // no chart's text runs past its edge.
+            assert_eq!(state["charts"], 2, "{at}: {state}");
+            assert!(
+                state["scroll"].as_u64() <= state["inner"].as_u64(),
+                "{at}: the page scrolls sideways: {state}"
+            );
+            assert_eq!(state["wide"], serde_json::json!([]), "{at}: {state}");
+            assert_eq!(state["clipped"], serde_json::json!([]), "{at}: {state}");
+            page.screenshot(&shots.join(format!("ledger-{width}-{scheme}.png")));
+        }
+    }
+    // The model named with markup is text in the chart: nothing it tried to open, no handler,
+    // the title unchanged.
+    let inert = page.eval(
+        "JSON.stringify({
+           elements: document.querySelectorAll('svg script, svg img, svg svg, svg foreignObject, body img').length,
+           handlers: [].slice.call(document.querySelectorAll('svg *')).filter(function(e){return e.getAttributeNames().some(function(n){return n.indexOf('on')===0})}).length,
+           title: document.title,
+           text: [].slice.call(document.querySelectorAll('svg.chart text')).map(function(t){return t.textContent}).join('\\n')
+         })",
+    );
+    let inert: serde_json::Value = serde_json::from_str(inert.as_str().unwrap()).unwrap();
+    assert_eq!(inert["elements"], 0, "{inert}");
+    assert_eq!(inert["handlers"], 0, "{inert}");
+    assert!(
+        inert["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("SkillTrial ledger"),
+        "{inert}"
+    );
+    assert!(
+        inert["text"].as_str().unwrap().contains("</text>"),
+        "{inert}"
+    );
+    // No CSP rule broken, nothing loaded.
+    assert_eq!(page.eval("JSON.stringify(window.__csp)"), "[]");
+    assert_eq!(
+        page.eval("performance.getEntriesByType('resource').length"),
+        0
+    );
+    drop(page);
+    std::thread::sleep(Duration::from_millis(300));
+    let seen = requests.lock().unwrap().clone();
+    assert!(
+        !seen
+            .iter()
+            .any(|l| l.contains("127.0.0.1") || l.contains("localhost") || l.contains("file")),
+        "the ledger made network requests: {seen:?}"
+    );
 }

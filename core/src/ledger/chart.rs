@@ -9,7 +9,7 @@
 
 use super::{RunGroup, RunPoint, arm_words, percent};
 use crate::bundle::display_safe;
-use crate::svg::{Linear, Px, Svg, arm_class, truncate};
+use crate::svg::{Linear, Px, Svg, arm_class, fit};
 
 /// The chart's width in its own units (its `viewBox`); the page scales it to the column.
 pub const WIDTH: f64 = 340.0;
@@ -20,9 +20,6 @@ const MODEL_LINE: f64 = 18.0;
 const RUN_ROW: f64 = 32.0;
 /// The space above the first model: the legend and the axis labels.
 const TOP: f64 = 40.0;
-/// The longest model name drawn in full; a longer one ends in `…` (its full name is in the
-/// group's `<title>` and in the table).
-const NAME_CHARS: usize = 48;
 
 /// The horizontal scale: a rate in [0, 1] onto [`X`].
 pub fn x_scale() -> Linear {
@@ -113,7 +110,12 @@ pub fn svg(group: &RunGroup, id: &str) -> String {
         lx += 70.0;
     }
     // The axis: 0, 50 and 100% with grid lines down the plot.
-    for (v, label) in [(0.0, "0%"), (0.5, "50%"), (1.0, "100%")] {
+    // The end labels are anchored inside the plot, so that none runs past the chart's edge.
+    for (v, label, anchor) in [
+        (0.0, "0%", "start"),
+        (0.5, "50%", "middle"),
+        (1.0, "100%", "end"),
+    ] {
         let at = x.px(v);
         s.leaf(
             "line",
@@ -131,7 +133,7 @@ pub fn svg(group: &RunGroup, id: &str) -> String {
                 ("class", "k".into()),
                 ("x", at.into()),
                 ("y", (TOP - 12.0).into()),
-                ("text-anchor", "middle".into()),
+                ("text-anchor", anchor.into()),
             ],
             label,
         );
@@ -147,7 +149,8 @@ pub fn svg(group: &RunGroup, id: &str) -> String {
                     ("x", 4.0.into()),
                     ("y", (y + 13.0).into()),
                 ],
-                &truncate(&shown(model), NAME_CHARS),
+                // Cut by width at a bold 12 px (about an eighth wider than regular).
+                &fit(&shown(model), WIDTH - 12.0, 13.5),
             )
             .close();
         y += MODEL_LINE;
