@@ -13,6 +13,11 @@
 //! runner's state (`skilltrial-runner`) all open their files through this crate; it sits below
 //! `engine` and `chain` (which must not depend on each other) and above nothing of ours, so
 //! `core` stays free of SQLite.
+//!
+//! [`replica`] captures a file's committed writes as the SQL statements that reproduce them,
+//! for a copy kept elsewhere, and rebuilds a file from such a log.
+
+pub mod replica;
 
 use rusqlite::types::FromSql;
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
