@@ -12,6 +12,10 @@
 //! States are the enums of [`skilltrial_core::state`] and [`Outcome`], bound as their text; the
 //! schema's `CHECK` constraints admit exactly that text (migration 0004).
 //!
+//! A journal may be replicated ([`Journal::replicate`]): every write transaction's row changes
+//! go to a [`ChangeSink`] before it commits, and [`Journal::restore`] rebuilds a journal from
+//! them elsewhere (the hosted runner's workers taking a run over).
+//!
 //! This file holds the types, opening and migrating, and the one write path; the methods are
 //! split by what they touch: `runs` (runs, trials, status, clock, cancel),
 //! `attempts` (every attempt state change), `verdicts`, `money` (ledger totals, reserves),
@@ -19,6 +23,7 @@
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, Row, Transaction, TransactionBehavior};
@@ -29,6 +34,7 @@ use skilltrial_core::outcome::Outcome;
 use skilltrial_core::state::UnknownState;
 pub use skilltrial_core::state::{AttemptState, LedgerKind, NotRunReason, PayloadKind, RunStatus};
 use skilltrial_sqlite::MigrateError;
+use skilltrial_sqlite::replica::{self, ChangeSink, RestoreError};
 
 /// The schema version: the number of migrations applied.
 ///
@@ -87,6 +93,18 @@ pub enum JournalError {
         kind: &'static str,
         reserved: u64,
         released: u64,
+    },
+    /// The replica did not store a write transaction ([`Journal::replicate`]): the write was
+    /// rolled back, and the journal takes no more writes.
+    #[error(
+        "journal {path}: its replica refused the write ({reason}); the journal takes no more writes"
+    )]
+    ReplicaRefused { path: PathBuf, reason: String },
+    #[error("journal {path}: cannot restore it from its replica's log: {source}")]
+    Restore {
+        path: PathBuf,
+        #[source]
+        source: Box<RestoreError>,
     },
 }
 
@@ -331,6 +349,67 @@ pub struct Journal {
     /// Set between [`Journal::defer_fsyncs`] and [`Journal::fsync_again`]: commits skip their
     /// own fsync and become durable at the next [`Journal::sync`].
     deferring: bool,
+    /// Set by [`Journal::replicate`]. A mutex, because the `&self` writers ship changes too.
+    replica: Option<Mutex<Replica>>,
+}
+
+/// Where a replicated journal's write transactions go, and whether it still takes writes.
+struct Replica {
+    sink: Box<dyn ChangeSink>,
+    /// Why the journal takes no more writes: the first write the replica refused, or a commit
+    /// that failed after the replica had stored it (the replica is then ahead of the file).
+    refused: Option<String>,
+}
+
+impl std::fmt::Debug for Replica {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replica")
+            .field("refused", &self.refused)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Takes the changes of the write transaction open on `conn` and hands them to the replica,
+/// if there is one; an error leaves the transaction to roll back. Call it last before COMMIT.
+fn ship(
+    replica: Option<&Mutex<Replica>>,
+    conn: &Connection,
+    path: &Path,
+) -> Result<(), JournalError> {
+    let Some(replica) = replica else {
+        return Ok(());
+    };
+    let refused = |reason: String| JournalError::ReplicaRefused {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let mut replica = replica
+        .lock()
+        .map_err(|_| refused("a write panicked while shipping to it".to_owned()))?;
+    if let Some(reason) = &replica.refused {
+        return Err(refused(format!("an earlier write was refused: {reason}")));
+    }
+    let statements = replica::take(conn).map_err(|source| JournalError::Sql {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if statements.is_empty() {
+        return Ok(());
+    }
+    replica.sink.append(&statements).map_err(|reason| {
+        replica.refused = Some(reason.clone());
+        refused(reason)
+    })
+}
+
+/// After a commit of a replicated journal failed: the replica may hold the transaction the
+/// file lacks, so the journal takes no more writes.
+fn commit_failed(replica: Option<&Mutex<Replica>>, error: &rusqlite::Error) {
+    if let Some(Ok(mut replica)) = replica.map(Mutex::lock) {
+        replica.refused.get_or_insert_with(|| {
+            format!("a commit failed after the replica stored it ({error})")
+        });
+    }
 }
 
 /// The columns [`Journal::run_from`] reads, in `SELECT` order.
@@ -471,6 +550,7 @@ impl Journal {
             conn,
             path: path.to_path_buf(),
             deferring: false,
+            replica: None,
         };
         journal.migrate()?;
         Ok(journal)
@@ -527,6 +607,7 @@ impl Journal {
             conn,
             path: path.to_path_buf(),
             deferring: false,
+            replica: None,
         })
     }
 
@@ -571,7 +652,7 @@ impl Journal {
             let restored = self.set_synchronous("FULL");
             return out.and_then(|v| restored.map(|()| v));
         }
-        let path = &self.path;
+        let (path, replica) = (&self.path, self.replica.as_ref());
         let sql = |source| JournalError::Sql {
             path: path.clone(),
             source,
@@ -584,8 +665,82 @@ impl Journal {
             TxError::Sql(source) => sql(source),
             TxError::Journal(e) => e,
         })?;
-        tx.commit().map_err(sql)?;
+        ship(replica, &tx, path)?;
+        tx.commit().map_err(|e| {
+            commit_failed(replica, &e);
+            sql(e)
+        })?;
         Ok(value)
+    }
+
+    /// Runs `f`, which writes rows with one or a few statements through the connection. Without
+    /// a replica each of its statements commits by itself, exactly as [`Journal::sql`] (the
+    /// journal's cost, unreplicated, is unchanged); with one, `f` runs in a write transaction
+    /// whose changes reach the replica before it commits, as every write of a replicated
+    /// journal must.
+    fn sql_write<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, JournalError> {
+        let Some(replica) = self.replica.as_ref() else {
+            return self.sql(f);
+        };
+        let sql = |source| JournalError::Sql {
+            path: self.path.clone(),
+            source,
+        };
+        let tx =
+            Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate).map_err(sql)?;
+        let value = f(&tx).map_err(sql)?;
+        ship(Some(replica), &tx, &self.path)?;
+        tx.commit().map_err(|e| {
+            commit_failed(Some(replica), &e);
+            sql(e)
+        })?;
+        Ok(value)
+    }
+
+    /// From now on, every write transaction's row changes are appended to `sink` (see
+    /// [`skilltrial_sqlite::replica`]) before it commits, in commit order. A write the sink
+    /// refuses is rolled back and fails with [`JournalError::ReplicaRefused`], and so does every
+    /// write after it: a writer whose replica stopped taking its writes (a hosted worker that
+    /// lost its run's lease) must not go on. Reads go on as before.
+    ///
+    /// The log holds the writes from this call on: call it on a fresh journal, or on one
+    /// [`Journal::restore`]d from the same log. Writes through another connection to the same
+    /// file (another process) are not captured: a replicated journal has one writer.
+    pub fn replicate(&mut self, sink: Box<dyn ChangeSink>) -> Result<(), JournalError> {
+        replica::capture(&self.conn).map_err(|source| JournalError::Sql {
+            path: self.path.clone(),
+            source,
+        })?;
+        self.replica = Some(Mutex::new(Replica {
+            sink,
+            refused: None,
+        }));
+        Ok(())
+    }
+
+    /// Builds a NEW journal at `path` (refused if one is there) from a replica's log, oldest
+    /// transaction first: a fresh journal of this [`SCHEMA_VERSION`], the log replayed into it
+    /// (`skilltrial_sqlite::replica::restore_file`: all or nothing, moved into place whole),
+    /// then opened. The log must come from a journal of this schema version. A prefix of a log
+    /// restores the journal as it was at that commit; [`Journal::recover`] then applies as after
+    /// a crash.
+    pub fn restore(
+        path: &Path,
+        transactions: impl IntoIterator<Item = Vec<String>>,
+    ) -> Result<Journal, JournalError> {
+        replica::restore_file(
+            path,
+            |staging| Ok(Journal::open(staging)?.conn),
+            transactions,
+        )
+        .map_err(|source| JournalError::Restore {
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        })?;
+        Journal::open(path)
     }
 
     /// From now on, until [`Journal::fsync_again`], commits skip their own fsync: each becomes
@@ -608,7 +763,7 @@ impl Journal {
         if deferring {
             self.set_synchronous("FULL")?;
         }
-        let written = self.sql(|c| {
+        let written = self.sql_write(|c| {
             c.prepare_cached(
                 "UPDATE runs SET syncs = syncs + 1, executed_ms = MAX(executed_ms, ?2) WHERE id = ?1",
             )?
@@ -1405,5 +1560,226 @@ mod tests {
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
         assert_eq!(version, 3, "nothing migrated");
+    }
+
+    use std::sync::{Arc, Mutex};
+
+    /// A replica that keeps the log in memory, with the journal's committed rows as another
+    /// connection saw them at each append, and that stores only `accept` appends more.
+    #[derive(Clone)]
+    struct Peeking {
+        path: std::path::PathBuf,
+        log: Arc<Mutex<Vec<Appended>>>,
+        accept: Arc<Mutex<usize>>,
+    }
+
+    type Dump = Vec<(String, Vec<Vec<rusqlite::types::Value>>)>;
+    /// A transaction the replica stored, and the rows another connection saw then.
+    type Appended = (Vec<String>, Dump);
+
+    impl Peeking {
+        fn new(path: &std::path::Path) -> Self {
+            Self {
+                path: path.to_path_buf(),
+                log: Arc::default(),
+                accept: Arc::new(Mutex::new(usize::MAX)),
+            }
+        }
+
+        fn transactions(&self) -> Vec<Vec<String>> {
+            self.log
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|t| t.0.clone())
+                .collect()
+        }
+    }
+
+    impl skilltrial_sqlite::replica::ChangeSink for Peeking {
+        fn append(&mut self, statements: &[String]) -> Result<(), String> {
+            let mut accept = self.accept.lock().unwrap();
+            if *accept == 0 {
+                return Err("the run's lease was lost".to_owned());
+            }
+            *accept -= 1;
+            let committed = dump(&rusqlite::Connection::open(&self.path).unwrap());
+            self.log
+                .lock()
+                .unwrap()
+                .push((statements.to_vec(), committed));
+            Ok(())
+        }
+    }
+
+    /// A replicated journal with a run of two trials, written through the journal.
+    fn replicated(path: &std::path::Path) -> (Journal, Peeking) {
+        let mut journal = Journal::open(path).unwrap();
+        let sink = Peeking::new(path);
+        journal.replicate(Box::new(sink.clone())).unwrap();
+        journal
+            .write(|tx| {
+                tx.execute_batch(
+                    "INSERT INTO runs (id, manifest_sha256, pack_id, created_at_ms, status, max_requests)
+                       VALUES ('r', 'r', 'p@1', 1, 'planned', 10);
+                     INSERT INTO trials VALUES ('r', 0, 't', 'a', 1, 5, 1, 1), ('r', 1, 't', 'b', 1, 5, 1, 1);",
+                )?;
+                Ok(())
+            })
+            .unwrap();
+        (journal, sink)
+    }
+
+    /// Every method that changes rows, the `&self` ones of one statement included, ships its
+    /// transaction to the replica before it commits (another connection does not see it yet
+    /// when the replica stores it), and the log restores the journal row for row.
+    #[test]
+    fn every_writer_of_a_replicated_journal_ships_its_rows_before_it_commits() {
+        use super::{AttemptState, CallRecord, PayloadKind, Resolution, RunStatus};
+        use skilltrial_core::money::MicroUsd;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite3");
+        let (mut journal, sink) = replicated(&path);
+        let first = journal.plan_attempt("r", 0, MicroUsd(70), 9, None).unwrap();
+        let second = journal.plan_attempt("r", 1, MicroUsd(70), 9, None).unwrap();
+        type Writer<'a> = (
+            &'a str,
+            Box<dyn Fn(&mut Journal) -> Result<(), JournalError> + 'a>,
+        );
+        let writers: Vec<Writer<'_>> = vec![
+            ("set_concurrency", Box::new(|j| j.set_concurrency("r", 4))),
+            (
+                "set_status",
+                Box::new(|j| j.set_status("r", RunStatus::Running)),
+            ),
+            (
+                "set_executed_ms",
+                Box::new(|j| j.set_executed_ms("r", 1234)),
+            ),
+            (
+                "mark_dispatched",
+                Box::new(|j| j.mark_dispatched(&first, "aa")),
+            ),
+            (
+                "record_payload",
+                Box::new(|j| j.record_payload("aa", PayloadKind::Request, 3)),
+            ),
+            (
+                "dispatch_attempt",
+                Box::new(|j| j.dispatch_attempt(&second, "bb", b"bb")),
+            ),
+            (
+                "mark_unknown",
+                Box::new(|j| j.mark_unknown(&first, "no answer", Some(5))),
+            ),
+            (
+                "record_result",
+                Box::new(|j| {
+                    let call = CallRecord {
+                        spent: MicroUsd(12),
+                        ..CallRecord::default()
+                    };
+                    j.record_result(&second, &call)
+                }),
+            ),
+            (
+                "record_runner_time",
+                Box::new(|j| j.record_runner_time(&second, 77)),
+            ),
+            ("mark_purged", Box::new(|j| j.mark_purged("bb").map(drop))),
+            ("sync", Box::new(|j| j.sync("r", 2000))),
+            (
+                "resolve",
+                Box::new(|j| j.resolve(&first, &Resolution::Release).map(drop)),
+            ),
+            ("request_cancel", Box::new(|j| j.request_cancel("r"))),
+            (
+                "set_status",
+                Box::new(|j| j.set_status("r", RunStatus::Cancelled)),
+            ),
+        ];
+        for (name, write) in &writers {
+            let before = dump(&journal.conn);
+            let appended = sink.log.lock().unwrap().len();
+            write(&mut journal).unwrap();
+            let log = sink.log.lock().unwrap();
+            assert_eq!(log.len(), appended + 1, "{name}: one transaction");
+            let (statements, committed) = log.last().unwrap();
+            assert!(!statements.is_empty(), "{name}");
+            assert_eq!(committed, &before, "{name}: stored before its commit");
+            assert_ne!(dump(&journal.conn), before, "{name} wrote");
+        }
+        assert_eq!(
+            journal.attempt(&first).unwrap().unwrap().1.state,
+            AttemptState::Closed
+        );
+        let copy = dir.path().join("copy/j.sqlite3");
+        let restored = Journal::restore(&copy, sink.transactions()).unwrap();
+        assert_eq!(dump(&restored.conn), dump(&journal.conn));
+        // Nothing was left uncommitted in the capture.
+        assert!(
+            skilltrial_sqlite::replica::take(&journal.conn)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    /// A write the replica refuses is rolled back, names the refusal, and every write after it
+    /// is refused without reaching the replica; reads go on.
+    #[test]
+    fn a_write_the_replica_refuses_is_rolled_back_and_the_journal_takes_no_more_writes() {
+        use super::{AttemptState, RunStatus};
+        use skilltrial_core::money::MicroUsd;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite3");
+        let (mut journal, sink) = replicated(&path);
+        let attempt = journal.plan_attempt("r", 0, MicroUsd(70), 9, None).unwrap();
+        *sink.accept.lock().unwrap() = 0;
+        let before = dump(&journal.conn);
+
+        let err = journal.mark_dispatched(&attempt, "aa").unwrap_err();
+        assert!(
+            matches!(err, JournalError::ReplicaRefused { .. }),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "journal {}: its replica refused the write (the run's lease was lost); the journal takes no more writes",
+                path.display()
+            )
+        );
+        // The file is without it, as another connection reads it too.
+        assert_eq!(dump(&journal.conn), before);
+        assert_eq!(dump(&rusqlite::Connection::open(&path).unwrap()), before);
+        assert_eq!(
+            journal.attempt(&attempt).unwrap().unwrap().1.state,
+            AttemptState::Planned
+        );
+
+        // Every later write is refused before it reaches the replica, even once it would
+        // accept again.
+        *sink.accept.lock().unwrap() = usize::MAX;
+        let appended = sink.log.lock().unwrap().len();
+        let later = [
+            journal.set_status("r", RunStatus::Running).unwrap_err(),
+            journal.mark_dispatched(&attempt, "aa").unwrap_err(),
+            journal
+                .plan_attempt("r", 1, MicroUsd(70), 9, None)
+                .unwrap_err(),
+            journal.recover("r").map(drop).unwrap_err(),
+        ];
+        for err in later {
+            assert!(
+                err.to_string().contains(
+                    "its replica refused the write (an earlier write was refused: the run's lease was lost)"
+                ),
+                "{err}"
+            );
+        }
+        assert_eq!(sink.log.lock().unwrap().len(), appended);
+        assert_eq!(dump(&journal.conn), before);
+        // Reads go on.
+        assert_eq!(journal.attempts("r").unwrap().len(), 1);
     }
 }

@@ -258,7 +258,7 @@ impl Journal {
     /// crash leaves an `unknown` attempt behind, never a forgotten request. One statement, so
     /// it commits (durably) by itself.
     pub fn mark_dispatched(&self, attempt: &str, request_sha256: &str) -> Result<(), JournalError> {
-        let n = self.sql(|c| Self::mark_dispatched_on(c, attempt, request_sha256))?;
+        let n = self.sql_write(|c| Self::mark_dispatched_on(c, attempt, request_sha256))?;
         if n == 1 {
             Ok(())
         } else {
@@ -449,7 +449,7 @@ impl Journal {
         error: &str,
         latency_ms: Option<u64>,
     ) -> Result<(), JournalError> {
-        self.sql(|c| {
+        self.sql_write(|c| {
             c.prepare_cached(
                 "UPDATE attempts SET state = ?5, outcome = ?6, reasons = '[\"no_answer\"]', error = ?2, latency_ms = ?3, finished_at_ms = ?4
                  WHERE id = ?1 AND state IN (?7, ?8)",
@@ -545,7 +545,7 @@ impl Journal {
     /// Records the runner's own time spent on an attempt (the engine's measurement, model wait
     /// excluded). Idempotent: a repeated write keeps the last measurement.
     pub fn record_runner_time(&self, attempt: &str, runner_us: u64) -> Result<(), JournalError> {
-        self.sql(|c| Self::record_runner_time_on(c, attempt, runner_us))?;
+        self.sql_write(|c| Self::record_runner_time_on(c, attempt, runner_us))?;
         Ok(())
     }
 

@@ -13,7 +13,7 @@ impl Journal {
         kind: PayloadKind,
         bytes: u64,
     ) -> Result<(), JournalError> {
-        self.sql(|c| Self::record_payload_on(c, sha256, kind, bytes, None))
+        self.sql_write(|c| Self::record_payload_on(c, sha256, kind, bytes, None))
     }
 
     /// A payload's row, with its bytes kept in the journal when given (migration 0005). Seen
@@ -76,7 +76,7 @@ impl Journal {
     /// Marks a payload purged and drops the bytes the journal held of it; returns how many.
     /// (`secure_delete` is on: the freed pages are zeroed, not left readable in the file.)
     pub fn mark_purged(&self, sha256: &str) -> Result<u64, JournalError> {
-        self.sql(|c| {
+        self.sql_write(|c| {
             let held: Option<i64> = c
                 .prepare_cached("SELECT length(content) FROM payloads WHERE sha256 = ?1")?
                 .query_row([sha256], |r| r.get(0))

@@ -143,7 +143,7 @@ impl Journal {
     /// Sets a run's status (and its start/finish time). [`RunStatus::Interrupted`] is never
     /// stored: the schema refuses it.
     pub fn set_status(&self, run_id: &str, status: RunStatus) -> Result<(), JournalError> {
-        self.sql(|c| {
+        self.sql_write(|c| {
             c.prepare_cached(
                 "UPDATE runs SET status = ?2,
                     started_at_ms = CASE WHEN ?4 AND started_at_ms IS NULL THEN ?3 ELSE started_at_ms END,
@@ -163,7 +163,7 @@ impl Journal {
 
     /// Stores the time (ms) the runner has spent executing a run, over all its invocations.
     pub fn set_executed_ms(&self, run_id: &str, executed_ms: u64) -> Result<(), JournalError> {
-        self.sql(|c| Self::set_executed_ms_on(c, run_id, executed_ms))?;
+        self.sql_write(|c| Self::set_executed_ms_on(c, run_id, executed_ms))?;
         Ok(())
     }
 
@@ -179,7 +179,7 @@ impl Journal {
 
     /// Records the requests in flight at once of the run's current invocation.
     pub fn set_concurrency(&self, run_id: &str, concurrency: u32) -> Result<(), JournalError> {
-        self.sql(|c| {
+        self.sql_write(|c| {
             c.prepare_cached("UPDATE runs SET concurrency = ?2 WHERE id = ?1")?
                 .execute(params![run_id, concurrency])
         })?;
@@ -188,7 +188,7 @@ impl Journal {
 
     /// Asks a run to stop dispatching. Takes effect before its next request.
     pub fn request_cancel(&self, run_id: &str) -> Result<(), JournalError> {
-        self.sql(|c| {
+        self.sql_write(|c| {
             c.prepare_cached("UPDATE runs SET cancel_requested = 1 WHERE id = ?1")?
                 .execute([run_id])
         })?;
