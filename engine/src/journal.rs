@@ -34,7 +34,7 @@ use skilltrial_core::outcome::Outcome;
 use skilltrial_core::state::UnknownState;
 pub use skilltrial_core::state::{AttemptState, LedgerKind, NotRunReason, PayloadKind, RunStatus};
 use skilltrial_sqlite::MigrateError;
-use skilltrial_sqlite::replica::{self, ChangeSink, RestoreError};
+use skilltrial_sqlite::replica::{self, ChangeSink, Replica, RestoreError, ShipError};
 
 /// The schema version: the number of migrations applied.
 ///
@@ -353,24 +353,9 @@ pub struct Journal {
     replica: Option<Mutex<Replica>>,
 }
 
-/// Where a replicated journal's write transactions go, and whether it still takes writes.
-struct Replica {
-    sink: Box<dyn ChangeSink>,
-    /// Why the journal takes no more writes: the first write the replica refused, or a commit
-    /// that failed after the replica had stored it (the replica is then ahead of the file).
-    refused: Option<String>,
-}
-
-impl std::fmt::Debug for Replica {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Replica")
-            .field("refused", &self.refused)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Takes the changes of the write transaction open on `conn` and hands them to the replica,
-/// if there is one; an error leaves the transaction to roll back. Call it last before COMMIT.
+/// Hands the changes of the write transaction open on `conn` to the replica, if there is one
+/// ([`Replica::ship`]); an error leaves the transaction to roll back. Call it last before
+/// COMMIT.
 fn ship(
     replica: Option<&Mutex<Replica>>,
     conn: &Connection,
@@ -379,36 +364,27 @@ fn ship(
     let Some(replica) = replica else {
         return Ok(());
     };
-    let refused = |reason: String| JournalError::ReplicaRefused {
+    let refused = |reason| JournalError::ReplicaRefused {
         path: path.to_path_buf(),
         reason,
     };
-    let mut replica = replica
+    replica
         .lock()
-        .map_err(|_| refused("a write panicked while shipping to it".to_owned()))?;
-    if let Some(reason) = &replica.refused {
-        return Err(refused(format!("an earlier write was refused: {reason}")));
-    }
-    let statements = replica::take(conn).map_err(|source| JournalError::Sql {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    if statements.is_empty() {
-        return Ok(());
-    }
-    replica.sink.append(&statements).map_err(|reason| {
-        replica.refused = Some(reason.clone());
-        refused(reason)
-    })
+        .map_err(|_| refused("a write panicked while shipping to it".to_owned()))?
+        .ship(conn)
+        .map_err(|e| match e {
+            ShipError::Sql(source) => JournalError::Sql {
+                path: path.to_path_buf(),
+                source,
+            },
+            ShipError::Refused(reason) => refused(reason),
+        })
 }
 
-/// After a commit of a replicated journal failed: the replica may hold the transaction the
-/// file lacks, so the journal takes no more writes.
+/// After a COMMIT of a replicated journal failed ([`Replica::commit_failed`]).
 fn commit_failed(replica: Option<&Mutex<Replica>>, error: &rusqlite::Error) {
     if let Some(Ok(mut replica)) = replica.map(Mutex::lock) {
-        replica.refused.get_or_insert_with(|| {
-            format!("a commit failed after the replica stored it ({error})")
-        });
+        replica.commit_failed(error);
     }
 }
 
@@ -714,10 +690,7 @@ impl Journal {
             path: self.path.clone(),
             source,
         })?;
-        self.replica = Some(Mutex::new(Replica {
-            sink,
-            refused: None,
-        }));
+        self.replica = Some(Mutex::new(Replica::new(sink)));
         Ok(())
     }
 

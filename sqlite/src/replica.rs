@@ -37,6 +37,78 @@ pub trait ChangeSink: Send {
     fn append(&mut self, statements: &[String]) -> Result<(), String>;
 }
 
+/// A replicated file's sink, and whether the file still takes writes. A writer holds one per
+/// file (the journal, the outbox): every write transaction calls [`Replica::ship`] last before
+/// its COMMIT, and [`Replica::commit_failed`] if that COMMIT fails.
+///
+/// Once the sink has refused a write, every later one is refused too, without reaching the
+/// sink: a writer whose replica stopped taking its writes (a hosted worker that lost its run's
+/// lease) must not go on, even if the sink would take the next one.
+pub struct Replica {
+    sink: Box<dyn ChangeSink>,
+    refused: Option<String>,
+}
+
+impl std::fmt::Debug for Replica {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replica")
+            .field("refused", &self.refused)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a write transaction's changes did not reach its replica: the transaction must roll back.
+#[derive(Debug, thiserror::Error)]
+pub enum ShipError {
+    /// The sink refused this write, or an earlier one: the file takes no more writes.
+    #[error("its replica refused the write ({0})")]
+    Refused(String),
+    /// The changes could not be read from the capture.
+    #[error(transparent)]
+    Sql(#[from] rusqlite::Error),
+}
+
+impl Replica {
+    /// A replica writing to `sink`. Call [`capture`] on the writer's connection with it.
+    pub fn new(sink: Box<dyn ChangeSink>) -> Self {
+        Self {
+            sink,
+            refused: None,
+        }
+    }
+
+    /// Takes the changes of the write transaction open on `conn` ([`take`]) and appends them
+    /// to the sink (nothing, if the transaction changed no row). Call it after the
+    /// transaction's last write, right before its COMMIT; on an error, roll it back.
+    pub fn ship(&mut self, conn: &Connection) -> Result<(), ShipError> {
+        if let Some(reason) = &self.refused {
+            return Err(ShipError::Refused(format!(
+                "an earlier write was refused: {reason}"
+            )));
+        }
+        let statements = take(conn)?;
+        if statements.is_empty() {
+            return Ok(());
+        }
+        self.sink.append(&statements).map_err(|reason| {
+            self.refused = Some(reason.clone());
+            ShipError::Refused(reason)
+        })
+    }
+
+    /// The COMMIT after a [`Replica::ship`] failed: the replica may now hold a transaction the
+    /// file lacks, so the file takes no more writes.
+    pub fn commit_failed(&mut self, error: &rusqlite::Error) {
+        self.refused
+            .get_or_insert_with(|| format!("a commit failed after the replica stored it: {error}"));
+    }
+
+    /// Why the file takes no more writes, if it does not.
+    pub fn refused(&self) -> Option<&str> {
+        self.refused.as_deref()
+    }
+}
+
 /// The TEMP table [`capture`]'s triggers write to, one row per changed row, in change order.
 const CHANGES: &str = "replica_changes";
 
@@ -605,6 +677,59 @@ line two', x'00ff10', 9223372036854775807, 0.1),
             statements.iter().all(|s| !s.contains("gone")),
             "{statements:?}"
         );
+    }
+
+    /// A sink that takes `accept` appends, then refuses; it counts the calls it gets.
+    struct Counting {
+        accept: usize,
+        calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl ChangeSink for Counting {
+        fn append(&mut self, _: &[String]) -> Result<(), String> {
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.accept = self.accept.checked_sub(1).ok_or("the lease was lost")?;
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn once_the_sink_refuses_a_write_every_later_one_is_refused_without_reaching_it() {
+        let mut conn = database();
+        capture(&conn).unwrap();
+        let calls = std::sync::Arc::default();
+        let mut replica = Replica::new(Box::new(Counting {
+            accept: 1,
+            calls: std::sync::Arc::clone(&calls),
+        }));
+        let mut write = |conn: &mut Connection, sql: &str| {
+            let tx = conn.transaction().unwrap();
+            tx.execute_batch(sql).unwrap();
+            replica.ship(&tx).map(|()| tx.commit().unwrap())
+        };
+        write(&mut conn, "INSERT INTO parent (name) VALUES ('a')").unwrap();
+        // A transaction that changes no row reaches no sink.
+        write(&mut conn, "UPDATE parent SET name = 'b' WHERE id = 99").unwrap();
+        let refused = write(&mut conn, "INSERT INTO parent (name) VALUES ('b')").unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "its replica refused the write (the lease was lost)"
+        );
+        let later = write(&mut conn, "INSERT INTO parent (name) VALUES ('c')").unwrap_err();
+        assert_eq!(
+            later.to_string(),
+            "its replica refused the write (an earlier write was refused: the lease was lost)"
+        );
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+        assert_eq!(replica.refused(), Some("the lease was lost"));
+        let names: Vec<String> = conn
+            .prepare("SELECT name FROM parent")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(names, ["a"], "the refused writes rolled back");
     }
 
     #[test]
