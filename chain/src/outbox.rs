@@ -11,11 +11,17 @@
 //! for the same intent. Rows hold no secret: a signed transaction is public once sent. Its
 //! schema is the numbered migrations of `migrations/outbox/`, applied on open
 //! ([`SCHEMA_VERSION`]).
+//!
+//! An outbox may be replicated ([`Outbox::replicate`]): every write transaction's row changes
+//! go to a [`ChangeSink`] before it commits, and [`Outbox::restore`] rebuilds an outbox from
+//! them elsewhere (as the engine's journal, `skilltrial_sqlite::replica`).
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use skilltrial_sqlite::replica::{self, ChangeSink, Replica, ShipError};
 use skilltrial_sqlite::{MigrateError, get_with, migrate};
 
 /// How long a process waits for another one holding the outbox.
@@ -41,6 +47,19 @@ const MIGRATIONS: &[&str] = &[
 pub struct OutboxError {
     pub path: String,
     pub reason: String,
+    /// The outbox's replica refused this write or an earlier one ([`Outbox::replicate`]): the
+    /// write was rolled back, and the outbox takes no more writes.
+    pub replica_refused: bool,
+}
+
+impl OutboxError {
+    fn new(path: &Path, reason: impl std::fmt::Display) -> Self {
+        Self {
+            path: path.display().to_string(),
+            reason: reason.to_string(),
+            replica_refused: false,
+        }
+    }
 }
 
 /// Where a signed transaction stands.
@@ -114,6 +133,43 @@ pub enum Claim {
 pub struct Outbox {
     conn: Connection,
     path: PathBuf,
+    /// Set by [`Outbox::replicate`]. A mutex, because the `&self` writer ships changes too.
+    replica: Option<Mutex<Replica>>,
+}
+
+/// Hands the changes of the write transaction open on `conn` to the replica, if there is one
+/// ([`Replica::ship`]); an error leaves the transaction to roll back. Call it last before
+/// COMMIT.
+fn ship(
+    replica: Option<&Mutex<Replica>>,
+    conn: &Connection,
+    path: &Path,
+) -> Result<(), OutboxError> {
+    let Some(replica) = replica else {
+        return Ok(());
+    };
+    let refused = |reason: String| OutboxError {
+        replica_refused: true,
+        ..OutboxError::new(
+            path,
+            format!("its replica refused the write ({reason}); the outbox takes no more writes"),
+        )
+    };
+    replica
+        .lock()
+        .map_err(|_| refused("a write panicked while shipping to it".to_owned()))?
+        .ship(conn)
+        .map_err(|e| match e {
+            ShipError::Sql(e) => OutboxError::new(path, e),
+            ShipError::Refused(reason) => refused(reason),
+        })
+}
+
+/// After a COMMIT of a replicated outbox failed ([`Replica::commit_failed`]).
+fn commit_failed(replica: Option<&Mutex<Replica>>, error: &rusqlite::Error) {
+    if let Some(Ok(mut replica)) = replica.map(Mutex::lock) {
+        replica.commit_failed(error);
+    }
 }
 
 fn now() -> i64 {
@@ -166,10 +222,7 @@ fn pending_on(conn: &Connection, cluster: &str, intent: &str) -> rusqlite::Resul
 impl Outbox {
     /// Opens (creating it and its folder if needed) the outbox at `path`.
     pub fn open(path: &Path) -> Result<Self, OutboxError> {
-        let fail = |reason: String| OutboxError {
-            path: path.display().to_string(),
-            reason,
-        };
+        let fail = |reason: String| OutboxError::new(path, reason);
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
                 .map_err(|e| fail(format!("cannot create its folder: {e}")))?;
@@ -183,6 +236,7 @@ impl Outbox {
                     return Ok(Self {
                         conn,
                         path: path.to_path_buf(),
+                        replica: None,
                     });
                 }
                 Err(e) if started.elapsed() < BUSY_TIMEOUT && e.is_busy() => {
@@ -203,10 +257,60 @@ impl Outbox {
     }
 
     fn fail(&self, e: impl std::fmt::Display) -> OutboxError {
-        OutboxError {
-            path: self.path.display().to_string(),
-            reason: e.to_string(),
-        }
+        OutboxError::new(&self.path, e)
+    }
+
+    /// From now on, every write transaction's row changes are appended to `sink` before it
+    /// commits, in commit order. A write the sink refuses is rolled back and fails (with
+    /// [`OutboxError::replica_refused`] set), and so does every write after it; reads go on.
+    ///
+    /// The log holds the writes from this call on: call it on a fresh outbox or on one
+    /// [`Outbox::restore`]d from the same log. Writes of other processes sharing the file are
+    /// not captured: a replicated outbox has one writer.
+    pub fn replicate(&mut self, sink: Box<dyn ChangeSink>) -> Result<(), OutboxError> {
+        replica::capture(&self.conn).map_err(|e| self.fail(e))?;
+        self.replica = Some(Mutex::new(Replica::new(sink)));
+        Ok(())
+    }
+
+    /// Builds a NEW outbox at `path` (refused if one is there) from a replica's log, oldest
+    /// transaction first: a fresh outbox of this [`SCHEMA_VERSION`], the log replayed into it
+    /// (`skilltrial_sqlite::replica::restore_file`: all or nothing, moved into place whole),
+    /// then opened. The log must come from an outbox of this schema version.
+    pub fn restore(
+        path: &Path,
+        transactions: impl IntoIterator<Item = Vec<String>>,
+    ) -> Result<Self, OutboxError> {
+        replica::restore_file(path, |staging| Ok(Self::try_open(staging)?), transactions).map_err(
+            |e| {
+                OutboxError::new(
+                    path,
+                    format!("cannot restore it from its replica's log: {e}"),
+                )
+            },
+        )?;
+        Self::open(path)
+    }
+
+    /// Runs `f`, which writes rows with one statement. Without a replica it commits by itself;
+    /// with one, `f` runs in a write transaction whose changes reach the replica before it
+    /// commits.
+    fn write_one<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, OutboxError> {
+        let Some(replica) = self.replica.as_ref() else {
+            return f(&self.conn).map_err(|e| self.fail(e));
+        };
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
+            .map_err(|e| self.fail(e))?;
+        let value = f(&tx).map_err(|e| self.fail(e))?;
+        ship(Some(replica), &tx, &self.path)?;
+        tx.commit().map_err(|e| {
+            commit_failed(Some(replica), &e);
+            self.fail(e)
+        })?;
+        Ok(value)
     }
 
     /// The pending transaction for `intent` on `cluster`, if any.
@@ -266,11 +370,8 @@ impl Outbox {
         intent: &str,
         sign: impl FnOnce() -> Result<Signed, E>,
     ) -> Result<Result<Claim, E>, OutboxError> {
-        let path = self.path.display().to_string();
-        let fail = |e: rusqlite::Error| OutboxError {
-            path: path.clone(),
-            reason: e.to_string(),
-        };
+        let (path, replica) = (&self.path, self.replica.as_ref());
+        let fail = |e: rusqlite::Error| OutboxError::new(path, e);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -301,7 +402,11 @@ impl Outbox {
         )
         .map_err(fail)?;
         let id = tx.last_insert_rowid();
-        tx.commit().map_err(fail)?;
+        ship(replica, &tx, path)?;
+        tx.commit().map_err(|e| {
+            commit_failed(replica, &e);
+            fail(e)
+        })?;
         Ok(Ok(Claim::New(Entry {
             id,
             cluster: cluster.to_owned(),
@@ -323,13 +428,13 @@ impl Outbox {
         state: EntryState,
         detail: Option<&str>,
     ) -> Result<(), OutboxError> {
-        self.conn
-            .execute(
+        self.write_one(|c| {
+            c.execute(
                 "UPDATE outbox SET state = ?2, detail = ?3, updated_at = ?4 \
                  WHERE id = ?1 AND state = 'pending'",
                 params![id, state.as_str(), detail, now()],
             )
-            .map_err(|e| self.fail(e))?;
+        })?;
         Ok(())
     }
 }
@@ -577,6 +682,109 @@ CREATE INDEX IF NOT EXISTS outbox_intent ON outbox (cluster, intent, state);
             err.contains("column state: unknown state \"lost\""),
             "{err}"
         );
+    }
+
+    /// A replica keeping the log in memory, taking `accept` appends more, counting the calls.
+    #[derive(Clone)]
+    struct Log {
+        transactions: std::sync::Arc<Mutex<Vec<Vec<String>>>>,
+        accept: std::sync::Arc<Mutex<usize>>,
+        calls: std::sync::Arc<Mutex<usize>>,
+    }
+
+    impl ChangeSink for Log {
+        fn append(&mut self, statements: &[String]) -> Result<(), String> {
+            *self.calls.lock().unwrap() += 1;
+            let mut accept = self.accept.lock().unwrap();
+            *accept = accept.checked_sub(1).ok_or("the run's lease was lost")?;
+            self.transactions.lock().unwrap().push(statements.to_vec());
+            Ok(())
+        }
+    }
+
+    /// Every row of the file at `path`, rowids included.
+    fn dump(path: &Path) -> Vec<Vec<rusqlite::types::Value>> {
+        let conn = Connection::open(path).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT rowid, * FROM outbox ORDER BY rowid")
+            .unwrap();
+        let n = stmt.column_count();
+        stmt.query_map([], |r| (0..n).map(|i| r.get(i)).collect())
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    /// Given a replicated outbox, its log restores it row for row into a new file (never over
+    /// one); a write the replica refuses is rolled back, and every write after it is refused
+    /// without reaching the replica.
+    #[test]
+    fn a_replicated_outbox_restores_row_for_row_and_stops_at_a_refused_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("outbox.sqlite");
+        let log = Log {
+            transactions: std::sync::Arc::default(),
+            accept: std::sync::Arc::new(Mutex::new(usize::MAX)),
+            calls: std::sync::Arc::default(),
+        };
+        let mut outbox = Outbox::open(&path).unwrap();
+        outbox.replicate(Box::new(log.clone())).unwrap();
+        let Claim::New(first) = outbox
+            .claim::<()>("g", "open:x", || Ok(signed("s1")))
+            .unwrap()
+            .unwrap()
+        else {
+            panic!("a first claim signs")
+        };
+        // A claim that finds its entry pending, and an ending that changes nothing, write no
+        // row and reach no replica.
+        let again = outbox
+            .claim::<()>("g", "open:x", || panic!("pending"))
+            .unwrap()
+            .unwrap();
+        assert!(matches!(again, Claim::Existing(_)));
+        outbox
+            .conclude(first.id, EntryState::Expired, Some("blockhash expired"))
+            .unwrap();
+        outbox.conclude(first.id, EntryState::Landed, None).unwrap();
+        outbox
+            .claim::<()>("g", "open:x", || Ok(signed("s2")))
+            .unwrap()
+            .unwrap();
+        assert_eq!(log.transactions.lock().unwrap().len(), 3);
+
+        let copy = dir.path().join("elsewhere/outbox.sqlite");
+        let restored = Outbox::restore(&copy, log.transactions.lock().unwrap().clone()).unwrap();
+        assert_eq!(restored.rows().unwrap(), outbox.rows().unwrap());
+        assert_eq!(dump(&copy), dump(&path));
+        let err = Outbox::restore(&path, Vec::new()).unwrap_err();
+        assert!(err.to_string().contains("exists"), "{err}");
+
+        // The replica refuses: the claim is rolled back, and nothing is written after it.
+        *log.accept.lock().unwrap() = 0;
+        let before = dump(&path);
+        let err = outbox
+            .claim::<()>("g", "finalize:y", || Ok(signed("s3")))
+            .unwrap_err();
+        assert!(err.replica_refused, "{err}");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "the chain outbox {}: its replica refused the write (the run's lease was lost); the outbox takes no more writes",
+                path.display()
+            )
+        );
+        *log.accept.lock().unwrap() = usize::MAX;
+        let calls = *log.calls.lock().unwrap();
+        let later = outbox.conclude(2, EntryState::Landed, None).unwrap_err();
+        assert!(later.replica_refused, "{later}");
+        assert!(
+            later.reason.contains("an earlier write was refused"),
+            "{later}"
+        );
+        assert_eq!(*log.calls.lock().unwrap(), calls);
+        assert_eq!(dump(&path), before);
+        assert!(outbox.latest("g", "finalize:y").unwrap().is_none());
     }
 
     #[test]

@@ -421,6 +421,9 @@ pub fn restore_file(
             source,
         }
     };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io("create", dir))?;
+    }
     let staging = beside(path, ".restoring");
     for leftover in ["", "-wal", "-shm", "-journal"] {
         let leftover = beside(&staging, leftover);
