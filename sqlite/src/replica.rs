@@ -255,7 +255,8 @@ fn tables(conn: &Connection) -> rusqlite::Result<Vec<Captured>> {
 ///
 /// Turns `recursive_triggers` on for the connection: without it, the rows an `INSERT OR
 /// REPLACE` deletes to make room fire no DELETE trigger, and their deletion would be missing
-/// from the log.
+/// from the log. (A schema trigger may then fire itself, as the pragma says; SkillTrial's
+/// schemas have no triggers.)
 pub fn capture(conn: &Connection) -> rusqlite::Result<()> {
     let tables = tables(conn)?;
     conn.pragma_update(None, "recursive_triggers", true)?;
