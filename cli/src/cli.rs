@@ -184,10 +184,10 @@ pub enum RunnerCommand {
     /// Serve hosted runs: an HTTP API on loopback by default; runs authorised by their Run
     /// accounts execute, settle on-chain and finalize. Ctrl-C stops it after each run's request
     /// in flight.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Make one buyback now if it is due: sweep the fee vault's unreleased fees (up to the
     /// program's cap) through the venue and burn what they buy, in one transaction.
-    Buyback(BuybackOnceArgs),
+    Buyback(Box<BuybackOnceArgs>),
 }
 
 /// How buybacks are made (`runner serve` on a schedule, `runner buyback` once).
@@ -270,6 +270,29 @@ pub struct ServeArgs {
     /// How old a manifest's SOL/USD pin may be when it is uploaded (e.g. 30m, 1h).
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = duration)]
     pub max_rate_age: i64,
+    /// Keep the daemon's state in this PostgreSQL database (postgres://user@host/db, or libpq's
+    /// key=value form) instead of SQLite files: several daemons on one database share the runs,
+    /// each executing the runs it claims, taking over those of a worker that stopped renewing
+    /// its lease. Say sslmode=require for a server on another machine. --state still holds
+    /// this worker's own working copies.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "SKILLTRIAL_RUNNER_DATABASE",
+        hide_env_values = true
+    )]
+    pub database: Option<String>,
+    /// A PEM file of the certificate authorities that sign the database server's certificate
+    /// (default: the platform's).
+    #[arg(long, value_name = "FILE", requires = "database")]
+    pub database_ca: Option<PathBuf>,
+    /// Connections this worker keeps to the database.
+    #[arg(long, value_name = "N", default_value_t = 16, requires = "database", value_parser = clap::value_parser!(u16).range(2..=1024))]
+    pub database_pool: u16,
+    /// How long a run stays this worker's without a renewal (renewed every third of it): a
+    /// worker that dies is taken over this long after its last renewal. At least 3 s.
+    #[arg(long, value_name = "DURATION", default_value = "30s", requires = "database", value_parser = lease_duration)]
+    pub lease: std::time::Duration,
     #[command(flatten)]
     pub buyback: BuybackArgs,
     /// The runner keypair (-k/--keypair): it signs settlements and finalizations, and must be
@@ -937,6 +960,16 @@ fn duration(text: &str) -> Result<i64, String> {
     n.checked_mul(scale)
         .filter(|secs| *secs > 0)
         .ok_or_else(refused)
+}
+
+/// A lease length: a [`duration`] of 3 s to 1 h (renewed every third of it, so a second at
+/// least between renewals).
+fn lease_duration(text: &str) -> Result<std::time::Duration, String> {
+    let secs = duration(text)?;
+    if !(3..=3_600).contains(&secs) {
+        return Err(format!("{secs} s is out of range: a lease is 3s to 1h"));
+    }
+    Ok(std::time::Duration::from_secs(secs.unsigned_abs()))
 }
 
 /// `TOKENS:LAMPORTS`, both positive.

@@ -190,6 +190,19 @@ impl Store {
     }
 }
 
+/// The files a tree listing names (its bytes as [`Store::put_tree`] stored them), or `None` when
+/// `bytes` is not a listing: what a copy of the tree elsewhere must hold besides the listing.
+pub fn listed(bytes: &[u8]) -> Option<Vec<Sha256Digest>> {
+    let listing = std::str::from_utf8(bytes).ok()?;
+    let mut lines = listing.lines();
+    if lines.next() != Some(CONTENT_DIGEST_DOMAIN) {
+        return None;
+    }
+    lines
+        .map(|line| line.split(' ').next().and_then(parse_hex))
+        .collect()
+}
+
 /// Parses 64 lowercase hex characters (optionally prefixed `sha256:`).
 pub fn parse_hex(text: &str) -> Option<Sha256Digest> {
     let hex = text.strip_prefix("sha256:").unwrap_or(text);

@@ -29,6 +29,8 @@ pub mod api;
 pub mod buyback;
 pub mod client;
 pub mod http;
+pub mod metrics;
+pub mod pg;
 pub mod profiles;
 pub mod rate;
 pub mod siws;
@@ -82,6 +84,9 @@ pub struct Config {
     pub rate: rate::OperatorRate,
     /// Buybacks on a schedule (`None`: the operator makes none).
     pub buyback: Option<BuybackSettings>,
+    /// The PostgreSQL database this worker shares with others (`None`: the embedded SQLite
+    /// state in `state_dir`, one daemon alone).
+    pub database: Option<pg::PgOptions>,
 }
 
 /// Which venue buybacks swap through.
@@ -144,6 +149,12 @@ pub struct App {
     dispatch_pause: Mutex<Option<(Instant, String)>>,
     /// The last buyback attempt's outcome, for `/v1/info`.
     last_buyback: Mutex<Option<BuybackOutcome>>,
+    /// What `GET /metrics` exports.
+    pub metrics: Arc<metrics::Metrics>,
+    /// The shared database and this worker's leases, when the state is on PostgreSQL.
+    pub pg: Option<pg::Pg>,
+    /// On PostgreSQL: the runs with new events, as any worker appends them ([`pg::Pg::listen`]).
+    hints: Option<tokio::sync::broadcast::Sender<String>>,
     /// The state directory's lock: one daemon per state directory (it dies with the process).
     _lock: std::fs::File,
 }
@@ -210,8 +221,20 @@ impl App {
                 return Err(format!("cannot lock {}: {e}", lock_path.display()));
             }
         }
-        let state = SqliteState::open(&config.state_dir.join("runner.sqlite"))
-            .map_err(|e| e.to_string())?;
+        let (state, pg): (Box<dyn RunnerState>, Option<pg::Pg>) = match &config.database {
+            Some(options) => {
+                let pg = pg::Pg::connect(options)?;
+                tracing::info!(database = %pg.database(), worker = %pg.worker(), "state on PostgreSQL");
+                (Box::new(pg::PgState::new(pg.clone())), Some(pg))
+            }
+            None => (
+                Box::new(
+                    SqliteState::open(&config.state_dir.join("runner.sqlite"))
+                        .map_err(|e| e.to_string())?,
+                ),
+                None,
+            ),
+        };
         let store = Store::open(&config.state_dir.join("store")).map_err(|e| e.to_string())?;
         let expect = siws::Expect::new(&config.origin, &config.chain_id)?;
         for line in profiles.describe() {
@@ -225,7 +248,7 @@ impl App {
             challenges: siws::Challenges::new()?,
             store,
             profiles,
-            state: Mutex::new(Box::new(state)),
+            state: Mutex::new(state),
             events,
             stop: Arc::new(AtomicBool::new(false)),
             closing: tokio::sync::watch::Sender::new(false),
@@ -233,6 +256,9 @@ impl App {
             retry_at: Mutex::new(BTreeMap::new()),
             dispatch_pause: Mutex::new(None),
             last_buyback: Mutex::new(None),
+            hints: pg.as_ref().map(pg::Pg::listen),
+            metrics: Arc::new(metrics::Metrics::new()),
+            pg,
             _lock: lock,
         }))
     }
@@ -266,6 +292,14 @@ impl App {
 
     pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Recorded> {
         self.events.subscribe()
+    }
+
+    /// On PostgreSQL: the runs other workers (and this one) appended events to, as hints to
+    /// re-read them ([`pg::Pg::listen`]).
+    pub fn hints(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        self.hints
+            .as_ref()
+            .map(tokio::sync::broadcast::Sender::subscribe)
     }
 
     /// The ids of the model profiles served.
@@ -405,6 +439,10 @@ impl App {
         if self.stopping() {
             return;
         }
+        if let Some(pg) = &self.pg {
+            self.claim_runs(pg);
+            return;
+        }
         let runs = match self.state().runs_to_work() {
             Ok(runs) => runs,
             Err(e) => {
@@ -439,6 +477,212 @@ impl App {
                 tracing::error!("cannot start a run thread: {e}");
             }
         }
+    }
+
+    /// On PostgreSQL: claims runs up to `max_runs` (fresh ones, and lapsed leases of workers
+    /// that died or were cut off) and starts a thread for each.
+    fn claim_runs(self: &Arc<Self>, pg: &pg::Pg) {
+        let free = self.config.max_runs.saturating_sub(self.active_runs());
+        let claims = match pg.claim(free) {
+            Ok(claims) => claims,
+            Err(e) => {
+                tracing::error!("cannot claim runs: {e}");
+                return;
+            }
+        };
+        for claim in claims {
+            let run = match self.state().run(&claim.address) {
+                Ok(Some(run)) => run,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::error!(run = %claim.address, "cannot read a claimed run: {e}");
+                    let _ = pg.release(&claim.address, Some(RETRY_FIRST));
+                    continue;
+                }
+            };
+            let kind = if claim.previous.is_some() {
+                metrics::ClaimKind::Takeover
+            } else {
+                metrics::ClaimKind::Fresh
+            };
+            self.metrics
+                .claims
+                .get_or_create(&metrics::ClaimLabels { kind })
+                .inc();
+            match &claim.previous {
+                Some(previous) => tracing::warn!(
+                    run = %run.address,
+                    epoch = claim.epoch,
+                    previous = %previous,
+                    "taking the run over: its lease lapsed"
+                ),
+                None => tracing::info!(run = %run.address, epoch = claim.epoch, "claimed"),
+            }
+            self.active
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(run.address.clone());
+            let app = Arc::clone(self);
+            let spawned = std::thread::Builder::new()
+                .name(format!("run-{}", &run.address[..8.min(run.address.len())]))
+                .spawn(move || app.work_on(&run));
+            if let Err(e) = spawned {
+                tracing::error!("cannot start a run thread: {e}");
+                self.active
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remove(&claim.address);
+                let _ = pg.release(&claim.address, Some(RETRY_FIRST));
+            }
+        }
+    }
+
+    /// On PostgreSQL: renews this worker's leases every third of their length until the daemon
+    /// stops. A lease found lost is marked so (its run writes nothing more); a database that
+    /// cannot be reached for a whole lease loses them all here too, so that no run of this
+    /// worker goes on past a lease another worker may already hold.
+    pub fn spawn_lease_renewal(self: &Arc<Self>) -> Option<std::thread::JoinHandle<()>> {
+        let pg = self.pg.clone()?;
+        let every = self
+            .config
+            .database
+            .as_ref()
+            .map_or(Duration::from_secs(10), |o| o.lease / 3);
+        let lease = every * 3;
+        let app = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("leases".to_owned())
+            .spawn(move || {
+                let mut last_ok = Instant::now();
+                // Leases are renewed while runs wind down after a stop, too.
+                while !app.stopping() || app.active_runs() > 0 {
+                    match pg.renew() {
+                        Ok(lost) => {
+                            last_ok = Instant::now();
+                            for run in lost {
+                                app.metrics.leases_lost.inc();
+                                tracing::warn!(run = %run, "lease lost: another worker may take the run over; this one stops it");
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!("cannot renew leases: {e}");
+                            if last_ok.elapsed() + every >= lease {
+                                let lost = pg.lose_all();
+                                app.metrics.leases_lost.inc_by(lost);
+                            }
+                        }
+                    }
+                    std::thread::sleep(every);
+                }
+            })
+            .map_err(|e| tracing::error!("cannot start the lease renewal: {e}"))
+            .ok()
+    }
+
+    /// A run's file (`report.json`, `report.html`): the copy in its directory, else (on
+    /// PostgreSQL) the one its owner stored there, checked against its digest.
+    pub fn run_file(&self, run: &str, name: &str) -> Result<Vec<u8>, String> {
+        let path = worker::run_dir(&self.config.state_dir, run).join(name);
+        match std::fs::read(&path) {
+            Ok(bytes) => return Ok(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.pg.is_some() => {}
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        }
+        let Some(pg) = &self.pg else {
+            return Err(format!("{}: not found", path.display()));
+        };
+        let digest = pg
+            .run_file(run, name)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("run {run} has no {name}"))?;
+        let bytes = pg
+            .blob(&digest)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| {
+                format!("{name} of run {run} ({digest}) is missing from the database")
+            })?;
+        let sha = skilltrial_core::digest::Sha256Digest::of(&bytes).hex();
+        if sha != digest {
+            return Err(format!(
+                "{name} of run {run} in the database does not match its digest"
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// Stores `bytes` as the run's file `name`: durably in its directory and, on PostgreSQL,
+    /// in the database (under the run's lease) so that any worker serves it and a worker taking
+    /// the run over finalizes the very same file.
+    pub fn keep_run_file(&self, run: &str, name: &str, bytes: &[u8]) -> Result<(), String> {
+        let path = worker::run_dir(&self.config.state_dir, run).join(name);
+        skilltrial_engine::store::write_durably(&path, bytes).map_err(|e| e.to_string())?;
+        if let Some(pg) = &self.pg {
+            let digest = skilltrial_core::digest::Sha256Digest::of(bytes).hex();
+            pg.put_blob(&digest, bytes.to_vec())
+                .map_err(|e| e.to_string())?;
+            pg.set_run_file(run, name, &digest)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// On PostgreSQL, copies content `digest` from the local store to the database (a tree's
+    /// listing with every file it lists), so that any worker can execute what was uploaded here.
+    pub fn publish(&self, digest: &skilltrial_core::digest::Sha256Digest) -> Result<(), String> {
+        let Some(pg) = &self.pg else {
+            return Ok(());
+        };
+        let bytes = self.store.get(digest).map_err(|e| e.to_string())?;
+        if let Some(files) = skilltrial_engine::store::listed(&bytes) {
+            for file in files {
+                let content = self.store.get(&file).map_err(|e| e.to_string())?;
+                pg.put_blob(&file.hex(), content)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        pg.put_blob(&digest.hex(), bytes).map_err(|e| e.to_string())
+    }
+
+    /// On PostgreSQL, copies content `digest` (a tree with its files) from the database into
+    /// the local store when it is not there: a run uploaded through another worker.
+    pub fn fetch(&self, digest: &skilltrial_core::digest::Sha256Digest) -> Result<(), String> {
+        let Some(pg) = &self.pg else {
+            return Ok(());
+        };
+        let listed = if self.store.contains(digest) {
+            self.store.get(digest).map_err(|e| e.to_string())?
+        } else {
+            let bytes = pg
+                .blob(&digest.hex())
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| {
+                    format!("{} is in neither the store nor the database", digest.hex())
+                })?;
+            let stored = self.store.put(&bytes).map_err(|e| e.to_string())?;
+            if stored != *digest {
+                return Err(format!(
+                    "{} in the database does not match its digest",
+                    digest.hex()
+                ));
+            }
+            bytes
+        };
+        for file in skilltrial_engine::store::listed(&listed).unwrap_or_default() {
+            if self.store.contains(&file) {
+                continue;
+            }
+            let bytes = pg
+                .blob(&file.hex())
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("{} is missing from the database", file.hex()))?;
+            if self.store.put(&bytes).map_err(|e| e.to_string())? != file {
+                return Err(format!(
+                    "{} in the database does not match its digest",
+                    file.hex()
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn work_on(self: &Arc<Self>, run: &HostedRun) {
@@ -503,6 +747,19 @@ impl App {
                 if let Err(e) = self.set_phase(&run.address, Phase::Failed, Some(&why)) {
                     tracing::error!(run = %run.address, "{e}");
                 }
+            }
+        }
+        // On PostgreSQL the lease is given back, with the wait decided above as the time no
+        // worker may claim the run again (a stopping daemon hands its runs over at once).
+        if let Some(pg) = &self.pg {
+            let wait = self
+                .retry_at
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(&run.address)
+                .map(|(at, _)| at.saturating_duration_since(Instant::now()));
+            if let Err(e) = pg.release(&run.address, wait) {
+                tracing::warn!(run = %run.address, "cannot give the lease back (it lapses by itself): {e}");
             }
         }
         self.active

@@ -45,7 +45,7 @@ impl Phase {
         }
     }
 
-    fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         Some(match text {
             "executing" => Self::Executing,
             "finalizing" => Self::Finalizing,
@@ -122,6 +122,14 @@ pub struct Event {
     pub data: Value,
 }
 
+/// How many runs stand in each phase, and how many settlement batches wait to land
+/// (`/metrics`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Census {
+    pub runs: Vec<(Phase, u64)>,
+    pub batches_pending: u64,
+}
+
 /// The most sign-in nonces out at once (unexpired and unused): a flood of challenges is turned
 /// away (`429`) once this many wait for a signature, instead of growing the state for ever.
 pub const MAX_LIVE_NONCES: u64 = 10_000;
@@ -131,6 +139,16 @@ pub const MAX_LIVE_NONCES: u64 = 10_000;
 pub struct StateError {
     path: String,
     message: String,
+}
+
+impl StateError {
+    /// An error of the state at `path` (a file, or a database described without its password).
+    pub(crate) fn new(path: &str, message: impl std::fmt::Display) -> Self {
+        Self {
+            path: path.to_owned(),
+            message: message.to_string(),
+        }
+    }
 }
 
 /// The daemon's state. Every method is one atomic step.
@@ -196,6 +214,9 @@ pub trait RunnerState: Send {
         data: &Value,
     ) -> Result<Event, StateError>;
     fn events_after(&self, address: &str, after: u64) -> Result<Vec<Event>, StateError>;
+
+    /// Runs by phase and batches pending, in the whole state.
+    fn census(&self) -> Result<Census, StateError>;
 }
 
 /// The state's schema version: the number of migrations applied.
@@ -622,6 +643,37 @@ impl RunnerState for SqliteState {
             .map_err(|e| self.fail(e))?
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.fail(e))
+    }
+
+    fn census(&self) -> Result<Census, StateError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT phase, COUNT(*) AS n FROM runs GROUP BY phase ORDER BY phase")
+            .map_err(|e| self.fail(e))?;
+        let runs = stmt
+            .query_map([], |row| {
+                Ok((
+                    get_with(row, "phase", |text: String| {
+                        Phase::parse(&text).ok_or_else(|| format!("unknown phase {text:?}"))
+                    })?,
+                    unsigned(row, "n")?,
+                ))
+            })
+            .map_err(|e| self.fail(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.fail(e))?;
+        let batches_pending: i64 = self
+            .conn
+            .query_row(
+                "SELECT COUNT(*) FROM batches WHERE signature IS NULL AND refused IS NULL",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.fail(e))?;
+        Ok(Census {
+            runs,
+            batches_pending: u64::try_from(batches_pending).unwrap_or(0),
+        })
     }
 }
 

@@ -232,6 +232,13 @@ pub fn preflight(
     admission: Admission,
     deadline_secs: Option<i64>,
 ) -> Result<(Inputs, Terms), Unauthorised> {
+    if app.pg.is_some() {
+        // Uploaded through another worker, perhaps.
+        fetch_inputs(app, manifest_hex).map_err(|e| match e {
+            WorkError::Fatal(why) => Unauthorised::Inadmissible(why),
+            other => Unauthorised::Unavailable(other.to_string()),
+        })?;
+    }
     let (inputs, terms) =
         admit_manifest(app, manifest_hex, admission).map_err(Unauthorised::Inadmissible)?;
     if let Some(secs) = deadline_secs {
@@ -380,14 +387,21 @@ pub fn work(app: &Arc<App>, run: &HostedRun) -> Result<(), WorkError> {
         .address
         .parse()
         .map_err(|_| WorkError::Fatal(format!("`{}` is not an address", run.address)))?;
+    if app.pg.is_some() {
+        fetch_inputs(app, &run.manifest)?;
+    }
     let (inputs, terms) = check_manifest(app, &run.manifest).map_err(WorkError::Fatal)?;
     let dir = run_dir(&app.config.state_dir, &run.address);
     std::fs::create_dir_all(&dir).map_err(|e| transient(format!("{}: {e}", dir.display())))?;
-    let mut journal = Journal::open(&dir.join("journal.sqlite")).map_err(transient)?;
+    let (mut journal, mut outbox) = match &app.pg {
+        Some(pg) => replicas(app, pg, &run.address, &dir)?,
+        None => (
+            Journal::open(&dir.join("journal.sqlite")).map_err(transient)?,
+            Outbox::open(&app.config.state_dir.join("chain-outbox.sqlite")).map_err(transient)?,
+        ),
+    };
     let payloads = Store::open(&dir.join("payloads")).map_err(transient)?;
     let chain = app.chain();
-    let mut outbox =
-        Outbox::open(&app.config.state_dir.join("chain-outbox.sqlite")).map_err(transient)?;
     let ctx = Ctx {
         app,
         run,
@@ -406,6 +420,103 @@ pub fn work(app: &Arc<App>, run: &HostedRun) -> Result<(), WorkError> {
             .map_err(transient)?;
     }
     ctx.finalize(&journal, &payloads, &mut outbox)
+}
+
+/// On PostgreSQL: copies the run's manifest, pack and bundles from the database into this
+/// worker's store (the run may have been uploaded through another worker).
+fn fetch_inputs(app: &App, manifest_hex: &str) -> Result<(), WorkError> {
+    let digest = skilltrial_engine::store::parse_hex(manifest_hex)
+        .ok_or_else(|| WorkError::Fatal(format!("manifest `{manifest_hex}` is not a digest")))?;
+    app.fetch(&digest).map_err(transient)?;
+    let bytes = app.store.get(&digest).map_err(transient)?;
+    let m: manifest::Manifest = serde_json::from_slice(&bytes)
+        .map_err(|e| WorkError::Fatal(format!("manifest {manifest_hex}: {e}")))?;
+    let mut trees = vec![m.pack.hash.clone()];
+    trees.extend(
+        m.arms
+            .iter()
+            .filter_map(|a| a.bundle.as_ref().map(|b| b.digest.clone())),
+    );
+    if let Some(delivery) = &m.delivery {
+        trees.extend(delivery.with_skills.iter().map(|b| b.digest.clone()));
+    }
+    for tree in trees {
+        let digest = skilltrial_engine::store::parse_hex(&tree).ok_or_else(|| {
+            WorkError::Fatal(format!("manifest {manifest_hex}: `{tree}` is not a digest"))
+        })?;
+        app.fetch(&digest).map_err(transient)?;
+    }
+    Ok(())
+}
+
+/// On PostgreSQL: the run's journal and outbox, rebuilt in its directory from the database's
+/// log of them (whatever this worker held of them before is stale: another worker may have
+/// written since), and from now on appending every write transaction there, fenced by this
+/// worker's lease, before it commits.
+fn replicas(
+    app: &App,
+    pg: &crate::pg::Pg,
+    address: &str,
+    dir: &Path,
+) -> Result<(Journal, Outbox), WorkError> {
+    use crate::pg::ReplicaFile;
+    let journal_path = dir.join("journal.sqlite");
+    let outbox_path = dir.join("outbox.sqlite");
+    let reports = [dir.join("report.json"), dir.join("report.html")];
+    for path in [&journal_path, &outbox_path, &reports[0], &reports[1]] {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut file = path.as_os_str().to_owned();
+            file.push(suffix);
+            match std::fs::remove_file(&file) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(transient(format!("{}: {e}", Path::new(&file).display()))),
+            }
+        }
+    }
+    let log = pg
+        .replica_log(
+            address,
+            ReplicaFile::Journal,
+            skilltrial_engine::journal::SCHEMA_VERSION,
+        )
+        .map_err(transient)?;
+    let mut journal = Journal::restore(&journal_path, log).map_err(transient)?;
+    journal
+        .replicate(Box::new(
+            pg.sink(
+                address,
+                ReplicaFile::Journal,
+                skilltrial_engine::journal::SCHEMA_VERSION,
+            )
+            .map_err(transient)?,
+        ))
+        .map_err(transient)?;
+    let log = pg
+        .replica_log(
+            address,
+            ReplicaFile::Outbox,
+            skilltrial_chain::outbox::SCHEMA_VERSION,
+        )
+        .map_err(transient)?;
+    let mut outbox = Outbox::restore(&outbox_path, log).map_err(transient)?;
+    outbox
+        .replicate(Box::new(
+            pg.sink(
+                address,
+                ReplicaFile::Outbox,
+                skilltrial_chain::outbox::SCHEMA_VERSION,
+            )
+            .map_err(transient)?,
+        ))
+        .map_err(transient)?;
+    // The report as its owner kept it, so that a takeover finalizes the very same file.
+    for name in ["report.json", "report.html"] {
+        if let Ok(bytes) = app.run_file(address, name) {
+            skilltrial_engine::store::write_durably(&dir.join(name), &bytes).map_err(transient)?;
+        }
+    }
+    Ok((journal, outbox))
 }
 
 struct Ctx<'a> {
@@ -463,7 +574,13 @@ impl Ctx<'_> {
                 .map_err(|e| format!("the operator's model key: {e}"))
         });
         match built {
-            Ok(provider) => (provider, None),
+            Ok(provider) => (
+                Box::new(crate::metrics::Measured {
+                    inner: provider,
+                    metrics: Arc::clone(&self.app.metrics),
+                }),
+                None,
+            ),
             Err(why) => (
                 Box::new(Uncallable {
                     kind: m.model.provider,
@@ -751,8 +868,15 @@ impl Ctx<'_> {
                         &payout,
                         settle_args(self.run.run_id, &batch.evidence),
                     );
+                    let started = std::time::Instant::now();
                     match self.send_settle(outbox, &intent, instruction, batch)? {
-                        Ok(signature) => signature,
+                        Ok(signature) => {
+                            self.app
+                                .metrics
+                                .settlement_seconds
+                                .observe(started.elapsed().as_secs_f64());
+                            signature
+                        }
                         Err(why) => {
                             self.refuse_batch(batch, &why)?;
                             continue;
@@ -763,6 +887,7 @@ impl Ctx<'_> {
             self.app
                 .batch_landed(name, batch.seq, &signature)
                 .map_err(transient)?;
+            self.landed_metrics(batch);
             self.app.event(
                 name,
                 Event::Settled(Settled {
@@ -867,6 +992,13 @@ impl Ctx<'_> {
         self.app
             .batch_refused(name, batch.seq, why)
             .map_err(transient)?;
+        self.app
+            .metrics
+            .settlements
+            .get_or_create(&crate::metrics::SettledLabels {
+                result: crate::metrics::Settled::Refused,
+            })
+            .inc();
         let trials: Vec<u16> = batch.evidence.iter().map(EvidenceRecord::trial).collect();
         let message = format!(
             "settlement batch {} ({} trials) can no longer be charged ({why}): those trials cost nothing; the run is finalized with what was settled and its owner takes the rest back",
@@ -1012,9 +1144,11 @@ impl Ctx<'_> {
                 let mut text = serde_json::to_string_pretty(&value).map_err(transient)?;
                 text.push('\n');
                 let html = skilltrial_core::report::html::render(&report);
-                skilltrial_engine::store::write_durably(&dir.join("report.html"), html.as_bytes())
+                self.app
+                    .keep_run_file(name, "report.html", html.as_bytes())
                     .map_err(transient)?;
-                skilltrial_engine::store::write_durably(&json_path, text.as_bytes())
+                self.app
+                    .keep_run_file(name, "report.json", text.as_bytes())
                     .map_err(transient)?;
                 report
             }
@@ -1142,7 +1276,20 @@ impl Ctx<'_> {
             })?;
         self.app
             .batch_landed(name, batch.seq, &signature)
-            .map_err(transient)
+            .map_err(transient)?;
+        self.landed_metrics(batch);
+        Ok(())
+    }
+
+    fn landed_metrics(&self, batch: &Batch) {
+        let m = &self.app.metrics;
+        m.settlements
+            .get_or_create(&crate::metrics::SettledLabels {
+                result: crate::metrics::Settled::Landed,
+            })
+            .inc();
+        m.trials_settled
+            .inc_by(u64::try_from(batch.evidence.len()).unwrap_or(u64::MAX));
     }
 }
 

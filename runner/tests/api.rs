@@ -115,6 +115,7 @@ fn serve_as(
         fees: skilltrial_chain::send::Fees::default(),
         rate: operator_rate(),
         buyback: None,
+        database: None,
     };
     let second = Config {
         origin: config.origin.clone(),
@@ -170,6 +171,7 @@ fn config_defaults() -> Config {
         fees: skilltrial_chain::send::Fees::default(),
         rate: operator_rate(),
         buyback: None,
+        database: None,
     }
 }
 

@@ -157,6 +157,13 @@ fn serve(args: &ServeArgs, global: &Global) -> Result<Status, CliError> {
         batch: args.batch,
         fees: session.fees,
         rate,
+        database: args.database.as_ref().map(|url| {
+            let mut options = skilltrial_runner::pg::PgOptions::new(url);
+            options.ca_file.clone_from(&args.database_ca);
+            options.pool_size = usize::from(args.database_pool);
+            options.lease = args.lease;
+            options
+        }),
     };
     let app = if args.demo_model {
         let demo = skilltrial_runner::profiles::Profiles::demo_model()

@@ -21,10 +21,15 @@ struct Follow {
     run: String,
     queue: VecDeque<Recorded>,
     rx: tokio::sync::broadcast::Receiver<Recorded>,
+    /// On PostgreSQL: runs with new events, appended by any worker.
+    hints: Option<tokio::sync::broadcast::Receiver<String>>,
     closing: tokio::sync::watch::Receiver<bool>,
     last: u64,
     done: bool,
 }
+
+/// On PostgreSQL, how long a follower waits for a hint before it reads the run's events anyway.
+const POLL_WITHOUT_HINT: Duration = Duration::from_secs(2);
 
 /// The frame's `data:` line ([`Framed`]).
 fn framed(at: i64, event: &Event) -> String {
@@ -70,6 +75,7 @@ pub(crate) async fn events(
         .unwrap_or(0);
     // Subscribed before the replay is read: nothing falls between the two.
     let rx = app.subscribe();
+    let hints = app.hints();
     let closing = app.closing();
     let app2 = Arc::clone(&app);
     let name = run.address.clone();
@@ -81,6 +87,7 @@ pub(crate) async fn events(
         run: run.address.clone(),
         queue: replay.into(),
         rx,
+        hints,
         closing,
         last: after,
         // A run already over replays its events and ends.
@@ -103,8 +110,30 @@ pub(crate) async fn events(
             if over_at_start {
                 return None;
             }
+            // On PostgreSQL the run may execute on another worker: its events are read from the
+            // database on a hint that it has new ones, and every few seconds in case a hint was
+            // lost with a connection.
+            let reread = async {
+                match f.hints.as_mut() {
+                    Some(hints) => loop {
+                        tokio::select! {
+                            hint = hints.recv() => match hint {
+                                Ok(run) if run == f.run || run == "*" => return,
+                                Ok(_) => {}
+                                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return,
+                                Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                                    std::future::pending::<()>().await;
+                                }
+                            },
+                            () = tokio::time::sleep(POLL_WITHOUT_HINT) => return,
+                        }
+                    },
+                    None => std::future::pending::<()>().await,
+                }
+            };
             let received = tokio::select! {
-                received = f.rx.recv() => Some(received),
+                received = f.rx.recv() => Some(Some(received)),
+                () = reread => Some(None),
                 _ = f.closing.wait_for(|closing| *closing) => None,
             };
             let Some(received) = received else {
@@ -112,6 +141,14 @@ pub(crate) async fn events(
                 // forever (a follower could keep an operator's daemon up). Say so, and end.
                 f.done = true;
                 return Some((Ok(stopping()), f));
+            };
+            let Some(received) = received else {
+                let (app, run, last) = (Arc::clone(&f.app), f.run.clone(), f.last);
+                match blocking(move || app.events_after(&run, last)).await {
+                    Ok(Ok(events)) => f.queue.extend(events),
+                    _ => return None,
+                }
+                continue;
             };
             match received {
                 Ok(event) if event.run == f.run => f.queue.push_back(event),

@@ -11,7 +11,7 @@
 //! Layers, each using only those before it: [`error`] (the error answer) ← [`extract`] (the
 //! session, the owned run, blocking work, private answers) ← [`intake`] (bodies within bounds)
 //! ← the handlers ([`info`], [`session`], [`uploads`], [`runs`], [`events`], [`page`],
-//! [`chain`], [`verify`]) ← [`router`] ← [`serve`] (with [`connections`], the accept loop).
+//! [`chain`], [`verify`], [`ops`]) ← [`router`] ← [`serve`] (with [`connections`], the accept loop).
 
 pub mod chain;
 pub mod connections;
@@ -20,6 +20,7 @@ pub mod events;
 pub mod extract;
 pub mod info;
 pub mod intake;
+pub mod ops;
 pub mod page;
 pub mod router;
 pub mod runs;

@@ -10,7 +10,7 @@ use axum::routing::{get, post};
 
 use super::error::Failure;
 use super::intake::{BodyBounds, Gates, Limit, MAX_MANIFEST_BODY, MAX_SMALL_BODY, Who};
-use super::{chain, events, info, page, runs, session, uploads, verify};
+use super::{chain, events, info, ops, page, runs, session, uploads, verify};
 use crate::App;
 
 /// The router, with its state and the default [`BodyBounds`].
@@ -60,6 +60,13 @@ pub fn router_with(app: Arc<App>, bounds: BodyBounds) -> Router {
         .route("/v1/runs/{run}/report.json", get(runs::report_json))
         .route("/v1/runs/{run}/report.html", get(runs::report_html))
         .merge(page_routes(&gates))
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .route_layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            ops::track,
+        ))
         .fallback(|| async {
             Failure::new(
                 StatusCode::NOT_FOUND,

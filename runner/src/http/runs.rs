@@ -259,8 +259,8 @@ async fn report_file(
             ),
         ));
     }
-    let path = worker::run_dir(&app.config.state_dir, address).join(file);
-    let bytes = blocking(move || std::fs::read(path))
+    let (app2, run) = (Arc::clone(app), address.to_owned());
+    let bytes = blocking(move || app2.run_file(&run, file))
         .await?
         .map_err(Failure::internal)?;
     let mut response = ([(header::CONTENT_TYPE, content_type)], bytes).into_response();

@@ -43,7 +43,7 @@ pub fn serve_until(
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    runtime.block_on(async {
+    let renewal = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(app.config.bind)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", app.config.bind))?;
@@ -70,6 +70,7 @@ pub fn serve_until(
                 })
                 .map_err(|e| format!("cannot start the supervisor: {e}"))?
         };
+        let renewal = app.spawn_lease_renewal();
         app.spawn_buybacks();
         let stopping = Arc::clone(&app);
         super::connections::serve_connections(
@@ -86,12 +87,15 @@ pub fn serve_until(
         )
         .await;
         let _ = supervisor.join();
-        Ok::<(), String>(())
+        Ok::<_, String>(renewal)
     })?;
     // Runs stop after their request in flight; wait for them (bounded by the request timeout).
     let started = std::time::Instant::now();
     while app.active_runs() > 0 && started.elapsed() < Duration::from_secs(600) {
         std::thread::sleep(Duration::from_millis(100));
+    }
+    if let Some(renewal) = renewal {
+        let _ = renewal.join();
     }
     Ok(())
 }

@@ -109,6 +109,7 @@ pub(crate) async fn upload_tree(
                         b.digest
                     )));
                 }
+                app2.publish(&digest).map_err(Failure::internal)?;
                 app2.state()
                     .hold(&wallet, &digest.hex())
                     .map_err(Failure::internal)?;
@@ -143,6 +144,7 @@ pub(crate) async fn upload_tree(
                 }
                 // A pack is this wallet's to run, as a bundle is: its tasks and golden records
                 // are the uploader's, and a hash alone must not run them.
+                app2.publish(&digest).map_err(Failure::internal)?;
                 app2.state()
                     .hold(&wallet, &digest.hex())
                     .map_err(Failure::internal)?;
@@ -215,6 +217,7 @@ pub(crate) async fn upload_manifest(
             .store
             .put(canonical.as_bytes())
             .map_err(Failure::internal)?;
+        app2.publish(&hash).map_err(Failure::internal)?;
         app2.state()
             .hold(&wallet, &hash.hex())
             .map_err(Failure::internal)?;

@@ -10,7 +10,7 @@ use skilltrial_chain::cli_config::Commitment;
 
 use super::error::{Answer, Failure, unavailable};
 use super::extract::{blocking, owned, private_json};
-use crate::{App, api, worker};
+use crate::{App, api};
 
 /// The transaction signature a query parameter `name` holds.
 fn signature_param(name: &str, text: &str) -> Answer<solana_signature::Signature> {
@@ -86,8 +86,9 @@ pub(crate) async fn verification(
         .transpose()?;
     let app2 = Arc::clone(&app);
     let checks = blocking(move || -> Answer<Vec<api::VerifiedCheck>> {
-        let path = worker::run_dir(&app2.config.state_dir, &run.address).join("report.json");
-        let bytes = std::fs::read(path).map_err(Failure::internal)?;
+        let bytes = app2
+            .run_file(&run.address, "report.json")
+            .map_err(Failure::internal)?;
         let report: skilltrial_core::report::Report =
             serde_json::from_slice(&bytes).map_err(Failure::internal)?;
         verify_report(&app2, &report, &run.address, &run.user, anchor.as_ref())
