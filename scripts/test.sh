@@ -64,12 +64,22 @@ native_banner() {
 step "toolchain: $(rustc --version)"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
-# Debian packages the suite needs: Chromium (the HTML report is tested in a real browser) and
+# Debian packages the suite needs: Chromium (the HTML report is tested in a real browser),
 # libclang (bindgen, for rocksdb under the local validator that `skilltrial localnet` and the
-# hosted end-to-end tests run).
+# hosted end-to-end tests run) and PostgreSQL's server binaries (skilltrial-pgtest starts a
+# throwaway server per test from them; the `main` cluster the package may create is not used).
+# The server counts as present where skilltrial-pgtest would find initdb.
+have_postgres_server() {
+    local bindir
+    if [ -n "${SKILLTRIAL_PG_BINDIR:-}" ]; then [ -x "$SKILLTRIAL_PG_BINDIR/initdb" ]; return; fi
+    bindir="$(pg_config --bindir 2>/dev/null)" && [ -x "$bindir/initdb" ] && return 0
+    compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && return 0
+    command -v initdb >/dev/null 2>&1
+}
 packages=()
 command -v chromium >/dev/null 2>&1 || packages+=(chromium)
 dpkg -s libclang-dev >/dev/null 2>&1 || packages+=(libclang-dev)
+have_postgres_server || packages+=(postgresql)
 if [ "${#packages[@]}" -gt 0 ]; then
     step "installing ${packages[*]}"
     SUDO=""
