@@ -27,6 +27,7 @@ pub mod anchor;
 pub mod cli_config;
 pub mod error;
 pub mod escrow;
+pub mod failpoint;
 pub mod history;
 pub mod ix;
 pub mod outbox;

@@ -463,6 +463,9 @@ impl<'a> Sender<'a> {
                 entry.signature
             ))
         })?;
+        if first_send {
+            crate::failpoint::hit("tx-signed", &entry.intent);
+        }
         if first_send && let Err(e) = self.broadcast(entry, true) {
             if let RpcFailure::Node { message, .. } = &e {
                 // Preflight refused it: the node did not forward it, so it cannot land.
@@ -472,6 +475,9 @@ impl<'a> Sender<'a> {
             }
             // Unanswered: it may or may not have left; keep waiting and rebroadcasting.
             (self.progress)(&format!("the node did not answer the send ({e}); retrying"));
+        }
+        if first_send {
+            crate::failpoint::hit("tx-sent", &format!("{} {}", entry.intent, entry.signature));
         }
         let wanted = self.chain.commitment();
         // A resumed transaction goes out again at once: it may never have left.

@@ -242,8 +242,9 @@ pub struct ServeArgs {
     /// its runs say the answers are scripted; no real profile is served beside it.
     #[arg(long, conflicts_with = "profiles")]
     pub demo_model: bool,
-    /// Runs executing at once.
-    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
+    /// Runs executing at once. 0 (with --database only): this worker serves the API and the
+    /// page and executes nothing; the other workers on the database execute the runs it takes.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(0..=256))]
     pub max_runs: u16,
     /// The most requests one run may have in flight at once, 1 to 64: each run is registered
     /// with the concurrency its owner asks for (1 by default) up to this, published in GET

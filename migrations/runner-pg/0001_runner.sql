@@ -101,3 +101,11 @@ CREATE TABLE run_files (
     digest text NOT NULL REFERENCES blobs (digest),
     PRIMARY KEY (run, name)
 );
+
+-- Keys every worker must share: `challenges`, the HMAC key sign-in nonces are issued and
+-- recognised under (a challenge fetched from one worker is signed and verified on another).
+-- Drawn once from a CSPRNG by the first worker; never logged, never sent.
+CREATE TABLE secrets (
+    name  text PRIMARY KEY,
+    value bytea NOT NULL CHECK (length(value) = 32)
+);

@@ -236,6 +236,14 @@ impl App {
             ),
         };
         let store = Store::open(&config.state_dir.join("store")).map_err(|e| e.to_string())?;
+        // Workers on one database share the sign-in key: a challenge may be fetched from one
+        // and signed back to another behind a load balancer.
+        let challenges = match &pg {
+            Some(pg) => {
+                siws::Challenges::with_key(pg.shared_key("challenges").map_err(|e| e.to_string())?)
+            }
+            None => siws::Challenges::new()?,
+        };
         let expect = siws::Expect::new(&config.origin, &config.chain_id)?;
         for line in profiles.describe() {
             tracing::info!("{line}");
@@ -245,7 +253,7 @@ impl App {
             config,
             runner,
             expect,
-            challenges: siws::Challenges::new()?,
+            challenges,
             store,
             profiles,
             state: Mutex::new(state),

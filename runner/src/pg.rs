@@ -209,10 +209,14 @@ impl Pg {
     /// Connects (checking the server answers) and brings the schema to [`SCHEMA_VERSION`]. A
     /// database of a newer schema than this daemon knows is refused, untouched.
     pub fn connect(options: &PgOptions) -> Result<Self, String> {
-        let config: tokio_postgres::Config = options
+        let mut config: tokio_postgres::Config = options
             .url
             .parse()
             .map_err(|e| format!("--database: not a PostgreSQL connection string: {e}"))?;
+        // The worker's name in pg_stat_activity, unless the URL names the application itself.
+        if config.get_application_name().is_none() {
+            config.application_name(&options.worker);
+        }
         let where_ = describe(&config);
         let remote = config.get_hosts().iter().any(|h| match h {
             Host::Tcp(name) => !matches!(name.as_str(), "localhost" | "127.0.0.1" | "::1"),
@@ -384,6 +388,31 @@ impl Pg {
             }
         });
         hints
+    }
+
+    /// The 32-byte secret `name` every worker on this database shares: drawn from the OS's
+    /// CSPRNG by the first worker that asks, read back by every other.
+    pub fn shared_key(&self, name: &str) -> Result<[u8; 32], StateError> {
+        let mut fresh = [0u8; 32];
+        getrandom::fill(&mut fresh).map_err(|e| self.fail(format!("cannot draw a key: {e}")))?;
+        let name = name.to_owned();
+        let stored: Vec<u8> = self.with(move |c| {
+            Box::pin(async move {
+                c.execute(
+                    "INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+                    &[&name, &fresh.as_slice()],
+                )
+                .await
+                .map_err(pg(""))?;
+                let row = c
+                    .query_one("SELECT value FROM secrets WHERE name = $1", &[&name])
+                    .await
+                    .map_err(pg(""))?;
+                Ok(row.get::<_, Vec<u8>>(0))
+            })
+        })?;
+        <[u8; 32]>::try_from(stored.as_slice())
+            .map_err(|_| self.fail("a shared key is not 32 bytes"))
     }
 
     /// Whether the database answers (`/readyz`).

@@ -308,6 +308,11 @@ impl Challenges {
         Ok(Self { key })
     }
 
+    /// With `key`: the key every worker on one database shares ([`crate::pg::Pg::shared_key`]).
+    pub fn with_key(key: [u8; 32]) -> Self {
+        Self { key }
+    }
+
     /// HMAC-SHA256 over the wallet, the random bytes and the issue time, fed and ready.
     fn mac(
         &self,

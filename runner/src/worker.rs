@@ -843,6 +843,7 @@ impl Ctx<'_> {
             for chunk in fresh.chunks(usize::try_from(self.app.config.batch).unwrap_or(10).max(1)) {
                 let seq = u32::try_from(batches.len() + 1).unwrap_or(u32::MAX);
                 self.app.add_batch(name, seq, chunk).map_err(transient)?;
+                skilltrial_chain::failpoint::hit("batch-recorded", name);
                 batches.push(crate::state::Batch {
                     seq,
                     evidence: chunk.to_vec(),

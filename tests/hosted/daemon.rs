@@ -219,6 +219,8 @@ pub(crate) struct Launch<'a> {
     pub(crate) without_anthropic_key: bool,
     /// Where its log (stderr) goes: inherited when `None`.
     pub(crate) log: Option<&'a std::path::Path>,
+    /// More environment variables (a failpoint).
+    pub(crate) env: &'a [(&'a str, &'a str)],
 }
 
 /// [`start_daemon_with`], as `launch` says. The daemon never has an OpenAI key (whatever the
@@ -273,6 +275,7 @@ pub(crate) fn start_daemon_launch(
         .env_remove("ANTHROPIC_BASE_URL")
         .env_remove("OPENAI_BASE_URL")
         .env("HOME", net.dir.path())
+        .envs(launch.env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(stderr)

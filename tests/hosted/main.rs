@@ -24,6 +24,7 @@ mod progressive;
 mod pty;
 mod refusals;
 mod scenarios;
+mod workers;
 
 /// One validator at a time: the tests below each start one, and two validators (with a daemon
 /// and a browser) on a 2-core machine slow each other more than running one after the other.
@@ -81,7 +82,7 @@ fn hosted_runs_end_to_end_on_a_local_validator() {
         }
         return;
     }
-    let in_turn: [(&str, Scenario); 11] = [
+    let in_turn: [(&str, Scenario); 13] = [
         (
             "escrow, settle, cancel, finalize, close, anchor, verify",
             scenarios::escrow_settle_cancel_finalize_close_then_anchor_and_verify,
@@ -116,6 +117,14 @@ fn hosted_runs_end_to_end_on_a_local_validator() {
         (
             "a progressive run on the daemon",
             progressive::a_progressive_run_is_charged_per_turn_and_settled_per_trial,
+        ),
+        (
+            "three workers on one database",
+            workers::three_workers_share_thirty_runs_of_ten_wallets,
+        ),
+        (
+            "takeovers on one database",
+            workers::dead_and_cut_off_workers_are_taken_over_with_nothing_sent_or_charged_twice,
         ),
     ];
     // `SKILLTRIAL_HOSTED_ONLY=<words>` runs only the scenarios whose name contains them (for

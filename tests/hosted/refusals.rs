@@ -202,6 +202,7 @@ pub fn only_the_profiles_it_can_call_are_offered(net: &Localnet) {
         &Launch {
             without_anthropic_key: false,
             log: Some(&log),
+            env: &[],
         },
     );
 
@@ -323,6 +324,7 @@ pub fn a_run_whose_model_cannot_be_called_is_finalized(net: &Localnet) {
         &Launch {
             without_anthropic_key: true,
             log: Some(&log),
+            env: &[],
         },
     );
     for (run, reason) in [

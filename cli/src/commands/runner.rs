@@ -113,6 +113,11 @@ fn buyback_now(args: &BuybackOnceArgs, global: &Global) -> Result<Status, CliErr
 }
 
 fn serve(args: &ServeArgs, global: &Global) -> Result<Status, CliError> {
+    if args.max_runs == 0 && args.database.is_none() {
+        return Err(CliError::Environment(anyhow::anyhow!(
+            "--max-runs 0: a daemon alone on its state would execute nothing; 0 is for a worker beside others on one --database"
+        )));
+    }
     let session = chain::connect(&args.solana, global)?;
     let runner = session.wallet()?;
     let genesis = session.chain.genesis_hash()?;
