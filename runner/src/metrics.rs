@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -25,33 +25,40 @@ pub struct HttpLabels {
     pub status: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
-pub enum Outcome {
-    Ok,
-    Error,
+/// A label value as its lower-case word (the derive would write the variant's name).
+macro_rules! label_words {
+    ($name:ident { $($variant:ident => $word:literal),+ $(,)? }) => {
+        #[derive(Clone, Debug, Hash, PartialEq, Eq)]
+        pub enum $name {
+            $($variant),+
+        }
+
+        impl EncodeLabelValue for $name {
+            fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+                use std::fmt::Write as _;
+                encoder.write_str(match self {
+                    $(Self::$variant => $word),+
+                })
+            }
+        }
+    };
 }
+
+label_words!(Outcome { Ok => "ok", Error => "error" });
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
     pub outcome: Outcome,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
-pub enum ClaimKind {
-    Fresh,
-    Takeover,
-}
+label_words!(ClaimKind { Fresh => "fresh", Takeover => "takeover" });
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ClaimLabels {
     pub kind: ClaimKind,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
-pub enum Settled {
-    Landed,
-    Refused,
-}
+label_words!(Settled { Landed => "landed", Refused => "refused" });
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SettledLabels {

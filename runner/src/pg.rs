@@ -498,10 +498,10 @@ impl Pg {
                                 AND (lease_expires IS NULL OR lease_expires < now())
                                 AND (not_before IS NULL OR not_before <= now())
                               ORDER BY created_at, address
-                              LIMIT $3
+                              LIMIT $3::bigint
                               FOR UPDATE SKIP LOCKED)
                          UPDATE runs r SET lease_owner = $1, lease_epoch = r.lease_epoch + 1,
-                                lease_expires = now() + make_interval(secs => $2), not_before = NULL
+                                lease_expires = now() + make_interval(secs => $2::float8), not_before = NULL
                            FROM c WHERE r.address = c.address
                          RETURNING r.address, r.lease_epoch, c.previous",
                         &[&worker, &secs, &limit],
@@ -545,7 +545,7 @@ impl Pg {
             Box::pin(async move {
                 let rows = c
                     .query(
-                        "UPDATE runs r SET lease_expires = now() + make_interval(secs => $3)
+                        "UPDATE runs r SET lease_expires = now() + make_interval(secs => $3::float8)
                            FROM unnest($1::text[], $2::bigint[]) AS h(address, epoch)
                           WHERE r.address = h.address AND r.lease_epoch = h.epoch
                             AND r.lease_owner = $4 AND r.lease_expires > now()
@@ -581,7 +581,7 @@ impl Pg {
             Box::pin(async move {
                 c.execute(
                     "UPDATE runs SET lease_owner = NULL, lease_expires = NULL,
-                            not_before = CASE WHEN $3 > 0 THEN now() + make_interval(secs => $3) END
+                            not_before = CASE WHEN $3::float8 > 0 THEN now() + make_interval(secs => $3::float8) END
                       WHERE address = $1 AND lease_epoch = $2",
                     &[&address, &epoch, &wait],
                 )

@@ -462,3 +462,33 @@ fn every_worker_on_one_database_signs_in_with_the_same_key() {
     assert_ne!(k1, [0; 32]);
     assert_ne!(w1.shared_key("other").unwrap(), k1, "a key per name");
 }
+
+#[test]
+fn a_run_given_back_is_claimed_again_fresh_once_its_wait_has_passed() {
+    let conninfo = database("release");
+    let w1 = worker(&conninfo, "w1", Duration::from_secs(30));
+    let w2 = worker(&conninfo, "w2", Duration::from_secs(30));
+    let mut s1 = PgState::new(w1.clone());
+    s1.register_run(&run("r", "alice", 1)).unwrap();
+    assert_eq!(w1.claim(1).unwrap().len(), 1);
+    w1.release("r", Some(Duration::from_secs(2))).unwrap();
+    assert_eq!(w1.hold("r"), None);
+    // Given back with a wait: nobody claims it before the wait has passed.
+    assert!(w2.claim(1).unwrap().is_empty(), "claimed during its wait");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let claim = loop {
+        if let Some(c) = w2.claim(1).unwrap().pop() {
+            break c;
+        }
+        assert!(Instant::now() < deadline, "never claimable again");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!((claim.epoch, claim.previous), (2, None), "a fresh claim, not a takeover");
+    // Given back without a wait: claimable at once; the old epoch's release changes nothing.
+    w1.release("r", None).unwrap();
+    assert_eq!(w2.hold("r"), Some(Hold::Held(2)));
+    w2.release("r", None).unwrap();
+    let again = w1.claim(1).unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!((again[0].epoch, again[0].previous.as_deref()), (3, None));
+}

@@ -55,8 +55,13 @@ fn worker(
     )
 }
 
+/// A worker's log: in the test's directory, or under `SKILLTRIAL_WORKER_LOGS` when set (to read
+/// them after a failure, which removes the test's directory).
 fn log_of(net: &Localnet, name: &str) -> PathBuf {
-    net.dir.path().join(format!("worker-{name}.log"))
+    match std::env::var_os("SKILLTRIAL_WORKER_LOGS") {
+        Some(dir) => PathBuf::from(dir).join(format!("worker-{name}.log")),
+        None => net.dir.path().join(format!("worker-{name}.log")),
+    }
 }
 
 /// Waits until `name`'s log says `words` (a failpoint reached); returns that line.
