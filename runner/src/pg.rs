@@ -1375,3 +1375,52 @@ impl PgState {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_is_described_without_its_password() {
+        let config: tokio_postgres::Config =
+            "postgres://runner:s3cret-pa55@db.internal:6543/skilltrial?sslmode=require"
+                .parse()
+                .unwrap();
+        let said = describe(&config);
+        assert_eq!(said, "postgres db.internal:6543/skilltrial");
+        assert!(!said.contains("s3cret"));
+    }
+
+    #[test]
+    fn a_ca_file_that_is_missing_or_holds_no_certificate_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.pem");
+        let Err(e) = tls(Some(&missing)) else {
+            panic!("a missing CA file was accepted");
+        };
+        assert!(
+            e.contains("--database-ca") && e.contains("missing.pem"),
+            "{e}"
+        );
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").unwrap();
+        let Err(e) = tls(Some(&empty)) else {
+            panic!("a CA file without a certificate was accepted");
+        };
+        assert!(e.contains("no PEM certificate"), "{e}");
+        assert!(tls(None).is_ok(), "the platform's roots");
+    }
+
+    #[test]
+    fn a_connection_string_that_does_not_parse_is_refused_without_echoing_it() {
+        let options = PgOptions::new("postgres://runner:s3cret@db.internal:notaport/x");
+        let Err(e) = Pg::connect(&options) else {
+            panic!("a bad URL was accepted");
+        };
+        assert!(
+            e.starts_with("--database: not a PostgreSQL connection string"),
+            "{e}"
+        );
+        assert!(!e.contains("s3cret"), "{e}");
+    }
+}

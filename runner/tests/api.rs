@@ -2090,3 +2090,56 @@ fn submit_refuses_a_concurrency_above_the_runners_maximum_before_it_signs_in() {
     assert!(steps.is_empty(), "{steps:?}");
     assert_eq!(*asked.lock().unwrap(), ["getGenesisHash"]);
 }
+
+#[test]
+fn health_readiness_and_metrics_answer_for_an_operators_infrastructure() {
+    // A registered run, as a restarted daemon finds it: /metrics counts it by phase.
+    let served = serve_with(|state| {
+        register_in_state(state, &Keypair::new(), &"ab".repeat(32), Phase::Finalizing);
+    });
+    let client = http();
+    let health = client
+        .get(served.base.join("/healthz").unwrap())
+        .send()
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    assert_eq!(health.text().unwrap(), "ok\n");
+    let ready = client
+        .get(served.base.join("/readyz").unwrap())
+        .send()
+        .unwrap();
+    assert_eq!(ready.status(), 200);
+    // A request the layer times, by its route's template and never its run.
+    let _ = client
+        .get(served.base.join("/v1/runs/SomeRunAddress").unwrap())
+        .send()
+        .unwrap();
+    let metrics = client
+        .get(served.base.join("/metrics").unwrap())
+        .send()
+        .unwrap();
+    assert_eq!(metrics.status(), 200);
+    assert!(
+        metrics.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/openmetrics-text"),
+        "{:?}",
+        metrics.headers()
+    );
+    let text = metrics.text().unwrap();
+    for series in [
+        "skilltrial_runner_runs{phase=\"finalizing\"} 1",
+        "skilltrial_runner_settlement_batches_pending 0",
+        "skilltrial_runner_claims_total{kind=\"takeover\"} 0",
+        "skilltrial_runner_model_request_duration_seconds_count{outcome=\"error\"} 0",
+        "skilltrial_runner_http_request_duration_seconds_count{route=\"/v1/runs/{run}\",method=\"GET\",status=\"4xx\"} 1",
+        "# EOF",
+    ] {
+        assert!(text.contains(series), "{series} missing from:\n{text}");
+    }
+    assert!(
+        !text.contains("SomeRunAddress"),
+        "a run in a label:\n{text}"
+    );
+}

@@ -483,7 +483,11 @@ fn a_run_given_back_is_claimed_again_fresh_once_its_wait_has_passed() {
         assert!(Instant::now() < deadline, "never claimable again");
         std::thread::sleep(Duration::from_millis(100));
     };
-    assert_eq!((claim.epoch, claim.previous), (2, None), "a fresh claim, not a takeover");
+    assert_eq!(
+        (claim.epoch, claim.previous),
+        (2, None),
+        "a fresh claim, not a takeover"
+    );
     // Given back without a wait: claimable at once; the old epoch's release changes nothing.
     w1.release("r", None).unwrap();
     assert_eq!(w2.hold("r"), Some(Hold::Held(2)));

@@ -254,3 +254,18 @@ fn bench_the_runner_daemon_with_twenty_concurrent_runs() {
     daemon::bench_twenty_concurrent_runs(&net);
     net.stop();
 }
+
+/// A benchmark, not a check: `cargo test --features skilltrial-e2e/validator --features
+/// skilltrial-cli/localnet --test hosted -- --ignored --nocapture bench_workers` prints trials/s
+/// with 1, 2 and 3 workers on one PostgreSQL and the takeover time after a SIGKILL (docs/runner.md).
+#[test]
+#[ignore = "a benchmark: prints numbers; run it with --ignored --nocapture"]
+fn bench_workers_on_one_database() {
+    if std::env::var("SKILLTRIAL_PROGRAM_LAYER").as_deref() == Ok("native") {
+        return;
+    }
+    let _one = one_validator();
+    let net = harness::Localnet::start();
+    workers::bench_workers_on_one_database(&net);
+    net.stop();
+}

@@ -241,7 +241,7 @@ pub fn three_workers_share_thirty_runs_of_ten_wallets(net: &Localnet) {
         submitted.extend(submit_all(net, manifest, &wallets, &by));
     }
     assert_eq!(submitted.len(), 30);
-    wait_all_final(&cluster, &db, 30, Duration::from_secs(900));
+    wait_all_final(&cluster, "shared", 30, Duration::from_secs(900));
     let took = started.elapsed();
 
     // Every trial executed once: 30 runs of 18 trials, one request each, none sent twice.
@@ -263,7 +263,7 @@ pub fn three_workers_share_thirty_runs_of_ten_wallets(net: &Localnet) {
             daemon.url
         );
     }
-    assert_never_two_writers(&cluster, &db);
+    assert_never_two_writers(&cluster, "shared");
 
     // Settled once, to the lamport: each Run holds its 18 trials, the fees of 18, and the usage
     // the runner recorded for its batches.
@@ -502,5 +502,153 @@ pub fn dead_and_cut_off_workers_are_taken_over_with_nothing_sent_or_charged_twic
     let status = net.cli_json(&wallet, &["chain-status", &third_run]);
     assert_eq!(status["status"], "finalized", "{status}");
     drop((five, six, api));
+    server.stop();
+}
+
+/// A benchmark, not a check (`bench_workers_on_one_database` in main.rs): trials per second with
+/// 1, 2 and 3 workers on one database when a 200 ms model is the bottleneck, and the time from a
+/// worker's SIGKILL to the first request of its run from another worker.
+pub fn bench_workers_on_one_database(net: &Localnet) {
+    // Six runs of 54 trials; each worker executes two runs at once, one request each in flight,
+    // so with a 200 ms model one worker can send at most 10 requests a second.
+    const RUNS: usize = 6;
+    const TRIALS: usize = RUNS * 54;
+    let server = ScriptedServer::start(|_| {
+        Reply::Slow("I do not know.".to_owned(), Duration::from_millis(200))
+    })
+    .unwrap();
+    let profiles = operator_profile(net, "loopback-200ms", &server);
+    let wallets: Vec<PathBuf> = (0..RUNS / 3).map(|i| wallet(net, 200 + i)).collect();
+    let mut lines = Vec::new();
+    for n in 1..=3usize {
+        let cluster = Cluster::start().unwrap();
+        let name = format!("bench{n}");
+        let db = cluster.create_database(&name).unwrap();
+        // Registered through a worker that executes nothing, so that the clock starts with the
+        // executing workers, not with the submits.
+        let api = worker(
+            net,
+            &db,
+            &format!("{name}-api"),
+            &profiles,
+            &["--max-runs", "0"],
+            &[],
+        );
+        for seed in 0..3 {
+            let manifest = plan(
+                net,
+                &profiles,
+                "loopback-200ms",
+                "3",
+                "20",
+                &format!("{}", 300 + n * 10 + seed),
+            );
+            submit_all(net, &manifest, &wallets, &[&api]);
+        }
+        let before = server.requests().len();
+        let started = Instant::now();
+        let executing: Vec<Daemon> = (0..n)
+            .map(|i| {
+                worker(
+                    net,
+                    &db,
+                    &format!("{name}-{i}"),
+                    &profiles,
+                    &["--max-runs", "2"],
+                    &[],
+                )
+            })
+            .collect();
+        // The model's part: from the first request to the last.
+        let (mut first, mut last) = (None, None);
+        while last.is_none() {
+            let sent = server.requests().len() - before;
+            if sent > 0 && first.is_none() {
+                first = Some(Instant::now());
+            }
+            if sent >= TRIALS {
+                last = Some(Instant::now());
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(1800),
+                "{sent} of {TRIALS} sent"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        wait_all_final(&cluster, &name, RUNS, Duration::from_secs(1800));
+        let took = started.elapsed().as_secs_f64();
+        let sending = last
+            .zip(first)
+            .map_or(0.0, |(l, f)| l.duration_since(f).as_secs_f64());
+        lines.push(format!(
+            "{n} worker(s), --max-runs 2 each: {TRIALS} trials of {RUNS} runs sent in {sending:.1} s = {:.2} trials/s; {took:.1} s from the first claim to the last finalization",
+            TRIALS as f64 / sending
+        ));
+        drop(executing);
+        drop(api);
+    }
+
+    // Takeover: SIGKILL the worker holding a run mid-run, five times.
+    let mut takeovers = Vec::new();
+    let cluster = Cluster::start().unwrap();
+    let db = cluster.create_database("benchkill").unwrap();
+    let api = worker(
+        net,
+        &db,
+        "benchkill-api",
+        &profiles,
+        &["--max-runs", "0"],
+        &[],
+    );
+    for k in 0..5usize {
+        let mut holder = worker(
+            net,
+            &db,
+            &format!("benchkill-{k}"),
+            &profiles,
+            &["--max-runs", "1"],
+            &[],
+        );
+        let manifest = plan(
+            net,
+            &profiles,
+            "loopback-200ms",
+            "1",
+            "5",
+            &format!("{}", 400 + k),
+        );
+        submit_all(net, &manifest, &wallets[..1], &[&api]);
+        // Mid-run: a few requests of it answered.
+        let seen = server.requests().len();
+        crate::daemon::wait_requests(&server, seen + 5);
+        let at = server.requests().len();
+        let killed = Instant::now();
+        holder.child.kill().unwrap();
+        holder.child.wait().unwrap();
+        let taker = worker(
+            net,
+            &db,
+            &format!("benchkill-{k}-taker"),
+            &profiles,
+            &["--max-runs", "1"],
+            &[],
+        );
+        takeovers.push(next_request_after(&server, at, killed).as_secs_f64());
+        wait_all_final(&cluster, "benchkill", k + 1, Duration::from_secs(600));
+        drop(taker);
+    }
+    drop(api);
+    takeovers.sort_by(f64::total_cmp);
+    lines.push(format!(
+        "takeover with a {LEASE_SECS} s lease, SIGKILL to the run's next request from another worker (the taker started right after the kill), 5 times: p50 {:.2} s, max {:.2} s",
+        takeovers[takeovers.len() / 2],
+        takeovers[takeovers.len() - 1]
+    ));
+    #[allow(clippy::print_stderr)]
+    {
+        for line in lines {
+            eprintln!("{line}");
+        }
+    }
     server.stop();
 }
