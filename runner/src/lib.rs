@@ -490,23 +490,37 @@ impl App {
     /// On PostgreSQL: claims runs up to `max_runs` (fresh ones, and lapsed leases of workers
     /// that died or were cut off) and starts a thread for each.
     fn claim_runs(self: &Arc<Self>, pg: &pg::Pg) {
-        let free = self.config.max_runs.saturating_sub(self.active_runs());
-        let claims = match pg.claim(free) {
-            Ok(claims) => claims,
-            Err(e) => {
-                tracing::error!("cannot claim runs: {e}");
-                return;
+        // Counted and claimed under the lock of the runs executing here, so that the supervisor
+        // and a registration claiming at the same moment never exceed `max_runs` together.
+        let claims = {
+            let mut active = self
+                .active
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let free = self.config.max_runs.saturating_sub(active.len());
+            match pg.claim(free) {
+                Ok(claims) => {
+                    for claim in &claims {
+                        active.insert(claim.address.clone());
+                    }
+                    claims
+                }
+                Err(e) => {
+                    tracing::error!("cannot claim runs: {e}");
+                    return;
+                }
             }
         };
         for claim in claims {
-            let run = match self.state().run(&claim.address) {
-                Ok(Some(run)) => run,
-                Ok(None) => continue,
-                Err(e) => {
-                    tracing::error!(run = %claim.address, "cannot read a claimed run: {e}");
-                    let _ = pg.release(&claim.address, Some(RETRY_FIRST));
-                    continue;
-                }
+            let read = self.state().run(&claim.address);
+            let Ok(Some(run)) = read else {
+                tracing::error!(run = %claim.address, "cannot read a claimed run ({read:?}); giving it back");
+                let _ = pg.release(&claim.address, Some(RETRY_FIRST));
+                self.active
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remove(&claim.address);
+                continue;
             };
             let kind = if claim.previous.is_some() {
                 metrics::ClaimKind::Takeover
@@ -526,10 +540,6 @@ impl App {
                 ),
                 None => tracing::info!(run = %run.address, epoch = claim.epoch, "claimed"),
             }
-            self.active
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(run.address.clone());
             let app = Arc::clone(self);
             let spawned = std::thread::Builder::new()
                 .name(format!("run-{}", &run.address[..8.min(run.address.len())]))

@@ -453,9 +453,17 @@ pub fn dead_and_cut_off_workers_are_taken_over_with_nothing_sent_or_charged_twic
         .trim_end_matches(')')
         .to_owned();
     let mut three = three;
+    let killed = Instant::now();
     three.child.kill().unwrap();
     three.child.wait().unwrap();
     let four = worker(net, &db, "four", &profiles, &["--max-runs", "1"], &[]);
+    while claims(&four, "takeover") == 0 {
+        assert!(
+            killed.elapsed() <= Duration::from_secs(LEASE_SECS + 10),
+            "the run was not taken over within the lease and 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     wait_all_final(&cluster, "takeover", 2, Duration::from_secs(300));
     let landed = cluster
         .psql(
@@ -509,9 +517,10 @@ pub fn dead_and_cut_off_workers_are_taken_over_with_nothing_sent_or_charged_twic
 /// 1, 2 and 3 workers on one database when a 200 ms model is the bottleneck, and the time from a
 /// worker's SIGKILL to the first request of its run from another worker.
 pub fn bench_workers_on_one_database(net: &Localnet) {
-    // Six runs of 54 trials; each worker executes two runs at once, one request each in flight,
-    // so with a 200 ms model one worker can send at most 10 requests a second.
-    const RUNS: usize = 6;
+    // Twelve runs of 54 trials (waves of equal runs on 1, 2 or 3 workers); each worker executes
+    // two runs at once, one request each in flight, so with a 200 ms model one worker can send
+    // at most 10 requests a second.
+    const RUNS: usize = 12;
     const TRIALS: usize = RUNS * 54;
     let server = ScriptedServer::start(|_| {
         Reply::Slow("I do not know.".to_owned(), Duration::from_millis(200))
@@ -520,6 +529,7 @@ pub fn bench_workers_on_one_database(net: &Localnet) {
     let profiles = operator_profile(net, "loopback-200ms", &server);
     let wallets: Vec<PathBuf> = (0..RUNS / 3).map(|i| wallet(net, 200 + i)).collect();
     let mut lines = Vec::new();
+    let mut rates = Vec::new();
     for n in 1..=3usize {
         let cluster = Cluster::start().unwrap();
         let name = format!("bench{n}");
@@ -580,9 +590,11 @@ pub fn bench_workers_on_one_database(net: &Localnet) {
         let sending = last
             .zip(first)
             .map_or(0.0, |(l, f)| l.duration_since(f).as_secs_f64());
+        let rate = TRIALS as f64 / sending;
+        rates.push(rate);
         lines.push(format!(
-            "{n} worker(s), --max-runs 2 each: {TRIALS} trials of {RUNS} runs sent in {sending:.1} s = {:.2} trials/s; {took:.1} s from the first claim to the last finalization",
-            TRIALS as f64 / sending
+            "{n} worker(s), --max-runs 2 each: {TRIALS} trials of {RUNS} runs sent in {sending:.1} s = {rate:.2} trials/s ({:.2}x one worker); {took:.1} s from the first claim to the last finalization",
+            rate / rates[0]
         ));
         drop(executing);
         drop(api);
