@@ -506,7 +506,17 @@ impl App {
                     claims
                 }
                 Err(e) => {
-                    tracing::error!("cannot claim runs: {e}");
+                    // Said once a minute while it lasts, not at every half-second try.
+                    static LAST: Mutex<Option<Instant>> = Mutex::new(None);
+                    let mut last = LAST
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if last.is_none_or(|at| at.elapsed() >= Duration::from_secs(60)) {
+                        *last = Some(Instant::now());
+                        tracing::error!(
+                            "cannot claim runs (said again in a minute if it lasts): {e}"
+                        );
+                    }
                     return;
                 }
             }

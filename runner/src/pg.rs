@@ -301,7 +301,7 @@ impl Pg {
     async fn client(pool: &Pool, where_: &str) -> Result<deadpool_postgres::Object, PgError> {
         pool.get()
             .await
-            .map_err(|e| PgError(format!("{where_}: no connection: {e}")))
+            .map_err(|e| PgError(format!("{where_}: no connection: {}", causes(&e))))
     }
 
     fn migrate(&self) -> Result<(), String> {
@@ -379,12 +379,21 @@ impl Pg {
             hints.clone(),
         );
         rt.spawn(async move {
+            // Back off while the database stays away: 1 s, doubling to 30 s; a session that
+            // lasted starts over at 1 s.
+            let mut wait = Duration::from_secs(1);
             loop {
-                match listen_once(&config, tls.clone(), &sender).await {
-                    Ok(()) => tracing::warn!(database = %where_, "the event listener's connection ended; reconnecting"),
-                    Err(e) => tracing::warn!(database = %where_, "event listener: {e}; reconnecting"),
+                let began = std::time::Instant::now();
+                let ended = listen_once(&config, tls.clone(), &sender).await;
+                if began.elapsed() >= Duration::from_secs(30) {
+                    wait = Duration::from_secs(1);
                 }
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                match ended {
+                    Ok(()) => tracing::warn!(database = %where_, "the event listener's connection ended; reconnecting in {} s", wait.as_secs()),
+                    Err(e) => tracing::warn!(database = %where_, "event listener: {e}; reconnecting in {} s", wait.as_secs()),
+                }
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(30));
             }
         });
         hints
@@ -883,8 +892,30 @@ fn detail(e: &tokio_postgres::Error) -> String {
             Some(d) => format!("{}: {d}", db.message()),
             None => db.message().to_owned(),
         },
-        None => e.to_string(),
+        None => causes(e),
     }
+}
+
+/// An error and every cause under it, each said once (a pool's "error occurred while creating a
+/// new object" says nothing until the server's "password authentication failed" is added). The
+/// server's messages never hold the password.
+fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut said: Vec<String> = Vec::new();
+    let mut next = Some(e);
+    while let Some(error) = next {
+        let text = match error.downcast_ref::<tokio_postgres::Error>() {
+            Some(pg) => match pg.as_db_error() {
+                Some(db) => db.message().to_owned(),
+                None => pg.to_string(),
+            },
+            None => error.to_string(),
+        };
+        if !said.iter().any(|s| s.contains(&text)) {
+            said.push(text);
+        }
+        next = error.source();
+    }
+    said.join(": ")
 }
 
 fn pg(where_: &str) -> impl Fn(tokio_postgres::Error) -> PgError + '_ {

@@ -2142,4 +2142,20 @@ fn health_readiness_and_metrics_answer_for_an_operators_infrastructure() {
         !text.contains("SomeRunAddress"),
         "a run in a label:\n{text}"
     );
+    // Once no run is in a phase, its series is gone at the next scrape, not kept at its last
+    // count (an operator draining a daemon waits for `executing` and `finalizing` to go).
+    let mut state = SqliteState::open(&served._dir.path().join("state/runner.sqlite")).unwrap();
+    let run = state.runs_to_work().unwrap().pop().unwrap();
+    state.set_finalized(&run.address, "sig").unwrap();
+    let text = client
+        .get(served.base.join("/metrics").unwrap())
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        text.contains("skilltrial_runner_runs{phase=\"finalized\"} 1")
+            && !text.contains("phase=\"finalizing\""),
+        "{text}"
+    );
 }

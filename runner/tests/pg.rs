@@ -496,3 +496,15 @@ fn a_run_given_back_is_claimed_again_fresh_once_its_wait_has_passed() {
     assert_eq!(again.len(), 1);
     assert_eq!((again[0].epoch, again[0].previous.as_deref()), (3, None));
 }
+
+#[test]
+fn a_connection_the_server_refuses_says_why_in_the_servers_words() {
+    let conninfo = database("refusal").replace("user=skilltrial", "user=nobody");
+    let mut options = PgOptions::new(&conninfo);
+    options.worker = "w".to_owned();
+    let refused = Pg::connect(&options).unwrap_err();
+    assert!(
+        refused.contains("role \"nobody\" does not exist"),
+        "{refused}"
+    );
+}

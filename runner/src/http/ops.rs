@@ -41,6 +41,9 @@ pub(crate) async fn metrics(State(app): State<Arc<App>>) -> Response {
     let m = &app.metrics;
     match census {
         Ok(Ok(census)) => {
+            // A phase no run is in any more is absent from the census: its series goes too,
+            // rather than keeping the count of an earlier scrape.
+            m.runs.clear();
             for (phase, n) in census.runs {
                 m.runs
                     .get_or_create(&PhaseLabels {
