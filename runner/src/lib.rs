@@ -155,6 +155,10 @@ pub struct App {
     pub pg: Option<pg::Pg>,
     /// On PostgreSQL: the runs with new events, as any worker appends them ([`pg::Pg::listen`]).
     hints: Option<tokio::sync::broadcast::Sender<String>>,
+    /// On PostgreSQL: runs this worker keeps leased while they wait, with the epoch their
+    /// working copies were last written under (reopened as they are, not rebuilt, while the
+    /// lease is still that epoch).
+    resumable: Mutex<BTreeMap<String, i64>>,
     /// The state directory's lock: one daemon per state directory (it dies with the process).
     _lock: std::fs::File,
 }
@@ -265,6 +269,7 @@ impl App {
             dispatch_pause: Mutex::new(None),
             last_buyback: Mutex::new(None),
             hints: pg.as_ref().map(pg::Pg::listen),
+            resumable: Mutex::new(BTreeMap::new()),
             metrics: Arc::new(metrics::Metrics::new()),
             pg,
             _lock: lock,
@@ -497,13 +502,54 @@ impl App {
                 .active
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let free = self.config.max_runs.saturating_sub(active.len());
+            // Runs kept leased while they wait: lost ones are given up, due ones go on here.
+            let now = Instant::now();
+            let mut waiting = 0usize;
+            let mut due = Vec::new();
+            for (address, hold) in pg.held() {
+                if active.contains(&address) {
+                    continue;
+                }
+                match hold {
+                    pg::Hold::Lost => {
+                        let _ = pg.release(&address, None);
+                        self.resumable
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .remove(&address);
+                    }
+                    pg::Hold::Held(epoch) => {
+                        let at = self
+                            .retry_at
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .get(&address)
+                            .map(|(at, _)| *at);
+                        if at.is_none_or(|at| at <= now) {
+                            active.insert(address.clone());
+                            due.push(pg::Claim {
+                                address,
+                                epoch,
+                                previous: None,
+                            });
+                        } else {
+                            waiting += 1;
+                        }
+                    }
+                }
+            }
+            let free = self.config.max_runs.saturating_sub(active.len() + waiting);
             match pg.claim(free) {
                 Ok(claims) => {
                     for claim in &claims {
                         active.insert(claim.address.clone());
                     }
-                    claims
+                    self.metrics_of_claims(&claims);
+                    due.into_iter().chain(claims).collect::<Vec<_>>()
+                }
+                Err(e) if !due.is_empty() => {
+                    tracing::warn!("cannot claim runs: {e}");
+                    due
                 }
                 Err(e) => {
                     // Said once a minute while it lasts, not at every half-second try.
@@ -532,15 +578,6 @@ impl App {
                     .remove(&claim.address);
                 continue;
             };
-            let kind = if claim.previous.is_some() {
-                metrics::ClaimKind::Takeover
-            } else {
-                metrics::ClaimKind::Fresh
-            };
-            self.metrics
-                .claims
-                .get_or_create(&metrics::ClaimLabels { kind })
-                .inc();
             match &claim.previous {
                 Some(previous) => tracing::warn!(
                     run = %run.address,
@@ -563,6 +600,39 @@ impl App {
                 let _ = pg.release(&claim.address, Some(RETRY_FIRST));
             }
         }
+    }
+
+    /// Counts `claims` (fresh, or taken over) in the metrics.
+    fn metrics_of_claims(&self, claims: &[pg::Claim]) {
+        for claim in claims {
+            let kind = if claim.previous.is_some() {
+                metrics::ClaimKind::Takeover
+            } else {
+                metrics::ClaimKind::Fresh
+            };
+            self.metrics
+                .claims
+                .get_or_create(&metrics::ClaimLabels { kind })
+                .inc();
+        }
+    }
+
+    /// Whether `run`'s working copies may be reopened as they are: this worker kept its lease
+    /// at `epoch` since it last wrote them.
+    pub fn resumable(&self, run: &str, epoch: i64) -> bool {
+        self.resumable
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(run)
+            == Some(&epoch)
+    }
+
+    /// Records that `run`'s working copies are the database's log at `epoch`.
+    pub fn written_under(&self, run: &str, epoch: i64) {
+        self.resumable
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(run.to_owned(), epoch);
     }
 
     /// On PostgreSQL: renews this worker's leases every third of their length until the daemon
@@ -722,6 +792,13 @@ impl App {
                 "the run's thread panicked".to_owned(),
             )),
         };
+        // A run that only waits (for the cluster's commitment, or the spending limit's period)
+        // keeps its lease and its working copies on this worker: nothing failed, so they are
+        // exactly the database's log, and the next try goes on from them.
+        let waits = matches!(
+            outcome,
+            Err(worker::WorkError::Waiting(_) | worker::WorkError::Paused { .. })
+        );
         match outcome {
             Ok(()) => {
                 self.retry_at
@@ -779,7 +856,15 @@ impl App {
         }
         // On PostgreSQL the lease is given back, with the wait decided above as the time no
         // worker may claim the run again (a stopping daemon hands its runs over at once).
-        if let Some(pg) = &self.pg {
+        if let Some(pg) = &self.pg
+            && !(waits
+                && !self.stopping()
+                && matches!(pg.hold(&run.address), Some(pg::Hold::Held(_))))
+        {
+            self.resumable
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(&run.address);
             let wait = self
                 .retry_at
                 .lock()

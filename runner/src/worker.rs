@@ -459,9 +459,40 @@ fn replicas(
     address: &str,
     dir: &Path,
 ) -> Result<(Journal, Outbox), WorkError> {
-    use crate::pg::ReplicaFile;
+    use crate::pg::{Hold, ReplicaFile};
     let journal_path = dir.join("journal.sqlite");
     let outbox_path = dir.join("outbox.sqlite");
+    let Some(Hold::Held(epoch)) = pg.hold(address) else {
+        return Err(transient(format!(
+            "this worker holds no lease on run {address}"
+        )));
+    };
+    // Kept leased while it waited: its working copies are the log, reopened as they are.
+    if app.resumable(address, epoch) && journal_path.is_file() && outbox_path.is_file() {
+        let mut journal = Journal::open(&journal_path).map_err(transient)?;
+        journal
+            .replicate(Box::new(
+                pg.sink(
+                    address,
+                    ReplicaFile::Journal,
+                    skilltrial_engine::journal::SCHEMA_VERSION,
+                )
+                .map_err(transient)?,
+            ))
+            .map_err(transient)?;
+        let mut outbox = Outbox::open(&outbox_path).map_err(transient)?;
+        outbox
+            .replicate(Box::new(
+                pg.sink(
+                    address,
+                    ReplicaFile::Outbox,
+                    skilltrial_chain::outbox::SCHEMA_VERSION,
+                )
+                .map_err(transient)?,
+            ))
+            .map_err(transient)?;
+        return Ok((journal, outbox));
+    }
     let reports = [dir.join("report.json"), dir.join("report.html")];
     for path in [&journal_path, &outbox_path, &reports[0], &reports[1]] {
         for suffix in ["", "-wal", "-shm", "-journal"] {
@@ -516,6 +547,7 @@ fn replicas(
             skilltrial_engine::store::write_durably(&dir.join(name), &bytes).map_err(transient)?;
         }
     }
+    app.written_under(address, epoch);
     Ok((journal, outbox))
 }
 

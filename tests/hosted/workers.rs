@@ -255,14 +255,16 @@ pub fn three_workers_share_thirty_runs_of_ten_wallets(net: &Localnet) {
             sent as f64 / took.as_secs_f64()
         );
     }
-    // Each worker claimed some: the runs were shared out, none taken over.
+    // Each worker claimed some: the runs were shared out, each claimed once (a run waiting for
+    // the cluster stays with its worker), none taken over.
+    let mut claimed = 0;
     for daemon in &daemons {
-        assert!(
-            claims(daemon, "fresh") > 0,
-            "{} claimed nothing",
-            daemon.url
-        );
+        let fresh = claims(daemon, "fresh");
+        assert!(fresh > 0, "{} claimed nothing", daemon.url);
+        assert_eq!(claims(daemon, "takeover"), 0, "{}", daemon.url);
+        claimed += fresh;
     }
+    assert_eq!(claimed, 30, "each run claimed once");
     assert_never_two_writers(&cluster, "shared");
 
     // Settled once, to the lamport: each Run holds its 18 trials, the fees of 18, and the usage
